@@ -1,0 +1,1781 @@
+//! What every known summary variable is, for Ganglia.
+//!
+//! Sources: XRootD System Monitoring Reference section 2.2 (2018 edition,
+//! `shared/reference/000_*`), its 2009 edition (`003_*`, which adds the
+//! legacy `toe` end-tag attribute), and what xrootd 5.x actually prints
+//! (read in the xrootd source and seen in records captured from xrootd 5.5.3:
+//! buff.xl*, xrootd.ops.wv/ws, xrootd.sig.*, ofs.tpc.*, pss.*, cache.*).
+//!
+//! Slope follows meaning, not the reference's arrows:
+//! * cumulative counters are `positive` (gmetad stores them as RRD COUNTER
+//!   and graphs the rate, so their units are rates);
+//! * gauges, high-water marks (link.maxn, sched.maxinq, xrootd.aio.max) and
+//!   counters that xrootd itself resets (buff.reqs, cmsm.sel.r/w) are `both`:
+//!   a COUNTER would read each reset as a 32-bit wrap and draw a spike;
+//! * text is `zero`.
+//!
+//! Types: C `int` fields (printed with `%d`, so they go negative past 2^31)
+//! are `uint32` and sent as their unsigned value; `long long` fields are
+//! `double` with integer text; timestamps are `double`.
+//!
+//! List entries are written with `i` for the index (`oss.paths.i.free`);
+//! [`LIST_KEYS`] says which field names an entry.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use crate::ganglia::xdr::Slope;
+
+/// What a variable is, which fixes its Ganglia type and slope.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// Cumulative 32-bit counter (C `int`): uint32, positive.
+    Counter32,
+    /// Cumulative 64-bit counter (C `long long`): double with integer text, positive.
+    Counter64,
+    /// 32-bit value that goes up and down, or a high-water mark: uint32, both.
+    Gauge32,
+    /// 64-bit value that goes up and down: double, both.
+    Gauge64,
+    /// Unix time in seconds: double, both.
+    Timestamp,
+    /// Text: string, zero.
+    Text,
+}
+
+impl Kind {
+    /// The TYPE gmond is told.
+    pub fn value_type(self) -> &'static str {
+        match self {
+            Kind::Counter32 | Kind::Gauge32 => "uint32",
+            Kind::Counter64 | Kind::Gauge64 | Kind::Timestamp => "double",
+            Kind::Text => "string",
+        }
+    }
+
+    pub fn slope(self) -> Slope {
+        match self {
+            Kind::Counter32 | Kind::Counter64 => Slope::Positive,
+            Kind::Gauge32 | Kind::Gauge64 | Kind::Timestamp => Slope::Both,
+            Kind::Text => Slope::Zero,
+        }
+    }
+
+    pub fn is_counter(self) -> bool {
+        self.slope() == Slope::Positive
+    }
+}
+
+/// One catalog entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MetricSpec {
+    /// Flat variable name with `i` for list indexes: `oss.paths.i.free`.
+    pub var: &'static str,
+    pub kind: Kind,
+    pub units: &'static str,
+    /// Short graph title.
+    pub title: &'static str,
+    /// One sentence for DESC.
+    pub desc: &'static str,
+}
+
+/// The field that names a list entry, per list ("index only to break ties").
+pub const LIST_KEYS: &[(&str, &str)] = &[
+    ("oss.paths", "lp"),
+    ("oss.space", "name"),
+    ("cmsm.node", "host"),
+];
+
+/// The key field of a list, if it has one.
+pub fn list_key(list: &str) -> Option<&'static str> {
+    LIST_KEYS.iter().find(|(l, _)| *l == list).map(|(_, k)| *k)
+}
+
+/// Variables the gateway derives from others (documented in README).
+pub const DERIVED_CPU_USR: &str = "proc.cpu.usr";
+pub const DERIVED_CPU_SYS: &str = "proc.cpu.sys";
+pub const DERIVED_CPU_TOTAL: &str = "proc.cpu.total";
+pub const DERIVED_UPTIME: &str = "uptime";
+
+/// Units used for unknown numeric variables.
+pub const UNKNOWN_UNITS: &str = "";
+
+macro_rules! spec {
+    ($var:literal, $kind:ident, $units:literal, $title:literal, $desc:literal) => {
+        MetricSpec {
+            var: $var,
+            kind: Kind::$kind,
+            units: $units,
+            title: $title,
+            desc: $desc,
+        }
+    };
+}
+
+/// Every known variable.
+pub static CATALOG: &[MetricSpec] = &[
+    // Header (<statistics ...>). The reference marks tod/tos with an up-arrow:
+    // they only grow, but they are points in time, not counts, so `both`.
+    spec!(
+        "tod",
+        Timestamp,
+        "s",
+        "Report start time",
+        "Unix time when statistics gathering started."
+    ),
+    spec!(
+        "toe",
+        Timestamp,
+        "s",
+        "Report end time",
+        "Unix time when statistics gathering ended (2009 edition: attribute of the end tag)."
+    ),
+    spec!(
+        "tos",
+        Timestamp,
+        "s",
+        "Program start time",
+        "Unix time when the program was started."
+    ),
+    spec!(
+        "ver",
+        Text,
+        "",
+        "Version",
+        "Version name of the server code."
+    ),
+    spec!(
+        "src",
+        Text,
+        "",
+        "Reporting host and port",
+        "Host and port reporting data (hostname:port)."
+    ),
+    spec!(
+        "pgm",
+        Text,
+        "",
+        "Program",
+        "Name of the program (xrootd or cmsd)."
+    ),
+    spec!(
+        "ins",
+        Text,
+        "",
+        "Instance",
+        "Instance name given with -n (anon if none)."
+    ),
+    spec!(
+        "pid",
+        Gauge32,
+        "",
+        "Process ID",
+        "Process ID of the program."
+    ),
+    spec!(
+        "site",
+        Text,
+        "",
+        "Site",
+        "Site name given with all.sitename."
+    ),
+    spec!(
+        "host",
+        Text,
+        "",
+        "Host attribute",
+        "Host attribute sent by the dCache xrootd door."
+    ),
+    // Derived by the gateway.
+    spec!(
+        "uptime",
+        Gauge64,
+        "s",
+        "Uptime",
+        "Seconds since the program started (tod - tos), derived by xrd2ganglia."
+    ),
+    spec!(
+        "proc.cpu.usr",
+        Counter64,
+        "ms/s",
+        "CPU time, user",
+        "Cumulative user CPU time in milliseconds (proc.usr.s and .u), derived by xrd2ganglia; graphed as a rate, 1000 ms/s is one full core."
+    ),
+    spec!(
+        "proc.cpu.sys",
+        Counter64,
+        "ms/s",
+        "CPU time, system",
+        "Cumulative system CPU time in milliseconds (proc.sys.s and .u), derived by xrd2ganglia; graphed as a rate, 1000 ms/s is one full core."
+    ),
+    spec!(
+        "proc.cpu.total",
+        Counter64,
+        "ms/s",
+        "CPU time, total",
+        "Cumulative user+system CPU time in milliseconds, derived by xrd2ganglia; graphed as a rate, 1000 ms/s is one full core."
+    ),
+    // buff (2.2.1). buff.reqs is reset by the buffer reshaper: not a COUNTER.
+    spec!(
+        "buff.reqs",
+        Gauge32,
+        "requests",
+        "Buffer requests",
+        "Requests for a buffer since the last buffer-profile adjustment (reset by xrootd, so not a counter)."
+    ),
+    spec!(
+        "buff.mem",
+        Gauge64,
+        "bytes",
+        "Buffer memory",
+        "Bytes allocated to buffers."
+    ),
+    spec!(
+        "buff.buffs",
+        Gauge32,
+        "buffers",
+        "Buffers allocated",
+        "Number of allocated buffers."
+    ),
+    spec!(
+        "buff.adj",
+        Counter32,
+        "adjustments/s",
+        "Buffer profile adjustments",
+        "Adjustments to the buffer profile."
+    ),
+    spec!(
+        "buff.xlreqs",
+        Counter32,
+        "requests/s",
+        "Large buffer requests",
+        "Requests for an extra-large buffer (never reset, unlike buff.reqs)."
+    ),
+    spec!(
+        "buff.xlmem",
+        Gauge64,
+        "bytes",
+        "Large buffer memory",
+        "Bytes allocated to large buffers."
+    ),
+    spec!(
+        "buff.xlbuffs",
+        Gauge32,
+        "buffers",
+        "Large buffers allocated",
+        "Number of allocated large buffers."
+    ),
+    // cms (2.2.2): role only.
+    spec!(
+        "cms.role",
+        Text,
+        "",
+        "CMS role",
+        "Role code of a data server cmsd (S server, R supervisor, ...): xrootd sends cms where the reference says cmsc or cmss."
+    ),
+    spec!(
+        "cmsc.role",
+        Text,
+        "",
+        "CMS client role",
+        "Role identification of the cms client."
+    ),
+    spec!(
+        "cmss.role",
+        Text,
+        "",
+        "CMS server role",
+        "Role identification of the cms server."
+    ),
+    // cmsm (2.2.2.2). sel.r/w are resummed every 60 s by cmsd, so they can drop.
+    spec!(
+        "cmsm.role",
+        Text,
+        "",
+        "CMS manager role",
+        "Role identification of the cms manager."
+    ),
+    spec!(
+        "cmsm.sel.t",
+        Counter64,
+        "selections/s",
+        "Node selections",
+        "Number of node selections."
+    ),
+    spec!(
+        "cmsm.sel.r",
+        Gauge64,
+        "selections",
+        "Node selections for read",
+        "Node selections for read access (resummed every 60 s by cmsd, so not a counter)."
+    ),
+    spec!(
+        "cmsm.sel.w",
+        Gauge64,
+        "selections",
+        "Node selections for write",
+        "Node selections for write access (resummed every 60 s by cmsd, so not a counter)."
+    ),
+    spec!(
+        "cmsm.node",
+        Gauge32,
+        "nodes",
+        "Nodes",
+        "Number of subscribed nodes reported."
+    ),
+    spec!(
+        "cmsm.node.i.host",
+        Text,
+        "",
+        "Node host",
+        "DNS name or IPv6 address of the node."
+    ),
+    spec!(
+        "cmsm.node.i.role",
+        Text,
+        "",
+        "Node role",
+        "Role identification of the node."
+    ),
+    spec!(
+        "cmsm.node.i.run",
+        Text,
+        "",
+        "Node run status",
+        "Run status: a active, s suspended, d disabled, o offline, then w if writable and n if not staging."
+    ),
+    spec!(
+        "cmsm.node.i.ref.r",
+        Counter32,
+        "selections/s",
+        "Node read selections",
+        "Number of times the node was selected for read access."
+    ),
+    spec!(
+        "cmsm.node.i.ref.w",
+        Counter32,
+        "selections/s",
+        "Node write selections",
+        "Number of times the node was selected for write access."
+    ),
+    // The reference marks shr with an up-arrow, but it is a configured share: a gauge.
+    spec!(
+        "cmsm.node.i.shr",
+        Gauge32,
+        "requests",
+        "Node share",
+        "Desired share of requests, if so configured (meta managers)."
+    ),
+    spec!(
+        "cmsm.node.i.shr.use",
+        Counter32,
+        "exhaustions/s",
+        "Node share exhausted",
+        "Number of times the share of the node was exhausted."
+    ),
+    spec!(
+        "cmsm.frq.add",
+        Counter64,
+        "additions/s",
+        "Fast response queue additions",
+        "Additions to the fast response queue."
+    ),
+    spec!(
+        "cmsm.frq.add.d",
+        Counter64,
+        "additions/s",
+        "Duplicate fast response queue additions",
+        "Fast response queue additions that were duplicates."
+    ),
+    spec!(
+        "cmsm.frq.rsp",
+        Counter64,
+        "responses/s",
+        "Fast responses received",
+        "Responses received."
+    ),
+    spec!(
+        "cmsm.frq.rsp.m",
+        Counter64,
+        "responses/s",
+        "Multiple responses fielded",
+        "Multiple responses fielded."
+    ),
+    spec!(
+        "cmsm.frq.lf",
+        Counter64,
+        "lookups/s",
+        "Lookups without wait",
+        "Lookups dispatched that required no wait."
+    ),
+    spec!(
+        "cmsm.frq.ls",
+        Counter64,
+        "lookups/s",
+        "Lookups with full wait",
+        "Lookups dispatched that required a full wait."
+    ),
+    spec!(
+        "cmsm.frq.rf",
+        Counter64,
+        "redirects/s",
+        "Redirects without wait",
+        "Redirects dispatched that required no wait."
+    ),
+    spec!(
+        "cmsm.frq.rs",
+        Counter64,
+        "redirects/s",
+        "Redirects with full wait",
+        "Redirects dispatched that required a full wait."
+    ),
+    // info (2.2.3, deprecated).
+    spec!(
+        "info.host",
+        Text,
+        "",
+        "Host name",
+        "Host name that generated the information."
+    ),
+    spec!(
+        "info.name",
+        Text,
+        "",
+        "Instance name",
+        "Instance name given with -n (anon if none)."
+    ),
+    spec!(
+        "info.port",
+        Gauge32,
+        "",
+        "Port",
+        "Port used for server requests."
+    ),
+    // link (2.2.4).
+    spec!(
+        "link.num",
+        Gauge32,
+        "connections",
+        "Connections",
+        "Current connections."
+    ),
+    spec!(
+        "link.maxn",
+        Gauge32,
+        "connections",
+        "Peak connections",
+        "Maximum number of simultaneous connections (high-water mark)."
+    ),
+    spec!(
+        "link.tot",
+        Counter64,
+        "connections/s",
+        "New connections",
+        "Connections since start-up."
+    ),
+    spec!(
+        "link.in",
+        Counter64,
+        "bytes/s",
+        "Bytes received",
+        "Bytes received."
+    ),
+    spec!(
+        "link.out",
+        Counter64,
+        "bytes/s",
+        "Bytes sent",
+        "Bytes sent."
+    ),
+    spec!(
+        "link.ctime",
+        Counter64,
+        "s/s",
+        "Connect time",
+        "Cumulative connect seconds; ctime/tot is the average session time."
+    ),
+    spec!(
+        "link.tmo",
+        Counter32,
+        "timeouts/s",
+        "Read timeouts",
+        "Read request timeouts."
+    ),
+    spec!(
+        "link.stall",
+        Counter32,
+        "stalls/s",
+        "Partial receives",
+        "Number of times partial data was received."
+    ),
+    spec!(
+        "link.sfps",
+        Counter32,
+        "operations/s",
+        "Partial sendfiles",
+        "Partial sendfile() operations."
+    ),
+    // ofs (2.2.5).
+    spec!(
+        "ofs.role",
+        Text,
+        "",
+        "Role",
+        "Role of the reporter (manager, server, ...)."
+    ),
+    spec!(
+        "ofs.opr",
+        Gauge32,
+        "files",
+        "Files open for read",
+        "Files open in read mode."
+    ),
+    spec!(
+        "ofs.opw",
+        Gauge32,
+        "files",
+        "Files open for write",
+        "Files open in read/write mode."
+    ),
+    spec!(
+        "ofs.opp",
+        Gauge32,
+        "files",
+        "Files open in POSC mode",
+        "Files open in read/write POSC mode."
+    ),
+    spec!(
+        "ofs.ups",
+        Counter32,
+        "files/s",
+        "POSC files un-persisted",
+        "Number of times a POSC mode file was un-persisted."
+    ),
+    spec!(
+        "ofs.han",
+        Gauge32,
+        "handles",
+        "File handles",
+        "Active file handles."
+    ),
+    spec!(
+        "ofs.rdr",
+        Counter32,
+        "redirects/s",
+        "Redirects",
+        "Redirects processed."
+    ),
+    spec!(
+        "ofs.bxq",
+        Counter32,
+        "tasks/s",
+        "Background tasks",
+        "Background tasks processed."
+    ),
+    spec!(
+        "ofs.rep",
+        Counter32,
+        "replies/s",
+        "Background replies",
+        "Background replies processed."
+    ),
+    spec!(
+        "ofs.err",
+        Counter32,
+        "errors/s",
+        "Errors",
+        "Errors encountered."
+    ),
+    spec!(
+        "ofs.dly",
+        Counter32,
+        "delays/s",
+        "Delays",
+        "Delays imposed."
+    ),
+    spec!(
+        "ofs.sok",
+        Counter32,
+        "events/s",
+        "Success events",
+        "Events received that indicated success."
+    ),
+    spec!(
+        "ofs.ser",
+        Counter32,
+        "events/s",
+        "Failure events",
+        "Events received that indicated failure."
+    ),
+    spec!(
+        "ofs.tpc.grnt",
+        Counter32,
+        "copies/s",
+        "Third party copies allowed",
+        "Number of third party copies allowed."
+    ),
+    spec!(
+        "ofs.tpc.deny",
+        Counter32,
+        "copies/s",
+        "Third party copies denied",
+        "Number of third party copies denied."
+    ),
+    spec!(
+        "ofs.tpc.err",
+        Counter32,
+        "copies/s",
+        "Third party copies failed",
+        "Number of third party copies that failed."
+    ),
+    spec!(
+        "ofs.tpc.exp",
+        Counter32,
+        "copies/s",
+        "Third party copies expired",
+        "Number of third party copies whose authorization expired."
+    ),
+    // oss (2.2.6). Sizes in KiB, quota in bytes.
+    spec!(
+        "oss.paths",
+        Gauge32,
+        "paths",
+        "Exported paths",
+        "Number of exported paths reported."
+    ),
+    spec!(
+        "oss.paths.i.lp",
+        Text,
+        "",
+        "Logical path",
+        "Minimally reduced logical file system path."
+    ),
+    spec!(
+        "oss.paths.i.rp",
+        Text,
+        "",
+        "Real path",
+        "Minimally reduced real file system path."
+    ),
+    spec!(
+        "oss.paths.i.tot",
+        Gauge64,
+        "KiB",
+        "Path space total",
+        "Kilobytes allocated."
+    ),
+    spec!(
+        "oss.paths.i.free",
+        Gauge64,
+        "KiB",
+        "Path space free",
+        "Kilobytes available."
+    ),
+    spec!(
+        "oss.paths.i.ino",
+        Gauge64,
+        "inodes",
+        "Path inodes",
+        "Number of inodes."
+    ),
+    spec!(
+        "oss.paths.i.ifr",
+        Gauge64,
+        "inodes",
+        "Path inodes free",
+        "Number of free inodes."
+    ),
+    spec!(
+        "oss.space",
+        Gauge32,
+        "spaces",
+        "Spaces",
+        "Number of oss spaces reported."
+    ),
+    spec!(
+        "oss.space.i.name",
+        Text,
+        "",
+        "Space name",
+        "Name of the space."
+    ),
+    spec!(
+        "oss.space.i.tot",
+        Gauge64,
+        "KiB",
+        "Space total",
+        "Kilobytes allocated."
+    ),
+    spec!(
+        "oss.space.i.free",
+        Gauge64,
+        "KiB",
+        "Space free",
+        "Kilobytes available."
+    ),
+    spec!(
+        "oss.space.i.maxf",
+        Gauge64,
+        "KiB",
+        "Space largest free extent",
+        "Most kilobytes available in one file system extent."
+    ),
+    spec!(
+        "oss.space.i.fsn",
+        Gauge32,
+        "extents",
+        "Space extents",
+        "Number of file system extents."
+    ),
+    spec!(
+        "oss.space.i.usg",
+        Gauge64,
+        "KiB",
+        "Space usage",
+        "Usage associated with the space name in kilobytes (0 when usage is not tracked)."
+    ),
+    spec!(
+        "oss.space.i.qta",
+        Gauge64,
+        "bytes",
+        "Space quota",
+        "Total space quota, if configured."
+    ),
+    // poll (2.2.7).
+    spec!(
+        "poll.att",
+        Gauge32,
+        "descriptors",
+        "Polled descriptors",
+        "File descriptors attached for polling."
+    ),
+    spec!(
+        "poll.en",
+        Counter32,
+        "operations/s",
+        "Poll enables",
+        "Poll enable operations."
+    ),
+    spec!(
+        "poll.ev",
+        Counter32,
+        "events/s",
+        "Poll events",
+        "Polling events."
+    ),
+    spec!(
+        "poll.int",
+        Counter32,
+        "events/s",
+        "Unsolicited poll events",
+        "Unsolicited polling events."
+    ),
+    // proc (2.2.8). `u` is only the microsecond part of the time: it wraps
+    // every second, so it is a gauge whatever the arrow says; the cumulative
+    // time is the derived proc.cpu.*.
+    spec!(
+        "proc.usr.s",
+        Counter64,
+        "s/s",
+        "User CPU seconds",
+        "Whole seconds of user CPU time (getrusage)."
+    ),
+    spec!(
+        "proc.usr.u",
+        Gauge32,
+        "us",
+        "User CPU microseconds part",
+        "Microsecond part of the user CPU time; see proc.cpu.usr for the whole."
+    ),
+    spec!(
+        "proc.sys.s",
+        Counter64,
+        "s/s",
+        "System CPU seconds",
+        "Whole seconds of system CPU time (getrusage)."
+    ),
+    spec!(
+        "proc.sys.u",
+        Gauge32,
+        "us",
+        "System CPU microseconds part",
+        "Microsecond part of the system CPU time; see proc.cpu.sys for the whole."
+    ),
+    // rootd (2.2.9).
+    spec!(
+        "rootd.num",
+        Counter64,
+        "selections/s",
+        "rootd protocol selections",
+        "Number of times the rootd protocol was selected."
+    ),
+    // sched (2.2.10). The reference gives threads an up-arrow; it is the
+    // current thread count, a gauge.
+    spec!(
+        "sched.jobs",
+        Counter32,
+        "jobs/s",
+        "Scheduled jobs",
+        "Jobs requiring a thread."
+    ),
+    spec!(
+        "sched.inq",
+        Gauge32,
+        "jobs",
+        "Run queue",
+        "Jobs currently in the run queue."
+    ),
+    spec!(
+        "sched.maxinq",
+        Gauge32,
+        "jobs",
+        "Longest run queue",
+        "Longest run-queue length (high-water mark)."
+    ),
+    spec!(
+        "sched.threads",
+        Gauge32,
+        "threads",
+        "Scheduler threads",
+        "Current scheduler threads."
+    ),
+    spec!(
+        "sched.idle",
+        Gauge32,
+        "threads",
+        "Idle threads",
+        "Scheduler threads waiting for work."
+    ),
+    spec!(
+        "sched.tcr",
+        Counter32,
+        "threads/s",
+        "Thread creations",
+        "Thread creations."
+    ),
+    spec!(
+        "sched.tde",
+        Counter32,
+        "threads/s",
+        "Thread destructions",
+        "Thread destructions."
+    ),
+    spec!(
+        "sched.tlimr",
+        Counter32,
+        "events/s",
+        "Thread limit reached",
+        "Number of times the thread limit was reached."
+    ),
+    // sgen (2.2.11).
+    spec!(
+        "sgen.as",
+        Gauge32,
+        "",
+        "Gathered asynchronously",
+        "1 if the data was gathered asynchronously, 0 otherwise."
+    ),
+    spec!(
+        "sgen.et",
+        Gauge64,
+        "ms",
+        "Gathering time",
+        "Elapsed milliseconds from start to completion of statistics gathering."
+    ),
+    spec!(
+        "sgen.toe",
+        Timestamp,
+        "s",
+        "Report end time",
+        "Unix time when statistics gathering ended."
+    ),
+    // xrootd (2.2.12).
+    spec!(
+        "xrootd.num",
+        Counter32,
+        "selections/s",
+        "xrootd protocol selections",
+        "Number of times the xrootd protocol was selected."
+    ),
+    spec!(
+        "xrootd.ops.open",
+        Counter32,
+        "requests/s",
+        "Open requests",
+        "File open requests."
+    ),
+    spec!(
+        "xrootd.ops.rf",
+        Counter32,
+        "requests/s",
+        "Cache refresh requests",
+        "Cache refresh requests."
+    ),
+    spec!(
+        "xrootd.ops.rd",
+        Counter64,
+        "requests/s",
+        "Read requests",
+        "Read requests."
+    ),
+    spec!(
+        "xrootd.ops.pr",
+        Counter64,
+        "requests/s",
+        "Pre-read requests",
+        "Pre-read requests."
+    ),
+    spec!(
+        "xrootd.ops.rv",
+        Counter64,
+        "requests/s",
+        "Readv requests",
+        "Readv requests."
+    ),
+    spec!(
+        "xrootd.ops.rs",
+        Counter64,
+        "segments/s",
+        "Readv segments",
+        "Readv segments."
+    ),
+    spec!(
+        "xrootd.ops.wv",
+        Counter64,
+        "requests/s",
+        "Writev requests",
+        "Writev requests."
+    ),
+    spec!(
+        "xrootd.ops.ws",
+        Counter64,
+        "segments/s",
+        "Writev segments",
+        "Writev segments."
+    ),
+    spec!(
+        "xrootd.ops.wr",
+        Counter64,
+        "requests/s",
+        "Write requests",
+        "Write requests."
+    ),
+    spec!(
+        "xrootd.ops.sync",
+        Counter32,
+        "requests/s",
+        "Sync requests",
+        "Sync requests."
+    ),
+    spec!(
+        "xrootd.ops.getf",
+        Counter32,
+        "requests/s",
+        "Getfile requests",
+        "Getfile requests."
+    ),
+    spec!(
+        "xrootd.ops.putf",
+        Counter32,
+        "requests/s",
+        "Putfile requests",
+        "Putfile requests."
+    ),
+    spec!(
+        "xrootd.ops.misc",
+        Counter32,
+        "requests/s",
+        "Other requests",
+        "Number of other requests."
+    ),
+    spec!(
+        "xrootd.sig.ok",
+        Counter32,
+        "requests/s",
+        "Signed requests verified",
+        "Requests whose signature was verified."
+    ),
+    spec!(
+        "xrootd.sig.bad",
+        Counter32,
+        "requests/s",
+        "Signed requests rejected",
+        "Requests whose signature was bad."
+    ),
+    spec!(
+        "xrootd.sig.ign",
+        Counter32,
+        "requests/s",
+        "Signatures ignored",
+        "Requests whose signature was not checked."
+    ),
+    spec!(
+        "xrootd.aio.num",
+        Counter64,
+        "requests/s",
+        "Async I/O requests",
+        "Async I/O requests processed."
+    ),
+    spec!(
+        "xrootd.aio.max",
+        Gauge32,
+        "requests",
+        "Peak async I/O",
+        "Maximum simultaneous async I/O requests (high-water mark)."
+    ),
+    spec!(
+        "xrootd.aio.rej",
+        Counter64,
+        "requests/s",
+        "Async I/O converted to sync",
+        "Async I/O requests converted to sync I/O."
+    ),
+    spec!(
+        "xrootd.err",
+        Counter32,
+        "requests/s",
+        "Requests ending in error",
+        "Number of requests that ended with an error."
+    ),
+    spec!(
+        "xrootd.rdr",
+        Counter64,
+        "requests/s",
+        "Redirected requests",
+        "Number of requests that were redirected."
+    ),
+    spec!(
+        "xrootd.dly",
+        Counter32,
+        "requests/s",
+        "Delayed requests",
+        "Number of requests that ended with a delay."
+    ),
+    spec!(
+        "xrootd.prr",
+        Counter32,
+        "requests/s",
+        "prr requests",
+        "Listed in the reference XML schema but not described there, and not sent by xrootd 5.x; kept for older servers."
+    ),
+    spec!(
+        "xrootd.lgn.num",
+        Counter32,
+        "logins/s",
+        "Login attempts",
+        "Number of login attempts."
+    ),
+    spec!(
+        "xrootd.lgn.af",
+        Counter32,
+        "logins/s",
+        "Authentication failures",
+        "Number of authentication failures."
+    ),
+    spec!(
+        "xrootd.lgn.au",
+        Counter32,
+        "logins/s",
+        "Authenticated logins",
+        "Number of successful authenticated logins."
+    ),
+    spec!(
+        "xrootd.lgn.ua",
+        Counter32,
+        "logins/s",
+        "Unauthenticated logins",
+        "Number of successful unauthenticated logins."
+    ),
+    // pss: the proxy's POSIX layer (XrdPosixConfig, id "pss"); xrootd 5.x.
+    spec!(
+        "pss.open",
+        Counter64,
+        "opens/s",
+        "Proxy opens",
+        "Files opened through the proxy."
+    ),
+    spec!(
+        "pss.open.errs",
+        Counter64,
+        "errors/s",
+        "Proxy open errors",
+        "Opens through the proxy that failed."
+    ),
+    spec!(
+        "pss.close",
+        Counter64,
+        "closes/s",
+        "Proxy closes",
+        "Files closed through the proxy."
+    ),
+    spec!(
+        "pss.close.errs",
+        Counter64,
+        "errors/s",
+        "Proxy close errors",
+        "Closes through the proxy that failed."
+    ),
+    // cache type="pfc": the proxy file cache (XCache); xrootd 5.x. 5.5-5.7
+    // send `<hits>N></hits>`; the mapping forgives the stray '>'.
+    spec!(
+        "cache.prerd.in",
+        Counter64,
+        "bytes/s",
+        "Cache preread bytes",
+        "Bytes read into the cache by preread."
+    ),
+    spec!(
+        "cache.prerd.hits",
+        Counter64,
+        "pages/s",
+        "Cache preread hits",
+        "Preread pages that were then wanted."
+    ),
+    spec!(
+        "cache.prerd.miss",
+        Counter64,
+        "pages/s",
+        "Cache preread misses",
+        "Preread pages that were not wanted."
+    ),
+    spec!(
+        "cache.rd.in",
+        Counter64,
+        "bytes/s",
+        "Cache bytes in",
+        "Bytes read into the cache."
+    ),
+    spec!(
+        "cache.rd.out",
+        Counter64,
+        "bytes/s",
+        "Cache bytes out",
+        "Bytes delivered from the cache."
+    ),
+    spec!(
+        "cache.rd.hits",
+        Counter64,
+        "hits/s",
+        "Cache hits",
+        "Reads served from the cache."
+    ),
+    spec!(
+        "cache.rd.miss",
+        Counter64,
+        "misses/s",
+        "Cache misses",
+        "Reads not found in the cache."
+    ),
+    spec!(
+        "cache.pass",
+        Counter64,
+        "bytes/s",
+        "Cache pass-through bytes",
+        "Bytes read without being cached."
+    ),
+    spec!(
+        "cache.pass.cnt",
+        Counter64,
+        "reads/s",
+        "Cache pass-through reads",
+        "Reads that were not cached."
+    ),
+    spec!(
+        "cache.wr.out",
+        Counter64,
+        "bytes/s",
+        "Cache bytes written",
+        "Bytes written from the cache."
+    ),
+    spec!(
+        "cache.wr.updt",
+        Counter64,
+        "bytes/s",
+        "Cache bytes updated",
+        "Bytes updated in the cache."
+    ),
+    spec!(
+        "cache.saved",
+        Counter64,
+        "bytes/s",
+        "Cache bytes saved",
+        "Bytes written from memory to disk."
+    ),
+    spec!(
+        "cache.purge",
+        Counter64,
+        "bytes/s",
+        "Cache bytes purged",
+        "Bytes purged from the cache."
+    ),
+    spec!(
+        "cache.files.opened",
+        Counter64,
+        "files/s",
+        "Cache files opened",
+        "Cache files opened."
+    ),
+    spec!(
+        "cache.files.closed",
+        Counter64,
+        "files/s",
+        "Cache files closed",
+        "Cache files closed."
+    ),
+    spec!(
+        "cache.files.new",
+        Counter64,
+        "files/s",
+        "Cache files created",
+        "Cache files created."
+    ),
+    spec!(
+        "cache.files.del",
+        Counter64,
+        "files/s",
+        "Cache files purged",
+        "Cache files purged."
+    ),
+    spec!(
+        "cache.files.now",
+        Gauge64,
+        "files",
+        "Files in cache",
+        "Files in the cache now."
+    ),
+    spec!(
+        "cache.files.full",
+        Gauge64,
+        "files",
+        "Fully cached files",
+        "Files in the cache now that are complete."
+    ),
+    spec!(
+        "cache.store.size",
+        Gauge64,
+        "bytes",
+        "Cache disk size",
+        "Size of the disk cache."
+    ),
+    spec!(
+        "cache.store.used",
+        Gauge64,
+        "bytes",
+        "Cache disk used",
+        "Disk cache in use."
+    ),
+    spec!(
+        "cache.store.min",
+        Gauge64,
+        "bytes",
+        "Cache disk used, lowest",
+        "Least disk cache in use (low-water mark)."
+    ),
+    spec!(
+        "cache.store.max",
+        Gauge64,
+        "bytes",
+        "Cache disk used, highest",
+        "Most disk cache in use (high-water mark)."
+    ),
+    spec!(
+        "cache.mem.size",
+        Gauge64,
+        "bytes",
+        "Cache memory size",
+        "Memory limit of the cache."
+    ),
+    spec!(
+        "cache.mem.used",
+        Gauge64,
+        "bytes",
+        "Cache memory used",
+        "Memory in use by the cache."
+    ),
+    spec!(
+        "cache.mem.wq",
+        Gauge64,
+        "bytes",
+        "Cache write queue",
+        "Bytes waiting in the write queue."
+    ),
+    spec!(
+        "cache.opcl.odefer",
+        Counter64,
+        "opens/s",
+        "Deferred opens",
+        "Opens that were deferred."
+    ),
+    spec!(
+        "cache.opcl.defero",
+        Counter64,
+        "opens/s",
+        "Deferred opens done",
+        "Deferred opens that were then opened."
+    ),
+    spec!(
+        "cache.opcl.cdefer",
+        Counter64,
+        "closes/s",
+        "Deferred closes",
+        "Closes that were deferred."
+    ),
+    spec!(
+        "cache.opcl.clost",
+        Counter64,
+        "files/s",
+        "Closed files lost",
+        "Closed file objects that were lost."
+    ),
+    // ssi: the scalable service interface (XrdSsiStats). SSI sends
+    // `<mdb>N</mdb</rsp>`; the parser closes both elements.
+    spec!(
+        "ssi.err",
+        Counter32,
+        "errors/s",
+        "SSI errors",
+        "Errors SSI detected."
+    ),
+    spec!(
+        "ssi.req.bytes",
+        Counter64,
+        "bytes/s",
+        "SSI request bytes",
+        "Total request bytes."
+    ),
+    spec!(
+        "ssi.req.maxsz",
+        Gauge64,
+        "bytes",
+        "SSI largest request",
+        "Largest request (high-water mark)."
+    ),
+    spec!(
+        "ssi.req.ab",
+        Counter32,
+        "requests/s",
+        "SSI request aborts",
+        "Request aborts."
+    ),
+    spec!(
+        "ssi.req.al",
+        Counter32,
+        "alerts/s",
+        "SSI request alerts",
+        "Request alerts."
+    ),
+    spec!(
+        "ssi.req.bnd",
+        Gauge32,
+        "requests",
+        "SSI requests bound",
+        "Requests bound now."
+    ),
+    spec!(
+        "ssi.req.can",
+        Counter32,
+        "requests/s",
+        "SSI requests cancelled",
+        "Requests cancelled."
+    ),
+    spec!(
+        "ssi.req.cnt",
+        Counter32,
+        "requests/s",
+        "SSI requests",
+        "Total requests."
+    ),
+    spec!(
+        "ssi.req.fin",
+        Counter32,
+        "requests/s",
+        "SSI requests finished",
+        "Requests finished."
+    ),
+    spec!(
+        "ssi.req.finf",
+        Counter32,
+        "requests/s",
+        "SSI requests forced to finish",
+        "Requests forced to finish."
+    ),
+    spec!(
+        "ssi.req.gets",
+        Counter32,
+        "requests/s",
+        "SSI requests retrieved",
+        "Requests retrieved."
+    ),
+    spec!(
+        "ssi.req.perr",
+        Counter32,
+        "errors/s",
+        "SSI prepare errors",
+        "Request prepare errors."
+    ),
+    spec!(
+        "ssi.req.proc",
+        Counter32,
+        "requests/s",
+        "SSI requests started",
+        "Requests started."
+    ),
+    spec!(
+        "ssi.req.rdr",
+        Counter32,
+        "requests/s",
+        "SSI requests redirected",
+        "Requests redirected."
+    ),
+    spec!(
+        "ssi.req.relb",
+        Counter32,
+        "releases/s",
+        "SSI buffer releases",
+        "Request buffer releases."
+    ),
+    spec!(
+        "ssi.req.dly",
+        Counter32,
+        "requests/s",
+        "SSI requests delayed",
+        "Requests delayed."
+    ),
+    spec!(
+        "ssi.rsp.bad",
+        Counter32,
+        "responses/s",
+        "SSI invalid responses",
+        "Invalid responses."
+    ),
+    spec!(
+        "ssi.rsp.cbk",
+        Counter32,
+        "callbacks/s",
+        "SSI response callbacks",
+        "Response callbacks."
+    ),
+    spec!(
+        "ssi.rsp.data",
+        Counter32,
+        "responses/s",
+        "SSI data responses",
+        "Data responses."
+    ),
+    spec!(
+        "ssi.rsp.errs",
+        Counter32,
+        "responses/s",
+        "SSI error responses",
+        "Error responses."
+    ),
+    spec!(
+        "ssi.rsp.file",
+        Counter32,
+        "responses/s",
+        "SSI file responses",
+        "File responses."
+    ),
+    spec!(
+        "ssi.rsp.rdy",
+        Counter32,
+        "responses/s",
+        "SSI responses ready",
+        "Responses ready without delay."
+    ),
+    spec!(
+        "ssi.rsp.str",
+        Counter32,
+        "responses/s",
+        "SSI stream responses",
+        "Stream responses."
+    ),
+    spec!(
+        "ssi.rsp.unr",
+        Counter32,
+        "responses/s",
+        "SSI delayed responses",
+        "Responses with delay."
+    ),
+    spec!(
+        "ssi.rsp.mdb",
+        Counter64,
+        "bytes/s",
+        "SSI metadata bytes",
+        "Metadata response bytes."
+    ),
+    spec!(
+        "ssi.res.add",
+        Counter32,
+        "resources/s",
+        "SSI resources added",
+        "Resources added."
+    ),
+    spec!(
+        "ssi.res.rem",
+        Counter32,
+        "resources/s",
+        "SSI resources removed",
+        "Resources removed."
+    ),
+    // http_plugin (xrootd 6.0+, cumulative 64-bit). 6.0-6.1 use numeric tag
+    // names (`<200>`), which the parser accepts.
+    spec!(
+        "http_plugin.request.Unknown",
+        Counter64,
+        "requests/s",
+        "HTTP Unknown requests",
+        "HTTP requests with method Unknown."
+    ),
+    spec!(
+        "http_plugin.request.Malformed",
+        Counter64,
+        "requests/s",
+        "HTTP Malformed requests",
+        "HTTP requests with method Malformed."
+    ),
+    spec!(
+        "http_plugin.request.GET",
+        Counter64,
+        "requests/s",
+        "HTTP GET requests",
+        "HTTP requests with method GET."
+    ),
+    spec!(
+        "http_plugin.request.HEAD",
+        Counter64,
+        "requests/s",
+        "HTTP HEAD requests",
+        "HTTP requests with method HEAD."
+    ),
+    spec!(
+        "http_plugin.request.PUT",
+        Counter64,
+        "requests/s",
+        "HTTP PUT requests",
+        "HTTP requests with method PUT."
+    ),
+    spec!(
+        "http_plugin.request.OPTIONS",
+        Counter64,
+        "requests/s",
+        "HTTP OPTIONS requests",
+        "HTTP requests with method OPTIONS."
+    ),
+    spec!(
+        "http_plugin.request.PATCH",
+        Counter64,
+        "requests/s",
+        "HTTP PATCH requests",
+        "HTTP requests with method PATCH."
+    ),
+    spec!(
+        "http_plugin.request.DELETE",
+        Counter64,
+        "requests/s",
+        "HTTP DELETE requests",
+        "HTTP requests with method DELETE."
+    ),
+    spec!(
+        "http_plugin.request.PROPFIND",
+        Counter64,
+        "requests/s",
+        "HTTP PROPFIND requests",
+        "HTTP requests with method PROPFIND."
+    ),
+    spec!(
+        "http_plugin.request.MKCOL",
+        Counter64,
+        "requests/s",
+        "HTTP MKCOL requests",
+        "HTTP requests with method MKCOL."
+    ),
+    spec!(
+        "http_plugin.request.MOVE",
+        Counter64,
+        "requests/s",
+        "HTTP MOVE requests",
+        "HTTP requests with method MOVE."
+    ),
+    spec!(
+        "http_plugin.request.POST",
+        Counter64,
+        "requests/s",
+        "HTTP POST requests",
+        "HTTP requests with method POST."
+    ),
+    spec!(
+        "http_plugin.request.COPY",
+        Counter64,
+        "requests/s",
+        "HTTP COPY requests",
+        "HTTP requests with method COPY."
+    ),
+    spec!(
+        "http_plugin.response.100",
+        Counter64,
+        "responses/s",
+        "HTTP 100 responses",
+        "HTTP responses with status 100."
+    ),
+    spec!(
+        "http_plugin.response.200",
+        Counter64,
+        "responses/s",
+        "HTTP 200 responses",
+        "HTTP responses with status 200."
+    ),
+    spec!(
+        "http_plugin.response.201",
+        Counter64,
+        "responses/s",
+        "HTTP 201 responses",
+        "HTTP responses with status 201."
+    ),
+    spec!(
+        "http_plugin.response.202",
+        Counter64,
+        "responses/s",
+        "HTTP 202 responses",
+        "HTTP responses with status 202."
+    ),
+    spec!(
+        "http_plugin.response.206",
+        Counter64,
+        "responses/s",
+        "HTTP 206 responses",
+        "HTTP responses with status 206."
+    ),
+    spec!(
+        "http_plugin.response.207",
+        Counter64,
+        "responses/s",
+        "HTTP 207 responses",
+        "HTTP responses with status 207."
+    ),
+    spec!(
+        "http_plugin.response.302",
+        Counter64,
+        "responses/s",
+        "HTTP 302 responses",
+        "HTTP responses with status 302."
+    ),
+    spec!(
+        "http_plugin.response.307",
+        Counter64,
+        "responses/s",
+        "HTTP 307 responses",
+        "HTTP responses with status 307."
+    ),
+    spec!(
+        "http_plugin.response.400",
+        Counter64,
+        "responses/s",
+        "HTTP 400 responses",
+        "HTTP responses with status 400."
+    ),
+    spec!(
+        "http_plugin.response.401",
+        Counter64,
+        "responses/s",
+        "HTTP 401 responses",
+        "HTTP responses with status 401."
+    ),
+    spec!(
+        "http_plugin.response.403",
+        Counter64,
+        "responses/s",
+        "HTTP 403 responses",
+        "HTTP responses with status 403."
+    ),
+    spec!(
+        "http_plugin.response.404",
+        Counter64,
+        "responses/s",
+        "HTTP 404 responses",
+        "HTTP responses with status 404."
+    ),
+    spec!(
+        "http_plugin.response.405",
+        Counter64,
+        "responses/s",
+        "HTTP 405 responses",
+        "HTTP responses with status 405."
+    ),
+    spec!(
+        "http_plugin.response.409",
+        Counter64,
+        "responses/s",
+        "HTTP 409 responses",
+        "HTTP responses with status 409."
+    ),
+    spec!(
+        "http_plugin.response.416",
+        Counter64,
+        "responses/s",
+        "HTTP 416 responses",
+        "HTTP responses with status 416."
+    ),
+    spec!(
+        "http_plugin.response.423",
+        Counter64,
+        "responses/s",
+        "HTTP 423 responses",
+        "HTTP responses with status 423."
+    ),
+    spec!(
+        "http_plugin.response.500",
+        Counter64,
+        "responses/s",
+        "HTTP 500 responses",
+        "HTTP responses with status 500."
+    ),
+    spec!(
+        "http_plugin.response.502",
+        Counter64,
+        "responses/s",
+        "HTTP 502 responses",
+        "HTTP responses with status 502."
+    ),
+    spec!(
+        "http_plugin.response.504",
+        Counter64,
+        "responses/s",
+        "HTTP 504 responses",
+        "HTTP responses with status 504."
+    ),
+    spec!(
+        "http_plugin.response.507",
+        Counter64,
+        "responses/s",
+        "HTTP 507 responses",
+        "HTTP responses with status 507."
+    ),
+    spec!(
+        "http_plugin.response.OTHERS",
+        Counter64,
+        "responses/s",
+        "HTTP OTHERS responses",
+        "HTTP responses with status OTHERS."
+    ),
+];
+
+static INDEX: LazyLock<HashMap<&'static str, &'static MetricSpec>> =
+    LazyLock::new(|| CATALOG.iter().map(|s| (s.var, s)).collect());
+
+/// The spec of a variable by its catalog name (`i` for list indexes).
+pub fn lookup(var: &str) -> Option<&'static MetricSpec> {
+    INDEX.get(var).copied()
+}
+
+/// The Ganglia group a variable belongs to: its section (`link`, `oss`,
+/// ...); header attributes and derived uptime are in `info`.
+pub fn section(var: &str) -> &str {
+    match var.split_once('.') {
+        Some((section, _)) => section,
+        None => "info",
+    }
+}
+
+#[cfg(test)]
+mod tests;

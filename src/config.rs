@@ -1,0 +1,607 @@
+//! Configuration: TOML file (every key optional) + command-line overrides
+//! -> validated [`Settings`]. Errors name the key and the value.
+//!
+//! Where packets go, first match wins: `--send` on the command line;
+//! `[[channel]]` tables in the file; the `udp_send_channel`s of `gmond_conf`
+//! (default `/etc/ganglia/gmond.conf`) when that file exists, as gmetric does;
+//! otherwise unicast to 127.0.0.1:8649.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use ipnet::IpNet;
+use serde::Deserialize;
+
+use crate::ganglia::channel::ChannelSpec;
+use crate::ganglia::gmond_conf;
+use crate::mapping::{DEFAULT_GROUP_TEMPLATE, DEFAULT_NAME_TEMPLATE, Template};
+
+/// Read when `--config` is not given, if it exists.
+pub const DEFAULT_CONFIG: &str = "/etc/xrd2ganglia/xrd2ganglia.toml";
+pub const DEFAULT_GMOND_CONF: &str = "/etc/ganglia/gmond.conf";
+pub const DEFAULT_LISTEN: &[&str] = &["0.0.0.0:3333", "[::]:3333"];
+pub const DEFAULT_SEND: (&str, u16) = ("127.0.0.1", 8649);
+
+/// The file as written: every key optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    pub listen: Option<Vec<String>>,
+    pub allow: Option<Vec<String>>,
+    pub gmond_conf: Option<PathBuf>,
+    pub channel: Option<Vec<ChannelConfig>>,
+    pub metric_name: Option<String>,
+    pub group_name: Option<String>,
+    pub metadata_interval: Option<u64>,
+    pub tmax: Option<u32>,
+    pub dmax: Option<u32>,
+    pub max_sources: Option<usize>,
+    pub max_metrics_per_source: Option<usize>,
+    pub recv_buffer: Option<usize>,
+    pub log_interval: Option<u64>,
+    pub stats_interval: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelConfig {
+    pub host: String,
+    #[serde(default = "default_port")]
+    pub port: u16,
+    #[serde(default = "default_ttl")]
+    pub ttl: u32,
+    pub mcast_if: Option<String>,
+    pub bind: Option<String>,
+}
+
+fn default_port() -> u16 {
+    8649
+}
+
+fn default_ttl() -> u32 {
+    1
+}
+
+/// Command-line settings that override the file.
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    pub listen: Vec<String>,
+    pub send: Vec<String>,
+}
+
+/// Validated settings.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Where the settings came from (a file or "built-in defaults").
+    pub source: String,
+    pub listen: Vec<SocketAddr>,
+    /// Empty: every sender is accepted.
+    pub allow: Vec<IpNet>,
+    pub channels: Vec<ChannelSpec>,
+    /// Why these channels (for check-config and the start-up log).
+    pub channels_from: String,
+    pub metric_name: Template,
+    pub group_name: Template,
+    /// Metadata of each metric is resent at least this often.
+    pub metadata_interval: Duration,
+    /// TMAX before a source's report interval is known.
+    pub tmax: u32,
+    /// DMAX: gmond drops a metric this long after its last metadata (0: never).
+    pub dmax: u32,
+    pub max_sources: usize,
+    pub max_metrics_per_source: usize,
+    /// Receive socket buffer (SO_RCVBUF), bytes.
+    pub recv_buffer: usize,
+    /// At most one log line per sender and reason in this interval.
+    pub log_interval: Duration,
+    /// The gateway's counters are logged this often (0: never).
+    pub stats_interval: Duration,
+}
+
+#[derive(Debug)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn bad(key: &str, value: impl fmt::Debug, why: impl fmt::Display) -> ConfigError {
+    ConfigError(format!("{key} = {value:?}: {why}"))
+}
+
+impl FileConfig {
+    pub fn parse(text: &str, path: &Path) -> Result<FileConfig, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError(format!("{}: {e}", path.display())))
+    }
+
+    pub fn read(path: &Path) -> Result<FileConfig, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError(format!("cannot read config {}: {e}", path.display())))?;
+        Self::parse(&text, path)
+    }
+}
+
+/// Loads `path` (or [`DEFAULT_CONFIG`] if it exists, or nothing), applies
+/// the overrides and validates.
+pub fn load(path: Option<&Path>, overrides: &Overrides) -> Result<Settings, ConfigError> {
+    let (file, source) = match path {
+        Some(p) => (FileConfig::read(p)?, p.display().to_string()),
+        None if Path::new(DEFAULT_CONFIG).exists() => (
+            FileConfig::read(Path::new(DEFAULT_CONFIG))?,
+            DEFAULT_CONFIG.to_string(),
+        ),
+        None => (FileConfig::default(), "built-in defaults".to_string()),
+    };
+    validate(file, source, overrides)
+}
+
+pub fn validate(
+    file: FileConfig,
+    source: String,
+    overrides: &Overrides,
+) -> Result<Settings, ConfigError> {
+    let listen_src: Vec<String> = if !overrides.listen.is_empty() {
+        overrides.listen.clone()
+    } else {
+        file.listen
+            .clone()
+            .unwrap_or_else(|| DEFAULT_LISTEN.iter().map(|s| s.to_string()).collect())
+    };
+    let key = if overrides.listen.is_empty() {
+        "listen"
+    } else {
+        "--listen"
+    };
+    let mut listen = Vec::new();
+    for l in &listen_src {
+        let addr: SocketAddr = l
+            .parse()
+            .map_err(|_| bad(key, l, "not an ADDRESS:PORT (write IPv6 as [::]:3333)"))?;
+        listen.push(addr);
+    }
+    if listen.is_empty() {
+        return Err(bad(key, &listen_src, "at least one address is needed"));
+    }
+
+    let mut allow = Vec::new();
+    for a in file.allow.iter().flatten() {
+        let net: IpNet = a
+            .parse()
+            .or_else(|_| a.parse::<std::net::IpAddr>().map(IpNet::from))
+            .map_err(|_| {
+                bad(
+                    "allow",
+                    a,
+                    "not a network (10.0.0.0/8, 2001:db8::/32) or address",
+                )
+            })?;
+        allow.push(net);
+    }
+
+    let (channels, channels_from) = channels(&file, overrides)?;
+
+    let template =
+        |key: &str, value: Option<String>, default: &str| -> Result<Template, ConfigError> {
+            let v = value.unwrap_or_else(|| default.to_string());
+            let t = Template::parse(&v).map_err(|e| bad(key, &v, e))?;
+            if key == "metric_name" && !t.uses_var() {
+                return Err(bad(
+                    key,
+                    &v,
+                    "must contain {var}, or every variable gets the same name",
+                ));
+            }
+            Ok(t)
+        };
+    let metric_name = template("metric_name", file.metric_name, DEFAULT_NAME_TEMPLATE)?;
+    if !metric_name.uses_pgm_and_ins() {
+        tracing::warn!(
+            template = metric_name.as_str(),
+            "metric_name lacks {{pgm}} or {{ins}}: an xrootd and a cmsd (or two instances) on one host will overwrite each other's metrics"
+        );
+    }
+    let group_name = template("group_name", file.group_name, DEFAULT_GROUP_TEMPLATE)?;
+
+    let metadata_interval = file.metadata_interval.unwrap_or(60);
+    if metadata_interval == 0 {
+        return Err(bad(
+            "metadata_interval",
+            metadata_interval,
+            "must be at least 1 second",
+        ));
+    }
+    let dmax = file.dmax.unwrap_or(3600);
+    if dmax != 0 && u64::from(dmax) <= metadata_interval {
+        return Err(bad(
+            "dmax",
+            dmax,
+            format!(
+                "must be 0 (never expire) or longer than metadata_interval ({metadata_interval} s): gmond drops a metric dmax seconds after its last metadata"
+            ),
+        ));
+    }
+    let tmax = file.tmax.unwrap_or(60);
+    if tmax == 0 {
+        return Err(bad("tmax", tmax, "must be at least 1 second"));
+    }
+    let positive = |key: &str, v: Option<usize>, default: usize| -> Result<usize, ConfigError> {
+        match v.unwrap_or(default) {
+            0 => Err(bad(key, 0, "must be at least 1")),
+            n => Ok(n),
+        }
+    };
+    Ok(Settings {
+        source,
+        listen,
+        allow,
+        channels,
+        channels_from,
+        metric_name,
+        group_name,
+        metadata_interval: Duration::from_secs(metadata_interval),
+        tmax,
+        dmax,
+        max_sources: positive("max_sources", file.max_sources, 10_000)?,
+        max_metrics_per_source: positive(
+            "max_metrics_per_source",
+            file.max_metrics_per_source,
+            5_000,
+        )?,
+        recv_buffer: positive("recv_buffer", file.recv_buffer, 4 << 20)?,
+        log_interval: Duration::from_secs(file.log_interval.unwrap_or(60).max(1)),
+        stats_interval: Duration::from_secs(file.stats_interval.unwrap_or(300)),
+    })
+}
+
+fn channels(
+    file: &FileConfig,
+    overrides: &Overrides,
+) -> Result<(Vec<ChannelSpec>, String), ConfigError> {
+    if !overrides.send.is_empty() {
+        let list = overrides
+            .send
+            .iter()
+            .map(|s| ChannelSpec::parse_host_port(s).map_err(|e| bad("--send", s, e)))
+            .collect::<Result<Vec<_>, _>>()?;
+        return Ok((list, "--send".into()));
+    }
+    if let Some(chs) = &file.channel {
+        let mut list = Vec::new();
+        for c in chs {
+            if c.port == 0 {
+                return Err(bad("channel.port", c.port, "not a port number"));
+            }
+            let bind = match &c.bind {
+                Some(b) => Some(
+                    b.parse()
+                        .map_err(|_| bad("channel.bind", b, "not an IP address"))?,
+                ),
+                None => None,
+            };
+            list.push(ChannelSpec {
+                host: c.host.clone(),
+                port: c.port,
+                ttl: c.ttl,
+                mcast_if: c.mcast_if.clone(),
+                bind,
+            });
+        }
+        if !list.is_empty() {
+            return Ok((list, "[[channel]] in the config".into()));
+        }
+    }
+    let explicit = file.gmond_conf.is_some();
+    let gmond_path = file
+        .gmond_conf
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_GMOND_CONF));
+    if gmond_path.exists() {
+        let conf = gmond_conf::read(&gmond_path)
+            .map_err(|e| bad("gmond_conf", gmond_path.display().to_string(), e))?;
+        let list = conf
+            .send_channels
+            .iter()
+            .map(|c| {
+                ChannelSpec::from_gmond(c)
+                    .map_err(|e| bad("gmond_conf", gmond_path.display().to_string(), e))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if list.is_empty() {
+            return Err(bad(
+                "gmond_conf",
+                gmond_path.display().to_string(),
+                "has no udp_send_channel",
+            ));
+        }
+        return Ok((
+            list,
+            format!("udp_send_channel of {}", gmond_path.display()),
+        ));
+    }
+    if explicit {
+        return Err(bad(
+            "gmond_conf",
+            gmond_path.display().to_string(),
+            "file not found",
+        ));
+    }
+    Ok((
+        vec![ChannelSpec::unicast(DEFAULT_SEND.0, DEFAULT_SEND.1)],
+        format!("built-in default ({} not found)", gmond_path.display()),
+    ))
+}
+
+impl fmt::Display for Settings {
+    /// The effective settings, as `check-config` prints them.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "# effective settings (from {})", self.source)?;
+        let list = |v: Vec<String>| {
+            v.iter()
+                .map(|s| format!("{s:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        writeln!(
+            f,
+            "listen = [{}]",
+            list(self.listen.iter().map(|a| a.to_string()).collect())
+        )?;
+        if self.allow.is_empty() {
+            writeln!(f, "allow = []  # every sender")?;
+        } else {
+            writeln!(
+                f,
+                "allow = [{}]",
+                list(self.allow.iter().map(|a| a.to_string()).collect())
+            )?;
+        }
+        writeln!(f, "# channels from {}", self.channels_from)?;
+        for c in &self.channels {
+            writeln!(f, "[[channel]]  # {c}")?;
+            write!(
+                f,
+                "host = {:?}\nport = {}\nttl = {}\n",
+                c.host, c.port, c.ttl
+            )?;
+            if let Some(i) = &c.mcast_if {
+                writeln!(f, "mcast_if = {i:?}")?;
+            }
+            if let Some(b) = &c.bind {
+                writeln!(f, "bind = \"{b}\"")?;
+            }
+        }
+        writeln!(f, "metric_name = {:?}", self.metric_name.as_str())?;
+        writeln!(f, "group_name = {:?}", self.group_name.as_str())?;
+        writeln!(
+            f,
+            "metadata_interval = {}",
+            self.metadata_interval.as_secs()
+        )?;
+        writeln!(f, "tmax = {}", self.tmax)?;
+        writeln!(f, "dmax = {}", self.dmax)?;
+        writeln!(f, "max_sources = {}", self.max_sources)?;
+        writeln!(
+            f,
+            "max_metrics_per_source = {}",
+            self.max_metrics_per_source
+        )?;
+        writeln!(f, "recv_buffer = {}", self.recv_buffer)?;
+        writeln!(f, "log_interval = {}", self.log_interval.as_secs())?;
+        writeln!(f, "stats_interval = {}", self.stats_interval.as_secs())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn from(text: &str) -> Result<Settings, ConfigError> {
+        validate(
+            FileConfig::parse(text, Path::new("t.toml"))?,
+            "t.toml".into(),
+            &Overrides::default(),
+        )
+    }
+
+    fn err(text: &str) -> String {
+        from(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn shipped_config_is_valid_and_documented() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("conf/xrd2ganglia.toml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let file = FileConfig::parse(&text, &path).unwrap();
+        let s = validate(
+            file,
+            "shipped".into(),
+            &Overrides {
+                send: vec!["127.0.0.1:8649".into()],
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            s.listen,
+            [
+                "0.0.0.0:3333".parse().unwrap(),
+                "[::]:3333".parse::<SocketAddr>().unwrap()
+            ]
+        );
+        assert!(
+            s.allow
+                .iter()
+                .any(|n| n.contains(&"127.0.0.1".parse::<std::net::IpAddr>().unwrap()))
+        );
+        assert!(
+            s.allow
+                .iter()
+                .any(|n| n.contains(&"10.1.2.3".parse::<std::net::IpAddr>().unwrap()))
+        );
+        // Every key of FileConfig appears (commented or not) in the shipped file.
+        for key in [
+            "listen",
+            "allow",
+            "gmond_conf",
+            "[[channel]]",
+            "metric_name",
+            "group_name",
+            "metadata_interval",
+            "tmax",
+            "dmax",
+            "max_sources",
+            "max_metrics_per_source",
+            "recv_buffer",
+            "log_interval",
+            "stats_interval",
+        ] {
+            assert!(
+                text.contains(key),
+                "conf/xrd2ganglia.toml does not document {key}"
+            );
+        }
+    }
+
+    #[test]
+    fn defaults_without_a_file() {
+        let s = validate(
+            FileConfig {
+                gmond_conf: Some("/nonexistent/gmond.conf".into()),
+                ..Default::default()
+            },
+            "x".into(),
+            &Overrides::default(),
+        );
+        // An explicitly named gmond.conf that is missing is an error...
+        assert!(s.unwrap_err().to_string().contains("file not found"));
+        // ...the default one missing means unicast to 127.0.0.1:8649.
+        let (chs, from) = channels(&FileConfig::default(), &Overrides::default()).unwrap();
+        if !Path::new(DEFAULT_GMOND_CONF).exists() {
+            assert_eq!(chs, [ChannelSpec::unicast("127.0.0.1", 8649)]);
+            assert!(from.contains("built-in"));
+        } else {
+            assert!(from.contains(DEFAULT_GMOND_CONF), "{from}");
+        }
+        let s = from_text_with_send("");
+        assert_eq!(s.listen.len(), 2);
+        assert_eq!(
+            (s.metadata_interval.as_secs(), s.dmax, s.tmax),
+            (60, 3600, 60)
+        );
+        assert!(s.allow.is_empty());
+    }
+
+    fn from_text_with_send(text: &str) -> Settings {
+        validate(
+            FileConfig::parse(text, Path::new("t")).unwrap(),
+            "t".into(),
+            &Overrides {
+                send: vec!["127.0.0.1:9".into()],
+                ..Default::default()
+            },
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn gmond_conf_channels_are_used() {
+        let dir = std::env::temp_dir().join(format!("x2g-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let g = dir.join("gmond.conf");
+        std::fs::write(&g, "udp_send_channel { host = 127.0.0.1 port = 8650 }\nudp_send_channel { mcast_join = 239.2.11.71 port = 8649 ttl = 2 }").unwrap();
+        let s = from(&format!("gmond_conf = {:?}", g.display().to_string())).unwrap();
+        assert_eq!(s.channels.len(), 2);
+        assert_eq!(s.channels[0], ChannelSpec::unicast("127.0.0.1", 8650));
+        assert_eq!(
+            (s.channels[1].host.as_str(), s.channels[1].ttl),
+            ("239.2.11.71", 2)
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn cli_overrides_win() {
+        let s = validate(
+            FileConfig::parse(
+                "listen = [\"127.0.0.1:1\"]\n[[channel]]\nhost = \"10.0.0.1\"",
+                Path::new("t"),
+            )
+            .unwrap(),
+            "t".into(),
+            &Overrides {
+                listen: vec!["127.0.0.1:2".into()],
+                send: vec!["127.0.0.1:3".into(), "[::1]:4".into()],
+            },
+        )
+        .unwrap();
+        assert_eq!(s.listen, ["127.0.0.1:2".parse::<SocketAddr>().unwrap()]);
+        assert_eq!(
+            s.channels,
+            [
+                ChannelSpec::unicast("127.0.0.1", 3),
+                ChannelSpec::unicast("::1", 4)
+            ]
+        );
+        assert_eq!(s.channels_from, "--send");
+    }
+
+    #[test]
+    fn bad_values_name_key_and_value() {
+        assert_eq!(
+            err("listen = [\"0.0.0.0:99999\"]"),
+            "listen = \"0.0.0.0:99999\": not an ADDRESS:PORT (write IPv6 as [::]:3333)"
+        );
+        assert_eq!(
+            err("allow = [\"10.0.0.0/33\"]"),
+            "allow = \"10.0.0.0/33\": not a network (10.0.0.0/8, 2001:db8::/32) or address"
+        );
+        assert_eq!(
+            err("metric_name = \"{pgm}.{x}\""),
+            "metric_name = \"{pgm}.{x}\": unknown placeholder {x} in \"{pgm}.{x}\" (known: {pgm} {ins} {site} {section} {var})"
+        );
+        assert_eq!(
+            err("metric_name = \"{pgm}\""),
+            "metric_name = \"{pgm}\": must contain {var}, or every variable gets the same name"
+        );
+        assert!(
+            err("metric_name = \"a/b.{var}\"").starts_with("metric_name = \"a/b.{var}\": \"a/b\"")
+        );
+        assert!(err("dmax = 30").starts_with(
+            "dmax = 30: must be 0 (never expire) or longer than metadata_interval (60 s)"
+        ));
+        assert_eq!(
+            err("metadata_interval = 0"),
+            "metadata_interval = 0: must be at least 1 second"
+        );
+        assert_eq!(
+            err("max_sources = 0"),
+            "max_sources = 0: must be at least 1"
+        );
+        assert!(
+            err("[[channel]]\nhost = \"h\"\nbind = \"nope\"")
+                .starts_with("channel.bind = \"nope\"")
+        );
+        // serde: unknown keys and wrong types name the key and line.
+        let e = err("lisen = []");
+        assert!(e.contains("lisen") && e.contains("t.toml"), "{e}");
+        let e = err("dmax = \"x\"");
+        assert!(e.contains("dmax") && e.contains("line 1"), "{e}");
+        let e = validate(
+            FileConfig::default(),
+            "t".into(),
+            &Overrides {
+                send: vec!["nope".into()],
+                ..Default::default()
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(e, "--send = \"nope\": \"nope\" is not HOST:PORT");
+    }
+}

@@ -1,0 +1,248 @@
+//! Every internal event the gateway counts and logs, defined once.
+//!
+//! Counters are shared by all receive tasks (relaxed atomics, no locks).
+//! Log lines about bad input are rate-limited per (reason, sender): the first
+//! one in each `log_interval` is logged, with how many were suppressed since.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use crate::summary::ParseError;
+
+/// Gateway-wide counters.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub datagrams: AtomicU64,
+    pub records: AtomicU64,
+    pub denied: AtomicU64,
+    pub parse_errors: AtomicU64,
+    pub values_rejected: AtomicU64,
+    pub metrics_dropped_cap: AtomicU64,
+    pub metadata_packets: AtomicU64,
+    pub value_packets: AtomicU64,
+    pub send_errors: AtomicU64,
+    pub receive_errors: AtomicU64,
+    pub sources_evicted: AtomicU64,
+}
+
+/// A copy of the counters at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    pub datagrams: u64,
+    pub records: u64,
+    pub denied: u64,
+    pub parse_errors: u64,
+    pub values_rejected: u64,
+    pub metrics_dropped_cap: u64,
+    pub metadata_packets: u64,
+    pub value_packets: u64,
+    pub send_errors: u64,
+    pub receive_errors: u64,
+    pub sources_evicted: u64,
+}
+
+impl Counters {
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            datagrams: self.datagrams.load(Relaxed),
+            records: self.records.load(Relaxed),
+            denied: self.denied.load(Relaxed),
+            parse_errors: self.parse_errors.load(Relaxed),
+            values_rejected: self.values_rejected.load(Relaxed),
+            metrics_dropped_cap: self.metrics_dropped_cap.load(Relaxed),
+            metadata_packets: self.metadata_packets.load(Relaxed),
+            value_packets: self.value_packets.load(Relaxed),
+            send_errors: self.send_errors.load(Relaxed),
+            receive_errors: self.receive_errors.load(Relaxed),
+            sources_evicted: self.sources_evicted.load(Relaxed),
+        }
+    }
+}
+
+impl fmt::Display for Snapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "datagrams={} records={} denied={} parse_errors={} values_rejected={} metrics_dropped_cap={} \
+             metadata_packets={} value_packets={} send_errors={} receive_errors={} sources_evicted={}",
+            self.datagrams,
+            self.records,
+            self.denied,
+            self.parse_errors,
+            self.values_rejected,
+            self.metrics_dropped_cap,
+            self.metadata_packets,
+            self.value_packets,
+            self.send_errors,
+            self.receive_errors,
+            self.sources_evicted
+        )
+    }
+}
+
+/// Limits log lines to one per (reason, sender) per interval.
+pub struct LogLimiter {
+    interval: Duration,
+    last: HashMap<(&'static str, IpAddr), (Instant, u64)>,
+}
+
+/// The limiter forgets everything past this many keys (a flood of spoofed
+/// senders must not grow it without bound).
+const MAX_LIMITER_KEYS: usize = 4096;
+
+impl LogLimiter {
+    pub fn new(interval: Duration) -> LogLimiter {
+        LogLimiter {
+            interval,
+            last: HashMap::new(),
+        }
+    }
+
+    /// Some(suppressed since the last line) if a line may be logged now.
+    pub fn allow(&mut self, reason: &'static str, from: IpAddr, now: Instant) -> Option<u64> {
+        if self.last.len() >= MAX_LIMITER_KEYS && !self.last.contains_key(&(reason, from)) {
+            self.last.clear();
+        }
+        match self.last.get_mut(&(reason, from)) {
+            Some((at, suppressed)) if now.duration_since(*at) < self.interval => {
+                *suppressed += 1;
+                None
+            }
+            Some((at, suppressed)) => {
+                let s = *suppressed;
+                *at = now;
+                *suppressed = 0;
+                Some(s)
+            }
+            None => {
+                self.last.insert((reason, from), (now, 0));
+                Some(0)
+            }
+        }
+    }
+}
+
+/// What one receive task reports: counts every event, logs the rate-limited ones.
+pub struct Events<'c> {
+    pub counters: &'c Counters,
+    limiter: LogLimiter,
+}
+
+impl<'c> Events<'c> {
+    pub fn new(counters: &'c Counters, log_interval: Duration) -> Events<'c> {
+        Events {
+            counters,
+            limiter: LogLimiter::new(log_interval),
+        }
+    }
+
+    pub fn datagram(&self) {
+        self.counters.datagrams.fetch_add(1, Relaxed);
+    }
+
+    pub fn record(&self) {
+        self.counters.records.fetch_add(1, Relaxed);
+    }
+
+    pub fn denied(&mut self, from: SocketAddr) {
+        self.counters.denied.fetch_add(1, Relaxed);
+        if let Some(s) = self.limiter.allow("denied", from.ip(), Instant::now()) {
+            tracing::warn!(%from, suppressed = s, "datagram dropped: sender not in `allow`");
+        }
+    }
+
+    pub fn parse_failed(&mut self, from: SocketAddr, len: usize, err: &ParseError) {
+        self.counters.parse_errors.fetch_add(1, Relaxed);
+        if let Some(s) = self.limiter.allow(err.reason(), from.ip(), Instant::now()) {
+            tracing::warn!(%from, bytes = len, suppressed = s, "datagram rejected: {err}");
+        }
+    }
+
+    pub fn values_rejected(
+        &mut self,
+        from: SocketAddr,
+        count: usize,
+        examples: &[(String, String, crate::mapping::BadValue)],
+    ) {
+        self.counters
+            .values_rejected
+            .fetch_add(count as u64, Relaxed);
+        if let Some(s) = self.limiter.allow("bad_value", from.ip(), Instant::now()) {
+            let list: Vec<String> = examples
+                .iter()
+                .map(|(var, value, why)| format!("{var}={value:?} ({})", why.as_str()))
+                .collect();
+            tracing::warn!(%from, count, suppressed = s, "variables not sent: {}", list.join(", "));
+        }
+    }
+
+    pub fn metric_cap(&mut self, from: SocketAddr, host: &str, dropped: usize, cap: usize) {
+        self.counters
+            .metrics_dropped_cap
+            .fetch_add(dropped as u64, Relaxed);
+        if let Some(s) = self.limiter.allow("metric_cap", from.ip(), Instant::now()) {
+            tracing::warn!(%from, host, dropped, suppressed = s, "source has {cap} metrics (max_metrics_per_source): new metrics not sent");
+        }
+    }
+
+    pub fn sent(&self, metadata: u64, values: u64) {
+        self.counters.metadata_packets.fetch_add(metadata, Relaxed);
+        self.counters.value_packets.fetch_add(values, Relaxed);
+    }
+
+    pub fn send_failed(&mut self, channel: &str, target: SocketAddr, err: &std::io::Error) {
+        self.counters.send_errors.fetch_add(1, Relaxed);
+        if let Some(s) = self.limiter.allow("send", target.ip(), Instant::now()) {
+            tracing::warn!(channel, suppressed = s, "send to gmond failed: {err}");
+        }
+    }
+
+    pub fn receive_failed(&mut self, local: SocketAddr, err: &std::io::Error) {
+        self.counters.receive_errors.fetch_add(1, Relaxed);
+        if let Some(s) = self.limiter.allow("receive", local.ip(), Instant::now()) {
+            tracing::warn!(%local, suppressed = s, "receive failed: {err}");
+        }
+    }
+
+    pub fn sources_evicted(&self, count: usize, cap: usize) {
+        self.counters
+            .sources_evicted
+            .fetch_add(count as u64, Relaxed);
+        tracing::warn!(
+            count,
+            "more than {cap} sources (max_sources): forgot the {count} least recently seen"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limiter_allows_one_line_per_interval_per_sender() {
+        let mut l = LogLimiter::new(Duration::from_secs(10));
+        let a: IpAddr = "10.0.0.1".parse().unwrap();
+        let b: IpAddr = "10.0.0.2".parse().unwrap();
+        let t0 = Instant::now();
+        assert_eq!(l.allow("x", a, t0), Some(0));
+        assert_eq!(l.allow("x", a, t0 + Duration::from_secs(1)), None);
+        assert_eq!(l.allow("x", a, t0 + Duration::from_secs(2)), None);
+        assert_eq!(l.allow("x", b, t0), Some(0));
+        assert_eq!(l.allow("y", a, t0), Some(0));
+        assert_eq!(l.allow("x", a, t0 + Duration::from_secs(11)), Some(2));
+    }
+
+    #[test]
+    fn limiter_stays_bounded() {
+        let mut l = LogLimiter::new(Duration::from_secs(10));
+        let t0 = Instant::now();
+        for i in 0..20_000u32 {
+            l.allow("x", IpAddr::from(i.to_be_bytes()), t0);
+        }
+        assert!(l.last.len() <= MAX_LIMITER_KEYS);
+    }
+}

@@ -1,0 +1,280 @@
+//! Where packets go: UDP send channels to gmond, unicast or multicast.
+//!
+//! Each channel is a non-blocking UDP socket connected to its target, so a
+//! send never waits: a gmond that is down (ECONNREFUSED on the next send),
+//! a full socket buffer (EAGAIN) or an unreachable network is an error the
+//! caller counts, never a stall of the receive path.
+
+use std::fmt;
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs, UdpSocket};
+
+use socket2::{Domain, Protocol, Socket, Type};
+
+use super::gmond_conf::UdpSendChannel;
+
+/// A send channel as configured.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChannelSpec {
+    /// Host name or address (unicast) or multicast group.
+    pub host: String,
+    pub port: u16,
+    /// Multicast TTL (hops); ignored for unicast.
+    pub ttl: u32,
+    /// Multicast interface: a name (`eth0`) or an address.
+    pub mcast_if: Option<String>,
+    /// Local address to send from.
+    pub bind: Option<IpAddr>,
+}
+
+impl ChannelSpec {
+    pub fn unicast(host: &str, port: u16) -> ChannelSpec {
+        ChannelSpec {
+            host: host.to_string(),
+            port,
+            ttl: 1,
+            mcast_if: None,
+            bind: None,
+        }
+    }
+
+    /// From gmond.conf's `udp_send_channel` (`bind_hostname` is taken as
+    /// "let the kernel choose", which is what gmond does with it).
+    pub fn from_gmond(ch: &UdpSendChannel) -> Result<ChannelSpec, String> {
+        let host = ch
+            .mcast_join
+            .clone()
+            .or_else(|| ch.host.clone())
+            .ok_or_else(|| "udp_send_channel has neither host nor mcast_join".to_string())?;
+        let bind = match &ch.bind {
+            Some(b) => Some(
+                b.parse()
+                    .map_err(|_| format!("udp_send_channel bind {b:?} is not an IP address"))?,
+            ),
+            None => None,
+        };
+        Ok(ChannelSpec {
+            host,
+            port: ch.port,
+            ttl: ch.ttl,
+            mcast_if: ch.mcast_if.clone(),
+            bind,
+        })
+    }
+
+    /// "HOST:PORT" as given on the command line.
+    pub fn parse_host_port(s: &str) -> Result<ChannelSpec, String> {
+        let (host, port) = s
+            .rsplit_once(':')
+            .ok_or_else(|| format!("{s:?} is not HOST:PORT"))?;
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let port: u16 = port
+            .parse()
+            .map_err(|_| format!("{s:?}: {port:?} is not a port number"))?;
+        if host.is_empty() || port == 0 {
+            return Err(format!("{s:?} is not HOST:PORT"));
+        }
+        Ok(ChannelSpec::unicast(host, port))
+    }
+}
+
+impl fmt::Display for ChannelSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "[{}]:{}", self.host, self.port)?;
+        } else {
+            write!(f, "{}:{}", self.host, self.port)?;
+        }
+        if let Ok(ip) = self.host.parse::<IpAddr>()
+            && ip.is_multicast()
+        {
+            write!(f, " (multicast, ttl {}", self.ttl)?;
+            if let Some(i) = &self.mcast_if {
+                write!(f, ", interface {i}")?;
+            }
+            write!(f, ")")?;
+        }
+        Ok(())
+    }
+}
+
+/// An open channel.
+#[derive(Debug)]
+pub struct SendChannel {
+    socket: UdpSocket,
+    target: SocketAddr,
+    label: String,
+}
+
+impl SendChannel {
+    /// Resolves the target and opens a connected non-blocking socket.
+    pub fn open(spec: &ChannelSpec) -> io::Result<SendChannel> {
+        let target = (spec.host.as_str(), spec.port)
+            .to_socket_addrs()
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot resolve {}: {e}", spec.host)))?
+            .next()
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("{} has no address", spec.host),
+                )
+            })?;
+        let domain = if target.is_ipv4() {
+            Domain::IPV4
+        } else {
+            Domain::IPV6
+        };
+        let socket = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))?;
+        if let Some(bind) = spec.bind {
+            socket.bind(&SocketAddr::new(bind, 0).into())?;
+        }
+        match target.ip() {
+            IpAddr::V4(group) if group.is_multicast() => {
+                socket.set_multicast_ttl_v4(spec.ttl)?;
+                if let Some(name) = &spec.mcast_if {
+                    socket.set_multicast_if_v4(&interface_v4(name)?)?;
+                }
+            }
+            IpAddr::V6(group) if group.is_multicast() => {
+                socket.set_multicast_hops_v6(spec.ttl)?;
+                if let Some(name) = &spec.mcast_if {
+                    socket.set_multicast_if_v6(interface_index(name)?)?;
+                }
+            }
+            _ => {}
+        }
+        socket.connect(&target.into())?;
+        socket.set_nonblocking(true)?;
+        Ok(SendChannel {
+            socket: socket.into(),
+            target,
+            label: spec.to_string(),
+        })
+    }
+
+    /// Sends one datagram without waiting.
+    pub fn send(&self, packet: &[u8]) -> io::Result<()> {
+        self.socket.send(packet).map(|_| ())
+    }
+
+    pub fn target(&self) -> SocketAddr {
+        self.target
+    }
+
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+}
+
+/// IPv4 address of a multicast interface given by address or name.
+fn interface_v4(name: &str) -> io::Result<Ipv4Addr> {
+    if let Ok(ip) = name.parse::<Ipv4Addr>() {
+        return Ok(ip);
+    }
+    if_addrs::get_if_addrs()?
+        .into_iter()
+        .find_map(|i| match i.ip() {
+            IpAddr::V4(v4) if i.name == name => Some(v4),
+            _ => None,
+        })
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("no IPv4 interface named {name:?}"),
+            )
+        })
+}
+
+/// Index of an interface given by name (or by number).
+fn interface_index(name: &str) -> io::Result<u32> {
+    if let Ok(i) = name.parse::<u32>() {
+        return Ok(i);
+    }
+    if let Ok(ip) = name.parse::<Ipv6Addr>() {
+        return if_addrs::get_if_addrs()?
+            .into_iter()
+            .find(|i| i.ip() == IpAddr::V6(ip))
+            .and_then(|i| i.index)
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("no interface with address {name}"),
+                )
+            });
+    }
+    if_addrs::get_if_addrs()?
+        .into_iter()
+        .find(|i| i.name == name)
+        .and_then(|i| i.index)
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("no interface named {name:?}"),
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_host_port() {
+        assert_eq!(
+            ChannelSpec::parse_host_port("127.0.0.1:8649").unwrap(),
+            ChannelSpec::unicast("127.0.0.1", 8649)
+        );
+        assert_eq!(
+            ChannelSpec::parse_host_port("[::1]:8650").unwrap(),
+            ChannelSpec::unicast("::1", 8650)
+        );
+        assert_eq!(
+            ChannelSpec::parse_host_port("gmond:1").unwrap().host,
+            "gmond"
+        );
+        for bad in ["nohost", "h:", "h:x", ":1", "h:0", "h:70000"] {
+            assert!(ChannelSpec::parse_host_port(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn sends_to_a_unicast_listener_and_survives_none() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = rx.local_addr().unwrap().port();
+        let ch = SendChannel::open(&ChannelSpec::unicast("127.0.0.1", port)).unwrap();
+        ch.send(b"hello").unwrap();
+        let mut buf = [0u8; 16];
+        let (n, _) = rx.recv_from(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"hello");
+        drop(rx);
+        // No listener: errors (ECONNREFUSED) come back, but nothing blocks or panics.
+        for _ in 0..3 {
+            let _ = ch.send(b"x");
+        }
+    }
+
+    #[test]
+    fn multicast_channel_sets_ttl_and_interface() {
+        let spec = ChannelSpec {
+            host: "239.2.11.71".into(),
+            port: 8649,
+            ttl: 3,
+            mcast_if: Some("lo".into()),
+            bind: None,
+        };
+        // Opening does not send anything.
+        let ch = SendChannel::open(&spec).unwrap();
+        assert_eq!(ch.target(), "239.2.11.71:8649".parse().unwrap());
+        assert_eq!(
+            ch.label(),
+            "239.2.11.71:8649 (multicast, ttl 3, interface lo)"
+        );
+        assert!(
+            SendChannel::open(&ChannelSpec {
+                mcast_if: Some("no-such-if0".into()),
+                ..spec
+            })
+            .is_err()
+        );
+    }
+}

@@ -1,0 +1,543 @@
+//! The `serve` daemon: receive xrd.report datagrams, send Ganglia packets.
+//!
+//! One tokio task per listening socket; each owns its parser, mapper and the
+//! state of the sources that send to it, so the per-datagram path takes no
+//! lock. Per datagram: allow-list check -> [`summary`](crate::summary) ->
+//! [`mapping`](crate::mapping) -> schedule (metadata on first sight, when
+//! `metadata_interval` has passed for that metric, or when TMAX changes) ->
+//! one batch of packets -> every send channel (non-blocking).
+//!
+//! Every record also carries a heartbeat for its spoofed host: metric
+//! `heartbeat` as a 132 uint valued with the xrootd's start time (tos), which
+//! gmond shows as the host's GMOND_STARTED (measured on gmond 3.7.2: a 133
+//! string heartbeat, as gmetric -H sends, shows garbage; no 128 is needed).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::net::UdpSocket;
+use tokio::sync::watch;
+
+use crate::config::Settings;
+use crate::events::{Counters, Events};
+use crate::ganglia::channel::SendChannel;
+use crate::ganglia::xdr::{self, Metadata, MetricId};
+use crate::mapping::{MappedRecord, Mapper};
+use crate::summary::SummaryParser;
+
+/// Largest datagram we accept: xrootd 5.9+ sends up to 64 KiB.
+const MAX_DATAGRAM: usize = 65536;
+
+/// Binds a listening socket: IPv6 sockets are v6-only so `0.0.0.0:P` and
+/// `[::]:P` can both be bound; SO_RCVBUF is raised to absorb bursts.
+pub fn bind(addr: SocketAddr, recv_buffer: usize) -> io::Result<std::net::UdpSocket> {
+    let domain = if addr.is_ipv4() {
+        Domain::IPV4
+    } else {
+        Domain::IPV6
+    };
+    let socket = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    // Best effort: the kernel caps it at net.core.rmem_max.
+    let _ = socket.set_recv_buffer_size(recv_buffer);
+    socket.bind(&addr.into())?;
+    socket.set_nonblocking(true)?;
+    Ok(socket.into())
+}
+
+/// Opens every channel of the settings.
+pub fn open_channels(settings: &Settings) -> io::Result<Vec<SendChannel>> {
+    settings
+        .channels
+        .iter()
+        .map(|spec| {
+            SendChannel::open(spec)
+                .map_err(|e| io::Error::new(e.kind(), format!("send channel {spec}: {e}")))
+        })
+        .collect()
+}
+
+/// Runs the gateway on already-bound sockets until `shutdown` completes,
+/// then handles what is already queued on the sockets and returns.
+pub async fn run(
+    settings: Settings,
+    sockets: Vec<std::net::UdpSocket>,
+    channels: Vec<SendChannel>,
+    counters: Arc<Counters>,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    let settings = Arc::new(settings);
+    let channels = Arc::new(channels);
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut tasks = Vec::new();
+    for socket in sockets {
+        let socket = UdpSocket::from_std(socket)?;
+        let receiver = Receiver::new(settings.clone(), channels.clone(), counters.clone());
+        tasks.push(tokio::spawn(receiver.run(socket, stop_rx.clone())));
+    }
+    if !settings.stats_interval.is_zero() {
+        let counters = counters.clone();
+        let every = settings.stats_interval;
+        let mut stop = stop_rx.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.tick().await;
+            loop {
+                tokio::select! {
+                    _ = stop.changed() => break,
+                    _ = tick.tick() => tracing::info!("counters: {}", counters.snapshot()),
+                }
+            }
+        }));
+    }
+    shutdown.await;
+    let _ = stop_tx.send(true);
+    for t in tasks {
+        let _ = t.await;
+    }
+    tracing::info!("stopped; counters: {}", counters.snapshot());
+    Ok(())
+}
+
+/// One receive task: a socket and everything its datagrams need.
+struct Receiver {
+    settings: Arc<Settings>,
+    channels: Arc<Vec<SendChannel>>,
+    counters: Arc<Counters>,
+    pipeline: Pipeline,
+}
+
+impl Receiver {
+    fn new(
+        settings: Arc<Settings>,
+        channels: Arc<Vec<SendChannel>>,
+        counters: Arc<Counters>,
+    ) -> Receiver {
+        let pipeline = Pipeline::new(&settings);
+        Receiver {
+            settings,
+            channels,
+            counters,
+            pipeline,
+        }
+    }
+
+    async fn run(mut self, socket: UdpSocket, mut stop: watch::Receiver<bool>) {
+        let local = socket
+            .local_addr()
+            .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+        let mut events = Events::new(&self.counters, self.settings.log_interval);
+        let mut buf = vec![0u8; MAX_DATAGRAM];
+        loop {
+            tokio::select! {
+                biased;
+                _ = stop.changed() => break,
+                r = socket.recv_from(&mut buf) => match r {
+                    Ok((n, from)) => self.pipeline.handle(&buf[..n], from, Instant::now(), &self.settings, &self.channels, &mut events),
+                    Err(e) => events.receive_failed(local, &e),
+                },
+            }
+        }
+        // Finish what the kernel has already queued for us.
+        while let Ok((n, from)) = socket.try_recv_from(&mut buf) {
+            self.pipeline.handle(
+                &buf[..n],
+                from,
+                Instant::now(),
+                &self.settings,
+                &self.channels,
+                &mut events,
+            );
+        }
+    }
+}
+
+/// Everything between a datagram and the packets it becomes.
+pub struct Pipeline {
+    parser: SummaryParser,
+    mapper: Mapper,
+    mapped: MappedRecord,
+    sources: Sources,
+    batch: PacketBatch,
+    title: String,
+    /// Reference point for the compact per-metric timestamps.
+    epoch: Instant,
+}
+
+impl Pipeline {
+    pub fn new(settings: &Settings) -> Pipeline {
+        Pipeline {
+            parser: SummaryParser::new(),
+            mapper: Mapper::new(settings.metric_name.clone(), settings.group_name.clone()),
+            mapped: MappedRecord::default(),
+            sources: Sources::default(),
+            batch: PacketBatch::default(),
+            title: String::new(),
+            epoch: Instant::now(),
+        }
+    }
+
+    /// Handles one datagram: encodes its packets into the batch and sends them.
+    pub fn handle(
+        &mut self,
+        datagram: &[u8],
+        from: SocketAddr,
+        now: Instant,
+        settings: &Settings,
+        channels: &[SendChannel],
+        events: &mut Events<'_>,
+    ) {
+        self.encode(datagram, from, now, settings, events);
+        self.batch.send(channels, events);
+    }
+
+    /// Turns one datagram into the packets to send (left in the batch).
+    pub fn encode(
+        &mut self,
+        datagram: &[u8],
+        from: SocketAddr,
+        now: Instant,
+        settings: &Settings,
+        events: &mut Events<'_>,
+    ) {
+        self.batch.clear();
+        events.datagram();
+        if !settings.allow.is_empty() && !settings.allow.iter().any(|n| n.contains(&from.ip())) {
+            events.denied(from);
+            return;
+        }
+        let record = match self.parser.parse(datagram) {
+            Ok(r) => r,
+            Err(e) => {
+                events.parse_failed(from, datagram.len(), &e);
+                return;
+            }
+        };
+        events.record();
+        self.mapper.map(&record, from.ip(), &mut self.mapped);
+        if self.mapped.rejected_count > 0 {
+            events.values_rejected(from, self.mapped.rejected_count, &self.mapped.rejected);
+        }
+        let tos = record
+            .header()
+            .tos
+            .and_then(|t| t.trim().parse::<i64>().ok())
+            .and_then(|t| u32::try_from(t).ok())
+            .unwrap_or(0);
+
+        let now_s = now.saturating_duration_since(self.epoch).as_secs() as u32;
+        let interval_s = settings.metadata_interval.as_secs().min(u32::MAX as u64) as u32;
+        let (source, evicted) =
+            self.sources
+                .get_or_insert(from.ip(), &self.mapped.program, now, settings.max_sources);
+        if evicted > 0 {
+            events.sources_evicted(evicted, settings.max_sources);
+        }
+        let tmax = source.observe(now, settings.tmax);
+        // Resend every metadata when what it carries changed.
+        let refresh_all = source.host != self.mapped.host.spoof || source.metadata_tmax != tmax;
+        if refresh_all {
+            source.host.clear();
+            source.host.push_str(&self.mapped.host.spoof);
+            source.metadata_tmax = tmax;
+        }
+        let spoof = self.mapped.host.spoof.as_str();
+
+        // Heartbeat for the spoofed host: a 132 uint (gmond reads a
+        // heartbeat's value as u32 whatever the packet; a 133 string shows
+        // garbage) needing no metadata. Its value becomes GMOND_STARTED.
+        let hb = MetricId {
+            host: spoof,
+            name: "heartbeat",
+            spoof: true,
+        };
+        self.batch.push(|out| xdr::encode_uint_value(out, &hb, tos));
+        let mut metadata_sent = 0u64;
+
+        let mut capped = 0usize;
+        let mut values_sent = 1u64;
+        for m in self.mapped.metrics() {
+            let id = MetricId {
+                host: spoof,
+                name: m.name,
+                spoof: true,
+            };
+            match source.metric_due(
+                m.name,
+                now_s,
+                interval_s,
+                refresh_all,
+                settings.max_metrics_per_source,
+            ) {
+                Due::Capped => {
+                    capped += 1;
+                    continue;
+                }
+                Due::No => {}
+                Due::Yes => {
+                    self.title.clear();
+                    m.write_title(&mut self.title, &self.mapped.program);
+                    let extra = [
+                        ("SPOOF_HOST", spoof),
+                        ("GROUP", m.group),
+                        ("DESC", m.desc()),
+                        ("TITLE", self.title.as_str()),
+                    ];
+                    let meta = Metadata {
+                        value_type: m.value_type(),
+                        units: m.units(),
+                        slope: m.slope(),
+                        tmax,
+                        dmax: settings.dmax,
+                        extra: &extra,
+                    };
+                    self.batch.push(|out| xdr::encode_metadata(out, &id, &meta));
+                    metadata_sent += 1;
+                }
+            }
+            self.batch
+                .push(|out| xdr::encode_string_value(out, &id, m.value));
+            values_sent += 1;
+        }
+        if capped > 0 {
+            events.metric_cap(from, spoof, capped, settings.max_metrics_per_source);
+        }
+        source.prune(now_s, settings.dmax, interval_s);
+        events.sent(metadata_sent, values_sent);
+    }
+
+    /// The packets of the last [`encode`](Self::encode), for tests and dry runs.
+    pub fn packets(&self) -> impl Iterator<Item = &[u8]> {
+        self.batch.iter()
+    }
+
+    pub fn sources(&self) -> usize {
+        self.sources.len
+    }
+}
+
+/// Encoded packets of one datagram, back to back.
+#[derive(Default)]
+struct PacketBatch {
+    data: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl PacketBatch {
+    fn clear(&mut self) {
+        self.data.clear();
+        self.ends.clear();
+    }
+
+    /// Appends one packet; a packet over [`xdr::MAX_PACKET`] is never sent
+    /// (the sanitiser's caps make that impossible; this keeps it so).
+    fn push(&mut self, encode: impl FnOnce(&mut Vec<u8>)) {
+        let start = self.data.len();
+        encode(&mut self.data);
+        if self.data.len() - start > xdr::MAX_PACKET {
+            tracing::error!(
+                bytes = self.data.len() - start,
+                "packet over 1464 bytes not sent"
+            );
+            self.data.truncate(start);
+            return;
+        }
+        self.ends.push(self.data.len());
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &[u8]> {
+        let mut start = 0;
+        self.ends.iter().map(move |&end| {
+            let p = &self.data[start..end];
+            start = end;
+            p
+        })
+    }
+
+    fn send(&self, channels: &[SendChannel], events: &mut Events<'_>) {
+        for ch in channels {
+            for p in self.iter() {
+                if let Err(e) = ch.send(p) {
+                    events.send_failed(ch.label(), ch.target(), &e);
+                }
+            }
+        }
+    }
+}
+
+enum Due {
+    Yes,
+    No,
+    Capped,
+}
+
+/// What the gateway remembers about one xrootd or cmsd.
+struct Source {
+    /// `pgm` or `pgm ins`.
+    program: String,
+    /// The spoof string its metadata was last sent with.
+    host: String,
+    last_seen: Instant,
+    last_report: Option<Instant>,
+    /// An interval between two reports has been seen; `tmax` is derived from it.
+    interval_known: bool,
+    tmax: u32,
+    /// The TMAX its metadata was last sent with.
+    metadata_tmax: u32,
+    /// Metric name -> when its metadata was last sent (seconds since the pipeline's epoch).
+    metrics: HashMap<Box<str>, u32>,
+    next_prune: u32,
+}
+
+impl Source {
+    fn new(program: &str, now: Instant) -> Source {
+        Source {
+            program: program.to_string(),
+            host: String::new(),
+            last_seen: now,
+            last_report: None,
+            interval_known: false,
+            tmax: 0,
+            metadata_tmax: 0,
+            metrics: HashMap::new(),
+            next_prune: 0,
+        }
+    }
+
+    /// Notes a report at `now`; returns the TMAX to announce: 1.5 x the
+    /// observed report interval (one late report is not "stale"), or
+    /// `default` until an interval has been seen. Changes under 25% are
+    /// ignored so jitter does not cause metadata churn.
+    fn observe(&mut self, now: Instant, default: u32) -> u32 {
+        let gap = self.last_report.map(|t| now.saturating_duration_since(t));
+        self.last_report = Some(now);
+        self.last_seen = now;
+        if let Some(gap) =
+            gap.filter(|g| *g >= Duration::from_millis(500) && *g <= Duration::from_secs(86_400))
+        {
+            let proposed = ((gap.as_secs_f64() * 1.5).ceil() as u32).max(1);
+            if !self.interval_known || proposed.abs_diff(self.tmax) * 4 > self.tmax {
+                self.tmax = proposed;
+            }
+            self.interval_known = true;
+        }
+        if !self.interval_known {
+            self.tmax = default;
+        }
+        self.tmax
+    }
+
+    fn metric_due(
+        &mut self,
+        name: &str,
+        now_s: u32,
+        interval_s: u32,
+        force: bool,
+        cap: usize,
+    ) -> Due {
+        let len = self.metrics.len();
+        match self.metrics.get_mut(name) {
+            Some(t) => {
+                if force || now_s.saturating_sub(*t) >= interval_s {
+                    *t = now_s;
+                    Due::Yes
+                } else {
+                    Due::No
+                }
+            }
+            None if len >= cap => Due::Capped,
+            None => {
+                self.metrics.insert(name.into(), now_s);
+                Due::Yes
+            }
+        }
+    }
+
+    /// Forgets metrics not reported for a long time (a list entry that went
+    /// away), so they get metadata again if they come back after gmond dropped them.
+    fn prune(&mut self, now_s: u32, dmax: u32, interval_s: u32) {
+        if now_s < self.next_prune {
+            return;
+        }
+        self.next_prune = now_s + interval_s;
+        let keep_for = if dmax == 0 {
+            interval_s.saturating_mul(10)
+        } else {
+            dmax.min(interval_s.saturating_mul(10))
+        };
+        self.metrics
+            .retain(|_, t| now_s.saturating_sub(*t) <= keep_for.max(interval_s * 2));
+    }
+}
+
+/// Sources by sender IP (a handful per IP: xrootd, cmsd, instances).
+#[derive(Default)]
+struct Sources {
+    by_ip: HashMap<IpAddr, Vec<Source>>,
+    len: usize,
+}
+
+impl Sources {
+    /// The source, created if new; evicts the least recently seen tenth
+    /// when over `cap`. Returns how many were evicted.
+    fn get_or_insert(
+        &mut self,
+        ip: IpAddr,
+        program: &str,
+        now: Instant,
+        cap: usize,
+    ) -> (&mut Source, usize) {
+        let exists = self
+            .by_ip
+            .get(&ip)
+            .is_some_and(|v| v.iter().any(|s| s.program == program));
+        let mut evicted = 0;
+        if !exists {
+            if self.len >= cap {
+                evicted = self.evict(cap);
+            }
+            self.by_ip
+                .entry(ip)
+                .or_default()
+                .push(Source::new(program, now));
+            self.len += 1;
+        }
+        let list = self.by_ip.entry(ip).or_default();
+        let at = list.iter().position(|s| s.program == program).unwrap_or(0);
+        (&mut list[at], evicted)
+    }
+
+    fn evict(&mut self, cap: usize) -> usize {
+        let target = cap - cap / 10 - 1;
+        let mut seen: Vec<Instant> = self.by_ip.values().flatten().map(|s| s.last_seen).collect();
+        if seen.len() <= target {
+            return 0;
+        }
+        let drop = seen.len() - target;
+        let (_, cutoff, _) = seen.select_nth_unstable(drop - 1);
+        let cutoff = *cutoff;
+        let mut removed = 0;
+        for list in self.by_ip.values_mut() {
+            list.retain(|s| {
+                let keep = s.last_seen > cutoff || removed >= drop;
+                if !keep {
+                    removed += 1;
+                }
+                keep
+            });
+        }
+        self.by_ip.retain(|_, l| !l.is_empty());
+        self.len -= removed;
+        removed
+    }
+}
+
+#[cfg(test)]
+mod tests;

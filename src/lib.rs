@@ -1,0 +1,34 @@
+//! xrd2ganglia: XRootD summary monitoring (`xrd.report`) into Ganglia.
+//!
+//! # Layout
+//!
+//! The data path reads top-down, one module per step:
+//!
+//! ```text
+//! UDP datagram ──> summary ──> mapping ──> ganglia::xdr ──> ganglia::channel ──> gmond
+//!   (gateway)     (flat vars)  (metrics,   (128/133/132      (unicast and
+//!                               catalog)     packets)          multicast UDP)
+//! ```
+//!
+//! * [`summary`]: one xrd.report record -> flat, mpxstats-named variables.
+//!   Pure, borrows from the datagram.
+//! * [`catalog`]: what every known variable is: Ganglia type, slope, units,
+//!   title, description.
+//! * [`mapping`]: variables + catalog + naming settings -> Ganglia metrics for
+//!   one spoofed host (names, values, sanitising). Pure.
+//! * [`ganglia`]: the Ganglia side: [`ganglia::xdr`] encodes and decodes gmond
+//!   packets, [`ganglia::channel`] sends them, [`ganglia::gmond_conf`] reads
+//!   `udp_send_channel`s from gmond.conf, [`ganglia::sanitize`] makes strings
+//!   safe for gmond's XML.
+//! * [`gateway`]: the `serve` daemon: sockets, per-source state, metadata
+//!   schedule, heartbeats.
+//! * [`config`]: config file + CLI overrides -> validated [`config::Settings`].
+//! * [`events`]: every counted and logged internal event, defined once.
+
+pub mod catalog;
+pub mod config;
+pub mod events;
+pub mod ganglia;
+pub mod gateway;
+pub mod mapping;
+pub mod summary;

@@ -1,0 +1,169 @@
+//! Command-line entry point: dispatch only.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+use tracing_subscriber::EnvFilter;
+
+use xrd2ganglia::config::{self, Overrides};
+use xrd2ganglia::events::Counters;
+use xrd2ganglia::gateway;
+
+/// XRootD summary monitoring (xrd.report) into Ganglia.
+#[derive(Parser)]
+#[command(name = "xrd2ganglia", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Receive xrd.report records and send them to gmond as metrics.
+    Serve {
+        /// Config file [default: /etc/xrd2ganglia/xrd2ganglia.toml if it exists, else built-in defaults]
+        #[arg(short, long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// Listen on ADDR:PORT instead of the config's `listen` (repeatable).
+        #[arg(short, long, value_name = "ADDR:PORT")]
+        listen: Vec<String>,
+        /// Send to gmond at HOST:PORT instead of the configured channels (repeatable).
+        #[arg(short, long, value_name = "HOST:PORT")]
+        send: Vec<String>,
+        /// Log filter (error, warn, info, debug, trace, or a tracing filter); RUST_LOG also works.
+        #[arg(long, value_name = "FILTER", default_value = "info")]
+        log_level: String,
+    },
+    /// Validate a config file and print the effective settings.
+    CheckConfig {
+        /// Config file [default: /etc/xrd2ganglia/xrd2ganglia.toml if it exists, else built-in defaults]
+        #[arg(short, long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        #[arg(short, long, value_name = "ADDR:PORT")]
+        listen: Vec<String>,
+        #[arg(short, long, value_name = "HOST:PORT")]
+        send: Vec<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve {
+            config,
+            listen,
+            send,
+            log_level,
+        } => {
+            init_logging(&log_level);
+            serve(config, Overrides { listen, send })
+        }
+        Command::CheckConfig {
+            config,
+            listen,
+            send,
+        } => {
+            init_logging("warn");
+            match config::load(config.as_deref(), &Overrides { listen, send }) {
+                Ok(s) => {
+                    print!("{s}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("xrd2ganglia: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+    }
+}
+
+fn init_logging(level: &str) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}
+
+fn serve(config: Option<PathBuf>, overrides: Overrides) -> ExitCode {
+    let settings = match config::load(config.as_deref(), &overrides) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("xrd2ganglia: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut sockets = Vec::new();
+    for addr in &settings.listen {
+        match gateway::bind(*addr, settings.recv_buffer) {
+            Ok(s) => sockets.push(s),
+            Err(e) => {
+                eprintln!("xrd2ganglia: cannot listen on {addr}: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    }
+    let channels = match gateway::open_channels(&settings) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("xrd2ganglia: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    tracing::info!(
+        listen = ?settings.listen,
+        channels = ?channels.iter().map(|c| c.label().to_string()).collect::<Vec<_>>(),
+        channels_from = %settings.channels_from,
+        config = %settings.source,
+        "xrd2ganglia {} serving",
+        env!("CARGO_PKG_VERSION")
+    );
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("xrd2ganglia: cannot start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let result = runtime.block_on(async {
+        gateway::run(
+            settings,
+            sockets,
+            channels,
+            Arc::new(Counters::default()),
+            shutdown_signal(),
+        )
+        .await
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xrd2ganglia: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Completes on SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        // Without signal handlers there is nothing to wait for but Ctrl-C.
+        let _ = tokio::signal::ctrl_c().await;
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM: stopping"),
+        _ = int.recv() => tracing::info!("SIGINT: stopping"),
+    }
+}

@@ -1,0 +1,803 @@
+//! Summary variables + catalog + naming settings -> Ganglia metrics of one host.
+//!
+//! Pure: a [`SummaryRecord`] and the sender's IP in, a [`MappedRecord`] out.
+//! Everything that reaches gmond is decided here: the spoofed host, every
+//! metric name (template, list keys, sanitising), its value text and its
+//! type/slope/units. Buffers are reused between records.
+//!
+//! * Host: `ip:name`, name from the record's `src` (else dCache's `host`
+//!   attribute, else `info.host`, else the ip), ip from the datagram.
+//! * Metric name: the template (default `{pgm}.{ins}.{var}`); a component
+//!   that expands to nothing is dropped, and `ins` expands to nothing for
+//!   `anon`. `{var}` is the flat variable name with a list index replaced by
+//!   the entry's key (oss path lp, space name, cmsm node host; `-<index>` is
+//!   added only when two entries share a key).
+//! * Values: `int` counters that wrapped negative are sent unsigned, 64-bit
+//!   values as integer text, positive-slope values only as integers.
+//!   Unknown numeric variables are sent as double/both, unknown text as
+//!   string/zero.
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::net::IpAddr;
+
+use crate::catalog::{self, Kind, MetricSpec};
+use crate::ganglia::sanitize::{self, MAX_NAME, MAX_TEXT, MAX_VALUE};
+use crate::ganglia::xdr::Slope;
+use crate::summary::{Header, SummaryRecord};
+
+/// The default metric name template.
+pub const DEFAULT_NAME_TEMPLATE: &str = "{pgm}.{ins}.{var}";
+/// The default GROUP template.
+pub const DEFAULT_GROUP_TEMPLATE: &str = "{pgm}.{ins}.{section}";
+
+/// A compiled name template: dot-separated components of placeholders and text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Template {
+    components: Vec<Vec<Token>>,
+    source: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Token {
+    Text(String),
+    Pgm,
+    Ins,
+    Site,
+    Section,
+    Var,
+}
+
+impl Template {
+    /// Placeholders: `{pgm}`, `{ins}`, `{site}`, `{section}`, `{var}`.
+    pub fn parse(source: &str) -> Result<Template, String> {
+        let mut components = Vec::new();
+        for part in source.split('.') {
+            let mut tokens = Vec::new();
+            let mut rest = part;
+            while !rest.is_empty() {
+                if let Some(after) = rest.strip_prefix('{') {
+                    let Some((name, tail)) = after.split_once('}') else {
+                        return Err(format!("unclosed '{{' in {source:?}"));
+                    };
+                    tokens.push(match name {
+                        "pgm" => Token::Pgm,
+                        "ins" => Token::Ins,
+                        "site" => Token::Site,
+                        "section" => Token::Section,
+                        "var" => Token::Var,
+                        other => {
+                            return Err(format!(
+                                "unknown placeholder {{{other}}} in {source:?} (known: {{pgm}} {{ins}} {{site}} {{section}} {{var}})"
+                            ));
+                        }
+                    });
+                    rest = tail;
+                } else {
+                    let end = rest.find('{').unwrap_or(rest.len());
+                    let text = &rest[..end];
+                    if !sanitize::is_clean_name(text) {
+                        return Err(format!(
+                            "{text:?} in {source:?}: only letters, digits, '_' and '-' may stand between placeholders"
+                        ));
+                    }
+                    tokens.push(Token::Text(text.to_string()));
+                    rest = &rest[end..];
+                }
+            }
+            components.push(tokens);
+        }
+        Ok(Template {
+            components,
+            source: source.to_string(),
+        })
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+
+    pub fn uses_var(&self) -> bool {
+        self.has(&Token::Var)
+    }
+
+    pub fn uses_pgm_and_ins(&self) -> bool {
+        self.has(&Token::Pgm) && self.has(&Token::Ins)
+    }
+
+    fn has(&self, t: &Token) -> bool {
+        self.components.iter().flatten().any(|x| x == t)
+    }
+
+    /// Appends the expansion to `out`, dropping components that expand to nothing.
+    fn expand(&self, out: &mut String, parts: &Parts<'_>) {
+        let start = out.len();
+        for component in &self.components {
+            let before = out.len();
+            if before > start {
+                out.push('.');
+            }
+            let content = out.len();
+            for token in component {
+                match token {
+                    Token::Text(t) => out.push_str(t),
+                    Token::Pgm => out.push_str(parts.pgm),
+                    Token::Ins => out.push_str(parts.ins),
+                    Token::Site => out.push_str(parts.site),
+                    Token::Section => out.push_str(parts.section),
+                    Token::Var => out.push_str(parts.var),
+                }
+            }
+            if out.len() == content {
+                out.truncate(before);
+            }
+        }
+    }
+}
+
+/// Sanitised values for the placeholders.
+struct Parts<'p> {
+    pgm: &'p str,
+    ins: &'p str,
+    site: &'p str,
+    section: &'p str,
+    var: &'p str,
+}
+
+/// The host a record's metrics are filed under in gmond.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HostIdentity {
+    /// `ip:name`, the metric_id host and SPOOF_HOST value.
+    pub spoof: String,
+    /// The NAME gmond shows.
+    pub name: String,
+    /// The IP text gmond keys the host by (colon-free, see [`ip_text`]).
+    pub ip: String,
+}
+
+/// The IP part of a spoof string. gmond splits the spoof string at its first
+/// ':' so an IPv6 literal cannot stand there: IPv4 (and IPv4-mapped IPv6)
+/// addresses are written as usual, other IPv6 addresses with '-' for ':'
+/// (the ipv6-literal.net convention, `2001-db8--1`).
+pub fn ip_text(out: &mut String, ip: IpAddr) {
+    let ip = match ip {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(v6),
+        },
+        v4 => v4,
+    };
+    let start = out.len();
+    let _ = write!(out, "{ip}");
+    if ip.is_ipv6() {
+        // SAFETY of the byte edit: ':' and '-' are both single ASCII bytes.
+        let replaced = out[start..].replace(':', "-");
+        out.truncate(start);
+        out.push_str(&replaced);
+    }
+}
+
+/// Works out the host identity of a record sent from `source`.
+pub fn host_identity(
+    header: &Header<'_>,
+    record: &SummaryRecord<'_>,
+    source: IpAddr,
+    out: &mut HostIdentity,
+) {
+    out.ip.clear();
+    ip_text(&mut out.ip, source);
+    out.name.clear();
+    let candidates = [
+        header.src.map(src_host),
+        record.get("host"),
+        record.get("info.host"),
+    ];
+    for name in candidates.into_iter().flatten() {
+        if !name.is_empty() {
+            sanitize::push_host(&mut out.name, name);
+            break;
+        }
+    }
+    if out.name.is_empty() {
+        out.name.push_str(&out.ip);
+    }
+    out.spoof.clear();
+    out.spoof.push_str(&out.ip);
+    out.spoof.push(':');
+    out.spoof.push_str(&out.name);
+}
+
+/// `host:port` -> `host`; `[v6]:port` -> `v6`; anything else unchanged.
+fn src_host(src: &str) -> &str {
+    if let Some(rest) = src.strip_prefix('[') {
+        return rest.split_once(']').map(|(h, _)| h).unwrap_or(rest);
+    }
+    match src.rsplit_once(':') {
+        Some((host, port)) if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => host,
+        _ => src,
+    }
+}
+
+/// Why a variable's value was not sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BadValue {
+    NotANumber,
+    NotAnInteger,
+    OutOfRange,
+    NegativeCounter,
+}
+
+impl BadValue {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BadValue::NotANumber => "not a number",
+            BadValue::NotAnInteger => "not an integer",
+            BadValue::OutOfRange => "out of range",
+            BadValue::NegativeCounter => "negative counter",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Span {
+    start: u32,
+    end: u32,
+}
+
+impl Span {
+    fn of(self, s: &str) -> &str {
+        s.get(self.start as usize..self.end as usize).unwrap_or("")
+    }
+}
+
+fn span_from(out: &str, start: usize) -> Span {
+    Span {
+        start: start as u32,
+        end: out.len() as u32,
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    name: Span,
+    value: Span,
+    var: Span,
+    group: Span,
+    key: Span,
+    kind: Kind,
+    spec: Option<&'static MetricSpec>,
+    sanitized: bool,
+}
+
+/// One metric ready to send.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Metric<'m> {
+    /// Ganglia metric name (`xrootd.link.in`).
+    pub name: &'m str,
+    /// Value text to send with `%s`.
+    pub value: &'m str,
+    /// The variable it came from, with list keys (`oss.paths._data_.free`).
+    pub var: &'m str,
+    /// GROUP extra data.
+    pub group: &'m str,
+    /// The list entry key, for list variables.
+    pub key: Option<&'m str>,
+    pub kind: Kind,
+    /// None for a variable the catalog does not know.
+    pub spec: Option<&'static MetricSpec>,
+    /// The name had to be changed to be safe for gmond.
+    pub sanitized: bool,
+}
+
+impl Metric<'_> {
+    pub fn value_type(&self) -> &'static str {
+        self.kind.value_type()
+    }
+
+    pub fn slope(&self) -> Slope {
+        self.kind.slope()
+    }
+
+    pub fn units(&self) -> &'static str {
+        self.spec.map(|s| s.units).unwrap_or(catalog::UNKNOWN_UNITS)
+    }
+
+    pub fn is_unknown(&self) -> bool {
+        self.spec.is_none()
+    }
+
+    /// TITLE extra data: catalog title, with the list key and program.
+    pub fn write_title(&self, out: &mut String, pgm_ins: &str) {
+        let start = out.len();
+        out.push_str(pgm_ins);
+        out.push_str(": ");
+        match self.spec {
+            Some(spec) => out.push_str(spec.title),
+            None => out.push_str(self.var),
+        }
+        if let Some(key) = self.key {
+            out.push_str(" (");
+            out.push_str(key);
+            out.push(')');
+        }
+        let title = out.split_off(start);
+        sanitize::push_text(out, &title, MAX_TEXT);
+    }
+
+    /// DESC extra data.
+    pub fn desc(&self) -> &'static str {
+        match self.spec {
+            Some(spec) => spec.desc,
+            None => match self.kind {
+                Kind::Text => "Not in the xrd2ganglia catalog: sent as text.",
+                _ => "Not in the xrd2ganglia catalog: sent as a double that goes up and down.",
+            },
+        }
+    }
+}
+
+/// The metrics of one record.
+#[derive(Default)]
+pub struct MappedRecord {
+    pub host: HostIdentity,
+    /// `pgm` or `pgm ins`, for titles.
+    pub program: String,
+    arena: String,
+    slots: Vec<Slot>,
+    /// Variables whose value could not be sent, with the reason (first few kept).
+    pub rejected: Vec<(String, String, BadValue)>,
+    /// How many variables were rejected in all.
+    pub rejected_count: usize,
+}
+
+/// How many rejected variables are kept with their text for the log.
+const KEEP_REJECTED: usize = 4;
+
+impl MappedRecord {
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    pub fn metrics(&self) -> impl ExactSizeIterator<Item = Metric<'_>> + '_ {
+        self.slots.iter().map(|s| self.metric(s))
+    }
+
+    fn metric(&self, s: &Slot) -> Metric<'_> {
+        let a = self.arena.as_str();
+        let key = s.key.of(a);
+        Metric {
+            name: s.name.of(a),
+            value: s.value.of(a),
+            var: s.var.of(a),
+            group: s.group.of(a),
+            key: (!key.is_empty()).then_some(key),
+            kind: s.kind,
+            spec: s.spec,
+            sanitized: s.sanitized,
+        }
+    }
+}
+
+/// Maps records; holds the settings and the reusable buffers.
+pub struct Mapper {
+    name: Template,
+    group: Template,
+    /// Placeholder values of the current record, sanitised.
+    pgm: String,
+    ins: String,
+    site: String,
+    /// The variable name being mapped, with list keys (`oss.paths._data_.free`).
+    var: String,
+    /// Its catalog name (`oss.paths.i.free`).
+    catalog_name: String,
+    /// Entry keys of the current record, into `keys_arena`.
+    keys: Vec<Option<Span>>,
+    keys_arena: String,
+    seen_keys: HashSet<u64>,
+    hasher: std::hash::RandomState,
+    derived_text: String,
+}
+
+impl Mapper {
+    pub fn new(name: Template, group: Template) -> Mapper {
+        Mapper {
+            name,
+            group,
+            pgm: String::new(),
+            ins: String::new(),
+            site: String::new(),
+            var: String::new(),
+            catalog_name: String::new(),
+            keys: Vec::new(),
+            keys_arena: String::new(),
+            seen_keys: HashSet::new(),
+            hasher: std::hash::RandomState::new(),
+            derived_text: String::new(),
+        }
+    }
+
+    pub fn name_template(&self) -> &Template {
+        &self.name
+    }
+
+    /// Maps `record`, sent from `source`, into `out` (cleared first).
+    pub fn map(&mut self, record: &SummaryRecord<'_>, source: IpAddr, out: &mut MappedRecord) {
+        out.arena.clear();
+        out.slots.clear();
+        out.rejected.clear();
+        out.rejected_count = 0;
+        let header = record.header();
+        host_identity(&header, record, source, &mut out.host);
+
+        // Placeholder values, sanitised once per record. A record without
+        // pgm predates nothing we know of; call it xrootd.
+        self.pgm.clear();
+        push_key(&mut self.pgm, header.pgm.unwrap_or("xrootd"));
+        self.ins.clear();
+        if let Some(ins) = header.ins.filter(|i| *i != "anon") {
+            push_key(&mut self.ins, ins);
+        }
+        self.site.clear();
+        push_key(&mut self.site, header.site.unwrap_or(""));
+        out.program.clear();
+        out.program.push_str(&self.pgm);
+        if !self.ins.is_empty() {
+            out.program.push(' ');
+            out.program.push_str(&self.ins);
+        }
+
+        self.collect_entry_keys(record);
+
+        let mut derived = Derived::default();
+        for v in record.vars() {
+            // Variable name with list keys, and the catalog name with `i`.
+            self.var.clear();
+            self.catalog_name.clear();
+            let mut sanitized = false;
+            let mut key = None;
+            match v.entry {
+                Some(e) => {
+                    let k = self
+                        .keys
+                        .get(e.index)
+                        .copied()
+                        .flatten()
+                        .unwrap_or_default();
+                    key = Some(k);
+                    sanitized |= sanitize::push_name(&mut self.var, e.list, MAX_NAME);
+                    self.var.push('.');
+                    self.var.push_str(k.of(&self.keys_arena));
+                    self.catalog_name.push_str(e.list);
+                    self.catalog_name.push_str(".i");
+                    if !e.field.is_empty() {
+                        self.var.push('.');
+                        sanitized |= sanitize::push_name(&mut self.var, e.field, MAX_NAME);
+                        self.catalog_name.push('.');
+                        self.catalog_name.push_str(e.field);
+                    }
+                }
+                None => {
+                    sanitized |= sanitize::push_name(&mut self.var, v.name, MAX_NAME);
+                    self.catalog_name.push_str(v.name);
+                }
+            }
+            let spec = catalog::lookup(&self.catalog_name);
+            derived.note(&self.catalog_name, v.value);
+
+            let a = &mut out.arena;
+            let value_start = a.len();
+            let kind = match convert(a, spec.map(|s| s.kind), v.value) {
+                Ok(kind) => kind,
+                Err(bad) => {
+                    a.truncate(value_start);
+                    out.rejected_count += 1;
+                    if out.rejected.len() < KEEP_REJECTED {
+                        out.rejected.push((
+                            v.name.to_string(),
+                            v.value.chars().take(64).collect(),
+                            bad,
+                        ));
+                    }
+                    continue;
+                }
+            };
+            let value = span_from(a, value_start);
+            let key = key.map(|k| {
+                let start = a.len();
+                a.push_str(k.of(&self.keys_arena));
+                span_from(a, start)
+            });
+            let slot = self.push_names(a, value, kind, spec, key, sanitized);
+            out.slots.push(slot);
+        }
+
+        // Derived variables go the same way as sent ones.
+        let mut text = std::mem::take(&mut self.derived_text);
+        for (name, value) in derived.values(&mut text) {
+            let Some(spec) = catalog::lookup(name) else {
+                continue;
+            };
+            self.var.clear();
+            self.var.push_str(name);
+            let a = &mut out.arena;
+            let value_start = a.len();
+            a.push_str(value);
+            let value = span_from(a, value_start);
+            let slot = self.push_names(a, value, spec.kind, Some(spec), None, false);
+            out.slots.push(slot);
+        }
+        self.derived_text = text;
+    }
+
+    /// Appends the metric name, var and group of `self.var` to the arena.
+    fn push_names(
+        &self,
+        a: &mut String,
+        value: Span,
+        kind: Kind,
+        spec: Option<&'static MetricSpec>,
+        key: Option<Span>,
+        mut sanitized: bool,
+    ) -> Slot {
+        let parts = Parts {
+            pgm: &self.pgm,
+            ins: &self.ins,
+            site: &self.site,
+            section: catalog::section(&self.var),
+            var: &self.var,
+        };
+        let start = a.len();
+        self.name.expand(a, &parts);
+        if a.len() - start > MAX_NAME {
+            let mut end = start + MAX_NAME;
+            while !a.is_char_boundary(end) {
+                end -= 1;
+            }
+            a.truncate(end);
+            sanitized = true;
+        }
+        let name = span_from(a, start);
+        let start = a.len();
+        a.push_str(&self.var);
+        let var = span_from(a, start);
+        let start = a.len();
+        self.group.expand(a, &parts);
+        let group = span_from(a, start);
+        Slot {
+            name,
+            value,
+            var,
+            group,
+            key: key.unwrap_or_default(),
+            kind,
+            spec,
+            sanitized,
+        }
+    }
+
+    /// First pass: the key of every list entry, sanitised, ties broken by index.
+    fn collect_entry_keys(&mut self, record: &SummaryRecord<'_>) {
+        self.keys.clear();
+        self.keys_arena.clear();
+        self.seen_keys.clear();
+        let n = record.entry_count();
+        self.keys.resize(n, None);
+        // Key field values first (order-insensitive: the key may come last).
+        for v in record.vars() {
+            let Some(e) = v.entry else { continue };
+            if self.keys[e.index].is_none()
+                && !v.value.is_empty()
+                && catalog::list_key(e.list) == Some(e.field)
+            {
+                let start = self.keys_arena.len();
+                push_key(&mut self.keys_arena, v.value);
+                self.keys[e.index] = Some(span_from(&self.keys_arena, start));
+            }
+        }
+        // Entries without a key field are named by their id; ties get `-id`.
+        let mut seen_entries = 0;
+        for v in record.vars() {
+            let Some(e) = v.entry else { continue };
+            if e.index < seen_entries {
+                continue;
+            }
+            seen_entries = e.index + 1;
+            let key = match self.keys[e.index] {
+                Some(k) => k,
+                None => {
+                    let start = self.keys_arena.len();
+                    push_key(&mut self.keys_arena, e.id);
+                    span_from(&self.keys_arena, start)
+                }
+            };
+            let mut h = self.hasher.build_hasher();
+            e.list.hash(&mut h);
+            key.of(&self.keys_arena).hash(&mut h);
+            let mut key = key;
+            if !self.seen_keys.insert(h.finish()) {
+                let start = self.keys_arena.len();
+                self.keys_arena
+                    .extend_from_within(key.start as usize..key.end as usize);
+                self.keys_arena.push('-');
+                push_key(&mut self.keys_arena, e.id);
+                key = span_from(&self.keys_arena, start);
+            }
+            self.keys[e.index] = Some(key);
+        }
+    }
+}
+
+/// A list key or name component: `[A-Za-z0-9_-]`, '.' and '/' become '_'.
+fn push_key(out: &mut String, s: &str) {
+    let start = out.len();
+    sanitize::push_name(out, s, 64);
+    // SAFETY of the byte edit: sanitised text is ASCII.
+    let replaced: String = out[start..]
+        .chars()
+        .map(|c| if c == '.' { '_' } else { c })
+        .collect();
+    out.truncate(start);
+    out.push_str(&replaced);
+}
+
+/// Converts value text for a metric of `kind` (None: unknown variable) and
+/// appends the text to send. Returns the kind it is sent as.
+fn convert(out: &mut String, kind: Option<Kind>, text: &str) -> Result<Kind, BadValue> {
+    let Some(kind) = kind else {
+        // Unknown: a finite number goes as double/both, anything else as text.
+        return match text.trim().parse::<f64>() {
+            Ok(v) if v.is_finite() => {
+                push_number(out, text.trim(), v);
+                Ok(Kind::Gauge64)
+            }
+            _ => {
+                sanitize::push_text(out, text, MAX_VALUE);
+                Ok(Kind::Text)
+            }
+        };
+    };
+    match kind {
+        Kind::Text => {
+            sanitize::push_text(out, text, MAX_VALUE);
+        }
+        Kind::Counter32 | Kind::Gauge32 => {
+            let v = parse_integer(text)?;
+            // `%d` of an unsigned quantity past 2^31 prints negative: undo it.
+            let v = if (i32::MIN as i64..0).contains(&v) {
+                v as i32 as u32 as i64
+            } else {
+                v
+            };
+            if !(0..=u32::MAX as i64).contains(&v) {
+                return Err(if v < 0 && kind == Kind::Counter32 {
+                    BadValue::NegativeCounter
+                } else {
+                    BadValue::OutOfRange
+                });
+            }
+            let _ = write!(out, "{v}");
+        }
+        Kind::Counter64 => {
+            let v = parse_integer(text)?;
+            if v < 0 {
+                return Err(BadValue::NegativeCounter);
+            }
+            let _ = write!(out, "{v}");
+        }
+        Kind::Gauge64 | Kind::Timestamp => match parse_integer(text) {
+            Ok(v) => {
+                let _ = write!(out, "{v}");
+            }
+            Err(_) => match text.trim().parse::<f64>() {
+                Ok(v) if v.is_finite() => push_number(out, text.trim(), v),
+                _ => return Err(BadValue::NotANumber),
+            },
+        },
+    }
+    Ok(kind)
+}
+
+/// Integer text; a trailing run of '>' (xrootd 5.5-5.7 `<hits>0></hits>`) is
+/// forgiven.
+fn parse_integer(text: &str) -> Result<i64, BadValue> {
+    let t = text.trim().trim_end_matches('>');
+    if t.is_empty() {
+        return Err(BadValue::NotANumber);
+    }
+    match t.parse::<i64>() {
+        Ok(v) => Ok(v),
+        Err(e) => Err(match e.kind() {
+            std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => {
+                BadValue::OutOfRange
+            }
+            _ if t.parse::<f64>().is_ok_and(f64::is_finite) => BadValue::NotAnInteger,
+            _ => BadValue::NotANumber,
+        }),
+    }
+}
+
+/// A finite double: the sender's text when it is plain, else Rust's shortest form.
+fn push_number(out: &mut String, text: &str, v: f64) {
+    if text.len() <= 32
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'e' | b'E' | b'+'))
+    {
+        out.push_str(text);
+    } else {
+        let _ = write!(out, "{v}");
+    }
+}
+
+/// Values derived from others: CPU time from proc s+u, uptime from tod-tos.
+#[derive(Default)]
+struct Derived {
+    usr_s: Option<u64>,
+    usr_u: Option<u64>,
+    sys_s: Option<u64>,
+    sys_u: Option<u64>,
+    tod: Option<i64>,
+    tos: Option<i64>,
+}
+
+impl Derived {
+    fn note(&mut self, var: &str, value: &str) {
+        let unsigned = || {
+            parse_integer(value).ok().map(|v| {
+                if v < 0 {
+                    v as i32 as u32 as u64
+                } else {
+                    v as u64
+                }
+            })
+        };
+        match var {
+            "proc.usr.s" => self.usr_s = unsigned(),
+            "proc.usr.u" => self.usr_u = unsigned(),
+            "proc.sys.s" => self.sys_s = unsigned(),
+            "proc.sys.u" => self.sys_u = unsigned(),
+            "tod" => self.tod = parse_integer(value).ok(),
+            "tos" => self.tos = parse_integer(value).ok(),
+            _ => {}
+        }
+    }
+
+    /// (catalog name, value text) pairs; `text` holds the formatted values.
+    fn values<'t>(&self, text: &'t mut String) -> Vec<(&'static str, &'t str)> {
+        text.clear();
+        let mut ends: Vec<(&'static str, usize, usize)> = Vec::new();
+        let mut put = |name: &'static str, v: u64, text: &mut String| {
+            let start = text.len();
+            let _ = write!(text, "{v}");
+            ends.push((name, start, text.len()));
+        };
+        let ms = |s: Option<u64>, u: Option<u64>| Some(s? * 1000 + u? / 1000);
+        let usr = ms(self.usr_s, self.usr_u);
+        let sys = ms(self.sys_s, self.sys_u);
+        if let Some(v) = usr {
+            put(catalog::DERIVED_CPU_USR, v, text);
+        }
+        if let Some(v) = sys {
+            put(catalog::DERIVED_CPU_SYS, v, text);
+        }
+        if let (Some(u), Some(s)) = (usr, sys) {
+            put(catalog::DERIVED_CPU_TOTAL, u + s, text);
+        }
+        if let (Some(tod), Some(tos)) = (self.tod, self.tos)
+            && tod >= tos
+            && tos > 0
+        {
+            put(catalog::DERIVED_UPTIME, (tod - tos) as u64, text);
+        }
+        let text: &'t str = text;
+        ends.into_iter().map(|(n, s, e)| (n, &text[s..e])).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,287 @@
+use super::*;
+use crate::summary::SummaryParser;
+
+fn mapper() -> Mapper {
+    Mapper::new(
+        Template::parse(DEFAULT_NAME_TEMPLATE).unwrap(),
+        Template::parse(DEFAULT_GROUP_TEMPLATE).unwrap(),
+    )
+}
+
+fn map(record: &str, ip: &str) -> MappedRecord {
+    let mut p = SummaryParser::new();
+    let r = p.parse(record.as_bytes()).unwrap();
+    let mut out = MappedRecord::default();
+    mapper().map(&r, ip.parse().unwrap(), &mut out);
+    out
+}
+
+fn find<'m>(m: &'m MappedRecord, name: &str) -> Metric<'m> {
+    m.metrics().find(|x| x.name == name).unwrap_or_else(|| {
+        panic!(
+            "no {name} in {:?}",
+            m.metrics().map(|x| x.name).collect::<Vec<_>>()
+        )
+    })
+}
+
+const HEAD: &str = r#"<statistics tod="1700000100" ver="v5.5.3" src="ds1.example.org:1094" tos="1700000000" pgm="xrootd" ins="anon" pid="77" site="T2_X">"#;
+
+#[test]
+fn host_is_spoofed_from_source_ip_and_src_name() {
+    let m = map(&format!("{HEAD}</statistics>"), "10.1.2.3");
+    assert_eq!(m.host.spoof, "10.1.2.3:ds1.example.org");
+    assert_eq!(
+        (m.host.ip.as_str(), m.host.name.as_str()),
+        ("10.1.2.3", "ds1.example.org")
+    );
+    let m = map(&format!("{HEAD}</statistics>"), "::ffff:10.1.2.3");
+    assert_eq!(m.host.spoof, "10.1.2.3:ds1.example.org");
+    let m = map(&format!("{HEAD}</statistics>"), "2001:db8::7");
+    assert_eq!(m.host.spoof, "2001-db8--7:ds1.example.org");
+    // Hostile name: no ':' (gmond splits there), no XML specials.
+    let m = map(
+        r#"<statistics src="a&lt;b:c&quot;:1094" pgm="xrootd"></statistics>"#,
+        "10.0.0.1",
+    );
+    assert_eq!(m.host.spoof, "10.0.0.1:a_lt_b_c_quot_");
+    // No src: dCache's host attribute, then the IP.
+    let m = map(
+        r#"<statistics pgm="xrootd" host="door7"></statistics>"#,
+        "10.0.0.1",
+    );
+    assert_eq!(m.host.name, "door7");
+    let m = map(r#"<statistics pgm="xrootd"></statistics>"#, "10.0.0.1");
+    assert_eq!(m.host.spoof, "10.0.0.1:10.0.0.1");
+}
+
+#[test]
+fn names_carry_pgm_and_instance() {
+    let m = map(
+        &format!("{HEAD}<stats id=\"link\"><in>5</in></stats></statistics>"),
+        "10.0.0.1",
+    );
+    let x = find(&m, "xrootd.link.in");
+    assert_eq!(
+        (x.value, x.value_type(), x.slope(), x.units()),
+        ("5", "double", Slope::Positive, "bytes/s")
+    );
+    assert_eq!(x.group, "xrootd.link");
+    let m = map(
+        r#"<statistics pgm="cmsd" ins="mgr" src="h:0"><stats id="link"><in>5</in></stats></statistics>"#,
+        "10.0.0.1",
+    );
+    let x = find(&m, "cmsd.mgr.link.in");
+    assert_eq!(x.group, "cmsd.mgr.link");
+    assert_eq!(m.program, "cmsd mgr");
+}
+
+#[test]
+fn list_entries_are_named_by_their_key() {
+    let rec = format!(
+        "{HEAD}<stats id=\"oss\" v=\"2\"><paths>2<stats id=\"0\"><free>40</free><lp>\"/data/\"</lp></stats><stats id=\"1\"><lp>\"/\"</lp><free>1</free></stats></paths>\
+         <space>1<stats id=\"0\"><name>public</name><usg>9</usg></stats></space></stats>\
+         <stats id=\"cmsm\"><node>3<stats id=\"0\"><host>n1.example</host><ref><r>1</r></ref></stats><stats id=\"1\"><host>n1.example</host><ref><r>2</r></ref></stats><stats id=\"2\"><ref><r>3</r></ref></stats></node></stats></statistics>"
+    );
+    let m = map(&rec, "10.0.0.1");
+    // Key appears after the value it names: order does not matter.
+    let free = find(&m, "xrootd.oss.paths._data_.free");
+    assert_eq!(
+        (free.value, free.key, free.units()),
+        ("40", Some("_data_"), "KiB")
+    );
+    assert_eq!(find(&m, "xrootd.oss.paths._data_.lp").value, "/data/");
+    assert_eq!(find(&m, "xrootd.oss.paths._.free").value, "1");
+    assert_eq!(find(&m, "xrootd.oss.paths").value, "2");
+    assert_eq!(find(&m, "xrootd.oss.space.public.usg").value, "9");
+    // Same host twice: the index breaks the tie; no key at all: the index.
+    assert_eq!(find(&m, "xrootd.cmsm.node.n1_example.ref.r").value, "1");
+    assert_eq!(find(&m, "xrootd.cmsm.node.n1_example-1.ref.r").value, "2");
+    assert_eq!(find(&m, "xrootd.cmsm.node.2.ref.r").value, "3");
+    let mut title = String::new();
+    free.write_title(&mut title, &m.program);
+    assert_eq!(title, "xrootd: Path space free (_data_)");
+}
+
+#[test]
+fn int_values_that_wrapped_are_sent_unsigned() {
+    let m = map(
+        &format!(
+            "{HEAD}<stats id=\"link\"><tmo>-2147483000</tmo><num>-1</num></stats><stats id=\"buff\"><mem>-5</mem></stats></statistics>"
+        ),
+        "10.0.0.1",
+    );
+    assert_eq!(find(&m, "xrootd.link.tmo").value, "2147484296");
+    assert_eq!(find(&m, "xrootd.link.tmo").value_type(), "uint32");
+    assert_eq!(find(&m, "xrootd.link.num").value, "4294967295");
+    // int64 gauge keeps its sign (double).
+    assert_eq!(find(&m, "xrootd.buff.mem").value, "-5");
+}
+
+#[test]
+fn counters_only_ever_carry_integers() {
+    let m = map(
+        &format!(
+            "{HEAD}<stats id=\"link\"><in>9.5</in><out>-3</out><tot>abc</tot><ctime>99999999999999999999</ctime><maxn>7</maxn></stats></statistics>"
+        ),
+        "10.0.0.1",
+    );
+    for name in [
+        "xrootd.link.in",
+        "xrootd.link.out",
+        "xrootd.link.tot",
+        "xrootd.link.ctime",
+    ] {
+        assert!(
+            m.metrics().all(|x| x.name != name),
+            "{name} must not be sent"
+        );
+    }
+    assert_eq!(m.rejected_count, 4);
+    let why: Vec<_> = m
+        .rejected
+        .iter()
+        .map(|(v, _, b)| (v.as_str(), *b))
+        .collect();
+    assert_eq!(
+        why,
+        [
+            ("link.in", BadValue::NotAnInteger),
+            ("link.out", BadValue::NegativeCounter),
+            ("link.tot", BadValue::NotANumber),
+            ("link.ctime", BadValue::OutOfRange),
+        ]
+    );
+    assert_eq!(find(&m, "xrootd.link.maxn").value, "7");
+    for x in m.metrics().filter(|x| x.slope() == Slope::Positive) {
+        assert!(
+            x.value.bytes().all(|b| b.is_ascii_digit()),
+            "{} = {}",
+            x.name,
+            x.value
+        );
+    }
+}
+
+#[test]
+fn known_broken_values_are_forgiven() {
+    let m = map(
+        r#"<statistics pgm="xrootd"><stats id="cache" type="pfc"><rd><hits>12></hits></rd></stats></statistics>"#,
+        "10.0.0.1",
+    );
+    assert_eq!(find(&m, "xrootd.cache.rd.hits").value, "12");
+}
+
+#[test]
+fn unknown_variables_are_still_sent() {
+    let m = map(
+        r#"<statistics pgm="xrootd"><stats id="newsect"><gauge>1.25</gauge><count>42</count><word>hello world</word><bad>nan</bad></stats></statistics>"#,
+        "10.0.0.1",
+    );
+    let g = find(&m, "xrootd.newsect.gauge");
+    assert!(g.is_unknown());
+    assert_eq!(
+        (g.value, g.value_type(), g.slope()),
+        ("1.25", "double", Slope::Both)
+    );
+    assert_eq!(find(&m, "xrootd.newsect.count").value, "42");
+    let w = find(&m, "xrootd.newsect.word");
+    assert_eq!(
+        (w.value, w.value_type(), w.slope()),
+        ("hello world", "string", Slope::Zero)
+    );
+    // NaN is not a number gmetad can store: it goes as text.
+    assert_eq!(find(&m, "xrootd.newsect.bad").value_type(), "string");
+}
+
+#[test]
+fn text_is_sanitised_and_capped() {
+    let long = "x".repeat(1000);
+    let m = map(
+        &format!(
+            "<statistics pgm=\"xrootd\"><stats id=\"ofs\"><role>&lt;meta\" manager&gt;</role></stats><stats id=\"x\"><s>{long}</s><bad:name>1</bad:name></stats></statistics>"
+        ),
+        "10.0.0.1",
+    );
+    assert_eq!(find(&m, "xrootd.ofs.role").value, "_lt;meta_ manager_gt;");
+    assert_eq!(find(&m, "xrootd.x.s").value.len(), sanitize::MAX_VALUE);
+    let hostile = m.metrics().find(|x| x.var.starts_with("x.bad")).unwrap();
+    assert!(
+        hostile.sanitized && sanitize::is_clean_name(hostile.name),
+        "{}",
+        hostile.name
+    );
+}
+
+#[test]
+fn derived_cpu_and_uptime() {
+    let m = map(
+        &format!(
+            "{HEAD}<stats id=\"proc\"><usr><s>12</s><u>345678</u></usr><sys><s>3</s><u>999999</u></sys></stats></statistics>"
+        ),
+        "10.0.0.1",
+    );
+    assert_eq!(find(&m, "xrootd.proc.cpu.usr").value, "12345");
+    assert_eq!(find(&m, "xrootd.proc.cpu.sys").value, "3999");
+    let total = find(&m, "xrootd.proc.cpu.total");
+    assert_eq!(
+        (total.value, total.slope(), total.units()),
+        ("16344", Slope::Positive, "ms/s")
+    );
+    let up = find(&m, "xrootd.uptime");
+    assert_eq!((up.value, up.group), ("100", "xrootd.info"));
+    assert_eq!(find(&m, "xrootd.proc.usr.u").slope(), Slope::Both);
+}
+
+#[test]
+fn templates() {
+    assert!(Template::parse("{pgm}.{nope}").is_err());
+    assert!(Template::parse("{pgm").is_err());
+    assert!(Template::parse("a b.{var}").is_err());
+    let t = Template::parse("xrd_{site}.{pgm}.{ins}.{var}").unwrap();
+    let mut out = String::new();
+    t.expand(
+        &mut out,
+        &Parts {
+            pgm: "xrootd",
+            ins: "",
+            site: "T2",
+            section: "link",
+            var: "link.in",
+        },
+    );
+    assert_eq!(out, "xrd_T2.xrootd.link.in");
+    out.clear();
+    let t = Template::parse("{site}.{var}").unwrap();
+    t.expand(
+        &mut out,
+        &Parts {
+            pgm: "x",
+            ins: "",
+            site: "",
+            section: "s",
+            var: "a.b",
+        },
+    );
+    assert_eq!(out, "a.b");
+}
+
+#[test]
+fn mapper_reuses_buffers_across_records() {
+    let mut p = SummaryParser::new();
+    let mut mp = mapper();
+    let mut out = MappedRecord::default();
+    let first = format!("{HEAD}<stats id=\"link\"><in>1</in><out>2</out></stats></statistics>");
+    let r = p.parse(first.as_bytes()).unwrap();
+    mp.map(&r, "10.0.0.1".parse().unwrap(), &mut out);
+    let n = out.len();
+    let r = p
+        .parse(br#"<statistics pgm="cmsd"><stats id="link"><in>3</in></stats></statistics>"#)
+        .unwrap();
+    mp.map(&r, "10.0.0.2".parse().unwrap(), &mut out);
+    assert!(n > out.len());
+    assert_eq!(
+        out.metrics().map(|m| (m.name, m.value)).collect::<Vec<_>>(),
+        [("cmsd.pgm", "cmsd"), ("cmsd.link.in", "3")]
+    );
+}

@@ -1,0 +1,300 @@
+//! xrd.report summary records -> flat variables (pure: bytes in, variables out).
+//!
+//! One `<statistics>` record per datagram (XRootD System Monitoring Reference,
+//! section 2.2). Variables are named exactly as `mpxstats -f flat` names them:
+//!
+//! * header attributes are top-level names (`tod`, `pgm`, `site`, ...);
+//! * `<stats id="X">` contributes `X`, every other tag its own name;
+//!   components are dot-joined (`xrootd.ops.rd`, `oss.paths.0.free`);
+//! * text before an element's first child is the element's own value
+//!   (`<paths>2<stats id="0">..` gives `oss.paths` = `2`);
+//! * values are trimmed and a pair of surrounding double quotes is removed
+//!   (`<lp>"/data/"</lp>`); inner spaces are kept (`meta manager`).
+//!
+//! A `<stats>` that is not a direct child of `<statistics>` is a list entry
+//! (`oss.paths`, `oss.space`, `cmsm.node`); each variable inside one carries a
+//! [`ListEntry`] so the mapping can name it by its natural key instead of the
+//! positional index.
+//!
+//! What real senders get wrong is tolerated here, not in callers: a legacy
+//! `toe` attribute on the end tag (`</statistics toe="..">`, pre-2010), stray
+//! `>` in text (`<hits>0></hits>`, xrootd 5.5-5.7 pfc), fused end tags
+//! (`<mdb>0</mdb</rsp>`, SSI), numeric tag names (`<200>`, 6.0 http plugin),
+//! other attribute orders and extra attributes (dCache). Entities are never
+//! expanded and nothing is fetched: text is taken as the raw bytes between
+//! tags. A datagram that is not UTF-8 is read lossily (bad bytes become
+//! U+FFFD), so one bad byte does not lose the rest of the record.
+
+mod xml;
+
+use std::fmt;
+
+/// Deepest element nesting accepted; real records nest at most 5 deep.
+pub const MAX_DEPTH: usize = 16;
+
+/// Reusable parser: its buffers are kept between datagrams, so parsing a
+/// record allocates nothing once they have grown to the largest record seen.
+#[derive(Default)]
+pub struct SummaryParser {
+    /// Holds the text of a non-UTF-8 datagram after lossy conversion.
+    lossy: String,
+    scratch: Scratch,
+}
+
+/// Buffers the flattener fills; a [`SummaryRecord`] is a view over them.
+#[derive(Default)]
+struct Scratch {
+    /// Every variable name, back to back; slots point into it.
+    names: String,
+    slots: Vec<Slot>,
+    entries: Vec<Entry>,
+    /// Dotted path of the element being read.
+    path: String,
+    frames: Vec<xml::Frame>,
+}
+
+/// Half-open byte range `start..end` into a string held elsewhere.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Span {
+    start: u32,
+    end: u32,
+}
+
+impl Span {
+    fn new(start: usize, end: usize) -> Self {
+        // Datagrams are at most 64 KiB, names a bounded multiple of that.
+        Span {
+            start: start as u32,
+            end: end as u32,
+        }
+    }
+    fn of(self, s: &str) -> &str {
+        s.get(self.start as usize..self.end as usize).unwrap_or("")
+    }
+}
+
+const NO_ENTRY: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    /// Into `Scratch::names`.
+    name: Span,
+    /// Into the datagram text.
+    value: Span,
+    /// Index into `Scratch::entries`, or `NO_ENTRY`.
+    entry: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    /// The list's own name (`oss.paths`), into `Scratch::names`.
+    list: Span,
+    /// The entry's `id` as sent (`0`), into the datagram text.
+    id: Span,
+    /// Offset in a variable name where the part inside the entry begins.
+    field_at: u32,
+}
+
+/// Why a datagram is not a summary record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParseError {
+    /// Nothing but white space (or nothing at all).
+    Empty,
+    /// The first element is not `<statistics>` (or text precedes it).
+    NotStatistics { found: String },
+    /// The datagram ended before `</statistics>`.
+    Truncated { depth: usize },
+    /// Elements nested deeper than [`MAX_DEPTH`].
+    TooDeep { offset: usize },
+    /// The XML reader gave up at this offset.
+    Malformed { offset: usize, reason: String },
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParseError::Empty => write!(f, "empty datagram"),
+            ParseError::NotStatistics { found } => {
+                write!(
+                    f,
+                    "not a summary record: starts with {found:?}, expected <statistics>"
+                )
+            }
+            ParseError::Truncated { depth } => {
+                write!(
+                    f,
+                    "truncated record: ended with {depth} element(s) still open"
+                )
+            }
+            ParseError::TooDeep { offset } => {
+                write!(
+                    f,
+                    "elements nested deeper than {MAX_DEPTH} at byte {offset}"
+                )
+            }
+            ParseError::Malformed { offset, reason } => {
+                write!(f, "malformed XML at byte {offset}: {reason}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+impl ParseError {
+    /// Short fixed label, for counters and rate-limit keys.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            ParseError::Empty => "empty",
+            ParseError::NotStatistics { .. } => "not_statistics",
+            ParseError::Truncated { .. } => "truncated",
+            ParseError::TooDeep { .. } => "too_deep",
+            ParseError::Malformed { .. } => "malformed",
+        }
+    }
+}
+
+impl SummaryParser {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Parses one datagram. The record borrows the datagram and the parser.
+    pub fn parse<'r>(&'r mut self, datagram: &'r [u8]) -> Result<SummaryRecord<'r>, ParseError> {
+        let Self { lossy, scratch } = self;
+        let text: &'r str = match std::str::from_utf8(datagram) {
+            Ok(s) => s,
+            Err(_) => {
+                *lossy = String::from_utf8_lossy(datagram).into_owned();
+                lossy.as_str()
+            }
+        };
+        xml::flatten(text, scratch)?;
+        Ok(SummaryRecord {
+            text,
+            names: &scratch.names,
+            slots: &scratch.slots,
+            entries: &scratch.entries,
+        })
+    }
+}
+
+/// One parsed record: its variables in document order, header first.
+#[derive(Clone, Copy)]
+pub struct SummaryRecord<'r> {
+    text: &'r str,
+    names: &'r str,
+    slots: &'r [Slot],
+    entries: &'r [Entry],
+}
+
+/// One flat variable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Variable<'r> {
+    /// Dotted name as mpxstats prints it (`oss.paths.0.free`).
+    pub name: &'r str,
+    /// Trimmed, unquoted value text; empty for an empty element.
+    pub value: &'r str,
+    /// Set when the variable lies inside a list entry.
+    pub entry: Option<ListEntry<'r>>,
+}
+
+/// Where a variable sits in a list (`oss.paths.0.free`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListEntry<'r> {
+    /// Position of the entry among all entries of the record.
+    pub index: usize,
+    /// The list's name: `oss.paths`.
+    pub list: &'r str,
+    /// The entry's id as sent: `0`.
+    pub id: &'r str,
+    /// The variable's name inside the entry: `free` (empty for the entry's own text).
+    pub field: &'r str,
+}
+
+/// The `<statistics>` header attributes (reference 2.2), with `toe` from
+/// either the legacy end-tag attribute or `sgen.toe`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Header<'r> {
+    pub tod: Option<&'r str>,
+    pub ver: Option<&'r str>,
+    pub src: Option<&'r str>,
+    pub tos: Option<&'r str>,
+    pub pgm: Option<&'r str>,
+    pub ins: Option<&'r str>,
+    pub pid: Option<&'r str>,
+    pub site: Option<&'r str>,
+    pub toe: Option<&'r str>,
+}
+
+impl<'r> SummaryRecord<'r> {
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Number of list entries in the record.
+    pub fn entry_count(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn vars(&self) -> impl ExactSizeIterator<Item = Variable<'r>> + 'r {
+        let (text, names, entries) = (self.text, self.names, self.entries);
+        self.slots.iter().map(move |slot| {
+            let name = slot.name.of(names);
+            let entry = entries.get(slot.entry as usize).map(|e| ListEntry {
+                index: slot.entry as usize,
+                list: e.list.of(names),
+                id: e.id.of(text),
+                field: name.get(e.field_at as usize..).unwrap_or(""),
+            });
+            Variable {
+                name,
+                value: slot.value.of(text),
+                entry,
+            }
+        })
+    }
+
+    /// First value of a variable by flat name.
+    pub fn get(&self, name: &str) -> Option<&'r str> {
+        self.vars().find(|v| v.name == name).map(|v| v.value)
+    }
+
+    pub fn header(&self) -> Header<'r> {
+        let mut h = Header::default();
+        let mut sgen_toe = None;
+        for v in self.vars() {
+            let field = match v.name {
+                "tod" => &mut h.tod,
+                "ver" => &mut h.ver,
+                "src" => &mut h.src,
+                "tos" => &mut h.tos,
+                "pgm" => &mut h.pgm,
+                "ins" => &mut h.ins,
+                "pid" => &mut h.pid,
+                "site" => &mut h.site,
+                "toe" => &mut h.toe,
+                "sgen.toe" => &mut sgen_toe,
+                _ => continue,
+            };
+            field.get_or_insert(v.value);
+        }
+        h.toe = h.toe.or(sgen_toe);
+        h
+    }
+}
+
+impl fmt::Debug for SummaryRecord<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map()
+            .entries(self.vars().map(|v| (v.name, v.value)))
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests;

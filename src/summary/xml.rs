@@ -1,0 +1,368 @@
+//! The XML form of xrd.report records, read with quick-xml into [`Scratch`].
+//!
+//! quick-xml supplies the events; element names, attributes and values are
+//! taken as byte ranges of the datagram text (no unescaping, no allocation per
+//! variable). End tags are matched by hand because real senders emit
+//! `</statistics toe="...">` and `</mdb</rsp>`.
+
+use quick_xml::Reader;
+use quick_xml::events::Event;
+
+use super::{Entry, MAX_DEPTH, NO_ENTRY, ParseError, Scratch, Slot, Span};
+
+/// One open element.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Frame {
+    /// Tag name, into the text.
+    tag: Span,
+    /// Length of `Scratch::path` before this element added its component.
+    path_len: u32,
+    /// Raw text seen directly inside this element (first to last piece).
+    text: Option<Span>,
+    /// A child element has started.
+    has_children: bool,
+    /// Innermost list entry this element is in (`NO_ENTRY` if none).
+    entry: u32,
+}
+
+pub(super) fn flatten(text: &str, s: &mut Scratch) -> Result<(), ParseError> {
+    s.names.clear();
+    s.slots.clear();
+    s.entries.clear();
+    s.path.clear();
+    s.frames.clear();
+
+    let mut reader = Reader::from_str(text);
+    let config = reader.config_mut();
+    config.check_end_names = false;
+    config.allow_unmatched_ends = true;
+    config.allow_dangling_amp = true;
+    config.check_comments = false;
+    config.expand_empty_elements = false;
+    config.trim_text(false);
+
+    let mut seen_root = false;
+    loop {
+        let start = reader.buffer_position() as usize;
+        let event = reader.read_event().map_err(|e| ParseError::Malformed {
+            offset: reader.error_position() as usize,
+            reason: e.to_string(),
+        })?;
+        let end = reader.buffer_position() as usize;
+        match event {
+            Event::Start(_) | Event::Empty(_) => {
+                let empty = matches!(event, Event::Empty(_));
+                let tag = tag_span(text, start, end);
+                if !seen_root {
+                    if tag.of(text) != "statistics" {
+                        return Err(ParseError::NotStatistics {
+                            found: preview(text, start),
+                        });
+                    }
+                    seen_root = true;
+                    open_root(text, s, end, tag);
+                    if empty {
+                        return Ok(());
+                    }
+                } else if s.frames.is_empty() {
+                    // One record per datagram: anything after it is ignored.
+                    return Ok(());
+                } else {
+                    open(text, s, start, end, tag)?;
+                    if empty {
+                        close_top(text, s);
+                    }
+                }
+            }
+            Event::Text(_) | Event::GeneralRef(_) | Event::CData(_) => {
+                let span = if matches!(event, Event::CData(_)) {
+                    // `<![CDATA[` .. `]]>`
+                    Span::new(start + 9, end.saturating_sub(3).max(start + 9))
+                } else {
+                    Span::new(start, end)
+                };
+                match s.frames.last_mut() {
+                    Some(frame) => {
+                        frame.text = Some(match frame.text {
+                            Some(t) => Span {
+                                start: t.start,
+                                end: span.end,
+                            },
+                            None => span,
+                        });
+                    }
+                    None if !seen_root && !span.of(text).trim().is_empty() => {
+                        return Err(ParseError::NotStatistics {
+                            found: preview(text, start),
+                        });
+                    }
+                    None => {}
+                }
+            }
+            Event::End(_) => {
+                // `</a>`, `</statistics toe="1">`, `</mdb</rsp>`
+                let inner = text.get(start + 2..end.saturating_sub(1)).unwrap_or("");
+                let mut offset = start + 2;
+                for piece in inner.split("</") {
+                    let name_len = piece
+                        .find(|c: char| c.is_ascii_whitespace())
+                        .unwrap_or(piece.len());
+                    let tag = Span::new(offset, offset + name_len);
+                    if close_named(text, s, tag) && s.frames.is_empty() {
+                        // Legacy `toe` attribute on the end tag.
+                        let attrs_at = offset + name_len;
+                        add_attributes(text, s, attrs_at, offset + piece.len());
+                        return Ok(());
+                    }
+                    offset += piece.len() + 2;
+                }
+            }
+            Event::Eof => {
+                return Err(if !seen_root {
+                    ParseError::Empty
+                } else {
+                    ParseError::Truncated {
+                        depth: s.frames.len(),
+                    }
+                });
+            }
+            Event::Decl(_) | Event::Comment(_) | Event::PI(_) | Event::DocType(_) => {}
+        }
+    }
+}
+
+/// The name of the tag in `<name ...>` / `<name/>` spanning `start..end`.
+fn tag_span(text: &str, start: usize, end: usize) -> Span {
+    let bytes = text.as_bytes();
+    let mut i = start + 1;
+    while i < end && !matches!(bytes[i], b' ' | b'\t' | b'\r' | b'\n' | b'/' | b'>') {
+        i += 1;
+    }
+    Span::new(start + 1, i)
+}
+
+fn preview(text: &str, start: usize) -> String {
+    text.get(start..).unwrap_or("").chars().take(24).collect()
+}
+
+fn open_root(text: &str, s: &mut Scratch, end: usize, tag: Span) {
+    s.frames.push(Frame {
+        tag,
+        path_len: 0,
+        text: None,
+        has_children: false,
+        entry: NO_ENTRY,
+    });
+    add_attributes(text, s, tag.end as usize, end.min(text.len()));
+}
+
+/// Every header attribute becomes a top-level variable.
+fn add_attributes(text: &str, s: &mut Scratch, from: usize, to: usize) {
+    for (key, value) in Attributes::new(text, from, to) {
+        let name_start = s.names.len();
+        s.names.push_str(key.of(text));
+        s.slots.push(Slot {
+            name: Span::new(name_start, s.names.len()),
+            value: unquote(text, value),
+            entry: NO_ENTRY,
+        });
+    }
+}
+
+fn open(
+    text: &str,
+    s: &mut Scratch,
+    start: usize,
+    end: usize,
+    tag: Span,
+) -> Result<(), ParseError> {
+    if s.frames.len() > MAX_DEPTH {
+        return Err(ParseError::TooDeep { offset: start });
+    }
+    let depth = s.frames.len();
+    let Some(parent) = s.frames.last_mut() else {
+        return Ok(());
+    };
+    let first_child = !parent.has_children;
+    parent.has_children = true;
+    let parent = *parent;
+    // Text before the first child is the parent's own value (`<paths>2<stats..`).
+    if first_child
+        && depth > 1
+        && let Some(t) = parent.text
+    {
+        let value = unquote(text, t);
+        if value.start != value.end {
+            emit(s, value, parent.entry);
+        }
+    }
+
+    let is_stats = tag.of(text) == "stats";
+    let component = if is_stats {
+        Attributes::new(text, tag.end as usize, end)
+            .find(|(k, _)| k.of(text) == "id")
+            .map(|(_, v)| unquote(text, v))
+            .unwrap_or(tag)
+    } else {
+        tag
+    };
+    let path_len = s.path.len();
+    // A <stats> below a section (not directly under <statistics>) is a list entry.
+    let is_entry = is_stats && depth >= 2;
+    let list_start = s.names.len();
+    if is_entry {
+        s.names.push_str(&s.path);
+    }
+    if !s.path.is_empty() {
+        s.path.push('.');
+    }
+    s.path.push_str(component.of(text));
+    let entry = if is_entry {
+        s.entries.push(Entry {
+            list: Span::new(list_start, list_start + path_len),
+            id: component,
+            field_at: s.path.len() as u32 + 1,
+        });
+        (s.entries.len() - 1) as u32
+    } else {
+        parent.entry
+    };
+    s.frames.push(Frame {
+        tag,
+        path_len: path_len as u32,
+        text: None,
+        has_children: false,
+        entry,
+    });
+    Ok(())
+}
+
+/// Closes the innermost open element named `tag`, and any still open inside
+/// it. Returns false (and closes nothing) for an end tag matching nothing.
+fn close_named(text: &str, s: &mut Scratch, tag: Span) -> bool {
+    let name = tag.of(text);
+    let Some(at) = s.frames.iter().rposition(|f| f.tag.of(text) == name) else {
+        return false;
+    };
+    while s.frames.len() > at {
+        close_top(text, s);
+    }
+    true
+}
+
+fn close_top(text: &str, s: &mut Scratch) {
+    let Some(frame) = s.frames.pop() else {
+        return;
+    };
+    if s.frames.is_empty() {
+        return; // </statistics>
+    }
+    if !frame.has_children && s.frames.len() > 1 {
+        let value = frame.text.map(|t| unquote(text, t)).unwrap_or_default();
+        emit(s, value, frame.entry);
+    } else if !frame.has_children && s.frames.len() == 1 {
+        // A section with no children (`<stats id="x">5</stats>`) still has a value.
+        if let Some(t) = frame.text {
+            let value = unquote(text, t);
+            if value.start != value.end {
+                emit(s, value, frame.entry);
+            }
+        }
+    }
+    s.path.truncate(frame.path_len as usize);
+}
+
+/// Records the current path as a variable with `value`.
+fn emit(s: &mut Scratch, value: Span, entry: u32) {
+    let start = s.names.len();
+    s.names.push_str(&s.path);
+    s.slots.push(Slot {
+        name: Span::new(start, s.names.len()),
+        value,
+        entry,
+    });
+}
+
+/// Trims white space, then one pair of surrounding double quotes.
+fn unquote(text: &str, span: Span) -> Span {
+    let raw = span.of(text);
+    let trimmed_start = raw.len() - raw.trim_start().len();
+    let trimmed = raw.trim();
+    let mut start = span.start as usize + trimmed_start;
+    let mut end = start + trimmed.len();
+    if trimmed.len() >= 2 && trimmed.starts_with('"') && trimmed.ends_with('"') {
+        start += 1;
+        end -= 1;
+    }
+    Span::new(start, end)
+}
+
+/// Lenient attribute scanner over `text[from..to]`: `key="v"`, `key='v'`,
+/// `key=v`; stops at `>` or `/>`. Yields (key, raw value) spans.
+struct Attributes<'t> {
+    bytes: &'t [u8],
+    pos: usize,
+    to: usize,
+}
+
+impl<'t> Attributes<'t> {
+    fn new(text: &'t str, from: usize, to: usize) -> Self {
+        Attributes {
+            bytes: text.as_bytes(),
+            pos: from,
+            to: to.min(text.len()),
+        }
+    }
+}
+
+impl Iterator for Attributes<'_> {
+    type Item = (Span, Span);
+
+    fn next(&mut self) -> Option<(Span, Span)> {
+        let b = self.bytes;
+        let skip_ws = |mut i: usize| {
+            while i < self.to && b[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            i
+        };
+        loop {
+            let mut i = skip_ws(self.pos);
+            if i >= self.to || matches!(b[i], b'>' | b'/') {
+                self.pos = self.to;
+                return None;
+            }
+            let key_start = i;
+            while i < self.to && !matches!(b[i], b'=' | b'>' | b'/') && !b[i].is_ascii_whitespace()
+            {
+                i += 1;
+            }
+            let key = Span::new(key_start, i);
+            i = skip_ws(i);
+            if i >= self.to || b[i] != b'=' {
+                // A bare word: not an attribute we can use; skip it.
+                self.pos = i.max(key_start + 1);
+                continue;
+            }
+            i = skip_ws(i + 1);
+            let value = if i < self.to && (b[i] == b'"' || b[i] == b'\'') {
+                let quote = b[i];
+                let v_start = i + 1;
+                let mut j = v_start;
+                while j < self.to && b[j] != quote {
+                    j += 1;
+                }
+                self.pos = (j + 1).min(self.to);
+                Span::new(v_start, j)
+            } else {
+                let v_start = i;
+                while i < self.to && !matches!(b[i], b'>') && !b[i].is_ascii_whitespace() {
+                    i += 1;
+                }
+                self.pos = i;
+                Span::new(v_start, i)
+            };
+            return Some((key, value));
+        }
+    }
+}
