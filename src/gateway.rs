@@ -422,7 +422,8 @@ impl Source {
         if let Some(gap) =
             gap.filter(|g| *g >= Duration::from_millis(500) && *g <= Duration::from_secs(86_400))
         {
-            let proposed = ((gap.as_secs_f64() * 1.5).ceil() as u32).max(1);
+            // Reports come on whole seconds: round the gap before scaling.
+            let proposed = ((gap.as_secs_f64().round() * 1.5).ceil() as u32).max(1);
             if !self.interval_known || proposed.abs_diff(self.tmax) * 4 > self.tmax {
                 self.tmax = proposed;
             }

@@ -1,0 +1,458 @@
+//! Test harness: real gmond, real xrootd/cmsd, and the xrd2ganglia binary,
+//! each on loopback ports, each stopped when its guard drops.
+//!
+//! These tests need Debian's ganglia-monitor and xrootd-server packages
+//! (`.ci/run` installs them) and root (xrootd runs as `nobody`).
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::net::{TcpStream, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A free loopback port (UDP and TCP), found by binding port 0.
+pub fn free_port() -> u16 {
+    loop {
+        let u = UdpSocket::bind("127.0.0.1:0").expect("bind udp");
+        let port = u.local_addr().unwrap().port();
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// A scratch directory removed on drop.
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    pub fn new(tag: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!(
+            "x2g-{tag}-{}-{}",
+            std::process::id(),
+            Instant::now().elapsed().as_nanos() ^ (free_port() as u128)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A child process killed on drop.
+pub struct Proc {
+    pub child: Child,
+    pub name: String,
+    pub log: PathBuf,
+}
+
+impl Proc {
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Sends SIGTERM and waits for the exit status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} did not stop on SIGTERM",
+                self.name
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn require(binary: &str, package: &str) -> PathBuf {
+    for dir in ["/usr/sbin", "/usr/bin", "/sbin", "/bin"] {
+        let p = Path::new(dir).join(binary);
+        if p.exists() {
+            return p;
+        }
+    }
+    panic!("{binary} not found: install Debian's {package} (.ci/run does)");
+}
+
+fn spawn(name: &str, mut cmd: Command, log: &Path) -> Proc {
+    let out = std::fs::File::create(log).unwrap();
+    let err = out.try_clone().unwrap();
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+    Proc {
+        child,
+        name: name.to_string(),
+        log: log.to_path_buf(),
+    }
+}
+
+/// A real gmond: receives on udp `port`, serves XML on tcp `xml_port`.
+pub struct Gmond {
+    pub proc: Proc,
+    pub port: u16,
+    pub xml_port: u16,
+    pub conf: PathBuf,
+    _dir: Scratch,
+}
+
+impl Gmond {
+    pub fn start() -> Gmond {
+        Self::start_with(free_port(), free_port(), "")
+    }
+
+    /// `extra_globals` goes into the globals section (e.g. cleanup_threshold).
+    pub fn start_with(port: u16, xml_port: u16, extra_globals: &str) -> Gmond {
+        let gmond = require("gmond", "ganglia-monitor");
+        let dir = Scratch::new("gmond");
+        let conf = dir.path().join("gmond.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                r#"globals {{
+  daemonize = no
+  setuid = no
+  user = nobody
+  debug_level = 0
+  mute = yes
+  deaf = no
+  host_dmax = 0
+  cleanup_threshold = 300
+  send_metadata_interval = 0
+  {extra_globals}
+}}
+cluster {{ name = "xrd2ganglia-test" }}
+udp_recv_channel {{ port = {port}  bind = 127.0.0.1 }}
+tcp_accept_channel {{ port = {xml_port}  bind = 127.0.0.1 }}
+"#
+            ),
+        )
+        .unwrap();
+        let mut cmd = Command::new(gmond);
+        cmd.arg("-c").arg(&conf).arg("-f");
+        let proc = spawn("gmond", cmd, &dir.path().join("gmond.log"));
+        let g = Gmond {
+            proc,
+            port,
+            xml_port,
+            conf,
+            _dir: dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(("127.0.0.1", xml_port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "gmond did not start: {}",
+                g.proc.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        g
+    }
+
+    /// gmond's XML, as text.
+    pub fn xml_text(&self) -> String {
+        let mut s = TcpStream::connect(("127.0.0.1", self.xml_port)).expect("connect to gmond");
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut buf = Vec::new();
+        s.read_to_end(&mut buf).expect("read gmond XML");
+        String::from_utf8_lossy(&buf).into_owned()
+    }
+
+    /// gmond's XML, parsed (panics if it is not well-formed).
+    pub fn xml(&self) -> GangliaXml {
+        GangliaXml::parse(&self.xml_text())
+    }
+
+    /// Polls the XML until `ok` holds or `timeout` passes.
+    pub fn wait_for(
+        &self,
+        timeout: Duration,
+        what: &str,
+        ok: impl Fn(&GangliaXml) -> bool,
+    ) -> GangliaXml {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let x = self.xml();
+            if ok(&x) {
+                return x;
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "timed out waiting for {what}; gmond has hosts {:?}",
+                    x.hosts.keys().collect::<Vec<_>>()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// One METRIC element.
+#[derive(Clone, Debug, Default)]
+pub struct XmlMetric {
+    pub attrs: BTreeMap<String, String>,
+    pub extra: BTreeMap<String, String>,
+}
+
+impl XmlMetric {
+    pub fn get(&self, k: &str) -> &str {
+        self.attrs.get(k).map(String::as_str).unwrap_or("")
+    }
+}
+
+/// One HOST element.
+#[derive(Clone, Debug, Default)]
+pub struct XmlHost {
+    pub attrs: BTreeMap<String, String>,
+    pub metrics: BTreeMap<String, XmlMetric>,
+}
+
+/// gmond's XML, hosts by NAME.
+#[derive(Clone, Debug, Default)]
+pub struct GangliaXml {
+    pub hosts: BTreeMap<String, XmlHost>,
+}
+
+impl GangliaXml {
+    /// Parses with a strict XML parser: ill-formed XML fails the test.
+    pub fn parse(text: &str) -> GangliaXml {
+        // gmond's XML has a DOCTYPE with an internal subset; roxmltree needs DTDs allowed.
+        let opts = roxmltree::ParsingOptions {
+            allow_dtd: true,
+            ..Default::default()
+        };
+        let doc = roxmltree::Document::parse_with_options(text, opts).unwrap_or_else(|e| {
+            panic!(
+                "gmond XML is not well-formed: {e}\n{}",
+                &text[..text.len().min(4000)]
+            )
+        });
+        let mut out = GangliaXml::default();
+        for h in doc.descendants().filter(|n| n.has_tag_name("HOST")) {
+            let mut host = XmlHost {
+                attrs: h
+                    .attributes()
+                    .map(|a| (a.name().to_string(), a.value().to_string()))
+                    .collect(),
+                ..Default::default()
+            };
+            for m in h.children().filter(|n| n.has_tag_name("METRIC")) {
+                let mut metric = XmlMetric {
+                    attrs: m
+                        .attributes()
+                        .map(|a| (a.name().to_string(), a.value().to_string()))
+                        .collect(),
+                    ..Default::default()
+                };
+                for e in m.descendants().filter(|n| n.has_tag_name("EXTRA_ELEMENT")) {
+                    metric.extra.insert(
+                        e.attribute("NAME").unwrap_or("").to_string(),
+                        e.attribute("VAL").unwrap_or("").to_string(),
+                    );
+                }
+                host.metrics.insert(metric.get("NAME").to_string(), metric);
+            }
+            out.hosts
+                .insert(host.attrs.get("NAME").cloned().unwrap_or_default(), host);
+        }
+        out
+    }
+
+    pub fn host(&self, name: &str) -> &XmlHost {
+        self.hosts.get(name).unwrap_or_else(|| {
+            panic!(
+                "no host {name:?} in gmond; hosts: {:?}",
+                self.hosts.keys().collect::<Vec<_>>()
+            )
+        })
+    }
+
+    pub fn metric(&self, host: &str, name: &str) -> &XmlMetric {
+        let h = self.host(host);
+        h.metrics.get(name).unwrap_or_else(|| {
+            panic!(
+                "no metric {name:?} on {host:?}; it has {:?}",
+                h.metrics.keys().collect::<Vec<_>>()
+            )
+        })
+    }
+}
+
+/// The gateway binary.
+pub struct Gateway {
+    pub proc: Proc,
+    pub port: u16,
+    pub config: PathBuf,
+    _dir: Scratch,
+}
+
+impl Gateway {
+    /// `serve` listening on 127.0.0.1:`port` (and [::1]:`port`), sending to
+    /// gmond on 127.0.0.1:`gmond_port`, with `config` as the file's contents.
+    pub fn start(gmond_port: u16, config: &str) -> Gateway {
+        Self::start_on(free_port(), gmond_port, config)
+    }
+
+    pub fn start_on(port: u16, gmond_port: u16, config: &str) -> Gateway {
+        let dir = Scratch::new("gw");
+        let conf = dir.path().join("xrd2ganglia.toml");
+        std::fs::write(&conf, config).unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_xrd2ganglia"));
+        cmd.args(["serve", "--config"])
+            .arg(&conf)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--listen", &format!("[::1]:{port}")])
+            .args(["--send", &format!("127.0.0.1:{gmond_port}")])
+            .args(["--log-level", "debug"]);
+        let proc = spawn("xrd2ganglia", cmd, &dir.path().join("serve.log"));
+        let g = Gateway {
+            proc,
+            port,
+            config: conf,
+            _dir: dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !g.proc.log_text().contains("serving") {
+            assert!(
+                Instant::now() < deadline,
+                "gateway did not start: {}",
+                g.proc.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        g
+    }
+
+    /// Sends one datagram from a fresh loopback socket (IPv4 or IPv6).
+    pub fn send(&self, datagram: &[u8]) {
+        send_from("127.0.0.1:0", &format!("127.0.0.1:{}", self.port), datagram);
+    }
+
+    /// Sends from another loopback address: gmond files spoofed hosts by
+    /// their IP, so distinct servers need distinct source addresses.
+    pub fn send_as(&self, ip: &str, datagram: &[u8]) {
+        send_from(
+            &format!("{ip}:0"),
+            &format!("127.0.0.1:{}", self.port),
+            datagram,
+        );
+    }
+
+    pub fn send_v6(&self, datagram: &[u8]) {
+        send_from("[::1]:0", &format!("[::1]:{}", self.port), datagram);
+    }
+}
+
+pub fn send_from(bind: &str, to: &str, datagram: &[u8]) {
+    let s = UdpSocket::bind(bind).unwrap();
+    s.send_to(datagram, to).unwrap();
+}
+
+/// A real xrootd or cmsd, run as `nobody` (xrootd refuses root).
+pub struct Xrootd {
+    pub proc: Proc,
+}
+
+impl Xrootd {
+    /// Runs `program` (xrootd or cmsd) with `config` text; `root` must be
+    /// owned by nobody.
+    pub fn start(program: &str, name: &str, root: &Path, config: &str) -> Xrootd {
+        let bin = require(program, "xrootd-server");
+        let cfg = root.join(format!("{name}-{program}.cfg"));
+        std::fs::write(&cfg, config).unwrap();
+        chown_nobody(root);
+        let mut cmd = Command::new("setpriv");
+        cmd.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"])
+            .arg(bin)
+            .arg("-c")
+            .arg(&cfg)
+            .args(["-n", name]);
+        let proc = spawn(program, cmd, &root.join(format!("{name}-{program}.log")));
+        Xrootd { proc }
+    }
+}
+
+/// Makes `dir` and everything in it owned by nobody.
+pub fn chown_nobody(dir: &Path) {
+    let st = Command::new("chown")
+        .args(["-R", "nobody:nogroup"])
+        .arg(dir)
+        .status()
+        .unwrap();
+    assert!(
+        st.success(),
+        "chown failed: are the tests running as root? (xrootd must run as nobody)"
+    );
+    // Let nobody traverse to it.
+    let mut p = dir.parent();
+    while let Some(d) = p {
+        if d == Path::new("/") {
+            break;
+        }
+        let _ = Command::new("chmod").arg("o+x").arg(d).status();
+        p = d.parent();
+    }
+}
+
+/// A UDP socket that captures datagrams (a second xrd.report destination).
+pub struct Capture {
+    pub socket: UdpSocket,
+    pub port: u16,
+}
+
+impl Capture {
+    pub fn new() -> Capture {
+        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = socket.local_addr().unwrap().port();
+        socket
+            .set_read_timeout(Some(Duration::from_secs(15)))
+            .unwrap();
+        Capture { socket, port }
+    }
+
+    pub fn next(&self) -> Vec<u8> {
+        let mut buf = vec![0u8; 65536];
+        let (n, _) = self
+            .socket
+            .recv_from(&mut buf)
+            .expect("no datagram captured within 15 s");
+        buf.truncate(n);
+        buf
+    }
+}
+
+/// The fixtures captured from real xrootd 5.5.3 (see tests/data/records/README.md).
+pub fn fixture(name: &str) -> Vec<u8> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/records")
+        .join(name);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}

@@ -1,0 +1,433 @@
+//! End to end against a real gmond 3.7.2: records in, gmond's XML checked.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Gateway, Gmond, free_port};
+
+/// Settings for tests: short intervals, every sender allowed.
+const CONFIG: &str = "metadata_interval = 2\ndmax = 0\nstats_interval = 0\nlog_interval = 1\n";
+
+fn record(src: &str, pgm: &str, ins: &str, tos: u64, body: &str) -> String {
+    format!(
+        r#"<statistics tod="{}" ver="v5.5.3" src="{src}" tos="{tos}" pgm="{pgm}" ins="{ins}" pid="4242" site="TESTSITE">{body}<stats id="sgen"><as>0</as><et>0</et><toe>{}</toe></stats></statistics>"#,
+        tos + 100,
+        tos + 100
+    )
+}
+
+const LINK: &str = r#"<stats id="link"><num>3</num><maxn>7</maxn><tot>120</tot><in>5242880</in><out>104857600</out><ctime>30</ctime><tmo>-2147483000</tmo><stall>0</stall><sfps>0</sfps></stats>"#;
+const OSS: &str = r#"<stats id="oss" v="2"><paths>1<stats id="0"><lp>"/data/"</lp><rp>"/srv/xrd/data/"</rp><tot>1048576</tot><free>524288</free><ino>65536</ino><ifr>60000</ifr></stats></paths><space>0</space></stats>"#;
+const PROC: &str =
+    r#"<stats id="proc"><usr><s>2</s><u>500000</u></usr><sys><s>1</s><u>250000</u></sys></stats>"#;
+
+#[test]
+fn record_becomes_a_host_with_typed_metrics() {
+    let gmond = Gmond::start();
+    let gw = Gateway::start(gmond.port, CONFIG);
+    let rec = record(
+        "ds1.example.org:1094",
+        "xrootd",
+        "anon",
+        1_700_000_000,
+        &format!("{LINK}{OSS}{PROC}<stats id=\"ofs\"><role>meta manager</role></stats>"),
+    );
+    gw.send(rec.as_bytes());
+    let x = gmond.wait_for(Duration::from_secs(10), "host ds1.example.org", |x| {
+        x.hosts
+            .get("ds1.example.org")
+            .is_some_and(|h| h.metrics.contains_key("xrootd.link.in"))
+    });
+    let host = x.host("ds1.example.org");
+    assert_eq!(host.attrs["IP"], "127.0.0.1");
+    // The heartbeat (132 uint) carries the xrootd's start time.
+    assert_eq!(host.attrs["GMOND_STARTED"], "1700000000");
+
+    let m = x.metric("ds1.example.org", "xrootd.link.in");
+    assert_eq!(
+        (m.get("VAL"), m.get("TYPE"), m.get("SLOPE"), m.get("UNITS")),
+        ("5242880", "double", "positive", "bytes/s")
+    );
+    assert_eq!(m.extra["GROUP"], "xrootd.link");
+    assert_eq!(m.extra["TITLE"], "xrootd: Bytes received");
+    assert_eq!(m.extra["SPOOF_HOST"], "127.0.0.1:ds1.example.org");
+    assert_eq!(m.get("DMAX"), "0");
+    assert_eq!(m.get("TMAX"), "60");
+
+    // int that wrapped negative -> unsigned; gauge -> both; high-water -> both.
+    let m = x.metric("ds1.example.org", "xrootd.link.tmo");
+    assert_eq!(
+        (m.get("VAL"), m.get("TYPE"), m.get("SLOPE")),
+        ("2147484296", "uint32", "positive")
+    );
+    let m = x.metric("ds1.example.org", "xrootd.link.maxn");
+    assert_eq!(
+        (m.get("VAL"), m.get("SLOPE"), m.get("UNITS")),
+        ("7", "both", "connections")
+    );
+    // Text keeps its space; slope zero.
+    let m = x.metric("ds1.example.org", "xrootd.ofs.role");
+    assert_eq!(
+        (m.get("VAL"), m.get("TYPE"), m.get("SLOPE")),
+        ("meta manager", "string", "zero")
+    );
+    // List entries by key.
+    let m = x.metric("ds1.example.org", "xrootd.oss.paths._data_.free");
+    assert_eq!(
+        (m.get("VAL"), m.get("UNITS"), m.get("SLOPE")),
+        ("524288", "KiB", "both")
+    );
+    assert_eq!(m.extra["TITLE"], "xrootd: Path space free (_data_)");
+    assert_eq!(
+        x.metric("ds1.example.org", "xrootd.oss.paths._data_.rp")
+            .get("VAL"),
+        "/srv/xrd/data/"
+    );
+    // Derived CPU time (ms counter) and uptime.
+    let m = x.metric("ds1.example.org", "xrootd.proc.cpu.total");
+    assert_eq!(
+        (m.get("VAL"), m.get("SLOPE"), m.get("UNITS")),
+        ("3750", "positive", "ms/s")
+    );
+    assert_eq!(
+        x.metric("ds1.example.org", "xrootd.uptime").get("VAL"),
+        "100"
+    );
+    // Header attributes, site included.
+    assert_eq!(
+        x.metric("ds1.example.org", "xrootd.site").get("VAL"),
+        "TESTSITE"
+    );
+    assert!(!host.metrics.contains_key("heartbeat"));
+}
+
+#[test]
+fn observed_interval_sets_tmax_and_values_update() {
+    let gmond = Gmond::start();
+    let gw = Gateway::start(gmond.port, CONFIG);
+    for i in 0..3u64 {
+        let link = LINK.replace("<in>5242880</in>", &format!("<in>{}</in>", 1000 + i));
+        gw.send(
+            record(
+                "tm.example.org:1094",
+                "xrootd",
+                "anon",
+                1_700_000_000,
+                &link,
+            )
+            .as_bytes(),
+        );
+        if i < 2 {
+            std::thread::sleep(Duration::from_secs(2));
+        }
+    }
+    let x = gmond.wait_for(Duration::from_secs(10), "link.in 1002 with tmax 3", |x| {
+        x.hosts
+            .get("tm.example.org")
+            .and_then(|h| h.metrics.get("xrootd.link.in"))
+            .is_some_and(|m| m.get("VAL") == "1002" && m.get("TMAX") == "3")
+    });
+    assert_eq!(
+        x.metric("tm.example.org", "xrootd.link.in")
+            .get("TN")
+            .parse::<u32>()
+            .unwrap()
+            <= 3,
+        true
+    );
+}
+
+#[test]
+fn ipv6_sender_is_filed_as_its_own_host() {
+    let gmond = Gmond::start();
+    let gw = Gateway::start(gmond.port, CONFIG);
+    gw.send_v6(
+        record(
+            "v6only.example.org:1094",
+            "xrootd",
+            "anon",
+            1_700_000_001,
+            LINK,
+        )
+        .as_bytes(),
+    );
+    gw.send_as(
+        "127.0.0.2",
+        record("v4.example.org:1094", "xrootd", "anon", 1_700_000_002, LINK).as_bytes(),
+    );
+    let x = gmond.wait_for(Duration::from_secs(10), "both hosts", |x| {
+        x.hosts.contains_key("v6only.example.org") && x.hosts.contains_key("v4.example.org")
+    });
+    // gmond splits the spoof string at its first ':', so ::1 is written --1.
+    assert_eq!(x.host("v6only.example.org").attrs["IP"], "--1");
+    assert_eq!(
+        x.metric("v6only.example.org", "xrootd.link.in").extra["SPOOF_HOST"],
+        "--1:v6only.example.org"
+    );
+    assert_eq!(x.host("v4.example.org").attrs["IP"], "127.0.0.2");
+}
+
+#[test]
+fn xrootd_and_cmsd_on_one_host_do_not_collide() {
+    let gmond = Gmond::start();
+    let gw = Gateway::start(gmond.port, CONFIG);
+    let xrd = record(
+        "both.example.org:1094",
+        "xrootd",
+        "anon",
+        1_700_000_000,
+        &LINK.replace("<in>5242880</in>", "<in>111</in>"),
+    );
+    let cms = record(
+        "both.example.org:0",
+        "cmsd",
+        "anon",
+        1_700_000_000,
+        &LINK.replace("<in>5242880</in>", "<in>222</in>"),
+    );
+    let other = record(
+        "both.example.org:1095",
+        "xrootd",
+        "second",
+        1_700_000_000,
+        &LINK.replace("<in>5242880</in>", "<in>333</in>"),
+    );
+    for r in [&xrd, &cms, &other] {
+        gw.send(r.as_bytes());
+    }
+    let x = gmond.wait_for(Duration::from_secs(10), "three programs", |x| {
+        x.hosts.get("both.example.org").is_some_and(|h| {
+            ["xrootd.link.in", "cmsd.link.in", "xrootd.second.link.in"]
+                .iter()
+                .all(|m| h.metrics.contains_key(*m))
+        })
+    });
+    assert_eq!(
+        x.metric("both.example.org", "xrootd.link.in").get("VAL"),
+        "111"
+    );
+    assert_eq!(
+        x.metric("both.example.org", "cmsd.link.in").get("VAL"),
+        "222"
+    );
+    assert_eq!(
+        x.metric("both.example.org", "xrootd.second.link.in")
+            .get("VAL"),
+        "333"
+    );
+    assert_eq!(
+        x.metric("both.example.org", "cmsd.link.in").extra["GROUP"],
+        "cmsd.link"
+    );
+    assert_eq!(
+        x.metric("both.example.org", "xrootd.second.link.in").extra["GROUP"],
+        "xrootd.second.link"
+    );
+    assert_eq!(x.hosts.len(), 1);
+}
+
+#[test]
+fn hostile_names_and_values_leave_gmond_xml_well_formed() {
+    let gmond = Gmond::start();
+    let gw = Gateway::start(gmond.port, CONFIG);
+    let long = "L".repeat(3000);
+    let nasty = "q\"uote&lt;x&gt;&amp;'apos\u{1}\u{7f}\u{e9} > end";
+    let hostile = [
+        // Host name, program, instance and site from the record.
+        format!(
+            r#"<statistics tod="2" src="ev&il<host>&quot;:1094" tos="1" pgm="xr&ootd" ins="i&lt;n" pid="1" site="s&quot;'"><stats id="link"><in>1</in></stats></statistics>"#
+        ),
+        // Tag names, ids and list keys.
+        format!(
+            r#"<statistics tod="2" src="tags.example:1" tos="1" pgm="xrootd" ins="anon"><stats id="a&b"><c"d>1</c"d><x:y>2</x:y></stats><stats id="oss"><paths>1<stats id="0"><lp>"/{nasty}/"</lp><free>3</free></stats></paths></stats></statistics>"#
+        ),
+        // Values: string with every special, very long, control bytes.
+        format!(
+            r#"<statistics tod="2" src="vals.example:1" tos="1" pgm="xrootd" ins="anon"><stats id="ofs"><role>{nasty}</role></stats><stats id="x"><long>{long}</long><ctl>a&#1;b</ctl></stats></statistics>"#
+        ),
+        // A long hostile host name.
+        format!(
+            r#"<statistics tod="2" src="{long}:1" tos="1" pgm="{long}" ins="{long}"><stats id="{long}"><{long}>1</{long}></stats></statistics>"#
+        ),
+    ];
+    for (i, h) in hostile.iter().enumerate() {
+        gw.send_as(&format!("127.0.1.{}", i + 1), h.as_bytes());
+    }
+    // Raw bytes: NUL, invalid UTF-8, a quote inside an attribute.
+    gw.send_as("127.0.1.9", b"<statistics tod=\"2\" src=\"bin\xff\xfe\0ary:1\" tos=\"1\" pgm=\"xrootd\"><stats id=\"link\"><in>\x005</in><out>1</out></stats></statistics>");
+    // A valid record sent right after still arrives.
+    gw.send_as(
+        "127.0.1.10",
+        record(
+            "after.example.org:1094",
+            "xrootd",
+            "anon",
+            1_700_000_000,
+            LINK,
+        )
+        .as_bytes(),
+    );
+    let x = gmond.wait_for(
+        Duration::from_secs(10),
+        "the valid record after the hostile ones",
+        |x| {
+            x.hosts
+                .get("after.example.org")
+                .is_some_and(|h| h.metrics.contains_key("xrootd.link.in"))
+        },
+    );
+    // wait_for parsed the XML strictly; check what gmond shows is safe.
+    for (name, host) in &x.hosts {
+        assert!(
+            name.bytes().all(|b| b.is_ascii_graphic()),
+            "host name {name:?}"
+        );
+        for (metric, m) in &host.metrics {
+            assert!(
+                metric
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)),
+                "metric name {metric:?}"
+            );
+            assert!(metric.len() <= 128);
+            assert!(!metric.contains('/'));
+            assert!(
+                m.get("VAL").len() <= 256,
+                "{metric} VAL {} bytes",
+                m.get("VAL").len()
+            );
+        }
+    }
+    assert!(
+        x.hosts.contains_key("ev_il_host__quot_"),
+        "{:?}",
+        x.hosts.keys().collect::<Vec<_>>()
+    );
+    let v = x.metric("vals.example", "xrootd.ofs.role");
+    assert_eq!(v.get("VAL"), "q_uote_lt;x_gt;_amp;_apos___ _ end");
+    // The line-length limit: every METRIC start tag under 1023 bytes.
+    for line in gmond.xml_text().lines() {
+        assert!(line.len() < 1023, "gmond line of {} bytes", line.len());
+    }
+}
+
+#[test]
+fn gmond_down_then_started_receives_within_a_metadata_interval() {
+    let port = free_port();
+    let xml_port = free_port();
+    let gw = Gateway::start(port, CONFIG);
+    // No gmond yet: the gateway keeps going (sends fail, counted).
+    for i in 0..5 {
+        gw.send(
+            record(
+                "late.example.org:1094",
+                "xrootd",
+                "anon",
+                1_700_000_000,
+                &LINK.replace("<in>5242880</in>", &format!("<in>{i}</in>")),
+            )
+            .as_bytes(),
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let gmond = Gmond::start_with(port, xml_port, "");
+    // metadata_interval = 2 s: within a few reports the metrics are back.
+    let mut i = 10;
+    let x = loop {
+        gw.send(
+            record(
+                "late.example.org:1094",
+                "xrootd",
+                "anon",
+                1_700_000_000,
+                &LINK.replace("<in>5242880</in>", &format!("<in>{i}</in>")),
+            )
+            .as_bytes(),
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        let x = gmond.xml();
+        if x.hosts
+            .get("late.example.org")
+            .is_some_and(|h| h.metrics.contains_key("xrootd.link.in"))
+        {
+            break x;
+        }
+        i += 1;
+        assert!(i < 30, "metrics did not reappear within 10 s");
+    };
+    assert!(
+        x.metric("late.example.org", "xrootd.link.in")
+            .get("VAL")
+            .parse::<u32>()
+            .unwrap()
+            >= 10
+    );
+    assert!(
+        gw.proc.log_text().contains("send to gmond failed"),
+        "{}",
+        gw.proc.log_text()
+    );
+}
+
+#[test]
+fn sigterm_stops_cleanly_and_bad_config_fails_at_start() {
+    let gmond = Gmond::start();
+    let mut gw = Gateway::start(gmond.port, CONFIG);
+    gw.send(b"<not a record>");
+    gw.send(
+        record(
+            "term.example.org:1094",
+            "xrootd",
+            "anon",
+            1_700_000_000,
+            LINK,
+        )
+        .as_bytes(),
+    );
+    gmond.wait_for(Duration::from_secs(10), "record before SIGTERM", |x| {
+        x.hosts.contains_key("term.example.org")
+    });
+    let status = gw.proc.terminate();
+    assert!(
+        status.success(),
+        "exit status {status:?}: {}",
+        gw.proc.log_text()
+    );
+    let log = gw.proc.log_text();
+    assert!(log.contains("SIGTERM: stopping"), "{log}");
+    assert!(log.contains("datagrams=2 records=1"), "{log}");
+    assert!(log.contains("parse_errors=1"), "{log}");
+    assert!(
+        log.contains("datagram rejected: not a summary record"),
+        "{log}"
+    );
+
+    let dir = common::Scratch::new("badcfg");
+    let cfg = dir.path().join("bad.toml");
+    std::fs::write(&cfg, "dmax = 10\nmetadata_interval = 60\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_xrd2ganglia"))
+        .args(["serve", "--config"])
+        .arg(&cfg)
+        .args(["--send", "127.0.0.1:9"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("xrd2ganglia: dmax = 10: must be 0 (never expire) or longer than metadata_interval (60 s)"), "{err}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_xrd2ganglia"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:notaport",
+            "--send",
+            "127.0.0.1:9",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "xrd2ganglia: --listen = \"127.0.0.1:notaport\": not an ADDRESS:PORT (write IPv6 as [::]:3333)"
+    );
+}
