@@ -132,7 +132,8 @@ fn observed_interval_sets_tmax_and_values_update() {
         x.metric("tm.example.org", "xrootd.link.in")
             .get("TN")
             .parse::<u32>()
-            .unwrap() <= 3
+            .unwrap()
+            <= 3
     );
 }
 
