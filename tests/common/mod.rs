@@ -130,6 +130,19 @@ impl Gmond {
 
     /// `extra_globals` goes into the globals section (e.g. cleanup_threshold).
     pub fn start_with(port: u16, xml_port: u16, extra_globals: &str) -> Gmond {
+        let recv = format!("udp_recv_channel {{ port = {port}  bind = 127.0.0.1 }}");
+        Self::start_conf(port, xml_port, extra_globals, &recv)
+    }
+
+    /// A gmond that joins multicast `group` on the loopback interface.
+    pub fn start_multicast(group: &str, port: u16) -> Gmond {
+        let recv = format!(
+            "udp_recv_channel {{ mcast_join = {group}  port = {port}  bind = {group}  mcast_if = lo }}"
+        );
+        Self::start_conf(port, free_port(), "", &recv)
+    }
+
+    fn start_conf(port: u16, xml_port: u16, extra_globals: &str, recv: &str) -> Gmond {
         let gmond = require("gmond", "ganglia-monitor");
         let dir = Scratch::new("gmond");
         let conf = dir.path().join("gmond.conf");
@@ -149,7 +162,7 @@ impl Gmond {
   {extra_globals}
 }}
 cluster {{ name = "xrd2ganglia-test" }}
-udp_recv_channel {{ port = {port}  bind = 127.0.0.1 }}
+{recv}
 tcp_accept_channel {{ port = {xml_port}  bind = 127.0.0.1 }}
 "#
             ),
