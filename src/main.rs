@@ -1,5 +1,6 @@
 //! Command-line entry point: dispatch only.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -19,56 +20,62 @@ struct Cli {
     command: Command,
 }
 
+/// Where settings come from; shared by every command that needs them.
+#[derive(clap::Args)]
+struct ConfigArgs {
+    /// Config file [default: /etc/xrd2ganglia/xrd2ganglia.toml if it exists, else built-in defaults]
+    #[arg(short, long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Listen on ADDR:PORT instead of the config's `listen` (repeatable).
+    #[arg(short, long, value_name = "ADDR:PORT")]
+    listen: Vec<String>,
+    /// Send to gmond at HOST:PORT instead of the configured channels (repeatable).
+    #[arg(short, long, value_name = "HOST:PORT")]
+    send: Vec<String>,
+}
+
+impl ConfigArgs {
+    fn load(self) -> Result<config::Settings, config::ConfigError> {
+        config::load(
+            self.config.as_deref(),
+            &Overrides {
+                listen: self.listen,
+                send: self.send,
+            },
+        )
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Receive xrd.report records and send them to gmond as metrics.
     Serve {
-        /// Config file [default: /etc/xrd2ganglia/xrd2ganglia.toml if it exists, else built-in defaults]
-        #[arg(short, long, value_name = "FILE")]
-        config: Option<PathBuf>,
-        /// Listen on ADDR:PORT instead of the config's `listen` (repeatable).
-        #[arg(short, long, value_name = "ADDR:PORT")]
-        listen: Vec<String>,
-        /// Send to gmond at HOST:PORT instead of the configured channels (repeatable).
-        #[arg(short, long, value_name = "HOST:PORT")]
-        send: Vec<String>,
+        #[command(flatten)]
+        config: ConfigArgs,
         /// Log filter (error, warn, info, debug, trace, or a tracing filter); RUST_LOG also works.
         #[arg(long, value_name = "FILTER", default_value = "info")]
         log_level: String,
     },
     /// Validate a config file and print the effective settings.
     CheckConfig {
-        /// Config file [default: /etc/xrd2ganglia/xrd2ganglia.toml if it exists, else built-in defaults]
-        #[arg(short, long, value_name = "FILE")]
-        config: Option<PathBuf>,
-        #[arg(short, long, value_name = "ADDR:PORT")]
-        listen: Vec<String>,
-        #[arg(short, long, value_name = "HOST:PORT")]
-        send: Vec<String>,
+        #[command(flatten)]
+        config: ConfigArgs,
     },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Serve {
-            config,
-            listen,
-            send,
-            log_level,
-        } => {
+        Command::Serve { config, log_level } => {
             init_logging(&log_level);
-            serve(config, Overrides { listen, send })
+            serve(config)
         }
-        Command::CheckConfig {
-            config,
-            listen,
-            send,
-        } => {
+        Command::CheckConfig { config } => {
             init_logging("warn");
-            match config::load(config.as_deref(), &Overrides { listen, send }) {
+            match config.load() {
                 Ok(s) => {
-                    print!("{s}");
+                    // A closed pipe (`| head`) is not an error worth a panic.
+                    let _ = write!(std::io::stdout().lock(), "{s}");
                     ExitCode::SUCCESS
                 }
                 Err(e) => {
@@ -89,8 +96,8 @@ fn init_logging(level: &str) {
         .init();
 }
 
-fn serve(config: Option<PathBuf>, overrides: Overrides) -> ExitCode {
-    let settings = match config::load(config.as_deref(), &overrides) {
+fn serve(config: ConfigArgs) -> ExitCode {
+    let settings = match config.load() {
         Ok(s) => s,
         Err(e) => {
             eprintln!("xrd2ganglia: {e}");
