@@ -1116,7 +1116,7 @@ pub static CATALOG: &[MetricSpec] = &[
         "Closes through the proxy that failed."
     ),
     // cache type="pfc": the proxy file cache (XCache); xrootd 5.x. 5.5-5.7
-    // send `<hits>N></hits>`; the mapping forgives the stray '>'.
+    // send `<hits>N></hits>`; the parser drops the stray '>'.
     spec!(
         "cache.prerd.in",
         Counter64,

@@ -702,10 +702,9 @@ fn convert(out: &mut String, kind: Option<Kind>, text: &str) -> Result<Kind, Bad
     Ok(kind)
 }
 
-/// Integer text; a trailing run of '>' (xrootd 5.5-5.7 `<hits>0></hits>`) is
-/// forgiven.
+/// Integer text (surrounding white space allowed).
 fn parse_integer(text: &str) -> Result<i64, BadValue> {
-    let t = text.trim().trim_end_matches('>');
+    let t = text.trim();
     if t.is_empty() {
         return Err(BadValue::NotANumber);
     }

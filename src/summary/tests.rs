@@ -132,7 +132,7 @@ const CASES: &[(&str, &[(&str, &str)])] = &[
         r#"<statistics><stats id="cache" type="pfc"><prerd><in>0</in><hits>0></hits><miss>0</miss></prerd><rd><in>5</in></rd></stats></statistics>"#,
         &[
             ("cache.prerd.in", "0"),
-            ("cache.prerd.hits", "0>"),
+            ("cache.prerd.hits", "0"),
             ("cache.prerd.miss", "0"),
             ("cache.rd.in", "5"),
         ],

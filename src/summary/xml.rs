@@ -283,11 +283,13 @@ fn emit(s: &mut Scratch, value: Span, entry: u32) {
     });
 }
 
-/// Trims white space, then one pair of surrounding double quotes.
+/// Trims white space and stray trailing `>` (xrootd 5.5-5.7 XCache sends
+/// `<hits>0></hits>`; mpxstats prints `0`), then one pair of surrounding
+/// double quotes.
 fn unquote(text: &str, span: Span) -> Span {
     let raw = span.of(text);
     let trimmed_start = raw.len() - raw.trim_start().len();
-    let trimmed = raw.trim();
+    let trimmed = raw.trim().trim_end_matches('>').trim_end();
     let mut start = span.start as usize + trimmed_start;
     let mut end = start + trimmed.len();
     if trimmed.len() >= 2 && trimmed.starts_with('"') && trimmed.ends_with('"') {
