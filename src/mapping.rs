@@ -281,7 +281,8 @@ pub struct Metric<'m> {
     pub var: &'m str,
     /// GROUP extra data.
     pub group: &'m str,
-    /// The list entry key, for list variables.
+    /// The list entry's key as sent (`/data/`), for list variables; the
+    /// entry's id where the list has no key field.
     pub key: Option<&'m str>,
     pub kind: Kind,
     /// None for a variable the catalog does not know.
@@ -395,8 +396,10 @@ pub struct Mapper {
     var: String,
     /// Its catalog name (`oss.paths.i.free`).
     catalog_name: String,
-    /// Entry keys of the current record, into `keys_arena`.
+    /// Entry keys of the current record as name components, into `keys_arena`.
     keys: Vec<Option<Span>>,
+    /// The same keys as sent (text-sanitised), for titles.
+    key_texts: Vec<Option<Span>>,
     keys_arena: String,
     seen_keys: HashSet<u64>,
     hasher: std::hash::RandomState,
@@ -414,6 +417,7 @@ impl Mapper {
             var: String::new(),
             catalog_name: String::new(),
             keys: Vec::new(),
+            key_texts: Vec::new(),
             keys_arena: String::new(),
             seen_keys: HashSet::new(),
             hasher: std::hash::RandomState::new(),
@@ -468,7 +472,7 @@ impl Mapper {
                         .copied()
                         .flatten()
                         .unwrap_or_default();
-                    key = Some(k);
+                    key = Some(self.key_texts.get(e.index).copied().flatten().unwrap_or(k));
                     sanitized |= sanitize::push_name(&mut self.var, e.list, MAX_NAME);
                     self.var.push('.');
                     self.var.push_str(k.of(&self.keys_arena));
@@ -583,10 +587,12 @@ impl Mapper {
     /// First pass: the key of every list entry, sanitised, ties broken by index.
     fn collect_entry_keys(&mut self, record: &SummaryRecord<'_>) {
         self.keys.clear();
+        self.key_texts.clear();
         self.keys_arena.clear();
         self.seen_keys.clear();
         let n = record.entry_count();
         self.keys.resize(n, None);
+        self.key_texts.resize(n, None);
         // Key field values first (order-insensitive: the key may come last).
         for v in record.vars() {
             let Some(e) = v.entry else { continue };
@@ -597,6 +603,9 @@ impl Mapper {
                 let start = self.keys_arena.len();
                 push_key(&mut self.keys_arena, v.value);
                 self.keys[e.index] = Some(span_from(&self.keys_arena, start));
+                let start = self.keys_arena.len();
+                sanitize::push_text(&mut self.keys_arena, v.value, 64);
+                self.key_texts[e.index] = Some(span_from(&self.keys_arena, start));
             }
         }
         // Entries without a key field are named by their id; ties get `-id`.

@@ -78,7 +78,7 @@ fn record_becomes_a_host_with_typed_metrics() {
         (m.get("VAL"), m.get("UNITS"), m.get("SLOPE")),
         ("524288", "KiB", "both")
     );
-    assert_eq!(m.extra["TITLE"], "xrootd: Path space free (_data_)");
+    assert_eq!(m.extra["TITLE"], "xrootd: Path space free (/data/)");
     assert_eq!(
         x.metric("ds1.example.org", "xrootd.oss.paths._data_.rp")
             .get("VAL"),

@@ -88,7 +88,7 @@ fn list_entries_are_named_by_their_key() {
     let free = find(&m, "xrootd.oss.paths._data_.free");
     assert_eq!(
         (free.value, free.key, free.units()),
-        ("40", Some("_data_"), "KiB")
+        ("40", Some("/data/"), "KiB")
     );
     assert_eq!(find(&m, "xrootd.oss.paths._data_.lp").value, "/data/");
     assert_eq!(find(&m, "xrootd.oss.paths._.free").value, "1");
@@ -100,7 +100,7 @@ fn list_entries_are_named_by_their_key() {
     assert_eq!(find(&m, "xrootd.cmsm.node.2.ref.r").value, "3");
     let mut title = String::new();
     free.write_title(&mut title, &m.program);
-    assert_eq!(title, "xrootd: Path space free (_data_)");
+    assert_eq!(title, "xrootd: Path space free (/data/)");
 }
 
 #[test]
