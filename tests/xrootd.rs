@@ -131,15 +131,22 @@ fn real_xrootd_and_cmsd_reach_gmond() {
     };
     let (host, metrics) = expected(&record);
 
-    // gmond shows every metric of that record (values move on: wait for the newest).
+    // gmond shows every metric of that record. The gateway got the datagram
+    // when the capture socket did: wait for its values, not just the names.
     let x = gmond.wait_for(
         Duration::from_secs(15),
-        "every metric of the ds record",
+        "every metric of the ds record, after the transfer",
         |x| {
             x.hosts.get(&host).is_some_and(|h| {
                 metrics
                     .iter()
                     .all(|(name, _, _)| h.metrics.contains_key(name))
+                    && ["xrootd.ds.link.in", "xrootd.ds.link.out"].iter().all(|m| {
+                        h.metrics
+                            .get(*m)
+                            .and_then(|m| m.get("VAL").parse::<u64>().ok())
+                            .is_some_and(|v| v >= 5 << 20)
+                    })
             })
         },
     );

@@ -13,12 +13,20 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A free loopback port (UDP and TCP), found by binding port 0.
+/// A free loopback port (UDP and TCP), found by binding port 0. Never the
+/// same port twice in one test process: parallel tests would otherwise race
+/// for it between our probe and the daemon's bind.
 pub fn free_port() -> u16 {
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
     loop {
         let u = UdpSocket::bind("127.0.0.1:0").expect("bind udp");
         let port = u.local_addr().unwrap().port();
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_err() {
+            continue;
+        }
+        let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+        if !given.contains(&port) {
+            given.push(port);
             return port;
         }
     }

@@ -1,0 +1,92 @@
+//! Per-record cost of the hot path on real xrootd 5.5.3 records:
+//! parse, parse+map, parse+map+encode (the packets of one report).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use xrd2ganglia::config::{FileConfig, Overrides, validate};
+use xrd2ganglia::events::{Counters, Events};
+use xrd2ganglia::gateway::Pipeline;
+use xrd2ganglia::mapping::{
+    DEFAULT_GROUP_TEMPLATE, DEFAULT_NAME_TEMPLATE, MappedRecord, Mapper, Template,
+};
+use xrd2ganglia::summary::SummaryParser;
+
+const RECORDS: &[&str] = &["ds_idle", "ds_loaded", "mgr_cmsd", "spaces", "pfc_loaded"];
+
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/records")
+            .join(format!("{name}.xml")),
+    )
+    .unwrap()
+}
+
+fn bench(c: &mut Criterion) {
+    let settings = validate(
+        FileConfig::default(),
+        "bench".into(),
+        &Overrides {
+            send: vec!["127.0.0.1:9".into()],
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    for name in RECORDS {
+        let d = fixture(name);
+        let mut g = c.benchmark_group(*name);
+        g.throughput(Throughput::Bytes(d.len() as u64));
+
+        let mut parser = SummaryParser::new();
+        g.bench_function("parse", |b| {
+            b.iter(|| parser.parse(std::hint::black_box(&d)).unwrap().len())
+        });
+
+        let mut mapper = Mapper::new(
+            Template::parse(DEFAULT_NAME_TEMPLATE).unwrap(),
+            Template::parse(DEFAULT_GROUP_TEMPLATE).unwrap(),
+        );
+        let mut out = MappedRecord::default();
+        let ip = "192.0.2.1".parse().unwrap();
+        g.bench_function("parse+map", |b| {
+            b.iter(|| {
+                let r = parser.parse(std::hint::black_box(&d)).unwrap();
+                mapper.map(&r, ip, &mut out);
+                out.len()
+            })
+        });
+
+        // Steady state: metadata already sent, values only (what a report costs).
+        let counters = Counters::default();
+        let mut events = Events::new(&counters, Duration::from_secs(60));
+        let mut pipeline = Pipeline::new(&settings);
+        let from = "192.0.2.1:40000".parse().unwrap();
+        let t0 = Instant::now();
+        pipeline.encode(&d, from, t0, &settings, &mut events);
+        pipeline.encode(
+            &d,
+            from,
+            t0 + Duration::from_secs(15),
+            &settings,
+            &mut events,
+        );
+        g.bench_function("parse+map+encode", |b| {
+            b.iter(|| {
+                pipeline.encode(
+                    std::hint::black_box(&d),
+                    from,
+                    t0 + Duration::from_secs(16),
+                    &settings,
+                    &mut events,
+                );
+                pipeline.packets().count()
+            })
+        });
+        g.finish();
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
