@@ -386,9 +386,10 @@ struct Source {
     host: String,
     last_seen: Instant,
     last_report: Option<Instant>,
-    /// An interval between two reports has been seen; `tmax` is derived from it.
-    interval_known: bool,
-    tmax: u32,
+    /// Report interval in seconds, once two reports have been seen.
+    interval: Option<u32>,
+    /// Consecutive gaps longer than `interval`.
+    slower_gaps: u8,
     /// The TMAX its metadata was last sent with.
     metadata_tmax: u32,
     /// Metric name -> when its metadata was last sent (seconds since the pipeline's epoch).
@@ -403,8 +404,8 @@ impl Source {
             host: String::new(),
             last_seen: now,
             last_report: None,
-            interval_known: false,
-            tmax: 0,
+            interval: None,
+            slower_gaps: 0,
             metadata_tmax: 0,
             metrics: HashMap::new(),
             next_prune: 0,
@@ -412,27 +413,37 @@ impl Source {
     }
 
     /// Notes a report at `now`; returns the TMAX to announce: 1.5 x the
-    /// observed report interval (one late report is not "stale"), or
-    /// `default` until an interval has been seen. Changes under 25% are
-    /// ignored so jitter does not cause metadata churn.
+    /// report interval (one late report is not "stale"), or `default` until
+    /// an interval has been seen. The interval follows a faster schedule at
+    /// once but a slower one only after three slower gaps in a row, so a lost
+    /// report does not change TMAX (which resends every metadata) twice.
     fn observe(&mut self, now: Instant, default: u32) -> u32 {
         let gap = self.last_report.map(|t| now.saturating_duration_since(t));
         self.last_report = Some(now);
         self.last_seen = now;
-        if let Some(gap) =
-            gap.filter(|g| *g >= Duration::from_millis(500) && *g <= Duration::from_secs(86_400))
-        {
-            // Reports come on whole seconds: round the gap before scaling.
-            let proposed = ((gap.as_secs_f64().round() * 1.5).ceil() as u32).max(1);
-            if !self.interval_known || proposed.abs_diff(self.tmax) * 4 > self.tmax {
-                self.tmax = proposed;
+        // Reports come on whole seconds: round the gap.
+        let gap = gap
+            .filter(|g| *g >= Duration::from_millis(500) && *g <= Duration::from_secs(86_400))
+            .map(|g| g.as_secs_f64().round() as u32);
+        if let Some(gap) = gap {
+            match self.interval {
+                Some(known) if gap > known => {
+                    self.slower_gaps += 1;
+                    if self.slower_gaps >= 3 {
+                        self.interval = Some(gap);
+                        self.slower_gaps = 0;
+                    }
+                }
+                _ => {
+                    self.interval = Some(gap);
+                    self.slower_gaps = 0;
+                }
             }
-            self.interval_known = true;
         }
-        if !self.interval_known {
-            self.tmax = default;
+        match self.interval {
+            Some(interval) => ((f64::from(interval) * 1.5).ceil() as u32).max(1),
+            None => default,
         }
-        self.tmax
     }
 
     fn metric_due(

@@ -188,16 +188,15 @@ pub fn host_identity(
     out.ip.clear();
     ip_text(&mut out.ip, source);
     out.name.clear();
-    let candidates = [
-        header.src.map(src_host),
-        record.get("host"),
-        record.get("info.host"),
-    ];
-    for name in candidates.into_iter().flatten() {
-        if !name.is_empty() {
-            sanitize::push_host(&mut out.name, name);
-            break;
-        }
+    // Only look further than `src` when it is missing (each look is a scan).
+    let name = header
+        .src
+        .map(src_host)
+        .filter(|n| !n.is_empty())
+        .or_else(|| record.get("host").filter(|n| !n.is_empty()))
+        .or_else(|| record.get("info.host").filter(|n| !n.is_empty()));
+    if let Some(name) = name {
+        sanitize::push_host(&mut out.name, name);
     }
     if out.name.is_empty() {
         out.name.push_str(&out.ip);

@@ -277,3 +277,23 @@ fn largest_metadata_fits_a_packet() {
         assert!(b.len() <= xdr::MAX_PACKET, "{}", b.len());
     }
 }
+
+#[test]
+fn tmax_follows_the_interval_but_not_one_lost_report() {
+    let t0 = Instant::now();
+    let mut src = Source::new("xrootd", t0);
+    let at = |s: u64| t0 + Duration::from_secs(s);
+    assert_eq!(src.observe(at(0), 60), 60);
+    assert_eq!(src.observe(at(15), 60), 23);
+    // One report lost: a 30 s gap does not move TMAX.
+    assert_eq!(src.observe(at(45), 60), 23);
+    assert_eq!(src.observe(at(60), 60), 23);
+    // Faster reports are followed at once.
+    assert_eq!(src.observe(at(65), 60), 8);
+    // Slower ones after three in a row.
+    assert_eq!(src.observe(at(85), 60), 8);
+    assert_eq!(src.observe(at(105), 60), 8);
+    assert_eq!(src.observe(at(125), 60), 30);
+    // Scheduling jitter is rounded away.
+    assert_eq!(src.observe(at(145) + Duration::from_millis(300), 60), 30);
+}
