@@ -34,11 +34,11 @@ fn record_becomes_a_host_with_typed_metrics() {
         &format!("{LINK}{OSS}{PROC}<stats id=\"ofs\"><role>meta manager</role></stats>"),
     );
     gw.send(rec.as_bytes());
-    let x = gmond.wait_for(Duration::from_secs(10), "host ds1.example.org", |x| {
-        x.hosts
-            .get("ds1.example.org")
-            .is_some_and(|h| h.metrics.contains_key("xrootd.link.in"))
-    });
+    let x = gmond.wait_for(
+        Duration::from_secs(10),
+        "the whole record of ds1.example.org",
+        |x| x.has("ds1.example.org", &["xrootd.uptime"]),
+    );
     let host = x.host("ds1.example.org");
     assert_eq!(host.attrs["IP"], "127.0.0.1");
     // The heartbeat (132 uint) carries the xrootd's start time.
@@ -156,7 +156,8 @@ fn ipv6_sender_is_filed_as_its_own_host() {
         record("v4.example.org:1094", "xrootd", "anon", 1_700_000_002, LINK).as_bytes(),
     );
     let x = gmond.wait_for(Duration::from_secs(10), "both hosts", |x| {
-        x.hosts.contains_key("v6only.example.org") && x.hosts.contains_key("v4.example.org")
+        x.has("v6only.example.org", &["xrootd.uptime"])
+            && x.has("v4.example.org", &["xrootd.uptime"])
     });
     // gmond splits the spoof string at its first ':', so ::1 is written --1.
     assert_eq!(x.host("v6only.example.org").attrs["IP"], "--1");

@@ -194,7 +194,10 @@ fn real_xrootd_and_cmsd_reach_gmond() {
         "manager cmsd with its node list",
         |x| {
             x.hosts.get(&host).is_some_and(|h| {
-                h.metrics.contains_key("cmsd.mgr.cmsm.sel.t")
+                ["cmsd.mgr.uptime", "xrootd.mgr.uptime", "cmsd.srv.uptime"]
+                    .iter()
+                    .all(|m| h.metrics.contains_key(*m))
+                    && h.metrics.contains_key("cmsd.mgr.cmsm.sel.t")
                     && h.metrics.contains_key("xrootd.mgr.ofs.role")
                     && h.metrics.contains_key("cmsd.srv.cms.role")
                     && h.metrics

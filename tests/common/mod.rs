@@ -307,6 +307,14 @@ impl GangliaXml {
         out
     }
 
+    /// True if `host` has every one of `metrics`. A record's packets land
+    /// one by one; the derived `uptime` is always its last.
+    pub fn has(&self, host: &str, metrics: &[&str]) -> bool {
+        self.hosts
+            .get(host)
+            .is_some_and(|h| metrics.iter().all(|m| h.metrics.contains_key(*m)))
+    }
+
     pub fn host(&self, name: &str) -> &XmlHost {
         self.hosts.get(name).unwrap_or_else(|| {
             panic!(
