@@ -24,6 +24,7 @@ pub struct Counters {
     pub metadata_packets: AtomicU64,
     pub value_packets: AtomicU64,
     pub send_errors: AtomicU64,
+    pub send_refused: AtomicU64,
     pub receive_errors: AtomicU64,
     pub sources_evicted: AtomicU64,
 }
@@ -40,6 +41,7 @@ pub struct Snapshot {
     pub metadata_packets: u64,
     pub value_packets: u64,
     pub send_errors: u64,
+    pub send_refused: u64,
     pub receive_errors: u64,
     pub sources_evicted: u64,
 }
@@ -56,6 +58,7 @@ impl Counters {
             metadata_packets: self.metadata_packets.load(Relaxed),
             value_packets: self.value_packets.load(Relaxed),
             send_errors: self.send_errors.load(Relaxed),
+            send_refused: self.send_refused.load(Relaxed),
             receive_errors: self.receive_errors.load(Relaxed),
             sources_evicted: self.sources_evicted.load(Relaxed),
         }
@@ -67,7 +70,7 @@ impl fmt::Display for Snapshot {
         write!(
             f,
             "datagrams={} records={} denied={} parse_errors={} values_rejected={} metrics_dropped_cap={} \
-             metadata_packets={} value_packets={} send_errors={} receive_errors={} sources_evicted={}",
+             metadata_packets={} value_packets={} send_errors={} send_refused={} receive_errors={} sources_evicted={}",
             self.datagrams,
             self.records,
             self.denied,
@@ -77,6 +80,7 @@ impl fmt::Display for Snapshot {
             self.metadata_packets,
             self.value_packets,
             self.send_errors,
+            self.send_refused,
             self.receive_errors,
             self.sources_evicted
         )
@@ -197,6 +201,18 @@ impl<'c> Events<'c> {
         self.counters.send_errors.fetch_add(1, Relaxed);
         if let Some(s) = self.limiter.allow("send", target.ip(), Instant::now()) {
             tracing::warn!(channel, suppressed = s, "send to gmond failed: {err}");
+        }
+    }
+
+    /// Sent, but nothing listened at the target for an earlier datagram.
+    pub fn send_refused(&mut self, channel: &str, target: SocketAddr) {
+        self.counters.send_refused.fetch_add(1, Relaxed);
+        if let Some(s) = self.limiter.allow("refused", target.ip(), Instant::now()) {
+            tracing::warn!(
+                channel,
+                suppressed = s,
+                "gmond is not listening (connection refused); still sending"
+            );
         }
     }
 

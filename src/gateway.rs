@@ -25,7 +25,7 @@ use tokio::sync::watch;
 
 use crate::config::Settings;
 use crate::events::{Counters, Events};
-use crate::ganglia::channel::SendChannel;
+use crate::ganglia::channel::{SendChannel, Sent};
 use crate::ganglia::xdr::{self, Metadata, MetricId};
 use crate::mapping::{MappedRecord, Mapper};
 use crate::summary::SummaryParser;
@@ -364,8 +364,10 @@ impl PacketBatch {
     fn send(&self, channels: &[SendChannel], events: &mut Events<'_>) {
         for ch in channels {
             for p in self.iter() {
-                if let Err(e) = ch.send(p) {
-                    events.send_failed(ch.label(), ch.target(), &e);
+                match ch.send(p) {
+                    Ok(Sent::Ok) => {}
+                    Ok(Sent::AfterRefusal) => events.send_refused(ch.label(), ch.target()),
+                    Err(e) => events.send_failed(ch.label(), ch.target(), &e),
                 }
             }
         }

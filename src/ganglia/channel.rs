@@ -98,6 +98,15 @@ impl fmt::Display for ChannelSpec {
     }
 }
 
+/// How a datagram went out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sent {
+    Ok,
+    /// Handed to the kernel, but an earlier datagram was refused: nothing
+    /// listens at the target (yet).
+    AfterRefusal,
+}
+
 /// An open channel.
 #[derive(Debug)]
 pub struct SendChannel {
@@ -153,8 +162,20 @@ impl SendChannel {
     }
 
     /// Sends one datagram without waiting.
-    pub fn send(&self, packet: &[u8]) -> io::Result<()> {
-        self.socket.send(packet).map(|_| ())
+    ///
+    /// On a connected UDP socket an ICMP "port unreachable" for an earlier
+    /// datagram (gmond not listening) fails the *next* send with
+    /// ECONNREFUSED, and that datagram is not sent. It is retried once, so a
+    /// datagram is lost only if the kernel refuses it twice; the refusal is
+    /// still reported, as [`Sent::AfterRefusal`].
+    pub fn send(&self, packet: &[u8]) -> io::Result<Sent> {
+        match self.socket.send(packet) {
+            Ok(_) => Ok(Sent::Ok),
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                self.socket.send(packet).map(|_| Sent::AfterRefusal)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     pub fn target(&self) -> SocketAddr {
@@ -246,11 +267,27 @@ mod tests {
         let mut buf = [0u8; 16];
         let (n, _) = rx.recv_from(&mut buf).unwrap();
         assert_eq!(&buf[..n], b"hello");
+        assert_eq!(ch.send(b"again").unwrap(), Sent::Ok);
+        let (n, _) = rx.recv_from(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"again");
+        // No listener: the refusal is reported, every datagram still goes out.
+        let port = rx.local_addr().unwrap().port();
         drop(rx);
-        // No listener: errors (ECONNREFUSED) come back, but nothing blocks or panics.
-        for _ in 0..3 {
-            let _ = ch.send(b"x");
+        let mut refused = 0;
+        for _ in 0..5 {
+            if ch.send(b"x").unwrap() == Sent::AfterRefusal {
+                refused += 1;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
+        assert!(refused >= 1, "ECONNREFUSED never reported");
+        // A listener that comes back gets the very next datagram.
+        let rx = UdpSocket::bind(("127.0.0.1", port)).unwrap();
+        rx.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+            .unwrap();
+        ch.send(b"back").unwrap();
+        let (n, _) = rx.recv_from(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"back");
     }
 
     #[test]
