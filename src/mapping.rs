@@ -424,10 +424,6 @@ impl Mapper {
         }
     }
 
-    pub fn name_template(&self) -> &Template {
-        &self.name
-    }
-
     /// Maps `record`, sent from `source`, into `out` (cleared first).
     pub fn map(&mut self, record: &SummaryRecord<'_>, source: IpAddr, out: &mut MappedRecord) {
         out.arena.clear();

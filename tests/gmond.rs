@@ -19,6 +19,17 @@ fn record(src: &str, pgm: &str, ins: &str, tos: u64, body: &str) -> String {
 
 const LINK: &str = r#"<stats id="link"><num>3</num><maxn>7</maxn><tot>120</tot><in>5242880</in><out>104857600</out><ctime>30</ctime><tmo>-2147483000</tmo><stall>0</stall><sfps>0</sfps></stats>"#;
 const OSS: &str = r#"<stats id="oss" v="2"><paths>1<stats id="0"><lp>"/data/"</lp><rp>"/srv/xrd/data/"</rp><tot>1048576</tot><free>524288</free><ino>65536</ino><ifr>60000</ifr></stats></paths><space>0</space></stats>"#;
+/// A record whose link.in is `bytes`.
+fn link_in(src: &str, bytes: u64) -> String {
+    record(
+        src,
+        "xrootd",
+        "anon",
+        1_700_000_000,
+        &LINK.replace("<in>5242880</in>", &format!("<in>{bytes}</in>")),
+    )
+}
+
 const PROC: &str =
     r#"<stats id="proc"><usr><s>2</s><u>500000</u></usr><sys><s>1</s><u>250000</u></sys></stats>"#;
 
@@ -317,32 +328,14 @@ fn gmond_down_then_started_receives_within_a_metadata_interval() {
     let gw = Gateway::start(port, CONFIG);
     // No gmond yet: the gateway keeps going (sends fail, counted).
     for i in 0..5 {
-        gw.send(
-            record(
-                "late.example.org:1094",
-                "xrootd",
-                "anon",
-                1_700_000_000,
-                &LINK.replace("<in>5242880</in>", &format!("<in>{i}</in>")),
-            )
-            .as_bytes(),
-        );
+        gw.send(link_in("late.example.org:1094", i).as_bytes());
         std::thread::sleep(Duration::from_millis(100));
     }
     let gmond = Gmond::start_with(port, xml_port, "");
     // metadata_interval = 2 s: within a few reports the metrics are back.
     let mut i = 10;
     let x = loop {
-        gw.send(
-            record(
-                "late.example.org:1094",
-                "xrootd",
-                "anon",
-                1_700_000_000,
-                &LINK.replace("<in>5242880</in>", &format!("<in>{i}</in>")),
-            )
-            .as_bytes(),
-        );
+        gw.send(link_in("late.example.org:1094", i).as_bytes());
         std::thread::sleep(Duration::from_millis(500));
         let x = gmond.xml();
         if x.hosts

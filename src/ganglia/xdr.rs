@@ -135,11 +135,6 @@ pub fn encode_metadata_request(out: &mut Vec<u8>, id: &MetricId<'_>) {
     put_metric_id(out, id);
 }
 
-/// Encoded length of an XDR string of `len` bytes.
-pub const fn string_len(len: usize) -> usize {
-    4 + len.div_ceil(4) * 4
-}
-
 fn put_metric_id(out: &mut Vec<u8>, id: &MetricId<'_>) {
     put_str(out, id.host);
     put_str(out, id.name);
@@ -529,14 +524,5 @@ mod tests {
         let n = m.len();
         m[n - 4..].copy_from_slice(&[0xff; 4]);
         assert_eq!(decode(&m), Err(DecodeError::Truncated));
-    }
-
-    #[test]
-    fn string_len_matches_encoding() {
-        for len in 0..12 {
-            let mut out = Vec::new();
-            put_str(&mut out, &"x".repeat(len));
-            assert_eq!(out.len(), string_len(len));
-        }
     }
 }
