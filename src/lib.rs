@@ -22,6 +22,8 @@
 //!   safe for gmond's XML.
 //! * [`gateway`]: the `serve` daemon: sockets, per-source state, metadata
 //!   schedule, heartbeats.
+//! * [`gmetric`]: `xrd2ganglia gmetric`, a drop-in for Ganglia's gmetric on
+//!   the same encoder, channels and gmond.conf reader.
 //! * [`config`]: config file + CLI overrides -> validated [`config::Settings`].
 //! * [`events`]: every counted and logged internal event, defined once.
 
@@ -30,5 +32,6 @@ pub mod config;
 pub mod events;
 pub mod ganglia;
 pub mod gateway;
+pub mod gmetric;
 pub mod mapping;
 pub mod summary;

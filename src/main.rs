@@ -1,7 +1,8 @@
 //! Command-line entry point: dispatch only.
 
+use std::ffi::OsString;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -61,15 +62,34 @@ enum Command {
         #[command(flatten)]
         config: ConfigArgs,
     },
+    /// Ganglia's gmetric, as a drop-in: same options, packets, messages and
+    /// exit codes (`xrd2ganglia gmetric -h`); also what the binary does when
+    /// called through a link named `gmetric`.
+    #[command(disable_help_flag = true)]
+    Gmetric {
+        /// gmetric's own options, parsed the way gmetric parses them.
+        #[arg(allow_hyphen_values = true, trailing_var_arg = true, num_args = 0..)]
+        args: Vec<OsString>,
+    },
 }
 
 fn main() -> ExitCode {
+    // Called through a link named gmetric: be gmetric, argv[0] and all.
+    let mut argv = std::env::args_os();
+    let argv0 = argv.next().unwrap_or_default();
+    if Path::new(&argv0)
+        .file_name()
+        .is_some_and(|n| n == "gmetric")
+    {
+        return gmetric(&argv0.to_string_lossy(), argv.collect());
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Serve { config, log_level } => {
             init_logging(&log_level);
             serve(config)
         }
+        Command::Gmetric { args } => gmetric("xrd2ganglia gmetric", args),
         Command::CheckConfig { config } => {
             init_logging("warn");
             match config.load() {
@@ -85,6 +105,16 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+fn gmetric(argv0: &str, args: Vec<OsString>) -> ExitCode {
+    let code = xrd2ganglia::gmetric::run(
+        argv0,
+        args,
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    );
+    ExitCode::from(code)
 }
 
 fn init_logging(level: &str) {

@@ -38,19 +38,33 @@ impl ChannelSpec {
         }
     }
 
-    /// From gmond.conf's `udp_send_channel` (`bind_hostname` is taken as
-    /// "let the kernel choose", which is what gmond does with it).
+    /// From gmond.conf's `udp_send_channel`, as gmond and gmetric read it:
+    /// `mcast_join` is the destination group (nothing is joined), else
+    /// `host`, else loopback; `bind` or `bind_hostname` (this host's name,
+    /// resolved) is the source address; both together are an error.
     pub fn from_gmond(ch: &UdpSendChannel) -> Result<ChannelSpec, String> {
         let host = ch
             .mcast_join
             .clone()
             .or_else(|| ch.host.clone())
-            .ok_or_else(|| "udp_send_channel has neither host nor mcast_join".to_string())?;
+            .unwrap_or_else(|| "127.0.0.1".to_string());
+        if ch.bind.is_some() && ch.bind_hostname {
+            return Err("udp_send_channel: bind and bind_hostname are mutually exclusive, both parameters can't be specified for the same udp_send_channel".into());
+        }
         let bind = match &ch.bind {
             Some(b) => Some(
                 b.parse()
                     .map_err(|_| format!("udp_send_channel bind {b:?} is not an IP address"))?,
             ),
+            None if ch.bind_hostname => {
+                let name = super::local_hostname();
+                let addr = (name.as_str(), 0)
+                    .to_socket_addrs()
+                    .ok()
+                    .and_then(|mut a| a.next())
+                    .ok_or_else(|| format!("udp_send_channel bind_hostname: cannot resolve this host's name {name:?}"))?;
+                Some(addr.ip())
+            }
             None => None,
         };
         Ok(ChannelSpec {

@@ -258,12 +258,6 @@ fn parse_into(
                     && sections.is_empty()
                     && let Some(ch) = channel.take()
                 {
-                    if ch.host.is_none() && ch.mcast_join.is_none() {
-                        return Err(err(
-                            *line,
-                            "udp_send_channel has neither host nor mcast_join".into(),
-                        ));
-                    }
                     conf.send_channels.push(ch);
                 }
                 i += 1;
@@ -368,7 +362,7 @@ fn apply(
                 )));
             }
             for pattern in values {
-                for file in glob(path, pattern) {
+                for file in glob(path, pattern).ok_or_else(|| err("invalid include path".into()))? {
                     read_into(&file, conf, depth + 1)?;
                 }
             }
@@ -413,39 +407,36 @@ fn apply(
 }
 
 /// Expands `pattern` (relative to the directory of `including`); `*` and `?`
-/// are allowed in the last path component. Sorted, like glob(3).
-fn glob(including: &Path, pattern: &str) -> Vec<PathBuf> {
+/// are allowed in the last path component. A pattern matching nothing (or a
+/// missing directory) includes nothing; a plain path that does not exist is
+/// an error (None), as in gmond. Sorted, so the result does not depend on
+/// readdir order (gmond uses it unsorted).
+fn glob(including: &Path, pattern: &str) -> Option<Vec<PathBuf>> {
     let pattern = Path::new(pattern);
     let pattern = if pattern.is_absolute() {
         pattern.to_path_buf()
     } else {
         including.parent().unwrap_or(Path::new(".")).join(pattern)
     };
-    let Some(file_pat) = pattern.file_name().and_then(|f| f.to_str()) else {
-        return Vec::new();
-    };
+    let file_pat = pattern.file_name().and_then(|f| f.to_str())?;
     if !file_pat.contains(['*', '?']) {
-        return if pattern.exists() {
-            vec![pattern]
-        } else {
-            Vec::new()
-        };
+        return pattern.exists().then(|| vec![pattern.clone()]);
     }
     let dir = pattern.parent().unwrap_or(Path::new("."));
     let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
+        return Some(Vec::new());
     };
     let mut files: Vec<PathBuf> = entries
         .filter_map(|e| e.ok())
         .filter(|e| {
             e.file_name()
                 .to_str()
-                .is_some_and(|n| wildcard(file_pat.as_bytes(), n.as_bytes()))
+                .is_some_and(|n| !n.starts_with('.') && wildcard(file_pat.as_bytes(), n.as_bytes()))
         })
         .map(|e| e.path())
         .collect();
     files.sort();
-    files
+    Some(files)
 }
 
 fn wildcard(p: &[u8], s: &[u8]) -> bool {
@@ -527,6 +518,21 @@ collection_group { collect_every = 20 time_threshold = 90 metric { name = "load_
             .map(|c| c.host.clone().unwrap())
             .collect();
         assert_eq!(hosts, ["127.0.0.1", "127.0.0.2"]);
+        // A missing plain path is an error; a pattern matching nothing is not.
+        std::fs::write(dir.join("missing.conf"), "include (\"nope.conf\")").unwrap();
+        assert!(
+            read(&dir.join("missing.conf"))
+                .unwrap_err()
+                .to_string()
+                .ends_with("invalid include path")
+        );
+        std::fs::write(dir.join("none.conf"), "include (\"nodir/*.conf\")").unwrap();
+        assert!(
+            read(&dir.join("none.conf"))
+                .unwrap()
+                .send_channels
+                .is_empty()
+        );
         // Self-inclusion stops with an error instead of recursing forever.
         std::fs::write(dir.join("loop.conf"), "include (\"loop.conf\")").unwrap();
         assert!(
@@ -549,8 +555,12 @@ collection_group { collect_every = 20 time_threshold = 90 metric { name = "load_
             e.to_string(),
             "g.conf:2: udp_send_channel port \"abc\" is not a port number"
         );
-        let e = parse("udp_send_channel { port = 1 }", Path::new("g.conf")).unwrap_err();
-        assert!(e.to_string().contains("neither host nor mcast_join"), "{e}");
+        // No host and no mcast_join: gmond and gmetric send to loopback.
+        let c = parse("udp_send_channel { port = 1 }", Path::new("g.conf")).unwrap();
+        assert_eq!(
+            (c.send_channels[0].host.as_deref(), c.send_channels[0].port),
+            (None, 1)
+        );
         assert!(parse("globals {", Path::new("g")).is_err());
         assert!(parse("a = \"unterminated", Path::new("g")).is_err());
         assert!(parse("/* never closed", Path::new("g")).is_err());
