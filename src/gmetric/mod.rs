@@ -159,7 +159,15 @@ fn run_inner(
 
 /// The config (gmond.conf) and the send channels it names.
 fn channels(o: &getopt::Options) -> Result<(GmondConf, Vec<ChannelSpec>), Exit> {
-    let path = o.conf.as_deref().unwrap_or(DEFAULT_CONF);
+    channels_from(o, DEFAULT_CONF)
+}
+
+/// [`channels`], with the default path as a parameter (for tests).
+fn channels_from(
+    o: &getopt::Options,
+    default_conf: &str,
+) -> Result<(GmondConf, Vec<ChannelSpec>), Exit> {
+    let path = o.conf.as_deref().unwrap_or(default_conf);
     let p = Path::new(path);
     if p.is_dir() {
         return Err(Exit {

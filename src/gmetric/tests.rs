@@ -271,3 +271,67 @@ fn long_values_are_sent_with_a_warning() {
     assert_eq!(v.len(), 1464, "the largest value that fits");
     assert_eq!(long.gmond_line_warnings().len(), 1);
 }
+
+#[test]
+fn config_and_channels() {
+    // No -c and no default file: gmond's built-in default channel.
+    let (_, specs) = channels_from(&args(&[]), "/nonexistent/gmond.conf")
+        .ok()
+        .unwrap();
+    assert_eq!(
+        specs,
+        vec![ChannelSpec {
+            host: "239.2.11.71".into(),
+            port: 8649,
+            ttl: 1,
+            mcast_if: None,
+            bind: None
+        }]
+    );
+    // -c naming a missing file: gmetric's message.
+    let e = channels_from(
+        &args(&["-c", "/nonexistent/x.conf"]),
+        "/nonexistent/gmond.conf",
+    )
+    .err()
+    .unwrap();
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (1, "Configuration file '/nonexistent/x.conf' not found.\n\n")
+    );
+    // A directory: gmetric's flex error, exit 2.
+    let e = channels_from(&args(&["-c", "/"]), "/nonexistent")
+        .err()
+        .unwrap();
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (2, "input in flex scanner failed\n")
+    );
+    // No channel in the file.
+    let dir = std::env::temp_dir().join(format!("x2g-gm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("g.conf");
+    std::fs::write(&f, "globals { override_hostname = h }").unwrap();
+    let e = channels_from(&args(&["-c", f.to_str().unwrap()]), "/nonexistent")
+        .err()
+        .unwrap();
+    assert_eq!(
+        e.message,
+        "Unable to create ganglia send channels. Exiting.\n"
+    );
+    std::fs::write(
+        &f,
+        "udp_send_channel { host = 127.0.0.1 port = 9 bind = 127.0.0.1 bind_hostname = yes }",
+    )
+    .unwrap();
+    let e = channels_from(&args(&["-c", f.to_str().unwrap()]), "/nonexistent")
+        .err()
+        .unwrap();
+    assert!(
+        e.message
+            .starts_with("udp_send_channel: bind and bind_hostname are mutually exclusive"),
+        "{}",
+        e.message
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
