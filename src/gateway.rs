@@ -318,6 +318,11 @@ impl Pipeline {
         self.batch.iter()
     }
 
+    /// The metrics of the last record, as mapped (for `dump`'s notes).
+    pub fn mapped(&self) -> &MappedRecord {
+        &self.mapped
+    }
+
     pub fn sources(&self) -> usize {
         self.sources.len
     }

@@ -24,14 +24,18 @@
 //!   schedule, heartbeats.
 //! * [`gmetric`]: `xrd2ganglia gmetric`, a drop-in for Ganglia's gmetric on
 //!   the same encoder, channels and gmond.conf reader.
+//! * [`mpxstats`]: `xrd2ganglia mpxstats`, XRootD's mpxstats on our parser.
+//! * [`dump`]: `xrd2ganglia dump`, what `serve` would send, sent nowhere.
 //! * [`config`]: config file + CLI overrides -> validated [`config::Settings`].
 //! * [`events`]: every counted and logged internal event, defined once.
 
 pub mod catalog;
 pub mod config;
+pub mod dump;
 pub mod events;
 pub mod ganglia;
 pub mod gateway;
 pub mod gmetric;
 pub mod mapping;
+pub mod mpxstats;
 pub mod summary;

@@ -2,6 +2,7 @@
 
 use std::ffi::OsString;
 use std::io::Write;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -62,6 +63,30 @@ enum Command {
         #[command(flatten)]
         config: ConfigArgs,
     },
+    /// XRootD's mpxstats: `mpxstats [-f {cgi|flat|xml}] -p PORT [-s] [--compat]`.
+    #[command(disable_help_flag = true)]
+    Mpxstats {
+        /// mpxstats' own options.
+        #[arg(allow_hyphen_values = true, trailing_var_arg = true, num_args = 0..)]
+        args: Vec<String>,
+    },
+    /// Print what `serve` would send for some records, without sending.
+    Dump {
+        /// Config file (naming, timing, allow) [default: as for serve]
+        #[arg(short, long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// One JSON object per metric per line instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Receive records on ADDR:PORT instead of reading them.
+        #[arg(short, long, value_name = "ADDR:PORT", conflicts_with = "input")]
+        listen: Option<SocketAddr>,
+        /// Sender address assumed for records read from a file or stdin.
+        #[arg(long, value_name = "IP", default_value = "127.0.0.1")]
+        from: IpAddr,
+        /// File of records, one per line (as `mpxstats -f xml` writes them); `-` or none: stdin.
+        input: Option<PathBuf>,
+    },
     /// Ganglia's gmetric, as a drop-in: same options, packets, messages and
     /// exit codes (`xrd2ganglia gmetric -h`); also what the binary does when
     /// called through a link named `gmetric`.
@@ -74,14 +99,16 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    // Called through a link named gmetric: be gmetric, argv[0] and all.
+    // Called through a link named gmetric or mpxstats: be that tool.
     let mut argv = std::env::args_os();
     let argv0 = argv.next().unwrap_or_default();
-    if Path::new(&argv0)
-        .file_name()
-        .is_some_and(|n| n == "gmetric")
-    {
-        return gmetric(&argv0.to_string_lossy(), argv.collect());
+    match Path::new(&argv0).file_name().and_then(|n| n.to_str()) {
+        Some("gmetric") => return gmetric(&argv0.to_string_lossy(), argv.collect()),
+        Some("mpxstats") => {
+            let args: Vec<String> = argv.map(|a| a.to_string_lossy().into_owned()).collect();
+            return mpxstats(&args);
+        }
+        _ => {}
     }
     let cli = Cli::parse();
     match cli.command {
@@ -90,6 +117,18 @@ fn main() -> ExitCode {
             serve(config)
         }
         Command::Gmetric { args } => gmetric("xrd2ganglia gmetric", args),
+        Command::Mpxstats { args } => mpxstats(&args),
+        Command::Dump {
+            config,
+            json,
+            listen,
+            from,
+            input,
+        } => {
+            // dump reports bad records itself, one line each.
+            init_logging("error");
+            dump(config, json, listen, from, input)
+        }
         Command::CheckConfig { config } => {
             init_logging("warn");
             match config.load() {
@@ -115,6 +154,110 @@ fn gmetric(argv0: &str, args: Vec<OsString>) -> ExitCode {
         &mut std::io::stderr().lock(),
     );
     ExitCode::from(code)
+}
+
+fn mpxstats(args: &[String]) -> ExitCode {
+    use xrd2ganglia::mpxstats;
+    let opts = match mpxstats::parse_args(args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{e}\n\n{}", mpxstats::USAGE);
+            return ExitCode::from(1);
+        }
+    };
+    let socket = match mpxstats::bind(opts.port) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("mpxstats: Unable to bind to port {}: {e}", opts.port);
+            return ExitCode::from(1);
+        }
+    };
+    // Returns only when stdout is closed (the consumer went away).
+    let _ = mpxstats::run(
+        &socket,
+        &opts,
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr(),
+    );
+    ExitCode::SUCCESS
+}
+
+fn dump(
+    config: Option<PathBuf>,
+    json: bool,
+    listen: Option<SocketAddr>,
+    from: IpAddr,
+    input: Option<PathBuf>,
+) -> ExitCode {
+    use xrd2ganglia::dump::{self, Dumper, Style};
+    // Channels are irrelevant here: name one so no gmond.conf is needed.
+    let overrides = Overrides {
+        send: vec!["127.0.0.1:8649".into()],
+        ..Default::default()
+    };
+    let settings = match config::load(config.as_deref(), &overrides) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("xrd2ganglia: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let style = if json { Style::Json } else { Style::Table };
+    let mut dumper = Dumper::new(settings);
+    let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr());
+    if let Some(addr) = listen {
+        let socket = match std::net::UdpSocket::bind(addr) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("xrd2ganglia: cannot listen on {addr}: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        let _ = dump::from_socket(&mut dumper, &socket, style, &mut out, &mut err);
+        return ExitCode::SUCCESS;
+    }
+    let result = match input.as_deref() {
+        None => dump::from_reader(
+            &mut dumper,
+            &mut std::io::stdin().lock(),
+            from,
+            style,
+            &mut out,
+            &mut err,
+        ),
+        Some(p) if p == Path::new("-") => dump::from_reader(
+            &mut dumper,
+            &mut std::io::stdin().lock(),
+            from,
+            style,
+            &mut out,
+            &mut err,
+        ),
+        Some(p) => match std::fs::File::open(p) {
+            Ok(f) => dump::from_reader(
+                &mut dumper,
+                &mut std::io::BufReader::new(f),
+                from,
+                style,
+                &mut out,
+                &mut err,
+            ),
+            Err(e) => {
+                eprintln!("xrd2ganglia: cannot read {}: {e}", p.display());
+                return ExitCode::from(1);
+            }
+        },
+    };
+    match result {
+        Ok(0) => ExitCode::SUCCESS,
+        // Some records were not summary records (each reported on stderr).
+        Ok(_) => ExitCode::from(1),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xrd2ganglia: {e}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 fn init_logging(level: &str) {

@@ -48,6 +48,8 @@ struct Scratch {
     names: String,
     slots: Vec<Slot>,
     entries: Vec<Entry>,
+    /// How many leading slots are `<statistics>` attributes.
+    header_len: usize,
     /// Dotted path of the element being read.
     path: String,
     frames: Vec<xml::Frame>,
@@ -175,6 +177,7 @@ impl SummaryParser {
             names: &scratch.names,
             slots: &scratch.slots,
             entries: &scratch.entries,
+            header_len: scratch.header_len,
         })
     }
 }
@@ -186,6 +189,7 @@ pub struct SummaryRecord<'r> {
     names: &'r str,
     slots: &'r [Slot],
     entries: &'r [Entry],
+    header_len: usize,
 }
 
 /// One flat variable.
@@ -234,6 +238,12 @@ impl<'r> SummaryRecord<'r> {
 
     pub fn is_empty(&self) -> bool {
         self.slots.is_empty()
+    }
+
+    /// How many of the first [`vars`](Self::vars) are `<statistics>`
+    /// attributes (tod, ver, src, ...); the legacy end-tag `toe` comes last.
+    pub fn header_len(&self) -> usize {
+        self.header_len
     }
 
     /// Number of list entries in the record.

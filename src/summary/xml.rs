@@ -31,6 +31,7 @@ pub(super) fn flatten(text: &str, s: &mut Scratch) -> Result<(), ParseError> {
     s.entries.clear();
     s.path.clear();
     s.frames.clear();
+    s.header_len = 0;
 
     let mut reader = Reader::from_str(text);
     let config = reader.config_mut();
@@ -154,6 +155,7 @@ fn open_root(text: &str, s: &mut Scratch, end: usize, tag: Span) {
         entry: NO_ENTRY,
     });
     add_attributes(text, s, tag.end as usize, end.min(text.len()));
+    s.header_len = s.slots.len();
 }
 
 /// Every header attribute becomes a top-level variable.

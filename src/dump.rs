@@ -1,0 +1,320 @@
+//! `xrd2ganglia dump`: what `serve` would send for some records, sent nowhere.
+//!
+//! Records come from a file or stdin (one per line, as `mpxstats -f xml`
+//! writes them, or a single datagram) or from a live UDP port. Each goes
+//! through the daemon's own [`Pipeline`] (same parser, mapping, schedule and
+//! encoder), and the packets it produces are decoded back, so what is printed
+//! is what gmond would get: host (spoof string), metric, value, type, slope,
+//! units, group, TMAX, DMAX. Metadata is only in the packets when it is due;
+//! rows for later records reuse what the last metadata said.
+//!
+//! Variables the catalog does not know, and names that had to be sanitised,
+//! are marked (`note` column; `"unknown"` / `"sanitized"` in JSON).
+
+use std::collections::HashMap;
+use std::io::{self, BufRead, Write};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::config::Settings;
+use crate::events::{Counters, Events};
+use crate::ganglia::xdr::{self, Packet, Slope};
+use crate::gateway::Pipeline;
+
+/// One metric as gmond would get it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Row {
+    pub host: String,
+    pub name: String,
+    pub value: String,
+    #[serde(rename = "type")]
+    pub value_type: String,
+    pub slope: String,
+    pub units: String,
+    pub group: String,
+    pub title: String,
+    pub tmax: u32,
+    pub dmax: u32,
+    /// The summary variable it came from (empty for the heartbeat).
+    pub var: String,
+    pub unknown: bool,
+    pub sanitized: bool,
+    /// The packet id of the value: 133 (string), or 132 for the heartbeat.
+    pub packet: u32,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Meta {
+    value_type: String,
+    slope: u32,
+    units: String,
+    group: String,
+    title: String,
+    tmax: u32,
+    dmax: u32,
+}
+
+/// Turns records into rows, remembering metadata between records.
+pub struct Dumper {
+    pipeline: Pipeline,
+    settings: Settings,
+    counters: Counters,
+    metadata: HashMap<(String, String), Meta>,
+    started: Instant,
+}
+
+impl Dumper {
+    pub fn new(settings: Settings) -> Dumper {
+        Dumper {
+            pipeline: Pipeline::new(&settings),
+            settings,
+            counters: Counters::default(),
+            metadata: HashMap::new(),
+            started: Instant::now(),
+        }
+    }
+
+    /// The rows for one datagram from `from`, or why it was not a record.
+    pub fn rows(
+        &mut self,
+        datagram: &[u8],
+        from: SocketAddr,
+        at: Duration,
+    ) -> Result<Vec<Row>, String> {
+        let before = self.counters.snapshot();
+        let mut events = Events::new(&self.counters, Duration::from_secs(3600));
+        self.pipeline.encode(
+            datagram,
+            from,
+            self.started + at,
+            &self.settings,
+            &mut events,
+        );
+        let after = self.counters.snapshot();
+        if after.denied > before.denied {
+            return Err(format!("{from} is not in `allow`"));
+        }
+        if after.parse_errors > before.parse_errors {
+            let mut p = crate::summary::SummaryParser::new();
+            return Err(p
+                .parse(datagram)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default());
+        }
+        let notes: HashMap<&str, (&str, bool, bool)> = self
+            .pipeline
+            .mapped()
+            .metrics()
+            .map(|m| (m.name, (m.var, m.is_unknown(), m.sanitized)))
+            .collect();
+        let mut rows = Vec::new();
+        for bytes in self.pipeline.packets() {
+            match xdr::decode(bytes) {
+                Ok(Packet::Metadata {
+                    id,
+                    value_type,
+                    units,
+                    slope,
+                    tmax,
+                    dmax,
+                    extra,
+                    ..
+                }) => {
+                    let get = |k: &str| {
+                        extra
+                            .iter()
+                            .find(|(n, _)| n == k)
+                            .map(|(_, v)| v.clone())
+                            .unwrap_or_default()
+                    };
+                    let meta = Meta {
+                        value_type,
+                        slope,
+                        units,
+                        group: get("GROUP"),
+                        title: get("TITLE"),
+                        tmax,
+                        dmax,
+                    };
+                    self.metadata.insert((id.host, id.name), meta);
+                }
+                Ok(Packet::Value {
+                    id,
+                    packet_id,
+                    value,
+                    ..
+                }) => {
+                    let meta = self
+                        .metadata
+                        .get(&(id.host.clone(), id.name.clone()))
+                        .cloned()
+                        .unwrap_or_else(|| Meta {
+                            // The heartbeat has no metadata: gmond needs none for it.
+                            value_type: "uint32".into(),
+                            ..Meta::default()
+                        });
+                    let (var, unknown, sanitized) = notes
+                        .get(id.name.as_str())
+                        .copied()
+                        .unwrap_or(("", false, false));
+                    rows.push(Row {
+                        host: id.host,
+                        name: id.name,
+                        value: value.to_string(),
+                        value_type: meta.value_type,
+                        slope: Slope::from_u32(meta.slope)
+                            .map(Slope::as_str)
+                            .unwrap_or("?")
+                            .to_string(),
+                        units: meta.units,
+                        group: meta.group,
+                        title: meta.title,
+                        tmax: meta.tmax,
+                        dmax: meta.dmax,
+                        var: var.to_string(),
+                        unknown,
+                        sanitized,
+                        packet: packet_id,
+                    });
+                }
+                Ok(Packet::MetadataRequest { .. }) | Err(_) => {}
+            }
+        }
+        Ok(rows)
+    }
+}
+
+/// Output style.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Style {
+    Table,
+    Json,
+}
+
+/// Writes rows; the table gets a header line per record.
+pub fn write_rows(out: &mut dyn Write, rows: &[Row], style: Style) -> io::Result<()> {
+    match style {
+        Style::Json => {
+            for r in rows {
+                serde_json::to_writer(&mut *out, r)?;
+                out.write_all(b"\n")?;
+            }
+        }
+        Style::Table => {
+            let w =
+                |f: fn(&Row) -> usize, min: usize| rows.iter().map(f).max().unwrap_or(0).max(min);
+            let (wh, wn, wv, wt, wu, wg) = (
+                w(|r| r.host.len(), 4),
+                w(|r| r.name.len(), 6),
+                w(|r| r.value.len().min(40), 5),
+                w(|r| r.value_type.len(), 4),
+                w(|r| r.units.len(), 5),
+                w(|r| r.group.len(), 5),
+            );
+            writeln!(
+                out,
+                "{:wh$}  {:wn$}  {:wv$}  {:wt$}  {:10}  {:wu$}  {:wg$}  {:>5}  {:>5}  NOTE",
+                "HOST", "METRIC", "VALUE", "TYPE", "SLOPE", "UNITS", "GROUP", "TMAX", "DMAX"
+            )?;
+            for r in rows {
+                let mut note = Vec::new();
+                if r.packet == xdr::ID_UINT {
+                    note.push("heartbeat (132 uint)".to_string());
+                }
+                if r.unknown {
+                    note.push(format!("unknown variable {}", r.var));
+                }
+                if r.sanitized {
+                    note.push(format!("sanitized from {}", r.var));
+                }
+                let value: String = if r.value.len() > 40 {
+                    format!("{}...", &r.value[..37])
+                } else {
+                    r.value.clone()
+                };
+                writeln!(
+                    out,
+                    "{:wh$}  {:wn$}  {:wv$}  {:wt$}  {:10}  {:wu$}  {:wg$}  {:>5}  {:>5}  {}",
+                    r.host,
+                    r.name,
+                    value,
+                    r.value_type,
+                    r.slope,
+                    r.units,
+                    r.group,
+                    r.tmax,
+                    r.dmax,
+                    note.join("; ")
+                )?;
+            }
+            writeln!(out)?;
+        }
+    }
+    out.flush()
+}
+
+/// Dumps every record of `input` (one per line), as if sent from `from`.
+pub fn from_reader(
+    dumper: &mut Dumper,
+    input: &mut dyn BufRead,
+    from: IpAddr,
+    style: Style,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> io::Result<usize> {
+    let mut bad = 0;
+    let mut line = Vec::new();
+    let mut n = 0u64;
+    let mut parser = crate::summary::SummaryParser::new();
+    let mut first_tod = None;
+    loop {
+        line.clear();
+        if input.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        let record = line.strip_suffix(b"\n").unwrap_or(&line);
+        if record.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        n += 1;
+        // A record "arrives" at its own tod, so TMAX follows the real report interval.
+        let tod = parser
+            .parse(record)
+            .ok()
+            .and_then(|r| r.header().tod.and_then(|t| t.trim().parse::<u64>().ok()));
+        let at = match (tod, *first_tod.get_or_insert(tod.unwrap_or(0))) {
+            (Some(t), first) => Duration::from_secs(t.saturating_sub(first)),
+            (None, _) => Duration::ZERO,
+        };
+        match dumper.rows(record, SocketAddr::new(from, 0), at) {
+            Ok(rows) => write_rows(out, &rows, style)?,
+            Err(e) => {
+                bad += 1;
+                writeln!(err, "xrd2ganglia dump: record {n}: {e}")?;
+            }
+        }
+    }
+    Ok(bad)
+}
+
+/// Dumps datagrams arriving on `socket` until `out` is closed.
+pub fn from_socket(
+    dumper: &mut Dumper,
+    socket: &UdpSocket,
+    style: Style,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> io::Result<()> {
+    let mut buf = vec![0u8; 65536];
+    let started = Instant::now();
+    loop {
+        let (n, from) = socket.recv_from(&mut buf)?;
+        match dumper.rows(&buf[..n], from, started.elapsed()) {
+            Ok(rows) => write_rows(out, &rows, style)?,
+            Err(e) => writeln!(err, "xrd2ganglia dump: {from}: {e}")?,
+        }
+    }
+}

@@ -1,0 +1,231 @@
+//! `xrd2ganglia dump`: prints exactly what `serve` sends, and sends nothing.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::UdpSocket;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{Gateway, Scratch, free_port, send_from};
+use serde_json::Value;
+use xrd2ganglia::ganglia::xdr::{Packet, Slope, decode};
+
+const CONFIG: &str = "stats_interval = 0\n";
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_xrd2ganglia"))
+}
+
+type Key = (String, String);
+
+/// What a real `serve` sent for one record, as (host, name) -> fields.
+fn sent_by_serve(record: &[u8]) -> BTreeMap<Key, BTreeMap<&'static str, String>> {
+    let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sink.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let gw = Gateway::start(sink.local_addr().unwrap().port(), CONFIG);
+    gw.send(record);
+    let mut meta: BTreeMap<Key, (String, u32, String, String, u32, u32)> = BTreeMap::new();
+    let mut out = BTreeMap::new();
+    let mut buf = [0u8; 2048];
+    while let Ok((n, _)) = sink.recv_from(&mut buf) {
+        match decode(&buf[..n]).unwrap() {
+            Packet::Metadata {
+                id,
+                value_type,
+                units,
+                slope,
+                tmax,
+                dmax,
+                extra,
+                ..
+            } => {
+                let group = extra
+                    .iter()
+                    .find(|(k, _)| k == "GROUP")
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_default();
+                meta.insert(
+                    (id.host, id.name),
+                    (value_type, slope, units, group, tmax, dmax),
+                );
+            }
+            Packet::Value { id, value, .. } => {
+                let key = (id.host.clone(), id.name.clone());
+                let (t, s, u, g, tmax, dmax) = meta.get(&key).cloned().unwrap_or((
+                    "uint32".into(),
+                    0,
+                    String::new(),
+                    String::new(),
+                    0,
+                    0,
+                ));
+                let fields = BTreeMap::from([
+                    ("value", value.to_string()),
+                    ("type", t),
+                    ("slope", Slope::from_u32(s).unwrap().as_str().to_string()),
+                    ("units", u),
+                    ("group", g),
+                    ("tmax", tmax.to_string()),
+                    ("dmax", dmax.to_string()),
+                ]);
+                out.insert(key, fields);
+            }
+            Packet::MetadataRequest { .. } => {}
+        }
+    }
+    drop(gw);
+    out
+}
+
+fn dump_json(args: &[&str], stdin: &[u8]) -> (Vec<Value>, String, Option<i32>) {
+    let mut child = bin()
+        .arg("dump")
+        .arg("--json")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let rows = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (
+        rows,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code(),
+    )
+}
+
+#[test]
+fn dump_prints_what_serve_sends() {
+    let record = common::fixture("ds_loaded.xml");
+    let sent = sent_by_serve(&record);
+    let dir = Scratch::new("dump");
+    let file = dir.path().join("records.xml");
+    std::fs::write(&file, &record).unwrap();
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(&cfg, CONFIG).unwrap();
+    let (rows, err, code) = dump_json(
+        &["--config", cfg.to_str().unwrap(), file.to_str().unwrap()],
+        b"",
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let mut dumped = BTreeMap::new();
+    for r in &rows {
+        for key in [
+            "host", "name", "value", "type", "slope", "units", "group", "tmax", "dmax",
+        ] {
+            assert!(r.get(key).is_some(), "{key} missing in {r}");
+        }
+        let s = |k: &str| match &r[k] {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let fields = BTreeMap::from([
+            ("value", s("value")),
+            ("type", s("type")),
+            ("slope", s("slope")),
+            ("units", s("units")),
+            ("group", s("group")),
+            ("tmax", s("tmax")),
+            ("dmax", s("dmax")),
+        ]);
+        dumped.insert((s("host"), s("name")), fields);
+    }
+    assert!(sent.len() > 80, "serve sent {} metrics", sent.len());
+    assert_eq!(dumped, sent, "dump differs from what serve sent");
+}
+
+#[test]
+fn unknown_and_sanitized_are_marked() {
+    let record = br#"<statistics tod="10" src="h.example:1" tos="1" pgm="xrootd" ins="anon"><stats id="link"><in>5</in></stats><stats id="newer"><thing>7</thing><we:ird>1</we:ird></stats></statistics>"#;
+    let (rows, _, code) = dump_json(&["-"], record);
+    assert_eq!(code, Some(0));
+    let find = |name: &str| {
+        rows.iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}: {rows:?}"))
+    };
+    assert_eq!(find("xrootd.link.in")["unknown"], false);
+    assert_eq!(find("xrootd.newer.thing")["unknown"], true);
+    assert_eq!(find("xrootd.newer.thing")["slope"], "both");
+    let weird = find("xrootd.newer.we_ird");
+    assert_eq!(
+        (weird["sanitized"].clone(), weird["var"].clone()),
+        (Value::Bool(true), Value::String("newer.we_ird".into()))
+    );
+    assert_eq!(find("heartbeat")["packet"], 132);
+    // The table says the same in its NOTE column.
+    let out = bin()
+        .args(["dump", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin.take().unwrap().write_all(record)?;
+            c.wait_with_output()
+        });
+    let table = String::from_utf8(out.unwrap().stdout).unwrap();
+    let line = table
+        .lines()
+        .find(|l| l.contains("xrootd.newer.thing"))
+        .unwrap();
+    assert!(line.ends_with("unknown variable newer.thing"), "{line}");
+    assert!(table.lines().any(|l| l.contains("xrootd.newer.we_ird") && l.contains("sanitized from newer.we_ird")), "{table}");
+    assert!(table.starts_with("HOST"));
+}
+
+#[test]
+fn bad_records_are_reported_and_the_rest_dumped() {
+    let input = [
+        common::fixture("srv_cmsd.xml"),
+        b"\n<statistics><stats id=\"x\"><n>1\n".to_vec(),
+        common::fixture("mgr_cmsd.xml"),
+        b"\n".to_vec(),
+    ]
+    .concat();
+    let (rows, err, code) = dump_json(&[], &input);
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        err.trim(),
+        "xrd2ganglia dump: record 2: truncated record: ended with 3 element(s) still open"
+    );
+    assert!(
+        rows.iter()
+            .any(|r| r["name"] == "cmsd.srv.cms.role" && r["value"] == "S")
+    );
+    assert!(rows.iter().any(|r| r["name"] == "cmsd.mgr.cmsm.sel.t"));
+}
+
+#[test]
+fn dump_from_a_live_port() {
+    let port = free_port();
+    let mut child = bin()
+        .args(["dump", "--json", "--listen", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    send_from(
+        "127.0.0.3:0",
+        &format!("127.0.0.1:{port}"),
+        &common::fixture("ds_idle.xml"),
+    );
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let row: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(row["host"], "127.0.0.3:vm");
+    assert_eq!(row["name"], "heartbeat");
+}
