@@ -64,30 +64,46 @@ pub fn open_channels(settings: &Settings) -> io::Result<Vec<SendChannel>> {
         .collect()
 }
 
+/// Settings and channels in force; replaced whole by a reload.
+struct Active {
+    settings: Settings,
+    channels: Vec<SendChannel>,
+}
+
+/// A new configuration for a running gateway (SIGHUP): everything but the
+/// listening sockets (and `stats_interval`) takes effect at once.
+pub struct Reload {
+    pub settings: Settings,
+    pub channels: Vec<SendChannel>,
+}
+
 /// Runs the gateway on already-bound sockets until `shutdown` completes,
-/// then handles what is already queued on the sockets and returns.
+/// then handles what is already queued on the sockets and returns. Each
+/// [`Reload`] received replaces the settings and channels of every receive
+/// task between two datagrams; the sockets stay open, so nothing arriving
+/// meanwhile is lost (it waits in the socket buffer).
 pub async fn run(
     settings: Settings,
     sockets: Vec<std::net::UdpSocket>,
     channels: Vec<SendChannel>,
     counters: Arc<Counters>,
     shutdown: impl Future<Output = ()>,
+    mut reloads: tokio::sync::mpsc::Receiver<Reload>,
 ) -> io::Result<()> {
-    let settings = Arc::new(settings);
-    let channels = Arc::new(channels);
+    let stats_interval = settings.stats_interval;
+    let (active_tx, active_rx) = watch::channel(Arc::new(Active { settings, channels }));
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = Vec::new();
     for socket in sockets {
         let socket = UdpSocket::from_std(socket)?;
-        let receiver = Receiver::new(settings.clone(), channels.clone(), counters.clone());
+        let receiver = Receiver::new(active_rx.clone(), counters.clone());
         tasks.push(tokio::spawn(receiver.run(socket, stop_rx.clone())));
     }
-    if !settings.stats_interval.is_zero() {
+    if !stats_interval.is_zero() {
         let counters = counters.clone();
-        let every = settings.stats_interval;
         let mut stop = stop_rx.clone();
         tasks.push(tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every);
+            let mut tick = tokio::time::interval(stats_interval);
             tick.tick().await;
             loop {
                 tokio::select! {
@@ -97,7 +113,16 @@ pub async fn run(
             }
         }));
     }
-    shutdown.await;
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            Some(r) = reloads.recv() => {
+                let _ = active_tx.send(Arc::new(Active { settings: r.settings, channels: r.channels }));
+                tracing::info!("configuration reloaded");
+            }
+        }
+    }
     let _ = stop_tx.send(true);
     for t in tasks {
         let _ = t.await;
@@ -108,22 +133,16 @@ pub async fn run(
 
 /// One receive task: a socket and everything its datagrams need.
 struct Receiver {
-    settings: Arc<Settings>,
-    channels: Arc<Vec<SendChannel>>,
+    active: watch::Receiver<Arc<Active>>,
     counters: Arc<Counters>,
     pipeline: Pipeline,
 }
 
 impl Receiver {
-    fn new(
-        settings: Arc<Settings>,
-        channels: Arc<Vec<SendChannel>>,
-        counters: Arc<Counters>,
-    ) -> Receiver {
-        let pipeline = Pipeline::new(&settings);
+    fn new(active: watch::Receiver<Arc<Active>>, counters: Arc<Counters>) -> Receiver {
+        let pipeline = Pipeline::new(&active.borrow().settings);
         Receiver {
-            settings,
-            channels,
+            active,
             counters,
             pipeline,
         }
@@ -133,14 +152,20 @@ impl Receiver {
         let local = socket
             .local_addr()
             .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
-        let mut events = Events::new(&self.counters, self.settings.log_interval);
+        let mut current = self.active.borrow_and_update().clone();
+        let mut events = Events::new(&self.counters, current.settings.log_interval);
         let mut buf = vec![0u8; MAX_DATAGRAM];
         loop {
             tokio::select! {
                 biased;
                 _ = stop.changed() => break,
+                Ok(()) = self.active.changed() => {
+                    current = self.active.borrow_and_update().clone();
+                    self.pipeline.reconfigure(&current.settings);
+                    events = Events::new(&self.counters, current.settings.log_interval);
+                }
                 r = socket.recv_from(&mut buf) => match r {
-                    Ok((n, from)) => self.pipeline.handle(&buf[..n], from, Instant::now(), &self.settings, &self.channels, &mut events),
+                    Ok((n, from)) => self.pipeline.handle(&buf[..n], from, Instant::now(), &current.settings, &current.channels, &mut events),
                     Err(e) => events.receive_failed(local, &e),
                 },
             }
@@ -151,8 +176,8 @@ impl Receiver {
                 &buf[..n],
                 from,
                 Instant::now(),
-                &self.settings,
-                &self.channels,
+                &current.settings,
+                &current.channels,
                 &mut events,
             );
         }
@@ -182,6 +207,13 @@ impl Pipeline {
             title: String::new(),
             epoch: Instant::now(),
         }
+    }
+
+    /// Takes new settings: new names and timing apply to the next record, and
+    /// every metric's metadata is sent again then (DMAX or TMAX may differ).
+    pub fn reconfigure(&mut self, settings: &Settings) {
+        self.mapper = Mapper::new(settings.metric_name.clone(), settings.group_name.clone());
+        self.sources = Sources::default();
     }
 
     /// Handles one datagram: encodes its packets into the batch and sends them.

@@ -23,7 +23,7 @@ struct Cli {
 }
 
 /// Where settings come from; shared by every command that needs them.
-#[derive(clap::Args)]
+#[derive(clap::Args, Clone)]
 struct ConfigArgs {
     /// Config file [default: /etc/xrd2ganglia/xrd2ganglia.toml if it exists, else built-in defaults]
     #[arg(short, long, value_name = "FILE")]
@@ -37,14 +37,12 @@ struct ConfigArgs {
 }
 
 impl ConfigArgs {
-    fn load(self) -> Result<config::Settings, config::ConfigError> {
-        config::load(
-            self.config.as_deref(),
-            &Overrides {
-                listen: self.listen,
-                send: self.send,
-            },
-        )
+    fn load(&self) -> Result<config::Settings, config::ConfigError> {
+        let overrides = Overrides {
+            listen: self.listen.clone(),
+            send: self.send.clone(),
+        };
+        config::load(self.config.as_deref(), &overrides)
     }
 }
 
@@ -87,6 +85,12 @@ enum Command {
         /// File of records, one per line (as `mpxstats -f xml` writes them); `-` or none: stdin.
         input: Option<PathBuf>,
     },
+    /// Write man pages and shell completions into DIR (for packaging).
+    #[command(hide = true)]
+    GenerateDocs {
+        /// Where to write them (created if missing).
+        dir: PathBuf,
+    },
     /// Ganglia's gmetric, as a drop-in: same options, packets, messages and
     /// exit codes (`xrd2ganglia gmetric -h`); also what the binary does when
     /// called through a link named `gmetric`.
@@ -118,6 +122,13 @@ fn main() -> ExitCode {
         }
         Command::Gmetric { args } => gmetric("xrd2ganglia gmetric", args),
         Command::Mpxstats { args } => mpxstats(&args),
+        Command::GenerateDocs { dir } => match generate_docs(&dir) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("xrd2ganglia: cannot write docs to {}: {e}", dir.display());
+                ExitCode::from(1)
+            }
+        },
         Command::Dump {
             config,
             json,
@@ -260,6 +271,41 @@ fn dump(
     }
 }
 
+/// Man pages (xrd2ganglia.1 and one per command) and bash/zsh/fish
+/// completions, from the clap definitions; gmetric's and mpxstats' pages
+/// from their own option tables.
+fn generate_docs(dir: &Path) -> std::io::Result<()> {
+    use clap::CommandFactory;
+    use clap_complete::Shell;
+    std::fs::create_dir_all(dir)?;
+    let mut cli = Cli::command();
+    cli.build();
+    let page = |cmd: clap::Command, file: &str| -> std::io::Result<()> {
+        let mut out = std::fs::File::create(dir.join(file))?;
+        clap_mangen::Man::new(cmd).render(&mut out)
+    };
+    page(cli.clone(), "xrd2ganglia.1")?;
+    for sub in cli
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+    {
+        let name = format!("xrd2ganglia-{}", sub.get_name());
+        let cmd = match sub.get_name() {
+            "gmetric" => xrd2ganglia::gmetric::documentation_command(),
+            "mpxstats" => xrd2ganglia::mpxstats::documentation_command(),
+            _ => sub.clone(),
+        };
+        page(
+            cmd.name(name.clone()).version(env!("CARGO_PKG_VERSION")),
+            &format!("{name}.1"),
+        )?;
+    }
+    for shell in [Shell::Bash, Shell::Zsh, Shell::Fish] {
+        clap_complete::generate_to(shell, &mut cli, "xrd2ganglia", dir)?;
+    }
+    Ok(())
+}
+
 fn init_logging(level: &str) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
     tracing_subscriber::fmt()
@@ -313,12 +359,17 @@ fn serve(config: ConfigArgs) -> ExitCode {
         }
     };
     let result = runtime.block_on(async {
+        let (reload_tx, reloads) = tokio::sync::mpsc::channel(1);
+        let listen = settings.listen.clone();
+        let recv_buffer = settings.recv_buffer;
+        tokio::spawn(reload_on_sighup(config, listen, recv_buffer, reload_tx));
         gateway::run(
             settings,
             sockets,
             channels,
             Arc::new(Counters::default()),
             shutdown_signal(),
+            reloads,
         )
         .await
     });
@@ -327,6 +378,56 @@ fn serve(config: ConfigArgs) -> ExitCode {
         Err(e) => {
             eprintln!("xrd2ganglia: {e}");
             ExitCode::from(1)
+        }
+    }
+}
+
+/// On each SIGHUP, reads the configuration again; a valid one (whose send
+/// channels open) replaces the running one, an invalid one is refused with
+/// the reason and the old one keeps running. The listening sockets are not
+/// rebound: a changed `listen` or `recv_buffer` needs a restart.
+async fn reload_on_sighup(
+    config: ConfigArgs,
+    listen: Vec<SocketAddr>,
+    recv_buffer: usize,
+    reloads: tokio::sync::mpsc::Sender<gateway::Reload>,
+) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut hup) = signal(SignalKind::hangup()) else {
+        tracing::warn!("cannot catch SIGHUP: reload needs a restart");
+        return;
+    };
+    while hup.recv().await.is_some() {
+        let settings = match config.load() {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!("SIGHUP: new configuration refused, the old one stays: {e}");
+                continue;
+            }
+        };
+        let channels = match gateway::open_channels(&settings) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!("SIGHUP: new configuration refused, the old one stays: {e}");
+                continue;
+            }
+        };
+        if settings.listen != listen || settings.recv_buffer != recv_buffer {
+            tracing::warn!(
+                "SIGHUP: listen and recv_buffer changes take effect at the next restart"
+            );
+        }
+        tracing::info!(
+            channels = ?channels.iter().map(|c| c.label().to_string()).collect::<Vec<_>>(),
+            config = %settings.source,
+            "SIGHUP: reloading"
+        );
+        if reloads
+            .send(gateway::Reload { settings, channels })
+            .await
+            .is_err()
+        {
+            return;
         }
     }
 }

@@ -105,6 +105,40 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
     })
 }
 
+/// mpxstats' options as a clap command, for the man page and completions
+/// only (parsing is [`parse_args`]'s).
+pub fn documentation_command() -> clap::Command {
+    use clap::{Arg, ArgAction};
+    clap::Command::new("mpxstats")
+        .about("Print xrd.report records as XRootD's mpxstats does (xrd2ganglia mpxstats)")
+        .disable_help_flag(true)
+        .arg(
+            Arg::new("format")
+                .short('f')
+                .value_name("cgi|flat|xml")
+                .help("Output format (default xml: the datagrams as received)"),
+        )
+        .arg(
+            Arg::new("port")
+                .short('p')
+                .value_name("PORT")
+                .required(true)
+                .help("UDP port to receive on"),
+        )
+        .arg(
+            Arg::new("sender")
+                .short('s')
+                .action(ArgAction::SetTrue)
+                .help("Include the sender as `host` (flat and cgi)"),
+        )
+        .arg(
+            Arg::new("compat")
+                .long("compat")
+                .action(ArgAction::SetTrue)
+                .help("Leave out site and the other header attributes mpxstats leaves out"),
+        )
+}
+
 /// The sender as mpxstats prints an address it cannot resolve: IPv6
 /// (v4-mapped on a dual-stack socket) in brackets, IPv4 bare.
 pub fn sender_text(addr: IpAddr) -> String {

@@ -422,3 +422,98 @@ fn sigterm_stops_cleanly_and_bad_config_fails_at_start() {
         "xrd2ganglia: --listen = \"127.0.0.1:notaport\": not an ADDRESS:PORT (write IPv6 as [::]:3333)"
     );
 }
+
+#[test]
+fn sighup_reloads_refuses_bad_config_and_loses_nothing() {
+    let gmond = Gmond::start();
+    let mut gw = Gateway::start(gmond.port, CONFIG);
+    let hup = |gw: &Gateway| {
+        let st = std::process::Command::new("kill")
+            .args(["-HUP", &gw.proc.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(st.success());
+    };
+    let wait_log = |gw: &Gateway, text: &str, count: usize| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while gw.proc.log_text().matches(text).count() < count {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no {text:?} in log: {}",
+                gw.proc.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    gw.send(link_in("reload.example.org:1094", 1).as_bytes());
+    gmond.wait_for(Duration::from_secs(10), "first name", |x| {
+        x.has("reload.example.org", &["xrootd.uptime"])
+    });
+
+    // A new metric name template takes effect without a restart.
+    std::fs::write(
+        &gw.config,
+        format!("{CONFIG}metric_name = \"r.{{pgm}}.{{var}}\"\n"),
+    )
+    .unwrap();
+    hup(&gw);
+    wait_log(&gw, "SIGHUP: reloading", 1);
+    gw.send(link_in("reload.example.org:1094", 2).as_bytes());
+    let x = gmond.wait_for(Duration::from_secs(10), "renamed metrics", |x| {
+        x.has("reload.example.org", &["r.xrootd.uptime"])
+    });
+    assert_eq!(
+        x.metric("reload.example.org", "r.xrootd.link.in")
+            .get("VAL"),
+        "2"
+    );
+
+    // A bad configuration is refused; the running one stays.
+    std::fs::write(&gw.config, "dmax = \"soon\"\n").unwrap();
+    hup(&gw);
+    wait_log(&gw, "new configuration refused, the old one stays", 1);
+    gw.send(link_in("reload.example.org:1094", 3).as_bytes());
+    gmond.wait_for(
+        Duration::from_secs(10),
+        "value 3 under the kept name",
+        |x| {
+            x.hosts
+                .get("reload.example.org")
+                .and_then(|h| h.metrics.get("r.xrootd.link.in"))
+                .is_some_and(|m| m.get("VAL") == "3")
+        },
+    );
+
+    // Datagrams that arrive while reloads happen are all handled.
+    std::fs::write(&gw.config, CONFIG).unwrap();
+    let port = gw.port;
+    let sender = std::thread::spawn(move || {
+        for i in 0..400u64 {
+            common::send_from(
+                "127.0.0.1:0",
+                &format!("127.0.0.1:{port}"),
+                link_in("reload.example.org:1094", 100 + i).as_bytes(),
+            );
+            if i % 40 == 0 {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+    });
+    for _ in 0..8 {
+        hup(&gw);
+        std::thread::sleep(Duration::from_millis(15));
+    }
+    sender.join().unwrap();
+    wait_log(&gw, "SIGHUP: reloading", 2);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(gw.proc.terminate().success());
+    let log = gw.proc.log_text();
+    assert!(
+        log.contains("datagrams=403 records=403"),
+        "{}",
+        log.lines()
+            .filter(|l| l.contains("counters"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}

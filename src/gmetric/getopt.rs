@@ -52,97 +52,143 @@ pub enum Parsed {
 struct Opt {
     short: Option<char>,
     long: &'static str,
-    takes_arg: bool,
+    /// The argument's placeholder (`STRING`, `INT`); None for a flag.
+    arg: Option<&'static str>,
+    help: &'static str,
 }
 
-/// In gmetric's table order (it decides the order of "possibilities").
+impl Opt {
+    const fn takes_arg(&self) -> bool {
+        self.arg.is_some()
+    }
+}
+
+const fn opt(
+    short: char,
+    long: &'static str,
+    arg: Option<&'static str>,
+    help: &'static str,
+) -> Opt {
+    Opt {
+        short: Some(short),
+        long,
+        arg,
+        help,
+    }
+}
+
+const STRING: Option<&str> = Some("STRING");
+const INT: Option<&str> = Some("INT");
+
+/// In gmetric's table order (it decides the order of "possibilities" and of
+/// the help). The one source for parsing, `-h` and the man page.
 const OPTIONS: &[Opt] = &[
-    Opt {
-        short: Some('h'),
-        long: "help",
-        takes_arg: false,
-    },
-    Opt {
-        short: Some('V'),
-        long: "version",
-        takes_arg: false,
-    },
-    Opt {
-        short: Some('c'),
-        long: "conf",
-        takes_arg: true,
-    },
-    Opt {
-        short: Some('n'),
-        long: "name",
-        takes_arg: true,
-    },
-    Opt {
-        short: Some('v'),
-        long: "value",
-        takes_arg: true,
-    },
-    Opt {
-        short: Some('t'),
-        long: "type",
-        takes_arg: true,
-    },
-    Opt {
-        short: Some('u'),
-        long: "units",
-        takes_arg: true,
-    },
-    Opt {
-        short: Some('s'),
-        long: "slope",
-        takes_arg: true,
-    },
-    Opt {
-        short: Some('x'),
-        long: "tmax",
-        takes_arg: true,
-    },
-    Opt {
-        short: Some('d'),
-        long: "dmax",
-        takes_arg: true,
-    },
-    Opt {
-        short: Some('g'),
-        long: "group",
-        takes_arg: true,
-    },
-    Opt {
-        short: Some('C'),
-        long: "cluster",
-        takes_arg: true,
-    },
-    Opt {
-        short: Some('D'),
-        long: "desc",
-        takes_arg: true,
-    },
-    Opt {
-        short: Some('T'),
-        long: "title",
-        takes_arg: true,
-    },
-    Opt {
-        short: Some('S'),
-        long: "spoof",
-        takes_arg: true,
-    },
-    Opt {
-        short: Some('H'),
-        long: "heartbeat",
-        takes_arg: false,
-    },
+    opt('h', "help", None, "Print help and exit"),
+    opt('V', "version", None, "Print version and exit"),
+    opt(
+        'c',
+        "conf",
+        STRING,
+        "The configuration file to use for finding send channels (default=`/etc/ganglia/gmond.conf')",
+    ),
+    opt('n', "name", STRING, "Name of the metric"),
+    opt('v', "value", STRING, "Value of the metric"),
+    opt(
+        't',
+        "type",
+        STRING,
+        "Either string|int8|uint8|int16|uint16|int32|uint32|float|double",
+    ),
+    opt(
+        'u',
+        "units",
+        STRING,
+        "Unit of measure for the value e.g. Kilobytes, Celcius (default=`')",
+    ),
+    opt(
+        's',
+        "slope",
+        STRING,
+        "Either zero|positive|negative|both|derivative (default=`both')",
+    ),
+    opt(
+        'x',
+        "tmax",
+        INT,
+        "The maximum time in seconds between gmetric calls (default=`60')",
+    ),
+    opt(
+        'd',
+        "dmax",
+        INT,
+        "The lifetime in seconds of this metric (default=`0')",
+    ),
+    opt(
+        'g',
+        "group",
+        STRING,
+        "Group(s) of the metric (comma-separated)",
+    ),
+    opt('C', "cluster", STRING, "Cluster of the metric"),
+    opt('D', "desc", STRING, "Description of the metric"),
+    opt('T', "title", STRING, "Title of the metric"),
+    opt(
+        'S',
+        "spoof",
+        STRING,
+        "IP address and name of host/device (colon separated) we are spoofing (default=`')",
+    ),
+    opt(
+        'H',
+        "heartbeat",
+        None,
+        "spoof a heartbeat message (use with spoof option)",
+    ),
     Opt {
         short: None,
         long: "dry-run",
-        takes_arg: false,
+        arg: None,
+        help: "Print the packets decoded, field by field, instead of sending them (xrd2ganglia)",
     },
 ];
+
+/// gmetric's `-h` text, from [`OPTIONS`].
+pub fn help_text(version_line: &str) -> String {
+    let mut out = format!(
+        "{version_line}\n\nThe Ganglia Metric Client (gmetric) announces a metric\non the list of defined send channels defined in a configuration file\n\nUsage: gmetric [OPTIONS]...\n\n"
+    );
+    for o in OPTIONS {
+        let flag = match (o.short, o.arg) {
+            (Some(c), Some(a)) => format!("-{c}, --{}={a}", o.long),
+            (Some(c), None) => format!("-{c}, --{}", o.long),
+            (None, Some(a)) => format!("    --{}={a}", o.long),
+            (None, None) => format!("    --{}", o.long),
+        };
+        out.push_str(&format!("  {flag:<20}  {}\n", o.help));
+    }
+    out
+}
+
+/// gmetric's options as a clap command, for the man page and completions
+/// only (parsing is [`parse`]'s).
+pub fn documentation_command() -> clap::Command {
+    let mut cmd = clap::Command::new("gmetric")
+        .about("Announce a metric to gmond, as Ganglia 3.7's gmetric (xrd2ganglia gmetric)")
+        .disable_help_flag(true)
+        .disable_version_flag(true);
+    for o in OPTIONS {
+        let mut a = clap::Arg::new(o.long).long(o.long).help(o.help);
+        if let Some(c) = o.short {
+            a = a.short(c);
+        }
+        a = match o.arg {
+            Some(v) => a.value_name(v).action(clap::ArgAction::Set),
+            None => a.action(clap::ArgAction::SetTrue),
+        };
+        cmd = cmd.arg(a);
+    }
+    cmd
+}
 
 /// Parses `args` (without argv[0]); `argv0` prefixes the messages.
 pub fn parse(argv0: &str, args: &[String]) -> Result<Parsed, String> {
@@ -180,7 +226,7 @@ pub fn parse(argv0: &str, args: &[String]) -> Result<Parsed, String> {
                     }
                 }
             };
-            let value = if opt.takes_arg {
+            let value = if opt.takes_arg() {
                 match inline {
                     Some(v) => Some(v.to_string()),
                     None if i < args.len() => {
@@ -215,7 +261,7 @@ pub fn parse(argv0: &str, args: &[String]) -> Result<Parsed, String> {
                 let Some(opt) = OPTIONS.iter().find(|o| o.short == Some(c)) else {
                     return Err(format!("{argv0}: invalid option -- '{c}'"));
                 };
-                let value = if opt.takes_arg {
+                let value = if opt.takes_arg() {
                     if k < chars.len() {
                         let v: String = chars[k..].iter().collect();
                         k = chars.len();
