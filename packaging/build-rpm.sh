@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Builds the source RPM and the binary RPM from this checkout, offline:
+#  1. a source tarball of the files git tracks (as they are in the tree);
+#  2. a tarball of every crate the build needs (cargo vendor: the only step
+#     that reads the crate registry, or its local cache);
+#  3. rpmbuild -ba, which builds from those two with cargo --offline --frozen
+#     and runs %check (the built binary's --version and a config check).
+# Output: $RPM_TOPDIR (default target/rpm)/{RPMS,SRPMS}.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+
+name=xrd2ganglia
+version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)
+spec_version=$(sed -n 's/^Version: *//p' packaging/$name.spec)
+if [ "$version" != "$spec_version" ]; then
+    echo "build-rpm: Cargo.toml says $version, packaging/$name.spec says $spec_version" >&2
+    exit 1
+fi
+
+topdir=${RPM_TOPDIR:-$top/target/rpm}
+rm -rf "$topdir"
+mkdir -p "$topdir"/{SOURCES,SPECS,BUILD,BUILDROOT,RPMS,SRPMS}
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+
+echo "build-rpm: source tarball $name-$version.tar.gz"
+mkdir "$stage/$name-$version"
+git ls-files -z | tar --null -T - -cf - | tar -xf - -C "$stage/$name-$version"
+tar -czf "$topdir/SOURCES/$name-$version.tar.gz" -C "$stage" "$name-$version"
+
+echo "build-rpm: vendored crates $name-$version-vendor.tar.gz"
+(cd "$stage/$name-$version" && cargo vendor --locked vendor >/dev/null)
+tar -czf "$topdir/SOURCES/$name-$version-vendor.tar.gz" -C "$stage/$name-$version" vendor
+
+cp packaging/$name.sysusers "$topdir/SOURCES/"
+cp packaging/$name.spec "$topdir/SPECS/"
+
+# On a machine whose rpm database does not know the build tools (Debian's
+# rpm), BuildRequires cannot be checked: they come from the system instead.
+nodeps=()
+if ! rpm -q --whatprovides cargo >/dev/null 2>&1; then
+    nodeps=(--nodeps)
+fi
+echo "build-rpm: rpmbuild -ba ${nodeps[*]}"
+rpmbuild -ba "${nodeps[@]}" --define "_topdir $topdir" "$topdir/SPECS/$name.spec"
+find "$topdir/RPMS" "$topdir/SRPMS" -name '*.rpm' -print
