@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the source RPM and the binary RPM from this checkout, offline:
-#  1. a source tarball of the files git tracks (as they are in the tree);
+#  1. a source tarball of the checkout as it is (tracked files, and new ones
+#     git does not ignore);
 #  2. a tarball of every crate the build needs (cargo vendor: the only step
 #     that reads the crate registry, or its local cache);
 #  3. rpmbuild -ba, which builds from those two with cargo --offline --frozen
@@ -26,7 +27,7 @@ trap 'rm -rf "$stage"' EXIT
 
 echo "build-rpm: source tarball $name-$version.tar.gz"
 mkdir "$stage/$name-$version"
-git ls-files -z | tar --null -T - -cf - | tar -xf - -C "$stage/$name-$version"
+git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -xf - -C "$stage/$name-$version"
 tar -czf "$topdir/SOURCES/$name-$version.tar.gz" -C "$stage" "$name-$version"
 
 echo "build-rpm: vendored crates $name-$version-vendor.tar.gz"

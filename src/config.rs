@@ -42,6 +42,7 @@ pub struct FileConfig {
     pub recv_buffer: Option<usize>,
     pub log_interval: Option<u64>,
     pub stats_interval: Option<u64>,
+    pub self_metrics_interval: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -98,6 +99,8 @@ pub struct Settings {
     pub log_interval: Duration,
     /// The gateway's counters are logged this often (0: never).
     pub stats_interval: Duration,
+    /// The gateway's counters are sent to Ganglia this often (0: never).
+    pub self_metrics_interval: Duration,
 }
 
 #[derive(Debug)]
@@ -256,6 +259,7 @@ pub fn validate(
         recv_buffer: positive("recv_buffer", file.recv_buffer, 4 << 20)?,
         log_interval: Duration::from_secs(file.log_interval.unwrap_or(60).max(1)),
         stats_interval: Duration::from_secs(file.stats_interval.unwrap_or(300)),
+        self_metrics_interval: Duration::from_secs(file.self_metrics_interval.unwrap_or(60)),
     })
 }
 
@@ -393,7 +397,12 @@ impl fmt::Display for Settings {
         )?;
         writeln!(f, "recv_buffer = {}", self.recv_buffer)?;
         writeln!(f, "log_interval = {}", self.log_interval.as_secs())?;
-        writeln!(f, "stats_interval = {}", self.stats_interval.as_secs())
+        writeln!(f, "stats_interval = {}", self.stats_interval.as_secs())?;
+        writeln!(
+            f,
+            "self_metrics_interval = {}",
+            self.self_metrics_interval.as_secs()
+        )
     }
 }
 

@@ -27,6 +27,10 @@ pub struct Counters {
     pub send_refused: AtomicU64,
     pub receive_errors: AtomicU64,
     pub sources_evicted: AtomicU64,
+    /// Sources tracked now (a gauge).
+    pub sources: AtomicU64,
+    /// Restarts of xrootd/cmsd noticed (tos or pid changed).
+    pub restarts: AtomicU64,
 }
 
 /// A copy of the counters at one moment.
@@ -44,6 +48,8 @@ pub struct Snapshot {
     pub send_refused: u64,
     pub receive_errors: u64,
     pub sources_evicted: u64,
+    pub sources: u64,
+    pub restarts: u64,
 }
 
 impl Counters {
@@ -61,6 +67,8 @@ impl Counters {
             send_refused: self.send_refused.load(Relaxed),
             receive_errors: self.receive_errors.load(Relaxed),
             sources_evicted: self.sources_evicted.load(Relaxed),
+            sources: self.sources.load(Relaxed),
+            restarts: self.restarts.load(Relaxed),
         }
     }
 }
@@ -70,7 +78,8 @@ impl fmt::Display for Snapshot {
         write!(
             f,
             "datagrams={} records={} denied={} parse_errors={} values_rejected={} metrics_dropped_cap={} \
-             metadata_packets={} value_packets={} send_errors={} send_refused={} receive_errors={} sources_evicted={}",
+             metadata_packets={} value_packets={} send_errors={} send_refused={} receive_errors={} sources={} \
+             sources_evicted={} restarts={}",
             self.datagrams,
             self.records,
             self.denied,
@@ -82,7 +91,9 @@ impl fmt::Display for Snapshot {
             self.send_errors,
             self.send_refused,
             self.receive_errors,
-            self.sources_evicted
+            self.sources,
+            self.sources_evicted,
+            self.restarts
         )
     }
 }
@@ -223,10 +234,27 @@ impl<'c> Events<'c> {
         }
     }
 
+    pub fn source_added(&self) {
+        self.counters.sources.fetch_add(1, Relaxed);
+    }
+
+    /// Sources dropped without eviction (a reload starts afresh).
+    pub fn sources_forgotten(&self, count: usize) {
+        self.counters.sources.fetch_sub(count as u64, Relaxed);
+    }
+
+    pub fn restarted(&mut self, from: SocketAddr, host: &str, program: &str, tos: u32, pid: u32) {
+        self.counters.restarts.fetch_add(1, Relaxed);
+        if let Some(s) = self.limiter.allow("restart", from.ip(), Instant::now()) {
+            tracing::info!(%from, host, program, tos, pid, suppressed = s, "restart noticed (new start time or pid): metadata resent");
+        }
+    }
+
     pub fn sources_evicted(&self, count: usize, cap: usize) {
         self.counters
             .sources_evicted
             .fetch_add(count as u64, Relaxed);
+        self.counters.sources.fetch_sub(count as u64, Relaxed);
         tracing::warn!(
             count,
             "more than {cap} sources (max_sources): forgot the {count} least recently seen"

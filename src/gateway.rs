@@ -7,6 +7,9 @@
 //! `metadata_interval` has passed for that metric, or when TMAX changes) ->
 //! one batch of packets -> every send channel (non-blocking).
 //!
+//! A separate task logs the counters and sends them to Ganglia as the
+//! gateway's own metrics ([`selfmon`](crate::selfmon)).
+//!
 //! Every record also carries a heartbeat for its spoofed host: metric
 //! `heartbeat` as a 132 uint valued with the xrootd's start time (tos), which
 //! gmond shows as the host's GMOND_STARTED (measured on gmond 3.7.2: a 133
@@ -14,8 +17,10 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -28,6 +33,7 @@ use crate::events::{Counters, Events};
 use crate::ganglia::channel::{SendChannel, Sent};
 use crate::ganglia::xdr::{self, Metadata, MetricId};
 use crate::mapping::{MappedRecord, Mapper};
+use crate::selfmon::{KernelDrops, SelfReporter};
 use crate::summary::SummaryParser;
 
 /// Largest datagram we accept: xrootd 5.9+ sends up to 64 KiB.
@@ -90,7 +96,9 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
     mut reloads: tokio::sync::mpsc::Receiver<Reload>,
 ) -> io::Result<()> {
-    let stats_interval = settings.stats_interval;
+    let (log_every, send_every) = (settings.stats_interval, settings.self_metrics_interval);
+    let fds: Vec<RawFd> = sockets.iter().map(|s| s.as_raw_fd()).collect();
+    let drops = KernelDrops::new(&fds);
     let (active_tx, active_rx) = watch::channel(Arc::new(Active { settings, channels }));
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = Vec::new();
@@ -99,20 +107,14 @@ pub async fn run(
         let receiver = Receiver::new(active_rx.clone(), counters.clone());
         tasks.push(tokio::spawn(receiver.run(socket, stop_rx.clone())));
     }
-    if !stats_interval.is_zero() {
-        let counters = counters.clone();
-        let mut stop = stop_rx.clone();
-        tasks.push(tokio::spawn(async move {
-            let mut tick = tokio::time::interval(stats_interval);
-            tick.tick().await;
-            loop {
-                tokio::select! {
-                    _ = stop.changed() => break,
-                    _ = tick.tick() => tracing::info!("counters: {}", counters.snapshot()),
-                }
-            }
-        }));
-    }
+    tasks.push(tokio::spawn(report_self(
+        counters.clone(),
+        drops,
+        active_rx,
+        stop_rx,
+        log_every,
+        send_every,
+    )));
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -129,6 +131,56 @@ pub async fn run(
     }
     tracing::info!("stopped; counters: {}", counters.snapshot());
     Ok(())
+}
+
+/// Logs the counters every `log_every` and sends them to Ganglia as the
+/// gateway's own metrics every `send_every` (zero: never).
+async fn report_self(
+    counters: Arc<Counters>,
+    drops: KernelDrops,
+    active: watch::Receiver<Arc<Active>>,
+    mut stop: watch::Receiver<bool>,
+    log_every: Duration,
+    send_every: Duration,
+) {
+    let never = Duration::from_secs(86_400 * 365);
+    let mut log_tick = tokio::time::interval(if log_every.is_zero() {
+        never
+    } else {
+        log_every
+    });
+    let mut send_tick = tokio::time::interval(if send_every.is_zero() {
+        never
+    } else {
+        send_every
+    });
+    log_tick.tick().await;
+    send_tick.tick().await;
+    let mut reporter = SelfReporter::new(crate::ganglia::local_hostname());
+    let mut metadata_at: Option<Instant> = None;
+    loop {
+        tokio::select! {
+            _ = stop.changed() => break,
+            _ = log_tick.tick() => {
+                let kernel = drops.read().map(|d| d.to_string()).unwrap_or_else(|| "unknown".into());
+                tracing::info!("counters: {} kernel_drops={kernel}", counters.snapshot());
+            }
+            _ = send_tick.tick() => {
+                let a = active.borrow().clone();
+                let with_metadata = metadata_at.is_none_or(|t| t.elapsed() >= a.settings.metadata_interval);
+                if with_metadata {
+                    metadata_at = Some(Instant::now());
+                }
+                let tmax = ((send_every.as_secs_f64() * 1.5).ceil() as u32).max(1);
+                for p in reporter.encode(&counters.snapshot(), drops.read(), with_metadata, tmax, a.settings.dmax) {
+                    for ch in &a.channels {
+                        // Counted nowhere: the gateway's own report must not move its own counters.
+                        let _ = ch.send(p);
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// One receive task: a socket and everything its datagrams need.
@@ -161,7 +213,7 @@ impl Receiver {
                 _ = stop.changed() => break,
                 Ok(()) = self.active.changed() => {
                     current = self.active.borrow_and_update().clone();
-                    self.pipeline.reconfigure(&current.settings);
+                    self.pipeline.reconfigure(&current.settings, &events);
                     events = Events::new(&self.counters, current.settings.log_interval);
                 }
                 r = socket.recv_from(&mut buf) => match r {
@@ -192,6 +244,8 @@ pub struct Pipeline {
     sources: Sources,
     batch: PacketBatch,
     title: String,
+    /// Hashes metric names into the per-source schedule's keys.
+    name_keys: std::hash::RandomState,
     /// Reference point for the compact per-metric timestamps.
     epoch: Instant,
 }
@@ -205,14 +259,16 @@ impl Pipeline {
             sources: Sources::default(),
             batch: PacketBatch::default(),
             title: String::new(),
+            name_keys: std::hash::RandomState::new(),
             epoch: Instant::now(),
         }
     }
 
     /// Takes new settings: new names and timing apply to the next record, and
     /// every metric's metadata is sent again then (DMAX or TMAX may differ).
-    pub fn reconfigure(&mut self, settings: &Settings) {
+    pub fn reconfigure(&mut self, settings: &Settings, events: &Events<'_>) {
         self.mapper = Mapper::new(settings.metric_name.clone(), settings.group_name.clone());
+        events.sources_forgotten(self.sources.len);
         self.sources = Sources::default();
     }
 
@@ -257,24 +313,36 @@ impl Pipeline {
         if self.mapped.rejected_count > 0 {
             events.values_rejected(from, self.mapped.rejected_count, &self.mapped.rejected);
         }
-        let tos = record
-            .header()
-            .tos
-            .and_then(|t| t.trim().parse::<i64>().ok())
-            .and_then(|t| u32::try_from(t).ok())
-            .unwrap_or(0);
+        let header = record.header();
+        let number = |v: Option<&str>| v.and_then(|t| t.trim().parse::<u32>().ok()).unwrap_or(0);
+        let (tos, pid) = (number(header.tos), number(header.pid));
 
         let now_s = now.saturating_duration_since(self.epoch).as_secs() as u32;
         let interval_s = settings.metadata_interval.as_secs().min(u32::MAX as u64) as u32;
-        let (source, evicted) =
+        let (source, created, evicted) =
             self.sources
                 .get_or_insert(from.ip(), &self.mapped.program, now, settings.max_sources);
         if evicted > 0 {
             events.sources_evicted(evicted, settings.max_sources);
         }
+        if created {
+            events.source_added();
+        }
         let tmax = source.observe(now, settings.tmax);
-        // Resend every metadata when what it carries changed.
-        let refresh_all = source.host != self.mapped.host.spoof || source.metadata_tmax != tmax;
+        let restarted = source.note_start(tos, pid);
+        if restarted {
+            events.restarted(
+                from,
+                &self.mapped.host.spoof,
+                &self.mapped.program,
+                tos,
+                pid,
+            );
+        }
+        // Resend every metadata when what it carries changed, or the program
+        // restarted (a new start time, and a gmond may have dropped it meanwhile).
+        let refresh_all =
+            restarted || source.host != self.mapped.host.spoof || source.metadata_tmax != tmax;
         if refresh_all {
             source.host.clear();
             source.host.push_str(&self.mapped.host.spoof);
@@ -302,7 +370,7 @@ impl Pipeline {
                 spoof: true,
             };
             match source.metric_due(
-                m.name,
+                self.name_keys.hash_one(m.name),
                 now_s,
                 interval_s,
                 refresh_all,
@@ -411,6 +479,24 @@ impl PacketBatch {
     }
 }
 
+/// The per-source schedule's keys are already SipHash values: hash them no further.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
 enum Due {
     Yes,
     No,
@@ -431,8 +517,13 @@ struct Source {
     slower_gaps: u8,
     /// The TMAX its metadata was last sent with.
     metadata_tmax: u32,
-    /// Metric name -> when its metadata was last sent (seconds since the pipeline's epoch).
-    metrics: HashMap<Box<str>, u32>,
+    /// Metric name (hashed: 8 bytes instead of the name) -> when its
+    /// metadata was last sent (seconds since the pipeline's epoch). A 64-bit
+    /// collision between two names of one source would only delay the
+    /// second one's first metadata to the next `metadata_interval`.
+    metrics: HashMap<u64, u32, BuildHasherDefault<KeyHasher>>,
+    /// (tos, pid) of the program, to notice a restart.
+    started: Option<(u32, u32)>,
     next_prune: u32,
 }
 
@@ -446,7 +537,8 @@ impl Source {
             interval: None,
             slower_gaps: 0,
             metadata_tmax: 0,
-            metrics: HashMap::new(),
+            metrics: HashMap::default(),
+            started: None,
             next_prune: 0,
         }
     }
@@ -485,16 +577,24 @@ impl Source {
         }
     }
 
+    /// Notes the program's start time and pid; true if they changed (the
+    /// xrootd restarted: counters start again from zero).
+    fn note_start(&mut self, tos: u32, pid: u32) -> bool {
+        let restarted = self.started.is_some_and(|s| s != (tos, pid));
+        self.started = Some((tos, pid));
+        restarted
+    }
+
     fn metric_due(
         &mut self,
-        name: &str,
+        key: u64,
         now_s: u32,
         interval_s: u32,
         force: bool,
         cap: usize,
     ) -> Due {
         let len = self.metrics.len();
-        match self.metrics.get_mut(name) {
+        match self.metrics.get_mut(&key) {
             Some(t) => {
                 if force || now_s.saturating_sub(*t) >= interval_s {
                     *t = now_s;
@@ -505,7 +605,7 @@ impl Source {
             }
             None if len >= cap => Due::Capped,
             None => {
-                self.metrics.insert(name.into(), now_s);
+                self.metrics.insert(key, now_s);
                 Due::Yes
             }
         }
@@ -537,14 +637,14 @@ struct Sources {
 
 impl Sources {
     /// The source, created if new; evicts the least recently seen tenth
-    /// when over `cap`. Returns how many were evicted.
+    /// when over `cap`. Returns it, whether it is new, and how many were evicted.
     fn get_or_insert(
         &mut self,
         ip: IpAddr,
         program: &str,
         now: Instant,
         cap: usize,
-    ) -> (&mut Source, usize) {
+    ) -> (&mut Source, bool, usize) {
         let exists = self
             .by_ip
             .get(&ip)
@@ -562,7 +662,7 @@ impl Sources {
         }
         let list = self.by_ip.entry(ip).or_default();
         let at = list.iter().position(|s| s.program == program).unwrap_or(0);
-        (&mut list[at], evicted)
+        (&mut list[at], !exists, evicted)
     }
 
     fn evict(&mut self, cap: usize) -> usize {

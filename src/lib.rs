@@ -28,6 +28,8 @@
 //! * [`dump`]: `xrd2ganglia dump`, what `serve` would send, sent nowhere.
 //! * [`config`]: config file + CLI overrides -> validated [`config::Settings`].
 //! * [`events`]: every counted and logged internal event, defined once.
+//! * [`selfmon`]: those counters (and kernel drops) as the gateway's own
+//!   Ganglia metrics.
 
 pub mod catalog;
 pub mod config;
@@ -38,4 +40,5 @@ pub mod gateway;
 pub mod gmetric;
 pub mod mapping;
 pub mod mpxstats;
+pub mod selfmon;
 pub mod summary;

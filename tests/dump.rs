@@ -12,7 +12,7 @@ use common::{Gateway, Scratch, free_port, send_from};
 use serde_json::Value;
 use xrd2ganglia::ganglia::xdr::{Packet, Slope, decode};
 
-const CONFIG: &str = "stats_interval = 0\n";
+const CONFIG: &str = "stats_interval = 0\nself_metrics_interval = 0\n";
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_xrd2ganglia"))

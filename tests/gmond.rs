@@ -7,7 +7,7 @@ use std::time::Duration;
 use common::{Gateway, Gmond, free_port};
 
 /// Settings for tests: short intervals, every sender allowed.
-const CONFIG: &str = "metadata_interval = 2\ndmax = 0\nstats_interval = 0\nlog_interval = 1\n";
+const CONFIG: &str = "metadata_interval = 2\ndmax = 0\nstats_interval = 0\nself_metrics_interval = 0\nlog_interval = 1\n";
 
 fn record(src: &str, pgm: &str, ins: &str, tos: u64, body: &str) -> String {
     format!(
@@ -516,4 +516,52 @@ fn sighup_reloads_refuses_bad_config_and_loses_nothing() {
             .collect::<Vec<_>>()
             .join("\n")
     );
+}
+
+#[test]
+fn the_gateway_reports_itself_to_ganglia() {
+    let gmond = Gmond::start();
+    let gw = Gateway::start(
+        gmond.port,
+        &CONFIG.replace("self_metrics_interval = 0", "self_metrics_interval = 1"),
+    );
+    for i in 0..3 {
+        gw.send_as(
+            "127.0.0.2",
+            link_in("monitored.example.org:1094", i).as_bytes(),
+        );
+    }
+    gw.send_as("127.0.0.2", b"garbage");
+    // Unspoofed, from 127.0.0.1: gmond files it under that address.
+    let x = gmond.wait_for(Duration::from_secs(10), "the gateway's own metrics", |x| {
+        x.hosts.values().any(|h| {
+            h.attrs.get("IP").map(String::as_str) == Some("127.0.0.1")
+                && h.metrics
+                    .get("xrd2ganglia.records")
+                    .is_some_and(|m| m.get("VAL") == "3")
+                && h.metrics
+                    .get("xrd2ganglia.parse_errors")
+                    .is_some_and(|m| m.get("VAL") == "1")
+        })
+    });
+    let me = x
+        .hosts
+        .values()
+        .find(|h| h.attrs.get("IP").map(String::as_str) == Some("127.0.0.1"))
+        .unwrap();
+    let records = &me.metrics["xrd2ganglia.records"];
+    assert_eq!(
+        (
+            records.get("TYPE"),
+            records.get("SLOPE"),
+            records.get("UNITS")
+        ),
+        ("double", "positive", "records/s")
+    );
+    assert_eq!(records.extra["GROUP"], "xrd2ganglia");
+    let sources = &me.metrics["xrd2ganglia.sources"];
+    assert_eq!((sources.get("VAL"), sources.get("SLOPE")), ("1", "both"));
+    assert!(me.metrics.contains_key("xrd2ganglia.datagrams"));
+    // The monitored host is a host of its own.
+    assert!(x.hosts.contains_key("monitored.example.org"));
 }

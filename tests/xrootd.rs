@@ -13,7 +13,8 @@ use xrd2ganglia::mapping::{
 };
 use xrd2ganglia::summary::SummaryParser;
 
-const CONFIG: &str = "metadata_interval = 2\ndmax = 0\nstats_interval = 0\n";
+const CONFIG: &str =
+    "metadata_interval = 2\ndmax = 0\nstats_interval = 0\nself_metrics_interval = 0\n";
 
 fn xrdcp(args: &[&str]) {
     let out = Command::new("xrdcp")

@@ -297,3 +297,55 @@ fn tmax_follows_the_interval_but_not_one_lost_report() {
     // Scheduling jitter is rounded away.
     assert_eq!(src.observe(at(145) + Duration::from_millis(300), 60), 30);
 }
+
+#[test]
+fn a_restart_is_noticed_and_resends_every_metadata() {
+    let s = settings("");
+    let counters = Counters::default();
+    let mut ev = Events::new(&counters, Duration::from_secs(60));
+    let mut p = Pipeline::new(&s);
+    let from: SocketAddr = "10.0.0.1:40000".parse().unwrap();
+    let t0 = Instant::now();
+    p.encode(REC.as_bytes(), from, t0, &s, &mut ev);
+    p.encode(
+        REC.as_bytes(),
+        from,
+        t0 + Duration::from_secs(15),
+        &s,
+        &mut ev,
+    );
+    p.encode(
+        REC.as_bytes(),
+        from,
+        t0 + Duration::from_secs(30),
+        &s,
+        &mut ev,
+    );
+    assert_eq!(
+        decode_all(&p)
+            .iter()
+            .filter(|p| matches!(p, Packet::Metadata { .. }))
+            .count(),
+        0
+    );
+    // New tos and pid: the xrootd restarted.
+    let restarted = REC
+        .replace("tos=\"1700000000\"", "tos=\"1700000050\"")
+        .replace("pid=\"77\"", "pid=\"78\"");
+    p.encode(
+        restarted.as_bytes(),
+        from,
+        t0 + Duration::from_secs(45),
+        &s,
+        &mut ev,
+    );
+    assert_eq!(
+        decode_all(&p)
+            .iter()
+            .filter(|p| matches!(p, Packet::Metadata { .. }))
+            .count(),
+        11
+    );
+    let snap = counters.snapshot();
+    assert_eq!((snap.restarts, snap.sources), (1, 1));
+}
