@@ -43,6 +43,8 @@ pub struct FileConfig {
     pub log_interval: Option<u64>,
     pub stats_interval: Option<u64>,
     pub self_metrics_interval: Option<u64>,
+    pub send_burst: Option<usize>,
+    pub max_send_rate: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -101,6 +103,10 @@ pub struct Settings {
     pub stats_interval: Duration,
     /// The gateway's counters are sent to Ganglia this often (0: never).
     pub self_metrics_interval: Duration,
+    /// Packets sent back to back before pacing starts.
+    pub send_burst: usize,
+    /// Packets per second per channel within a long batch (0: unpaced).
+    pub max_send_rate: u64,
 }
 
 #[derive(Debug)]
@@ -260,6 +266,8 @@ pub fn validate(
         log_interval: Duration::from_secs(file.log_interval.unwrap_or(60).max(1)),
         stats_interval: Duration::from_secs(file.stats_interval.unwrap_or(300)),
         self_metrics_interval: Duration::from_secs(file.self_metrics_interval.unwrap_or(60)),
+        send_burst: positive("send_burst", file.send_burst, 200)?,
+        max_send_rate: file.max_send_rate.unwrap_or(10_000),
     })
 }
 

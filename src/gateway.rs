@@ -217,21 +217,23 @@ impl Receiver {
                     events = Events::new(&self.counters, current.settings.log_interval);
                 }
                 r = socket.recv_from(&mut buf) => match r {
-                    Ok((n, from)) => self.pipeline.handle(&buf[..n], from, Instant::now(), &current.settings, &current.channels, &mut events),
+                    Ok((n, from)) => self.pipeline.handle(&buf[..n], from, Instant::now(), &current.settings, &current.channels, &mut events).await,
                     Err(e) => events.receive_failed(local, &e),
                 },
             }
         }
         // Finish what the kernel has already queued for us.
         while let Ok((n, from)) = socket.try_recv_from(&mut buf) {
-            self.pipeline.handle(
-                &buf[..n],
-                from,
-                Instant::now(),
-                &current.settings,
-                &current.channels,
-                &mut events,
-            );
+            self.pipeline
+                .handle(
+                    &buf[..n],
+                    from,
+                    Instant::now(),
+                    &current.settings,
+                    &current.channels,
+                    &mut events,
+                )
+                .await;
         }
     }
 }
@@ -272,8 +274,8 @@ impl Pipeline {
         self.sources = Sources::default();
     }
 
-    /// Handles one datagram: encodes its packets into the batch and sends them.
-    pub fn handle(
+    /// Handles one datagram: encodes its packets and sends them, paced.
+    pub async fn handle(
         &mut self,
         datagram: &[u8],
         from: SocketAddr,
@@ -283,7 +285,7 @@ impl Pipeline {
         events: &mut Events<'_>,
     ) {
         self.encode(datagram, from, now, settings, events);
-        self.batch.send(channels, events);
+        self.batch.send(channels, events, settings).await;
     }
 
     /// Turns one datagram into the packets to send (left in the batch).
@@ -466,13 +468,30 @@ impl PacketBatch {
         })
     }
 
-    fn send(&self, channels: &[SendChannel], events: &mut Events<'_>) {
-        for ch in channels {
-            for p in self.iter() {
-                match ch.send(p) {
-                    Ok(Sent::Ok) => {}
-                    Ok(Sent::AfterRefusal) => events.send_refused(ch.label(), ch.target()),
-                    Err(e) => events.send_failed(ch.label(), ch.target(), &e),
+    /// Sends every packet to every channel. gmond reads its socket with the
+    /// system's default receive buffer, a few hundred datagrams at Linux
+    /// defaults: a batch longer than `send_burst` (the first sight of a big
+    /// record, thousands of list entries) goes out in bursts, paced to
+    /// `max_send_rate`, so gmond is not overrun and the records after it are
+    /// not dropped on gmond's side. Ordinary records are one burst.
+    async fn send(&self, channels: &[SendChannel], events: &mut Events<'_>, settings: &Settings) {
+        let burst = settings.send_burst.max(1);
+        let pause = match settings.max_send_rate {
+            0 => Duration::ZERO,
+            rate => Duration::from_secs_f64(burst as f64 / rate as f64),
+        };
+        let packets: Vec<&[u8]> = self.iter().collect();
+        for (i, chunk) in packets.chunks(burst).enumerate() {
+            if i > 0 && !pause.is_zero() {
+                tokio::time::sleep(pause).await;
+            }
+            for ch in channels {
+                for p in chunk {
+                    match ch.send(p) {
+                        Ok(Sent::Ok) => {}
+                        Ok(Sent::AfterRefusal) => events.send_refused(ch.label(), ch.target()),
+                        Err(e) => events.send_failed(ch.label(), ch.target(), &e),
+                    }
                 }
             }
         }
@@ -596,7 +615,9 @@ impl Source {
         let len = self.metrics.len();
         match self.metrics.get_mut(&key) {
             Some(t) => {
-                if force || now_s.saturating_sub(*t) >= interval_s {
+                // Forced: once per record (a name repeated in one record is
+                // sent once), else when the interval has passed.
+                if (force && *t != now_s) || now_s.saturating_sub(*t) >= interval_s {
                     *t = now_s;
                     Due::Yes
                 } else {

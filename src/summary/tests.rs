@@ -251,6 +251,8 @@ fn errors_say_what_is_wrong() {
         (b"  \n", "empty"),
         (b"<html><body/></html>", "not_statistics"),
         (b"hello <statistics/>", "not_statistics"),
+        (b"</statistics>", "not_statistics"),
+        (b"<!-- only a comment -->", "not_statistics"),
         (
             br#"<statistics tod="1"><stats id="link"><num>1</num>"#,
             "truncated",

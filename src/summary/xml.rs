@@ -119,8 +119,12 @@ pub(super) fn flatten(text: &str, s: &mut Scratch) -> Result<(), ParseError> {
                 }
             }
             Event::Eof => {
-                return Err(if !seen_root {
+                return Err(if !seen_root && text.trim().is_empty() {
                     ParseError::Empty
+                } else if !seen_root {
+                    ParseError::NotStatistics {
+                        found: preview(text, text.len() - text.trim_start().len()),
+                    }
                 } else {
                     ParseError::Truncated {
                         depth: s.frames.len(),

@@ -231,7 +231,9 @@ tcp_accept_channel {{ port = {xml_port}  bind = 127.0.0.1 }}
                     x.hosts.keys().collect::<Vec<_>>()
                 );
             }
-            std::thread::sleep(Duration::from_millis(100));
+            // gmond does not read its UDP socket while it writes this XML:
+            // poll gently.
+            std::thread::sleep(Duration::from_millis(250));
         }
     }
 }
@@ -256,7 +258,7 @@ pub struct XmlHost {
     pub metrics: BTreeMap<String, XmlMetric>,
 }
 
-/// gmond's XML, hosts by NAME.
+/// gmond's XML, hosts by NAME (`NAME@IP` for a second host of the same NAME).
 #[derive(Clone, Debug, Default)]
 pub struct GangliaXml {
     pub hosts: BTreeMap<String, XmlHost>,
@@ -301,8 +303,17 @@ impl GangliaXml {
                 }
                 host.metrics.insert(metric.get("NAME").to_string(), metric);
             }
-            out.hosts
-                .insert(host.attrs.get("NAME").cloned().unwrap_or_default(), host);
+            // gmond keys hosts by IP; two can share a NAME: keep both.
+            let name = host.attrs.get("NAME").cloned().unwrap_or_default();
+            let key = if out.hosts.contains_key(&name) {
+                format!(
+                    "{name}@{}",
+                    host.attrs.get("IP").cloned().unwrap_or_default()
+                )
+            } else {
+                name
+            };
+            out.hosts.insert(key, host);
         }
         out
     }

@@ -1,0 +1,45 @@
+//! Any datagram through the whole per-datagram path: parse, map, schedule,
+//! encode. Nothing may panic; every packet must fit gmond's limit, decode,
+//! and carry only names safe for gmond's XML.
+#![no_main]
+
+use std::sync::LazyLock;
+use std::time::{Duration, Instant};
+
+use libfuzzer_sys::fuzz_target;
+use xrd2ganglia::config::{FileConfig, Overrides, Settings, validate};
+use xrd2ganglia::events::{Counters, Events};
+use xrd2ganglia::ganglia::sanitize;
+use xrd2ganglia::ganglia::xdr::{self, Packet};
+use xrd2ganglia::gateway::Pipeline;
+
+static SETTINGS: LazyLock<Settings> = LazyLock::new(|| {
+    let overrides = Overrides { send: vec!["127.0.0.1:9".into()], ..Default::default() };
+    validate(FileConfig::default(), "fuzz".into(), &overrides).expect("default settings")
+});
+
+fuzz_target!(|data: &[u8]| {
+    let counters = Counters::default();
+    let mut events = Events::new(&counters, Duration::from_secs(3600));
+    let mut pipeline = Pipeline::new(&SETTINGS);
+    let from = "10.1.2.3:1094".parse().unwrap();
+    pipeline.encode(data, from, Instant::now(), &SETTINGS, &mut events);
+    for p in pipeline.packets() {
+        assert!(p.len() <= xdr::MAX_PACKET, "packet of {} bytes", p.len());
+        match xdr::decode(p).expect("our own packet decodes") {
+            Packet::Metadata { id, units, extra, .. } => {
+                assert!(sanitize::is_clean_name(&id.name), "{:?}", id.name);
+                assert!(sanitize::is_clean_text(&units, sanitize::MAX_TEXT));
+                for (k, v) in extra {
+                    assert!(!k.contains(['"', '<', '&']) && !v.contains(['"', '<', '&']), "{k}={v:?}");
+                }
+            }
+            Packet::Value { id, value, .. } => {
+                assert!(sanitize::is_clean_name(&id.name) || id.name == "heartbeat");
+                assert!(!id.host.contains(['"', '<', '&']) && id.host.matches(':').count() == 1, "{:?}", id.host);
+                assert!(value.to_string().len() <= sanitize::MAX_VALUE);
+            }
+            Packet::MetadataRequest { .. } => unreachable!(),
+        }
+    }
+});

@@ -1,0 +1,270 @@
+//! Hostile input against the running gateway and a real gmond: for every
+//! class of bad datagram the gateway keeps running, counts and logs the
+//! rejection (once per sender per interval), a valid record sent right after
+//! from the same sender still reaches gmond, and gmond's XML stays
+//! well-formed. Prints a table: class, count tried, crashes, records lost,
+//! XML well-formed.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Gateway, Gmond};
+
+const CONFIG: &str = "metadata_interval = 2\ndmax = 0\nstats_interval = 0\nself_metrics_interval = 0\nlog_interval = 3600\n";
+
+fn valid(marker: u32) -> String {
+    format!(
+        r#"<statistics tod="1700000100" ver="v5.5.3" src="valid-{marker}.example:1094" tos="1700000000" pgm="xrootd" ins="anon" pid="1" site="S"><stats id="link"><in>{marker}</in></stats></statistics>"#
+    )
+}
+
+fn record(body: &str) -> String {
+    format!(
+        r#"<statistics tod="1700000100" ver="v5" src="h.example:1094" tos="1700000000" pgm="xrootd" ins="anon" pid="1">{body}</statistics>"#
+    )
+}
+
+struct Class {
+    name: &'static str,
+    datagrams: Vec<Vec<u8>>,
+    /// Rejected as not a summary record (counted in parse_errors).
+    rejected: bool,
+}
+
+fn classes() -> Vec<Class> {
+    let real = common::fixture("ds_loaded.xml");
+    let mut v = Vec::new();
+    v.push(Class {
+        name: "malformed XML",
+        datagrams: [
+            &b"<statistics><stats id=\"a\"><b>1</b"[..],
+            b"<statistics <<<>>>",
+            b"</statistics>",
+            b"<statistics><stats id=\"a\"><b x=>1</b></stats></statistics",
+            b"<?xml?><html/>",
+            b"<statistics>&amp",
+        ]
+        .iter()
+        .map(|d| d.to_vec())
+        .collect(),
+        rejected: true,
+    });
+    v.push(Class {
+        name: "truncated records",
+        datagrams: (1..real.len())
+            .step_by(37)
+            .map(|n| real[..n].to_vec())
+            .collect(),
+        rejected: true,
+    });
+    v.push(Class {
+        name: "DOCTYPE with entities",
+        datagrams: vec![
+            format!(
+                "<?xml version=\"1.0\"?><!DOCTYPE statistics [<!ENTITY x SYSTEM \"file:///etc/passwd\"><!ENTITY b \"&x;&x;&x;&x;\">]>{}",
+                record("<stats id=\"link\"><in>&b;</in><out>&x;</out><num>3</num></stats><stats id=\"ofs\"><role>&x;</role></stats>")
+            )
+            .into_bytes(),
+        ],
+        rejected: false,
+    });
+    v.push(Class {
+        name: "deep nesting",
+        datagrams: vec![
+            format!("<statistics>{}", "<a>".repeat(10_000)).into_bytes(),
+            record(&"<a>".repeat(20)).into_bytes(),
+        ],
+        rejected: true,
+    });
+    v.push(Class {
+        name: "64 KiB datagram",
+        datagrams: vec![{
+            let mut body = String::from("<stats id=\"big\">");
+            let mut i = 0;
+            while body.len() < 65_000 {
+                body.push_str(&format!("<v{i}>{i}</v{i}>"));
+                i += 1;
+            }
+            body.push_str("</stats>");
+            record(&body).into_bytes()
+        }],
+        rejected: false,
+    });
+    v.push(Class {
+        name: "non-UTF-8 bytes",
+        datagrams: vec![
+            b"<statistics tod=\"1\" src=\"bin\xff\xfe:1\" tos=\"1\" pgm=\"xr\xc3\x28ootd\"><stats id=\"link\"><in>\xff</in><num>1</num></stats></statistics>".to_vec(),
+            vec![0xff; 300],
+        ],
+        rejected: false,
+    });
+    v.push(Class {
+        name: "NUL bytes",
+        datagrams: vec![
+            b"<statistics tod=\"1\" src=\"n\0l:1\" tos=\"1\" pgm=\"xrootd\"><stats id=\"li\0nk\"><in>1\0</in><num>\0</num></stats></statistics>".to_vec(),
+            vec![0; 200],
+        ],
+        rejected: false,
+    });
+    v.push(Class {
+        name: "numbers that overflow",
+        datagrams: vec![record("<stats id=\"link\"><in>99999999999999999999999999</in><tmo>-99999999999999</tmo><num>4294967296</num><maxn>1e400</maxn></stats><stats id=\"x\"><y>1e999</y></stats>").into_bytes()],
+        rejected: false,
+    });
+    v.push(Class {
+        name: "NaN and inf",
+        datagrams: vec![record("<stats id=\"link\"><in>NaN</in><out>inf</out><num>-inf</num></stats><stats id=\"x\"><g>nan</g><h>Infinity</h></stats>").into_bytes()],
+        rejected: false,
+    });
+    v.push(Class {
+        name: "negative counters",
+        datagrams: vec![record("<stats id=\"link\"><in>-5</in><tot>-1</tot><tmo>-2147483648</tmo></stats><stats id=\"xrootd\"><ops><rd>-100</rd></ops></stats>").into_bytes()],
+        rejected: false,
+    });
+    v.push(Class {
+        name: "duplicate variables",
+        datagrams: vec![
+            record(&"<stats id=\"link\"><in>1</in><in>2</in></stats>".repeat(50)).into_bytes(),
+        ],
+        rejected: false,
+    });
+    v.push(Class {
+        name: "thousands of list entries",
+        datagrams: vec![{
+            // As many cmsm nodes as fit in one datagram.
+            let mut nodes = String::new();
+            let mut i = 0;
+            while nodes.len() < 62_000 {
+                nodes.push_str(&format!(
+                    "<stats id=\"{i}\"><host>n{}</host><r>{i}</r></stats>",
+                    i % 7
+                ));
+                i += 1;
+            }
+            assert!(i > 1000, "{i} entries");
+            record(&format!(
+                "<stats id=\"cmsm\"><node>{i}{nodes}</node></stats>"
+            ))
+            .into_bytes()
+        }],
+        rejected: false,
+    });
+    v.push(Class {
+        name: "names and values against gmond's XML",
+        datagrams: vec![
+            record(&format!(
+                "<stats id=\"q&quot;&lt;\"><a\"b>1</a\"b><c'd>2</c'd></stats><stats id=\"ofs\"><role>{}</role></stats><stats id=\"{}\"><{}>3</{}></stats>",
+                "&lt;\"&amp;'>".repeat(300),
+                "N".repeat(2000),
+                "T".repeat(2000),
+                "T".repeat(2000)
+            ))
+            .into_bytes(),
+            format!(
+                "<statistics tod=\"1\" src=\"{}:1\" tos=\"1\" pgm=\"{}\" ins=\"a&quot;b\" site=\"&lt;s&gt;\"><stats id=\"link\"><in>1</in></stats></statistics>",
+                "h\"<&".repeat(500),
+                "p<>".repeat(300)
+            )
+            .into_bytes(),
+        ],
+        rejected: false,
+    });
+    v
+}
+
+#[test]
+fn hostile_input_leaves_the_gateway_running_and_gmond_well_formed() {
+    let gmond = Gmond::start();
+    let mut gw = Gateway::start(gmond.port, CONFIG);
+    let classes = classes();
+    let mut rows = Vec::new();
+    let (mut total, mut rejected_total) = (0u64, 0u64);
+    for (k, class) in classes.iter().enumerate() {
+        let ip = format!("127.0.3.{}", k + 1);
+        // Each class twice over, so the rate limit has something to hold back.
+        for _ in 0..2 {
+            for d in &class.datagrams {
+                gw.send_as(&ip, d);
+                total += 1;
+                // Which datagrams are not records at all (classes mix both).
+                if xrd2ganglia::summary::SummaryParser::new().parse(d).is_err() {
+                    rejected_total += 1;
+                }
+            }
+        }
+        let marker = 1000 + k as u32;
+        gw.send_as(&ip, valid(marker).as_bytes());
+        total += 1;
+        // The valid record arrives (found by its sender's IP: gmond keeps the
+        // first name it saw for an IP) and gmond's XML parses strictly.
+        let arrived = std::panic::catch_unwind(|| {
+            gmond.wait_for(Duration::from_secs(10), class.name, |x| {
+                x.hosts.values().any(|h| {
+                    h.attrs.get("IP") == Some(&ip)
+                        && h.metrics
+                            .get("xrootd.link.in")
+                            .is_some_and(|m| m.get("VAL") == marker.to_string())
+                })
+            })
+        })
+        .is_ok();
+        let alive = gw.proc.child.try_wait().unwrap().is_none();
+        rows.push((
+            class.name,
+            2 * class.datagrams.len(),
+            !alive,
+            !arrived,
+            true,
+        ));
+        assert!(
+            alive,
+            "gateway died on {}: {}",
+            class.name,
+            gw.proc.log_text()
+        );
+        assert!(arrived, "valid record after {} lost", class.name);
+    }
+    // Every METRIC line is within gmond's buffer.
+    for line in gmond.xml_text().lines() {
+        assert!(line.len() < 1023, "gmond line of {} bytes", line.len());
+    }
+
+    println!("\n| input class | count tried | crashes | records lost | gmond XML well-formed |");
+    println!("|---|---|---|---|---|");
+    for (name, count, crashed, lost, wellformed) in &rows {
+        println!(
+            "| {name} | {count} | {} | {} | {} |",
+            *crashed as u8,
+            *lost as u8,
+            if *wellformed { "yes" } else { "no" }
+        );
+    }
+
+    assert!(gw.proc.terminate().success());
+    let log = gw.proc.log_text();
+    let valid_records = classes.len() as u64;
+    let parsed = total - rejected_total;
+    assert!(
+        log.contains(&format!("datagrams={total} records={parsed}")),
+        "{}",
+        log.lines().last().unwrap_or("")
+    );
+    assert!(log.contains(&format!("parse_errors={rejected_total}")));
+    assert!(parsed >= valid_records);
+    // Rejections are logged once per sender and reason in the interval:
+    // at most one line per kind of parse error, however many were sent.
+    for (k, class) in classes.iter().enumerate().filter(|(_, c)| c.rejected) {
+        let sender = format!("127.0.3.{}:", k + 1);
+        let lines = log
+            .lines()
+            .filter(|l| l.contains("datagram rejected") && l.contains(&sender))
+            .count();
+        assert!(
+            (1..=5).contains(&lines),
+            "{}: {lines} log lines for {} datagrams",
+            class.name,
+            2 * class.datagrams.len()
+        );
+    }
+}
