@@ -565,3 +565,75 @@ fn the_gateway_reports_itself_to_ganglia() {
     // The monitored host is a host of its own.
     assert!(x.hosts.contains_key("monitored.example.org"));
 }
+
+#[test]
+fn gmond_restarted_gets_the_metrics_back_within_a_metadata_interval() {
+    let gmond = Gmond::start();
+    let (port, xml_port) = (gmond.port, gmond.xml_port);
+    let gw = Gateway::start(port, CONFIG);
+    gw.send(link_in("restart.example.org:1094", 1).as_bytes());
+    gmond.wait_for(Duration::from_secs(10), "before the restart", |x| {
+        x.has("restart.example.org", &["xrootd.uptime"])
+    });
+    // gmond restarts: it has forgotten every metadata.
+    drop(gmond);
+    let gmond = Gmond::start_with(port, xml_port, "");
+    let started = std::time::Instant::now();
+    let mut i = 2;
+    loop {
+        gw.send(link_in("restart.example.org:1094", i).as_bytes());
+        std::thread::sleep(Duration::from_millis(250));
+        if gmond
+            .xml()
+            .hosts
+            .get("restart.example.org")
+            .and_then(|h| h.metrics.get("xrootd.link.in"))
+            .is_some_and(|m| m.get("VAL") == i.to_string())
+        {
+            break;
+        }
+        i += 1;
+        // metadata_interval = 2 s, plus a report or two.
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "metrics not back within a metadata interval"
+        );
+    }
+    assert!(gw.proc.child.id() > 0);
+}
+
+#[test]
+fn only_allowed_senders_are_forwarded() {
+    let gmond = Gmond::start();
+    let mut gw = Gateway::start(
+        gmond.port,
+        &format!("{CONFIG}allow = [\"127.0.0.2/32\", \"::1\"]\n"),
+    );
+    gw.send_as(
+        "127.0.0.3",
+        link_in("intruder.example.org:1094", 1).as_bytes(),
+    );
+    gw.send_as(
+        "127.0.0.3",
+        link_in("intruder.example.org:1094", 2).as_bytes(),
+    );
+    gw.send_as(
+        "127.0.0.2",
+        link_in("allowed.example.org:1094", 3).as_bytes(),
+    );
+    gw.send_v6(link_in("v6.example.org:1094", 4).as_bytes());
+    let x = gmond.wait_for(Duration::from_secs(10), "allowed senders", |x| {
+        x.has("allowed.example.org", &["xrootd.uptime"])
+            && x.has("v6.example.org", &["xrootd.uptime"])
+    });
+    assert!(!x.hosts.contains_key("intruder.example.org"));
+    assert!(gw.proc.terminate().success());
+    let log = gw.proc.log_text();
+    assert!(log.contains("denied=2"), "{log}");
+    assert_eq!(
+        log.matches("datagram dropped: sender not in `allow`")
+            .count(),
+        1,
+        "logged once per sender: {log}"
+    );
+}

@@ -14,7 +14,10 @@ use xrd2ganglia::ganglia::xdr::{self, Packet};
 use xrd2ganglia::gateway::Pipeline;
 
 static SETTINGS: LazyLock<Settings> = LazyLock::new(|| {
-    let overrides = Overrides { send: vec!["127.0.0.1:9".into()], ..Default::default() };
+    let overrides = Overrides {
+        send: vec!["127.0.0.1:9".into()],
+        ..Default::default()
+    };
     validate(FileConfig::default(), "fuzz".into(), &overrides).expect("default settings")
 });
 
@@ -27,16 +30,25 @@ fuzz_target!(|data: &[u8]| {
     for p in pipeline.packets() {
         assert!(p.len() <= xdr::MAX_PACKET, "packet of {} bytes", p.len());
         match xdr::decode(p).expect("our own packet decodes") {
-            Packet::Metadata { id, units, extra, .. } => {
+            Packet::Metadata {
+                id, units, extra, ..
+            } => {
                 assert!(sanitize::is_clean_name(&id.name), "{:?}", id.name);
                 assert!(sanitize::is_clean_text(&units, sanitize::MAX_TEXT));
                 for (k, v) in extra {
-                    assert!(!k.contains(['"', '<', '&']) && !v.contains(['"', '<', '&']), "{k}={v:?}");
+                    assert!(
+                        !k.contains(['"', '<', '&']) && !v.contains(['"', '<', '&']),
+                        "{k}={v:?}"
+                    );
                 }
             }
             Packet::Value { id, value, .. } => {
                 assert!(sanitize::is_clean_name(&id.name) || id.name == "heartbeat");
-                assert!(!id.host.contains(['"', '<', '&']) && id.host.matches(':').count() == 1, "{:?}", id.host);
+                assert!(
+                    !id.host.contains(['"', '<', '&']) && id.host.matches(':').count() == 1,
+                    "{:?}",
+                    id.host
+                );
                 assert!(value.to_string().len() <= sanitize::MAX_VALUE);
             }
             Packet::MetadataRequest { .. } => unreachable!(),
