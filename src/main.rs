@@ -227,16 +227,8 @@ fn dump(
         let _ = dump::from_socket(&mut dumper, &socket, style, &mut out, &mut err);
         return ExitCode::SUCCESS;
     }
-    let result = match input.as_deref() {
+    let result = match input.as_deref().filter(|p| *p != Path::new("-")) {
         None => dump::from_reader(
-            &mut dumper,
-            &mut std::io::stdin().lock(),
-            from,
-            style,
-            &mut out,
-            &mut err,
-        ),
-        Some(p) if p == Path::new("-") => dump::from_reader(
             &mut dumper,
             &mut std::io::stdin().lock(),
             from,

@@ -402,9 +402,8 @@ fn same_messages_and_exit_codes_as_real_gmetric() {
         assert!(!run.stderr.is_empty(), "{args:?}");
     }
     // A missing config, given with -c.
-    let real = Command::new(REAL)
-        .arg0("gmetric")
-        .args([
+    let missing = |program: &str| {
+        let args = [
             "-c",
             "/nonexistent/gmond.conf",
             "-n",
@@ -413,23 +412,14 @@ fn same_messages_and_exit_codes_as_real_gmetric() {
             "1",
             "-t",
             "uint32",
-        ])
-        .output()
-        .unwrap();
-    let mine = Command::new(ours())
-        .arg0("gmetric")
-        .args([
-            "-c",
-            "/nonexistent/gmond.conf",
-            "-n",
-            "m",
-            "-v",
-            "1",
-            "-t",
-            "uint32",
-        ])
-        .output()
-        .unwrap();
+        ];
+        Command::new(program)
+            .arg0("gmetric")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let (real, mine) = (missing(REAL), missing(ours()));
     assert_eq!(
         (mine.status.code(), &mine.stderr),
         (real.status.code(), &real.stderr)

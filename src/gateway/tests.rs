@@ -17,6 +17,18 @@ fn settings(extra: &str) -> Settings {
 
 const REC: &str = r#"<statistics tod="1700000100" ver="v5.5.3" src="ds1.example.org:1094" tos="1700000000" pgm="xrootd" ins="anon" pid="77" site="T2_X"><stats id="link"><num>3</num><in>1024</in></stats></statistics>"#;
 
+/// One datagram from `from` at `at` through the pipeline.
+fn feed(
+    p: &mut Pipeline,
+    s: &Settings,
+    ev: &mut Events<'_>,
+    datagram: &[u8],
+    from: &str,
+    at: Instant,
+) {
+    p.encode(datagram, from.parse().unwrap(), at, s, ev);
+}
+
 fn decode_all(p: &Pipeline) -> Vec<Packet> {
     p.packets().map(|b| decode(b).unwrap()).collect()
 }
@@ -151,29 +163,11 @@ fn bad_and_denied_datagrams_are_counted_and_send_nothing() {
     let mut ev = Events::new(&counters, Duration::from_secs(60));
     let mut p = Pipeline::new(&s);
     let t0 = Instant::now();
-    p.encode(
-        REC.as_bytes(),
-        "192.0.2.1:1".parse().unwrap(),
-        t0,
-        &s,
-        &mut ev,
-    );
+    feed(&mut p, &s, &mut ev, REC.as_bytes(), "192.0.2.1:1", t0);
     assert_eq!(p.packets().count(), 0);
-    p.encode(
-        b"<statistics><stats",
-        "10.0.0.1:1".parse().unwrap(),
-        t0,
-        &s,
-        &mut ev,
-    );
+    feed(&mut p, &s, &mut ev, b"<statistics><stats", "10.0.0.1:1", t0);
     assert_eq!(p.packets().count(), 0);
-    p.encode(
-        REC.as_bytes(),
-        "10.0.0.1:1".parse().unwrap(),
-        t0,
-        &s,
-        &mut ev,
-    );
+    feed(&mut p, &s, &mut ev, REC.as_bytes(), "10.0.0.1:1", t0);
     assert!(p.packets().count() > 0);
     let snap = counters.snapshot();
     assert_eq!(
@@ -189,21 +183,9 @@ fn xrootd_and_cmsd_on_one_host_are_separate_sources() {
     let mut ev = Events::new(&counters, Duration::from_secs(60));
     let mut p = Pipeline::new(&s);
     let t0 = Instant::now();
-    p.encode(
-        REC.as_bytes(),
-        "10.0.0.1:1".parse().unwrap(),
-        t0,
-        &s,
-        &mut ev,
-    );
+    feed(&mut p, &s, &mut ev, REC.as_bytes(), "10.0.0.1:1", t0);
     let cmsd = REC.replace("pgm=\"xrootd\"", "pgm=\"cmsd\"");
-    p.encode(
-        cmsd.as_bytes(),
-        "10.0.0.1:2".parse().unwrap(),
-        t0,
-        &s,
-        &mut ev,
-    );
+    feed(&mut p, &s, &mut ev, cmsd.as_bytes(), "10.0.0.1:2", t0);
     assert_eq!(p.sources(), 2);
     let names: Vec<String> = decode_all(&p)
         .into_iter()
@@ -221,12 +203,13 @@ fn metrics_per_source_are_capped() {
     let counters = Counters::default();
     let mut ev = Events::new(&counters, Duration::from_secs(60));
     let mut p = Pipeline::new(&s);
-    p.encode(
-        REC.as_bytes(),
-        "10.0.0.1:1".parse().unwrap(),
-        Instant::now(),
+    feed(
+        &mut p,
         &s,
         &mut ev,
+        REC.as_bytes(),
+        "10.0.0.1:1",
+        Instant::now(),
     );
     // heartbeat + 5 metrics x (metadata + value)
     assert_eq!(p.packets().count(), 11);
@@ -264,12 +247,13 @@ fn largest_metadata_fits_a_packet() {
     let counters = Counters::default();
     let mut ev = Events::new(&counters, Duration::from_secs(60));
     let mut p = Pipeline::new(&s);
-    p.encode(
-        rec.as_bytes(),
-        "[2001:db8:1:2:3:4:5:6]:1".parse().unwrap(),
-        Instant::now(),
+    feed(
+        &mut p,
         &s,
         &mut ev,
+        rec.as_bytes(),
+        "[2001:db8:1:2:3:4:5:6]:1",
+        Instant::now(),
     );
     let n = p.packets().count();
     assert!(n > 4, "{n}");
