@@ -29,6 +29,13 @@ fn feed(
     p.encode(datagram, from.parse().unwrap(), at, s, ev);
 }
 
+fn metadata_count(p: &Pipeline) -> usize {
+    decode_all(p)
+        .iter()
+        .filter(|p| matches!(p, Packet::Metadata { .. }))
+        .count()
+}
+
 fn decode_all(p: &Pipeline) -> Vec<Packet> {
     p.packets().map(|b| decode(b).unwrap()).collect()
 }
@@ -145,13 +152,7 @@ fn first_record_sends_metadata_then_values_only() {
         &s,
         &mut ev,
     );
-    assert_eq!(
-        decode_all(&p)
-            .iter()
-            .filter(|p| matches!(p, Packet::Metadata { .. }))
-            .count(),
-        11
-    );
+    assert_eq!(metadata_count(&p), 11);
     let snap = counters.snapshot();
     assert_eq!((snap.datagrams, snap.records, snap.parse_errors), (4, 4, 0));
 }
@@ -305,13 +306,7 @@ fn a_restart_is_noticed_and_resends_every_metadata() {
         &s,
         &mut ev,
     );
-    assert_eq!(
-        decode_all(&p)
-            .iter()
-            .filter(|p| matches!(p, Packet::Metadata { .. }))
-            .count(),
-        0
-    );
+    assert_eq!(metadata_count(&p), 0);
     // New tos and pid: the xrootd restarted.
     let restarted = REC
         .replace("tos=\"1700000000\"", "tos=\"1700000050\"")
@@ -323,13 +318,7 @@ fn a_restart_is_noticed_and_resends_every_metadata() {
         &s,
         &mut ev,
     );
-    assert_eq!(
-        decode_all(&p)
-            .iter()
-            .filter(|p| matches!(p, Packet::Metadata { .. }))
-            .count(),
-        11
-    );
+    assert_eq!(metadata_count(&p), 11);
     let snap = counters.snapshot();
     assert_eq!((snap.restarts, snap.sources), (1, 1));
 }
