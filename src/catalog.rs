@@ -1760,7 +1760,31 @@ pub static CATALOG: &[MetricSpec] = &[
     ),
 ];
 
-static INDEX: LazyLock<HashMap<&'static str, &'static MetricSpec>> =
+/// FNV-1a: the catalog's keys are short and fixed, looked up once per
+/// variable on the hot path; SipHash's DoS resistance buys nothing here.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for b in bytes {
+            h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+type FnvMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;
+
+static INDEX: LazyLock<FnvMap<&'static str, &'static MetricSpec>> =
     LazyLock::new(|| CATALOG.iter().map(|s| (s.var, s)).collect());
 
 /// The spec of a variable by its catalog name (`i` for list indexes).

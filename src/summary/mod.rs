@@ -251,7 +251,7 @@ impl<'r> SummaryRecord<'r> {
         self.entries.len()
     }
 
-    pub fn vars(&self) -> impl ExactSizeIterator<Item = Variable<'r>> + 'r {
+    pub fn vars(&self) -> impl DoubleEndedIterator<Item = Variable<'r>> + ExactSizeIterator + 'r {
         let (text, names, entries) = (self.text, self.names, self.entries);
         self.slots.iter().map(move |slot| {
             let name = slot.name.of(names);
@@ -276,8 +276,7 @@ impl<'r> SummaryRecord<'r> {
 
     pub fn header(&self) -> Header<'r> {
         let mut h = Header::default();
-        let mut sgen_toe = None;
-        for v in self.vars() {
+        for v in self.vars().take(self.header_len) {
             let field = match v.name {
                 "tod" => &mut h.tod,
                 "ver" => &mut h.ver,
@@ -288,12 +287,19 @@ impl<'r> SummaryRecord<'r> {
                 "pid" => &mut h.pid,
                 "site" => &mut h.site,
                 "toe" => &mut h.toe,
-                "sgen.toe" => &mut sgen_toe,
                 _ => continue,
             };
             field.get_or_insert(v.value);
         }
-        h.toe = h.toe.or(sgen_toe);
+        // The end time: the legacy end-tag attribute (the last variable) or
+        // sgen.toe (sgen is the last section): look from the end.
+        h.toe = h.toe.or_else(|| {
+            self.vars()
+                .skip(self.header_len)
+                .rev()
+                .find(|v| v.name == "toe" || v.name == "sgen.toe")
+                .map(|v| v.value)
+        });
         h
     }
 }

@@ -104,7 +104,17 @@ pub(super) fn flatten(text: &str, s: &mut Scratch) -> Result<(), ParseError> {
                 // `</a>`, `</statistics toe="1">`, `</mdb</rsp>`
                 let inner = text.get(start + 2..end.saturating_sub(1)).unwrap_or("");
                 let mut offset = start + 2;
-                for piece in inner.split("</") {
+                // Only a fused tag (`mdb</rsp`) needs splitting; skip the
+                // substring searcher for the ordinary end tag.
+                let (mut split, mut single);
+                let pieces: &mut dyn Iterator<Item = &str> = if inner.contains('<') {
+                    split = inner.split("</");
+                    &mut split
+                } else {
+                    single = std::iter::once(inner);
+                    &mut single
+                };
+                for piece in pieces {
                     let name_len = piece
                         .find(|c: char| c.is_ascii_whitespace())
                         .unwrap_or(piece.len());
