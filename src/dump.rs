@@ -41,6 +41,8 @@ pub struct Row {
     pub var: String,
     pub unknown: bool,
     pub sanitized: bool,
+    /// The variable's name as the record had it, when it was sanitised.
+    pub sanitized_from: Option<String>,
     /// The packet id of the value: 133 (string), or 132 for the heartbeat.
     pub packet: u32,
 }
@@ -104,11 +106,11 @@ impl Dumper {
                 .map(|e| e.to_string())
                 .unwrap_or_default());
         }
-        let notes: HashMap<&str, (&str, bool, bool)> = self
+        let notes: HashMap<&str, (&str, bool, Option<&str>)> = self
             .pipeline
             .mapped()
             .metrics()
-            .map(|m| (m.name, (m.var, m.is_unknown(), m.sanitized)))
+            .map(|m| (m.name, (m.var, m.is_unknown(), m.original)))
             .collect();
         let mut rows = Vec::new();
         for bytes in self.pipeline.packets() {
@@ -156,10 +158,10 @@ impl Dumper {
                             value_type: "uint32".into(),
                             ..Meta::default()
                         });
-                    let (var, unknown, sanitized) = notes
+                    let (var, unknown, original) = notes
                         .get(id.name.as_str())
                         .copied()
-                        .unwrap_or(("", false, false));
+                        .unwrap_or(("", false, None));
                     rows.push(Row {
                         host: id.host,
                         name: id.name,
@@ -176,7 +178,8 @@ impl Dumper {
                         dmax: meta.dmax,
                         var: var.to_string(),
                         unknown,
-                        sanitized,
+                        sanitized: original.is_some(),
+                        sanitized_from: original.map(str::to_string),
                         packet: packet_id,
                     });
                 }
@@ -227,8 +230,8 @@ pub fn write_rows(out: &mut dyn Write, rows: &[Row], style: Style) -> io::Result
                 if r.unknown {
                     note.push(format!("unknown variable {}", r.var));
                 }
-                if r.sanitized {
-                    note.push(format!("sanitized from {}", r.var));
+                if let Some(original) = &r.sanitized_from {
+                    note.push(format!("sanitized from {original}"));
                 }
                 let value: String = if r.value.len() > 40 {
                     format!("{}...", &r.value[..37])

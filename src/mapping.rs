@@ -267,6 +267,8 @@ struct Slot {
     kind: Kind,
     spec: Option<&'static MetricSpec>,
     sanitized: bool,
+    /// The variable's name as sent, kept only when it had to be changed.
+    original: Span,
 }
 
 /// One metric ready to send.
@@ -288,6 +290,8 @@ pub struct Metric<'m> {
     pub spec: Option<&'static MetricSpec>,
     /// The name had to be changed to be safe for gmond.
     pub sanitized: bool,
+    /// The variable's name as the record had it, when it had to be changed.
+    pub original: Option<&'m str>,
 }
 
 impl Metric<'_> {
@@ -379,6 +383,7 @@ impl MappedRecord {
             kind: s.kind,
             spec: s.spec,
             sanitized: s.sanitized,
+            original: s.sanitized.then(|| s.original.of(a)),
         }
     }
 }
@@ -511,7 +516,12 @@ impl Mapper {
                 a.push_str(k.of(&self.keys_arena));
                 span_from(a, start)
             });
-            let slot = self.push_names(a, value, kind, spec, key, sanitized);
+            let mut slot = self.push_names(a, value, kind, spec, key, sanitized);
+            if slot.sanitized {
+                let start = a.len();
+                a.push_str(v.name);
+                slot.original = span_from(a, start);
+            }
             out.slots.push(slot);
         }
 
@@ -576,6 +586,7 @@ impl Mapper {
             kind,
             spec,
             sanitized,
+            original: Span::default(),
         }
     }
 
