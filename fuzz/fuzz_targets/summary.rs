@@ -1,6 +1,7 @@
 //! Any datagram through the whole per-datagram path: parse, map, schedule,
 //! encode. Nothing may panic; every packet must fit gmond's limit, decode,
-//! and carry only names safe for gmond's XML.
+//! and carry only names safe for gmond's XML. The fast parser must read the
+//! datagram exactly as the quick-xml reference does.
 #![no_main]
 
 use std::sync::LazyLock;
@@ -12,6 +13,7 @@ use xrd2ganglia::events::{Counters, Events};
 use xrd2ganglia::ganglia::sanitize;
 use xrd2ganglia::ganglia::xdr::{self, Packet};
 use xrd2ganglia::gateway::Pipeline;
+use xrd2ganglia::summary::SummaryParser;
 
 static SETTINGS: LazyLock<Settings> = LazyLock::new(|| {
     let overrides = Overrides {
@@ -22,6 +24,11 @@ static SETTINGS: LazyLock<Settings> = LazyLock::new(|| {
 });
 
 fuzz_target!(|data: &[u8]| {
+    let (mut fast, mut reference) = (SummaryParser::new(), SummaryParser::new());
+    assert_eq!(
+        fast.parse(data).map(|r| format!("{r:?}")),
+        reference.parse_reference(data).map(|r| format!("{r:?}")),
+    );
     let counters = Counters::default();
     let mut events = Events::new(&counters, Duration::from_secs(3600));
     let mut pipeline = Pipeline::new(&SETTINGS);

@@ -163,6 +163,24 @@ impl SummaryParser {
 
     /// Parses one datagram. The record borrows the datagram and the parser.
     pub fn parse<'r>(&'r mut self, datagram: &'r [u8]) -> Result<SummaryRecord<'r>, ParseError> {
+        self.parse_with(datagram, xml::flatten)
+    }
+
+    /// Parses with quick-xml alone, never the fast scanner: the reference
+    /// [`parse`](Self::parse) must equal (for benchmarks and fuzzing).
+    #[doc(hidden)]
+    pub fn parse_reference<'r>(
+        &'r mut self,
+        datagram: &'r [u8],
+    ) -> Result<SummaryRecord<'r>, ParseError> {
+        self.parse_with(datagram, xml::flatten_reference)
+    }
+
+    fn parse_with<'r>(
+        &'r mut self,
+        datagram: &'r [u8],
+        flatten: fn(&str, &mut Scratch) -> Result<(), ParseError>,
+    ) -> Result<SummaryRecord<'r>, ParseError> {
         let Self { lossy, scratch } = self;
         let text: &'r str = match std::str::from_utf8(datagram) {
             Ok(s) => s,
@@ -171,7 +189,7 @@ impl SummaryParser {
                 lossy.as_str()
             }
         };
-        xml::flatten(text, scratch)?;
+        flatten(text, scratch)?;
         Ok(SummaryRecord {
             text,
             names: &scratch.names,

@@ -297,3 +297,128 @@ fn parser_is_reusable_across_datagrams() {
     assert_eq!(b.get("poll.en"), Some("2"));
     assert_eq!(b.get("link.num"), None);
 }
+
+/// Every token of the fast scanner, or None where it hands over to quick-xml.
+fn fast_tokens(text: &str) -> Option<Vec<xml::Token>> {
+    let mut t = xml::FastTokens::new(text);
+    let mut out = Vec::new();
+    loop {
+        match xml::Tokens::next(&mut t) {
+            Ok(xml::Token::Eof) => return Some(out),
+            Ok(tok) => out.push(tok),
+            Err(_) => return None,
+        }
+    }
+}
+
+/// quick-xml's tokens, up to the first error, merged the way the flattener
+/// reads them (adjacent text pieces are one value).
+fn reference_tokens(text: &str) -> Vec<xml::Token> {
+    let mut t = xml::QuickXmlTokens::new(text);
+    let mut out: Vec<xml::Token> = Vec::new();
+    while let Ok(tok) = xml::Tokens::next(&mut t) {
+        match (out.last_mut(), tok) {
+            (_, xml::Token::Eof) => break,
+            (Some(xml::Token::Text { end, .. }), xml::Token::Text { end: e, .. }) => *end = e,
+            (_, tok) => out.push(tok),
+        }
+    }
+    out
+}
+
+#[test]
+fn real_records_take_the_fast_path() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/records");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "xml") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let fast = fast_tokens(&text).unwrap_or_else(|| panic!("{path:?} fell back"));
+            assert_eq!(fast, reference_tokens(&text), "{path:?}");
+            seen += 1;
+        }
+    }
+    assert!(seen >= 11, "{seen} records");
+}
+
+#[test]
+fn the_fast_path_hands_over_what_it_does_not_read() {
+    for text in [
+        "<?xml version=\"1.0\"?><statistics/>",
+        "<statistics><!-- c --></statistics>",
+        "<statistics><a>x &amp; y</a></statistics>",
+        "<statistics><a><![CDATA[1]]></a></statistics>",
+        "\u{feff}<statistics/>",
+        "<statistics><a",
+        "<statistics>< a>1</a></statistics>",
+        "<statistics></ a></statistics>",
+    ] {
+        assert_eq!(fast_tokens(text), None, "{text:?}");
+        // ... and the record still parses exactly as quick-xml reads it.
+        let mut fast = SummaryParser::new();
+        let mut reference = Scratch::default();
+        let a = fast.parse(text.as_bytes()).map(|r| format!("{r:?}"));
+        let b = xml::flatten_reference(text, &mut reference);
+        assert_eq!(a.is_ok(), b.is_ok(), "{text:?}");
+    }
+}
+
+/// Record-shaped text: fragments real records have, and the ones that trip parsers.
+fn fragment() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    prop_oneof![
+        Just("<statistics tod=\"1\" pgm=\"xrootd\">".to_string()),
+        Just("</statistics>".to_string()),
+        Just("<stats id=\"link\">".to_string()),
+        Just("<stats id='0'>".to_string()),
+        Just("</stats>".to_string()),
+        Just("<a>".to_string()),
+        Just("</a>".to_string()),
+        Just("<b/>".to_string()),
+        Just("<b />".to_string()),
+        Just("<a x=\">\">".to_string()),
+        Just("</a y='>'>".to_string()),
+        Just("</mdb</rsp>".to_string()),
+        Just("<200>".to_string()),
+        Just("0>".to_string()),
+        Just("\"/data/\"".to_string()),
+        Just("&amp;".to_string()),
+        Just("<!-- c -->".to_string()),
+        Just("<?pi?>".to_string()),
+        Just("<".to_string()),
+        Just(">".to_string()),
+        Just("\"".to_string()),
+        Just("'".to_string()),
+        Just("/".to_string()),
+        "[ a-z0-9\t\n]{0,6}",
+        "\\PC{0,4}",
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 3000, ..Default::default() })]
+
+    /// Wherever the fast scanner reads a text, it reads it as quick-xml does,
+    /// and the parser's result is the reference flattener's.
+    #[test]
+    fn fast_path_equals_quick_xml(parts in proptest::collection::vec(fragment(), 0..24)) {
+        let text = parts.concat();
+        if let Some(fast) = fast_tokens(&text) {
+            proptest::prop_assert_eq!(fast, reference_tokens(&text));
+        }
+        let mut parser = SummaryParser::new();
+        let got = parser.parse(text.as_bytes()).map(|r| format!("{r:?}"));
+        let mut reference = Scratch::default();
+        let want = xml::flatten_reference(&text, &mut reference).map(|()| {
+            format!("{:?}", SummaryRecord {
+                text: &text,
+                names: &reference.names,
+                slots: &reference.slots,
+                entries: &reference.entries,
+                header_len: reference.header_len,
+            })
+        });
+        proptest::prop_assert_eq!(got, want);
+    }
+}

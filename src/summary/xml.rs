@@ -1,9 +1,16 @@
 //! The XML form of xrd.report records, read with quick-xml into [`Scratch`].
 //!
-//! quick-xml supplies the events; element names, attributes and values are
+//! A tokenizer supplies [`Token`]s; element names, attributes and values are
 //! taken as byte ranges of the datagram text (no unescaping, no allocation per
 //! variable). End tags are matched by hand because real senders emit
 //! `</statistics toe="...">` and `</mdb</rsp>`.
+//!
+//! Two tokenizers: a byte scanner for the plain XML that xrootd writes
+//! (the `parse` and `parse-reference` benches in `benches/pipeline.rs`
+//! compare them on real records), and quick-xml for everything else. The scanner
+//! gives up on the first construct it does not read, and the datagram is read
+//! again from the start by quick-xml, so quick-xml remains the authority on
+//! what a record means and what is wrong with it.
 
 use quick_xml::Reader;
 use quick_xml::events::Event;
@@ -25,7 +32,206 @@ pub(super) struct Frame {
     entry: u32,
 }
 
+/// One piece of markup or text, as byte offsets into the datagram text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Token {
+    /// `<name ...>` (`empty`: `<name .../>`), `start` at `<`, `end` after `>`.
+    Open {
+        start: usize,
+        end: usize,
+        empty: bool,
+    },
+    /// Raw text between tags (or a CDATA section's content).
+    Text {
+        start: usize,
+        end: usize,
+    },
+    /// `</name ...>`, `start` at `<`, `end` after `>`.
+    Close {
+        start: usize,
+        end: usize,
+    },
+    Eof,
+}
+
+/// Why a tokenizer stopped.
+pub(super) enum Stop {
+    /// The fast scanner met something only quick-xml reads (`<!`, `<?`, `&`,
+    /// a byte-order mark, an unclosed tag): start again with quick-xml.
+    Unsupported,
+    Error(ParseError),
+}
+
+impl From<ParseError> for Stop {
+    fn from(e: ParseError) -> Stop {
+        Stop::Error(e)
+    }
+}
+
+/// Flattens `text` into `s`. Records as xrootd writes them (tags, attributes
+/// and plain text only) are read by [`FastTokens`]; anything else is read
+/// again from the start by quick-xml, which decides what it means and
+/// reports what is wrong. Both give the same tokens wherever the fast one
+/// accepts the input (checked by a differential property test and fuzzing).
 pub(super) fn flatten(text: &str, s: &mut Scratch) -> Result<(), ParseError> {
+    match flatten_with(text, s, FastTokens::new(text)) {
+        Err(Stop::Unsupported) => flatten_reference(text, s),
+        Err(Stop::Error(e)) => Err(e),
+        Ok(()) => Ok(()),
+    }
+}
+
+/// Flattens with quick-xml only (the reference the fast path must equal).
+pub(super) fn flatten_reference(text: &str, s: &mut Scratch) -> Result<(), ParseError> {
+    match flatten_with(text, s, QuickXmlTokens::new(text)) {
+        Err(Stop::Unsupported) => unreachable!("quick-xml reads everything"),
+        Err(Stop::Error(e)) => Err(e),
+        Ok(()) => Ok(()),
+    }
+}
+
+/// A source of [`Token`]s over one datagram text.
+pub(super) trait Tokens {
+    fn next(&mut self) -> Result<Token, Stop>;
+}
+
+/// quick-xml's reader, configured to tolerate what real senders emit.
+pub(super) struct QuickXmlTokens<'t> {
+    reader: Reader<&'t [u8]>,
+}
+
+impl<'t> QuickXmlTokens<'t> {
+    pub(super) fn new(text: &'t str) -> Self {
+        let mut reader = Reader::from_str(text);
+        let config = reader.config_mut();
+        config.check_end_names = false;
+        config.allow_unmatched_ends = true;
+        config.allow_dangling_amp = true;
+        config.check_comments = false;
+        config.expand_empty_elements = false;
+        config.trim_text(false);
+        QuickXmlTokens { reader }
+    }
+}
+
+impl Tokens for QuickXmlTokens<'_> {
+    fn next(&mut self) -> Result<Token, Stop> {
+        loop {
+            let start = self.reader.buffer_position() as usize;
+            let event = self
+                .reader
+                .read_event()
+                .map_err(|e| ParseError::Malformed {
+                    offset: self.reader.error_position() as usize,
+                    reason: e.to_string(),
+                })?;
+            let end = self.reader.buffer_position() as usize;
+            return Ok(match event {
+                Event::Start(_) => Token::Open {
+                    start,
+                    end,
+                    empty: false,
+                },
+                Event::Empty(_) => Token::Open {
+                    start,
+                    end,
+                    empty: true,
+                },
+                Event::Text(_) | Event::GeneralRef(_) => Token::Text { start, end },
+                // `<![CDATA[` .. `]]>`
+                Event::CData(_) => Token::Text {
+                    start: start + 9,
+                    end: end.saturating_sub(3).max(start + 9),
+                },
+                Event::End(_) => Token::Close { start, end },
+                Event::Eof => Token::Eof,
+                Event::Decl(_) | Event::Comment(_) | Event::PI(_) | Event::DocType(_) => continue,
+            });
+        }
+    }
+}
+
+/// The hot path's scanner: `<name ...>`, `<name .../>`, `</name ...>` and
+/// text without `&`. It ends tags exactly where quick-xml
+/// does (the first `>` outside single or double quotes) and gives up with
+/// [`Stop::Unsupported`] on anything else.
+pub(super) struct FastTokens<'t> {
+    bytes: &'t [u8],
+    pos: usize,
+}
+
+impl<'t> FastTokens<'t> {
+    pub(super) fn new(text: &'t str) -> Self {
+        FastTokens {
+            bytes: text.as_bytes(),
+            pos: 0,
+        }
+    }
+
+    /// The end (after `>`) of the tag starting at `from`, quote-aware.
+    /// A byte loop: tags are a few bytes long, too short for memchr to pay.
+    fn tag_end(&self, from: usize) -> Result<usize, Stop> {
+        let b = self.bytes;
+        let mut quote = 0u8;
+        for (i, &c) in b.iter().enumerate().skip(from) {
+            match (quote, c) {
+                (0, b'>') => return Ok(i + 1),
+                (0, b'"' | b'\'') => quote = c,
+                (q, c) if q == c => quote = 0,
+                _ => {}
+            }
+        }
+        Err(Stop::Unsupported)
+    }
+}
+
+impl Tokens for FastTokens<'_> {
+    fn next(&mut self) -> Result<Token, Stop> {
+        let b = self.bytes;
+        let start = self.pos;
+        if start == 0 && b.starts_with("\u{feff}".as_bytes()) {
+            return Err(Stop::Unsupported);
+        }
+        if start >= b.len() {
+            return Ok(Token::Eof);
+        }
+        if b[start] != b'<' {
+            let mut end = start;
+            while end < b.len() && b[end] != b'<' {
+                if b[end] == b'&' {
+                    return Err(Stop::Unsupported);
+                }
+                end += 1;
+            }
+            self.pos = end;
+            return Ok(Token::Text { start, end });
+        }
+        let is_name_start =
+            |c: Option<&u8>| c.is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_');
+        let token = match b.get(start + 1) {
+            Some(b'/') if is_name_start(b.get(start + 2)) => {
+                let end = self.tag_end(start + 1)?;
+                Token::Close { start, end }
+            }
+            c if is_name_start(c) => {
+                let end = self.tag_end(start + 1)?;
+                Token::Open {
+                    start,
+                    end,
+                    empty: end - start >= 3 && b[end - 2] == b'/',
+                }
+            }
+            _ => return Err(Stop::Unsupported),
+        };
+        let (Token::Open { end, .. } | Token::Close { end, .. }) = token else {
+            unreachable!()
+        };
+        self.pos = end;
+        Ok(token)
+    }
+}
+
+fn flatten_with(text: &str, s: &mut Scratch, mut tokens: impl Tokens) -> Result<(), Stop> {
     s.names.clear();
     s.slots.clear();
     s.entries.clear();
@@ -33,32 +239,17 @@ pub(super) fn flatten(text: &str, s: &mut Scratch) -> Result<(), ParseError> {
     s.frames.clear();
     s.header_len = 0;
 
-    let mut reader = Reader::from_str(text);
-    let config = reader.config_mut();
-    config.check_end_names = false;
-    config.allow_unmatched_ends = true;
-    config.allow_dangling_amp = true;
-    config.check_comments = false;
-    config.expand_empty_elements = false;
-    config.trim_text(false);
-
     let mut seen_root = false;
     loop {
-        let start = reader.buffer_position() as usize;
-        let event = reader.read_event().map_err(|e| ParseError::Malformed {
-            offset: reader.error_position() as usize,
-            reason: e.to_string(),
-        })?;
-        let end = reader.buffer_position() as usize;
-        match event {
-            Event::Start(_) | Event::Empty(_) => {
-                let empty = matches!(event, Event::Empty(_));
+        match tokens.next()? {
+            Token::Open { start, end, empty } => {
                 let tag = tag_span(text, start, end);
                 if !seen_root {
                     if tag.of(text) != "statistics" {
                         return Err(ParseError::NotStatistics {
                             found: preview(text, start),
-                        });
+                        }
+                        .into());
                     }
                     seen_root = true;
                     open_root(text, s, end, tag);
@@ -75,13 +266,8 @@ pub(super) fn flatten(text: &str, s: &mut Scratch) -> Result<(), ParseError> {
                     }
                 }
             }
-            Event::Text(_) | Event::GeneralRef(_) | Event::CData(_) => {
-                let span = if matches!(event, Event::CData(_)) {
-                    // `<![CDATA[` .. `]]>`
-                    Span::new(start + 9, end.saturating_sub(3).max(start + 9))
-                } else {
-                    Span::new(start, end)
-                };
+            Token::Text { start, end } => {
+                let span = Span::new(start, end);
                 match s.frames.last_mut() {
                     Some(frame) => {
                         frame.text = Some(match frame.text {
@@ -95,19 +281,20 @@ pub(super) fn flatten(text: &str, s: &mut Scratch) -> Result<(), ParseError> {
                     None if !seen_root && !span.of(text).trim().is_empty() => {
                         return Err(ParseError::NotStatistics {
                             found: preview(text, start),
-                        });
+                        }
+                        .into());
                     }
                     None => {}
                 }
             }
-            Event::End(_) => {
+            Token::Close { start, end } => {
                 // `</a>`, `</statistics toe="1">`, `</mdb</rsp>`
                 let inner = text.get(start + 2..end.saturating_sub(1)).unwrap_or("");
                 let mut offset = start + 2;
                 // Only a fused tag (`mdb</rsp`) needs splitting; skip the
                 // substring searcher for the ordinary end tag.
                 let (mut split, mut single);
-                let pieces: &mut dyn Iterator<Item = &str> = if inner.contains('<') {
+                let pieces: &mut dyn Iterator<Item = &str> = if inner.as_bytes().contains(&b'<') {
                     split = inner.split("</");
                     &mut split
                 } else {
@@ -116,7 +303,8 @@ pub(super) fn flatten(text: &str, s: &mut Scratch) -> Result<(), ParseError> {
                 };
                 for piece in pieces {
                     let name_len = piece
-                        .find(|c: char| c.is_ascii_whitespace())
+                        .bytes()
+                        .position(|c| c.is_ascii_whitespace())
                         .unwrap_or(piece.len());
                     let tag = Span::new(offset, offset + name_len);
                     if close_named(text, s, tag) && s.frames.is_empty() {
@@ -128,7 +316,7 @@ pub(super) fn flatten(text: &str, s: &mut Scratch) -> Result<(), ParseError> {
                     offset += piece.len() + 2;
                 }
             }
-            Event::Eof => {
+            Token::Eof => {
                 return Err(if !seen_root && text.trim().is_empty() {
                     ParseError::Empty
                 } else if !seen_root {
@@ -139,9 +327,9 @@ pub(super) fn flatten(text: &str, s: &mut Scratch) -> Result<(), ParseError> {
                     ParseError::Truncated {
                         depth: s.frames.len(),
                     }
-                });
+                }
+                .into());
             }
-            Event::Decl(_) | Event::Comment(_) | Event::PI(_) | Event::DocType(_) => {}
         }
     }
 }
@@ -256,8 +444,15 @@ fn open(
 /// Closes the innermost open element named `tag`, and any still open inside
 /// it. Returns false (and closes nothing) for an end tag matching nothing.
 fn close_named(text: &str, s: &mut Scratch, tag: Span) -> bool {
-    let name = tag.of(text);
-    let Some(at) = s.frames.iter().rposition(|f| f.tag.of(text) == name) else {
+    let bytes = text.as_bytes();
+    let name = bytes
+        .get(tag.start as usize..tag.end as usize)
+        .unwrap_or(b"");
+    let Some(at) = s
+        .frames
+        .iter()
+        .rposition(|f| bytes.get(f.tag.start as usize..f.tag.end as usize) == Some(name))
+    else {
         return false;
     };
     while s.frames.len() > at {
@@ -304,6 +499,16 @@ fn emit(s: &mut Scratch, value: Span, entry: u32) {
 /// double quotes.
 fn unquote(text: &str, span: Span) -> Span {
     let raw = span.of(text);
+    // Nearly every value: plain ASCII at both ends, nothing to trim.
+    if let (Some(&first), Some(&last)) = (raw.as_bytes().first(), raw.as_bytes().last())
+        && first.is_ascii_graphic()
+        && last.is_ascii_graphic()
+        && first != b'"'
+        && last != b'"'
+        && last != b'>'
+    {
+        return span;
+    }
     let trimmed_start = raw.len() - raw.trim_start().len();
     let trimmed = raw.trim().trim_end_matches('>').trim_end();
     let mut start = span.start as usize + trimmed_start;
