@@ -1,0 +1,1173 @@
+//! Load tool: the gateway against the chain it replaces, side by side.
+//!
+//! Replays real xrootd records (tests/data/records) from many simulated
+//! servers, each its own loopback address, over UDP, and measures at a
+//! counting sink that stands in for gmond:
+//!
+//! * raw: the loopback limit, pre-encoded value packets blasted to the sink
+//!   with no gateway (one `send` per packet, and `sendmmsg` batches);
+//! * serve at full speed and at chosen offered rates: records/s, metric
+//!   packets/s, datagrams lost (gateway socket drops plus records whose last
+//!   value packet never arrived), p50/p99 latency from a record's send to
+//!   its last value packet, the gateway's CPU and peak RSS;
+//! * receive and parse: XRootD's `mpxstats -f flat` and ours, records/s;
+//! * the traditional chain: `mpxstats -f flat | perl` running the real
+//!   `gmetric` once per value;
+//! * memory: one record from each of 10,000 sources, bytes per tracked
+//!   (host, metric) pair.
+//!
+//! `cargo bench --bench load` runs everything (about 3 minutes);
+//! `cargo bench --bench load -- --help` lists the options. Under
+//! `cargo test` (no `--bench` argument) it runs a smoke pass in seconds and
+//! checks that every part works and that nothing is lost at a low rate.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{BufRead, BufReader};
+use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use xrd2ganglia::config::{FileConfig, Overrides, validate};
+use xrd2ganglia::events::{Counters, Events};
+use xrd2ganglia::ganglia::xdr::{self, Packet};
+use xrd2ganglia::gateway::Pipeline;
+
+/// The records replayed, round robin over the simulated servers: an idle and
+/// a loaded data server, a manager cmsd with its node list, a proxy cache,
+/// and a server with spaces and quotas (the ~2.3 KB record).
+const FIXTURES: &[&str] = &["ds_idle", "ds_loaded", "mgr_cmsd", "pfc_loaded", "spaces"];
+
+const USAGE: &str = "cargo bench --bench load -- [options]
+  --duration SECS   length of each measured run (default 5)
+  --servers N       simulated xrootd servers (default 100)
+  --rates LIST      offered records/s for the paced runs, comma-separated
+                    (default 1000,2000,5000, plus 80% of the raw rate)
+  --sources N       sources for the memory run (default 10000)
+  --only LIST       runs to do: raw,serve,rates,parse,chain,memory
+  --smoke           the quick pass cargo test runs";
+
+#[derive(Clone, Debug)]
+struct Options {
+    duration: Duration,
+    servers: usize,
+    rates: Vec<u64>,
+    sources: usize,
+    only: Vec<String>,
+    smoke: bool,
+}
+
+impl Options {
+    fn parse() -> Options {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        let bench = args.iter().any(|a| a == "--bench");
+        let mut o = Options {
+            duration: Duration::from_secs(5),
+            servers: 100,
+            rates: vec![1000, 2000, 5000],
+            sources: 10_000,
+            only: Vec::new(),
+            smoke: !bench,
+        };
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            let mut value = || {
+                it.next()
+                    .cloned()
+                    .unwrap_or_else(|| usage(&format!("{a} needs a value")))
+            };
+            match a.as_str() {
+                "--bench" => {}
+                "--smoke" => o.smoke = true,
+                "--duration" => o.duration = Duration::from_secs_f64(number(&value())),
+                "--servers" => o.servers = number(&value()) as usize,
+                "--sources" => o.sources = number(&value()) as usize,
+                "--rates" => o.rates = value().split(',').map(|r| number(r) as u64).collect(),
+                "--only" => o.only = value().split(',').map(str::to_string).collect(),
+                "--help" | "-h" => {
+                    println!("{USAGE}");
+                    std::process::exit(0);
+                }
+                // cargo test passes its own flags (--nocapture, filters): ignore them.
+                other if !bench => {
+                    let _ = other;
+                }
+                other => usage(&format!("unknown option {other}")),
+            }
+        }
+        if o.smoke {
+            o.duration = o.duration.min(Duration::from_millis(1500));
+            o.servers = o.servers.min(20);
+            o.rates = vec![200];
+            o.sources = o.sources.min(300);
+        }
+        o
+    }
+
+    fn runs(&self, name: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|o| o == name)
+    }
+}
+
+fn number(s: &str) -> f64 {
+    s.trim()
+        .parse()
+        .unwrap_or_else(|_| usage(&format!("not a number: {s}")))
+}
+
+fn usage(msg: &str) -> ! {
+    eprintln!("load: {msg}\n{USAGE}");
+    std::process::exit(2)
+}
+
+fn main() {
+    let o = Options::parse();
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_xrd2ganglia"));
+    let records = Records::load(o.servers);
+    let mut report = Report::default();
+    println!(
+        "load: {} servers, {} s per run, records {:?} ({} value packets per round of {} records){}",
+        o.servers,
+        o.duration.as_secs_f64(),
+        FIXTURES,
+        records.packets_per_round(),
+        FIXTURES.len(),
+        if o.smoke { " [smoke]" } else { "" }
+    );
+
+    if o.runs("raw") {
+        report.raw_send = Some(raw(&records, &o, false));
+        report.raw_mmsg = Some(raw(&records, &o, true));
+    }
+    if o.runs("serve") {
+        // Flat out: offered a quarter above what the loopback can carry (a
+        // sender blasting without limit would only take the CPU the gateway
+        // and the sink need).
+        let rate = report
+            .raw_best()
+            .map(|raw| (raw * 1.25 / records.packets_per_record()) as u64);
+        report.serve_max = Some(serve(&bin, &records, &o, rate, "serve, flat out"));
+    }
+    if o.runs("rates") {
+        let mut rates = o.rates.clone();
+        if let Some(raw) = report.raw_best() {
+            let r = (raw * 0.8 / records.packets_per_record()) as u64;
+            if !o.smoke && r > 0 {
+                rates.push(r);
+            }
+        }
+        for rate in rates {
+            let label = format!("serve at {rate} records/s");
+            report
+                .paced
+                .push(serve(&bin, &records, &o, Some(rate), &label));
+        }
+    }
+    if o.runs("parse") {
+        report.mpxstats_theirs = mpxstats(Path::new("/usr/bin/mpxstats"), &[], &records, &o);
+        report.mpxstats_ours = mpxstats(&bin, &["mpxstats"], &records, &o);
+    }
+    if o.runs("chain") {
+        report.chain = chain(&records, &o);
+    }
+    if o.runs("memory") {
+        report.memory = Some(memory(&bin, &o));
+    }
+    report.print(&records);
+    if o.smoke {
+        report.check_smoke();
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Records and the packets the gateway makes of them.
+
+struct Records {
+    /// Datagram text of each fixture.
+    data: Vec<Vec<u8>>,
+    /// Per fixture: the steady-state packets of one report (values only).
+    packets: Vec<Vec<Vec<u8>>>,
+    /// Per fixture: the name of its last value packet (a record's completion).
+    last_name: Vec<String>,
+    /// `mpxstats -f flat` lines of each fixture.
+    flat_lines: Vec<usize>,
+    /// Server i sends fixture `i % FIXTURES.len()` from `server_ip(i)`.
+    servers: usize,
+}
+
+fn server_ip(i: usize) -> Ipv4Addr {
+    Ipv4Addr::new(127, 10 + (i >> 16) as u8, (i >> 8) as u8, i as u8)
+}
+
+impl Records {
+    fn load(servers: usize) -> Records {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/records");
+        let settings = validate(
+            FileConfig::default(),
+            "load".into(),
+            &Overrides {
+                send: vec!["127.0.0.1:9".into()],
+                ..Default::default()
+            },
+        )
+        .expect("default settings");
+        let counters = Counters::default();
+        let mut events = Events::new(&counters, Duration::from_secs(3600));
+        let mut r = Records {
+            data: Vec::new(),
+            packets: Vec::new(),
+            last_name: Vec::new(),
+            flat_lines: Vec::new(),
+            servers,
+        };
+        for name in FIXTURES {
+            let data = std::fs::read(dir.join(format!("{name}.xml"))).expect("fixture");
+            let flat = std::fs::read_to_string(dir.join(format!("{name}.flat"))).expect("flat");
+            let mut pipeline = Pipeline::new(&settings);
+            let from = SocketAddr::from((server_ip(0), 40000));
+            let t0 = Instant::now();
+            pipeline.encode(&data, from, t0, &settings, &mut events);
+            // Reports 100 ms apart, as in the runs: the second is steady state.
+            pipeline.encode(
+                &data,
+                from,
+                t0 + Duration::from_millis(100),
+                &settings,
+                &mut events,
+            );
+            let packets: Vec<Vec<u8>> = pipeline.packets().map(<[u8]>::to_vec).collect();
+            let last = packets
+                .iter()
+                .rev()
+                .find_map(|p| match xdr::decode(p) {
+                    Ok(Packet::Value { id, .. }) => Some(id.name),
+                    _ => None,
+                })
+                .expect("a value packet");
+            r.data.push(data);
+            r.packets.push(packets);
+            r.last_name.push(last);
+            r.flat_lines.push(flat.lines().count());
+        }
+        r
+    }
+
+    fn fixture_of(&self, server: usize) -> usize {
+        server % FIXTURES.len()
+    }
+
+    fn packets_per_round(&self) -> usize {
+        self.packets.iter().map(Vec::len).sum()
+    }
+
+    fn packets_per_record(&self) -> f64 {
+        self.packets_per_round() as f64 / FIXTURES.len() as f64
+    }
+
+    fn flat_lines_per_record(&self) -> f64 {
+        self.flat_lines.iter().sum::<usize>() as f64 / FIXTURES.len() as f64
+    }
+
+    /// One socket per simulated server, bound to its own address.
+    fn sockets(&self) -> Vec<UdpSocket> {
+        (0..self.servers)
+            .map(|i| UdpSocket::bind((server_ip(i), 0)).expect("bind a 127.x address"))
+            .collect()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The sink: counts packets, notes when each record's last value arrived.
+
+#[derive(Default)]
+struct SinkCounts {
+    packets: AtomicU64,
+    values: AtomicU64,
+    metadata: AtomicU64,
+    completed: AtomicU64,
+}
+
+struct Sink {
+    socket: UdpSocket,
+    counts: Arc<SinkCounts>,
+    /// Send times of records not yet completed, per server.
+    pending: Arc<Vec<Mutex<VecDeque<Instant>>>>,
+    latencies: Arc<Mutex<Vec<u32>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl Sink {
+    fn start(records: &Records) -> Sink {
+        let socket = big_buffers(UdpSocket::bind("127.0.0.1:0").expect("sink"));
+        let counts = Arc::new(SinkCounts::default());
+        let pending: Arc<Vec<Mutex<VecDeque<Instant>>>> =
+            Arc::new((0..records.servers).map(|_| Mutex::default()).collect());
+        let latencies = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let server_of: HashMap<String, usize> = (0..records.servers)
+            .map(|i| (server_ip(i).to_string(), i))
+            .collect();
+        let last_names: Vec<Vec<u8>> = records
+            .last_name
+            .iter()
+            .map(|n| n.as_bytes().to_vec())
+            .collect();
+        let thread = {
+            let (socket, counts, pending, latencies, stop) = (
+                socket.try_clone().expect("clone"),
+                counts.clone(),
+                pending.clone(),
+                latencies.clone(),
+                stop.clone(),
+            );
+            socket
+                .set_read_timeout(Some(Duration::from_millis(50)))
+                .expect("timeout");
+            thread::spawn(move || {
+                let mut buf = [0u8; 2048];
+                while !stop.load(Ordering::Relaxed) {
+                    let Ok(n) = socket.recv(&mut buf) else {
+                        continue;
+                    };
+                    let now = Instant::now();
+                    counts.packets.fetch_add(1, Ordering::Relaxed);
+                    let Some((id, host, name)) = header(&buf[..n]) else {
+                        continue;
+                    };
+                    match id {
+                        128 => {
+                            counts.metadata.fetch_add(1, Ordering::Relaxed);
+                            continue;
+                        }
+                        133 => counts.values.fetch_add(1, Ordering::Relaxed),
+                        _ => continue,
+                    };
+                    if !last_names.iter().any(|l| l.as_slice() == name) {
+                        continue;
+                    }
+                    let ip = host.split(|&b| b == b':').next().unwrap_or(b"");
+                    let Some(&server) = std::str::from_utf8(ip)
+                        .ok()
+                        .and_then(|ip| server_of.get(ip))
+                    else {
+                        continue;
+                    };
+                    // The newest record sent before now is the one completed;
+                    // older ones never completed (lost).
+                    let sent = {
+                        let mut q = pending[server].lock().expect("pending");
+                        let mut newest = None;
+                        while q.front().is_some_and(|t| *t <= now) {
+                            newest = q.pop_front();
+                        }
+                        newest
+                    };
+                    if let Some(sent) = sent {
+                        counts.completed.fetch_add(1, Ordering::Relaxed);
+                        let us = now.duration_since(sent).as_micros().min(u32::MAX as u128);
+                        latencies.lock().expect("latencies").push(us as u32);
+                    }
+                }
+            })
+        };
+        Sink {
+            socket,
+            counts,
+            pending,
+            latencies,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn port(&self) -> u16 {
+        self.socket.local_addr().map(|a| a.port()).unwrap_or(0)
+    }
+
+    /// Waits until no packet has arrived for `quiet`.
+    fn settle(&self, quiet: Duration) {
+        let mut last = self.counts.packets.load(Ordering::Relaxed);
+        loop {
+            thread::sleep(quiet);
+            let now = self.counts.packets.load(Ordering::Relaxed);
+            if now == last {
+                return;
+            }
+            last = now;
+        }
+    }
+
+    fn reset(&self) {
+        for c in [
+            &self.counts.packets,
+            &self.counts.values,
+            &self.counts.metadata,
+            &self.counts.completed,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+        for q in self.pending.iter() {
+            q.lock().expect("pending").clear();
+        }
+        self.latencies.lock().expect("latencies").clear();
+    }
+}
+
+impl Drop for Sink {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// (packet id, host, metric name) of a Ganglia packet, borrowed.
+fn header(p: &[u8]) -> Option<(u32, &[u8], &[u8])> {
+    let word = |at: usize| -> Option<u32> {
+        Some(u32::from_be_bytes(p.get(at..at + 4)?.try_into().ok()?))
+    };
+    let string = |at: usize| -> Option<(&[u8], usize)> {
+        let len = word(at)? as usize;
+        let s = p.get(at + 4..at + 4 + len)?;
+        Some((s, at + 4 + len.div_ceil(4) * 4))
+    };
+    let id = word(0)?;
+    let (host, at) = string(4)?;
+    let (name, _) = string(at)?;
+    Some((id, host, name))
+}
+
+fn big_buffers(socket: UdpSocket) -> UdpSocket {
+    let s = socket2::SockRef::from(&socket);
+    let _ = s.set_recv_buffer_size(32 << 20);
+    let _ = s.set_send_buffer_size(4 << 20);
+    socket
+}
+
+/// Columns of every UDP socket (IPv4 and IPv6) bound to local `port`.
+fn udp_sockets(port: u16) -> Vec<Vec<String>> {
+    let suffix = format!(":{port:04X}");
+    ["/proc/net/udp", "/proc/net/udp6"]
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .flat_map(|t| {
+            t.lines()
+                .skip(1)
+                .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+                .filter(|c| c.get(1).is_some_and(|a| a.ends_with(&suffix)))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Datagrams the kernel dropped at the UDP socket(s) on `port`.
+fn kernel_drops(port: u16) -> u64 {
+    udp_sockets(port)
+        .iter()
+        .filter_map(|c| c.last()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// Bytes waiting in the receive queue of the UDP socket(s) on `port`.
+fn rx_queue(port: u16) -> u64 {
+    udp_sockets(port)
+        .iter()
+        .filter_map(|c| u64::from_str_radix(c.get(4)?.split(':').nth(1)?, 16).ok())
+        .sum()
+}
+
+// ---------------------------------------------------------------------------
+// Runs.
+
+#[derive(Clone, Debug, Default)]
+struct Run {
+    label: String,
+    offered_rps: Option<f64>,
+    sent: u64,
+    achieved_rps: f64,
+    packets_ps: f64,
+    completed: u64,
+    socket_drops: u64,
+    not_forwarded: u64,
+    p50_us: Option<u32>,
+    p99_us: Option<u32>,
+    cpu_pct: Option<f64>,
+    peak_rss_kib: Option<u64>,
+}
+
+/// (a) The loopback limit: the value packets of the records, straight to
+/// the sink, for the run's duration.
+fn raw(records: &Records, o: &Options, mmsg: bool) -> Run {
+    let sink = Sink::start(records);
+    let socket = big_buffers(UdpSocket::bind("127.0.0.1:0").expect("bind"));
+    socket.connect(("127.0.0.1", sink.port())).expect("connect");
+    let all: Vec<&[u8]> = records
+        .packets
+        .iter()
+        .flatten()
+        .map(Vec::as_slice)
+        .collect();
+    let t0 = Instant::now();
+    let mut sent = 0u64;
+    while t0.elapsed() < o.duration {
+        if mmsg {
+            for chunk in all.chunks(64) {
+                sent += send_mmsg(&socket, chunk) as u64;
+            }
+        } else {
+            for p in &all {
+                if socket.send(p).is_ok() {
+                    sent += 1;
+                }
+            }
+        }
+    }
+    let elapsed = t0.elapsed();
+    sink.settle(Duration::from_millis(200));
+    let got = sink.counts.packets.load(Ordering::Relaxed);
+    Run {
+        label: if mmsg {
+            "raw loopback, sendmmsg"
+        } else {
+            "raw loopback, send"
+        }
+        .into(),
+        sent,
+        packets_ps: got as f64 / elapsed.as_secs_f64(),
+        achieved_rps: got as f64 / elapsed.as_secs_f64() / records.packets_per_record(),
+        socket_drops: kernel_drops(sink.port()),
+        ..Run::default()
+    }
+}
+
+/// Sends `packets` with one sendmmsg call; returns how many went.
+fn send_mmsg(socket: &UdpSocket, packets: &[&[u8]]) -> usize {
+    let mut iov: Vec<libc::iovec> = packets
+        .iter()
+        .map(|p| libc::iovec {
+            iov_base: p.as_ptr() as *mut libc::c_void,
+            iov_len: p.len(),
+        })
+        .collect();
+    let mut msgs: Vec<libc::mmsghdr> = iov
+        .iter_mut()
+        .map(|v| {
+            // SAFETY: an all-zero mmsghdr is valid (no name, no control data).
+            let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+            m.msg_hdr.msg_iov = v;
+            m.msg_hdr.msg_iovlen = 1;
+            m
+        })
+        .collect();
+    // SAFETY: msgs points to msgs.len() initialised headers whose iovecs
+    // borrow `packets`, all alive for the call.
+    let n = unsafe { libc::sendmmsg(socket.as_raw_fd(), msgs.as_mut_ptr(), msgs.len() as u32, 0) };
+    n.max(0) as usize
+}
+
+/// A running `xrd2ganglia serve` sending to the sink.
+struct Gateway {
+    child: Child,
+    port: u16,
+    _dir: TempDir,
+}
+
+impl Gateway {
+    fn start(bin: &Path, sink_port: u16, extra: &str) -> Gateway {
+        let dir = TempDir::new("gw");
+        let port = free_port();
+        let conf = dir.0.join("xrd2ganglia.toml");
+        std::fs::write(
+            &conf,
+            format!(
+                "listen = [\"127.0.0.1:{port}\"]\n\
+                 metadata_interval = 1800\nstats_interval = 0\nself_metrics_interval = 0\n\
+                 max_send_rate = 0\nrecv_buffer = 33554432\nmax_sources = 20000\n{extra}\n\
+                 [[channel]]\nhost = \"127.0.0.1\"\nport = {sink_port}\n"
+            ),
+        )
+        .expect("config");
+        let child = Command::new(bin)
+            .args(["serve", "--config"])
+            .arg(&conf)
+            .args(["--log-level", "warn"])
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.0.join("log")).expect("log"))
+            .spawn()
+            .expect("start xrd2ganglia serve");
+        if !listening(port) {
+            let log = std::fs::read_to_string(dir.0.join("log")).unwrap_or_default();
+            eprintln!("load: xrd2ganglia serve did not start:\n{log}");
+            std::process::exit(1);
+        }
+        Gateway {
+            child,
+            port,
+            _dir: dir,
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn cpu_ticks(&self) -> u64 {
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap_or_default();
+        // Fields after the command name: utime and stime are the 12th and 13th.
+        let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+        let f: Vec<u64> = rest
+            .split_whitespace()
+            .map(|x| x.parse().unwrap_or(0))
+            .collect();
+        f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0)
+    }
+
+    fn status_kib(&self, key: &str) -> u64 {
+        proc_status(self.pid(), key)
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
+    }
+}
+
+fn proc_status(pid: u32, key: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn clock_ticks() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 { t as f64 } else { 100.0 }
+}
+
+/// Sends records round robin over the servers at `rate` records/s (None: as
+/// fast as possible) for `duration`, noting each send time for the sink.
+fn offer(
+    records: &Records,
+    sockets: &[UdpSocket],
+    to: SocketAddr,
+    rate: Option<u64>,
+    duration: Duration,
+    pending: Option<&[Mutex<VecDeque<Instant>>]>,
+) -> u64 {
+    let t0 = Instant::now();
+    let mut i = 0u64;
+    loop {
+        let now = Instant::now();
+        if now.duration_since(t0) >= duration {
+            return i;
+        }
+        if let Some(rate) = rate {
+            let due = t0 + Duration::from_secs_f64(i as f64 / rate as f64);
+            if due > now {
+                let wait = due - now;
+                if wait > Duration::from_micros(200) {
+                    thread::sleep(wait - Duration::from_micros(100));
+                }
+                continue;
+            }
+        }
+        let server = (i as usize) % sockets.len();
+        let data = &records.data[records.fixture_of(server)];
+        if let Some(p) = pending {
+            p[server].lock().expect("pending").push_back(Instant::now());
+        }
+        if sockets[server].send_to(data, to).is_ok() {
+            i += 1;
+        }
+    }
+}
+
+/// (b) `serve` forwarding every value, at `rate` records/s or flat out.
+fn serve(bin: &Path, records: &Records, o: &Options, rate: Option<u64>, label: &str) -> Run {
+    let sink = Sink::start(records);
+    let gw = Gateway::start(bin, sink.port(), "");
+    let to = SocketAddr::from(([127, 0, 0, 1], gw.port));
+    let sockets = records.sockets();
+    // Warm up: every server's first record (metadata) and a second one.
+    for _ in 0..2 {
+        offer(
+            records,
+            &sockets,
+            to,
+            Some(2000),
+            Duration::from_secs_f64(records.servers as f64 / 2000.0),
+            None,
+        );
+    }
+    sink.settle(Duration::from_millis(300));
+    sink.reset();
+    let drops_before = kernel_drops(gw.port);
+    let cpu_before = gw.cpu_ticks();
+    let t0 = Instant::now();
+    let sent = offer(records, &sockets, to, rate, o.duration, Some(&sink.pending));
+    let elapsed = t0.elapsed();
+    sink.settle(Duration::from_millis(300));
+    let cpu = (gw.cpu_ticks() - cpu_before) as f64 / clock_ticks();
+    let completed = sink.counts.completed.load(Ordering::Relaxed);
+    let packets = sink.counts.packets.load(Ordering::Relaxed);
+    if std::env::var_os("LOAD_DEBUG").is_some() {
+        let left: Vec<usize> = sink
+            .pending
+            .iter()
+            .map(|q| q.lock().map(|q| q.len()).unwrap_or(0))
+            .collect();
+        eprintln!("pending per server: {left:?}");
+    }
+    let mut lat = sink.latencies.lock().expect("latencies").clone();
+    lat.sort_unstable();
+    let pct = |p: f64| (!lat.is_empty()).then(|| lat[((lat.len() - 1) as f64 * p) as usize]);
+    Run {
+        label: label.into(),
+        offered_rps: Some(sent as f64 / elapsed.as_secs_f64()),
+        sent,
+        achieved_rps: completed as f64 / elapsed.as_secs_f64(),
+        packets_ps: packets as f64 / elapsed.as_secs_f64(),
+        completed,
+        socket_drops: kernel_drops(gw.port) - drops_before,
+        not_forwarded: sent.saturating_sub(completed),
+        p50_us: pct(0.50),
+        p99_us: pct(0.99),
+        cpu_pct: Some(100.0 * cpu / elapsed.as_secs_f64()),
+        peak_rss_kib: Some(gw.status_kib("VmHWM:")),
+    }
+}
+
+/// mpxstats (XRootD's or ours) receiving records flat out, printing flat
+/// lines into a pipe we count: records/s = `tod` lines per second.
+fn mpxstats(bin: &Path, pre: &[&str], records: &Records, o: &Options) -> Option<Run> {
+    if !bin.exists() {
+        println!("load: {} not installed; its run is skipped", bin.display());
+        return None;
+    }
+    let port = free_port();
+    let mut child = Command::new(bin)
+        .args(pre)
+        .args(["-p", &port.to_string(), "-f", "flat"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let stdout = child.stdout.take()?;
+    let lines = Arc::new(AtomicU64::new(0));
+    let reader = {
+        let lines = lines.clone();
+        thread::spawn(move || {
+            let mut r = BufReader::with_capacity(1 << 20, stdout);
+            let mut line = Vec::new();
+            while r.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+                if line.starts_with(b"tod ") {
+                    lines.fetch_add(1, Ordering::Relaxed);
+                }
+                line.clear();
+            }
+        })
+    };
+    wait_for_port(port);
+    let to = SocketAddr::from(([127, 0, 0, 1], port));
+    let sockets = records.sockets();
+    let t0 = Instant::now();
+    let before = lines.load(Ordering::Relaxed);
+    let sent = offer(records, &sockets, to, None, o.duration, None);
+    let elapsed = t0.elapsed();
+    // Output is block-buffered: let it finish what it received.
+    thread::sleep(Duration::from_millis(500));
+    let done = lines.load(Ordering::Relaxed) - before;
+    let drops = kernel_drops(port);
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = reader.join();
+    Some(Run {
+        label: format!(
+            "{} {}-f flat",
+            bin.display(),
+            pre.iter().map(|p| format!("{p} ")).collect::<String>()
+        ),
+        offered_rps: Some(sent as f64 / elapsed.as_secs_f64()),
+        sent,
+        achieved_rps: done as f64 / elapsed.as_secs_f64(),
+        completed: done,
+        socket_drops: drops,
+        not_forwarded: sent.saturating_sub(done),
+        ..Run::default()
+    })
+}
+
+/// The chain sites run today: `mpxstats -f flat` piped into Perl that forks
+/// the real gmetric once per value, sending to the sink.
+fn chain(records: &Records, o: &Options) -> Option<Run> {
+    for tool in ["/usr/bin/mpxstats", "/usr/bin/gmetric", "/usr/bin/perl"] {
+        if !Path::new(tool).exists() {
+            println!("load: {tool} not installed; the chain run is skipped");
+            return None;
+        }
+    }
+    let sink = Sink::start(records);
+    let dir = TempDir::new("chain");
+    let conf = dir.0.join("gmond.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "udp_send_channel {{\n  host = 127.0.0.1\n  port = {}\n}}\n",
+            sink.port()
+        ),
+    )
+    .expect("gmond.conf");
+    // What such scripts do: one gmetric per "name value" line, spoofing the
+    // sender (here the record's src), text as string, numbers as double.
+    let script = dir.0.join("to-gmetric.pl");
+    std::fs::write(
+        &script,
+        r#"$| = 1; my ($conf) = @ARGV; my $host = "unknown";
+while (my $line = <STDIN>) {
+  chomp $line; my ($name, $value) = split(/ /, $line, 2);
+  next unless defined $value;
+  if ($name eq "src") { ($host) = split(/:/, $value); }
+  my $type = ($value =~ /^-?[0-9.]+$/) ? "double" : "string";
+  system("/usr/bin/gmetric", "-c", $conf, "-n", "xrootd.$name", "-v", $value, "-t", $type, "-S", "127.0.0.1:$host");
+}
+"#,
+    )
+    .expect("script");
+    let port = free_port();
+    let mut mpx = Command::new("/usr/bin/mpxstats")
+        .args(["-p", &port.to_string(), "-f", "flat"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let perl = Command::new("/usr/bin/perl")
+        .arg(&script)
+        .arg(&conf)
+        .stdin(mpx.stdout.take()?)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok();
+    wait_for_port(port);
+    let to = SocketAddr::from(([127, 0, 0, 1], port));
+    let sockets = &records.sockets()[..1];
+    // Keep the chain busy for the whole run: a few records up front.
+    let sent = offer(
+        records,
+        sockets,
+        to,
+        Some(20),
+        Duration::from_millis(250),
+        None,
+    );
+    let duration = o.duration.max(Duration::from_secs(3));
+    thread::sleep(Duration::from_millis(500));
+    let start = sink.counts.values.load(Ordering::Relaxed);
+    let t0 = Instant::now();
+    thread::sleep(duration);
+    let values = sink.counts.values.load(Ordering::Relaxed) - start;
+    let elapsed = t0.elapsed();
+    let _ = mpx.kill();
+    let _ = mpx.wait();
+    if let Some(mut p) = perl {
+        let _ = p.kill();
+        let _ = p.wait();
+    }
+    // Stop the gmetric still running, so nothing outlives the tool.
+    let _ = Command::new("pkill")
+        .args(["-f", &conf.display().to_string()])
+        .status();
+    let values_ps = values as f64 / elapsed.as_secs_f64();
+    Some(Run {
+        label: "mpxstats | perl | gmetric per value".into(),
+        sent,
+        packets_ps: sink.counts.packets.load(Ordering::Relaxed) as f64 / elapsed.as_secs_f64(),
+        achieved_rps: values_ps / records.flat_lines_per_record(),
+        completed: values,
+        ..Run::default()
+    })
+}
+
+#[derive(Clone, Debug, Default)]
+struct Memory {
+    sources: usize,
+    pairs: u64,
+    rss_before_kib: u64,
+    rss_after_kib: u64,
+    peak_kib: u64,
+}
+
+impl Memory {
+    fn bytes_per_pair(&self) -> f64 {
+        (self.rss_after_kib.saturating_sub(self.rss_before_kib) * 1024) as f64
+            / self.pairs.max(1) as f64
+    }
+}
+
+/// One loaded-data-server record from each of `o.sources` sources: RSS
+/// growth per tracked (host, metric) pair.
+fn memory(bin: &Path, o: &Options) -> Memory {
+    let records = Records::load(1);
+    let fixture = 1; // ds_loaded
+    let per_source = records.packets[fixture].len() as u64 - 1; // minus the heartbeat
+    let sink = UdpSocket::bind("127.0.0.1:0").expect("sink");
+    // Nobody reads the sink: memory is the question, and the packets are
+    // dropped by the kernel at the sink without slowing the gateway.
+    let gw = Gateway::start(bin, sink.local_addr().map(|a| a.port()).unwrap_or(9), "");
+    let to = SocketAddr::from(([127, 0, 0, 1], gw.port));
+    let data = &records.data[fixture];
+    // The first record grows the per-record buffers to size.
+    let s = UdpSocket::bind((server_ip(0), 0)).expect("bind");
+    let _ = s.send_to(data, to);
+    thread::sleep(Duration::from_millis(300));
+    let before = gw.status_kib("VmRSS:");
+    for i in 1..=o.sources {
+        let Ok(s) = UdpSocket::bind((server_ip(i), 0)) else {
+            continue;
+        };
+        let _ = s.send_to(data, to);
+        if i % 100 == 0 {
+            // Let the gateway keep up, so every source is tracked.
+            while rx_queue(gw.port) > 256 * 1024 {
+                thread::sleep(Duration::from_millis(1));
+            }
+        }
+    }
+    while rx_queue(gw.port) > 0 {
+        thread::sleep(Duration::from_millis(10));
+    }
+    thread::sleep(Duration::from_millis(300));
+    Memory {
+        sources: o.sources,
+        pairs: per_source * o.sources as u64,
+        rss_before_kib: before,
+        rss_after_kib: gw.status_kib("VmRSS:"),
+        peak_kib: gw.status_kib("VmHWM:"),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Report.
+
+#[derive(Default)]
+struct Report {
+    raw_send: Option<Run>,
+    raw_mmsg: Option<Run>,
+    serve_max: Option<Run>,
+    paced: Vec<Run>,
+    mpxstats_theirs: Option<Run>,
+    mpxstats_ours: Option<Run>,
+    chain: Option<Run>,
+    memory: Option<Memory>,
+}
+
+impl Report {
+    fn raw_best(&self) -> Option<f64> {
+        [&self.raw_send, &self.raw_mmsg]
+            .iter()
+            .filter_map(|r| r.as_ref().map(|r| r.packets_ps))
+            .reduce(f64::max)
+    }
+
+    fn print(&self, records: &Records) {
+        let opt = |v: Option<u32>| v.map(|v| format!("{v}")).unwrap_or_else(|| "-".into());
+        println!();
+        println!(
+            "{:<42} {:>10} {:>10} {:>11} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9}",
+            "run",
+            "offered/s",
+            "records/s",
+            "packets/s",
+            "lost",
+            "drops",
+            "p50 us",
+            "p99 us",
+            "cpu %",
+            "peak KiB"
+        );
+        let runs = [&self.raw_send, &self.raw_mmsg, &self.serve_max]
+            .into_iter()
+            .flatten()
+            .chain(self.paced.iter())
+            .chain(
+                [&self.mpxstats_theirs, &self.mpxstats_ours, &self.chain]
+                    .into_iter()
+                    .flatten(),
+            );
+        for r in runs {
+            println!(
+                "{:<42} {:>10} {:>10.0} {:>11.0} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9}",
+                r.label,
+                r.offered_rps
+                    .map(|v| format!("{v:.0}"))
+                    .unwrap_or_else(|| "-".into()),
+                r.achieved_rps,
+                r.packets_ps,
+                r.not_forwarded,
+                r.socket_drops,
+                opt(r.p50_us),
+                opt(r.p99_us),
+                r.cpu_pct
+                    .map(|v| format!("{v:.0}"))
+                    .unwrap_or_else(|| "-".into()),
+                r.peak_rss_kib
+                    .map(|v| v.to_string())
+                    .unwrap_or_else(|| "-".into()),
+            );
+        }
+        println!();
+        println!("ratios (targets in brackets):");
+        if let (Some(raw), Some(s)) = (self.raw_best(), &self.serve_max) {
+            println!(
+                "  serve packets/s / raw loopback packets/s   {:>8.2}   [>= 0.80]",
+                s.packets_ps / raw
+            );
+        }
+        if let (Some(theirs), Some(s)) = (&self.mpxstats_theirs, &self.serve_max) {
+            println!(
+                "  serve records/s / XRootD mpxstats          {:>8.2}   [>= 2]",
+                s.achieved_rps / theirs.achieved_rps.max(1e-9)
+            );
+        }
+        if let (Some(theirs), Some(ours)) = (&self.mpxstats_theirs, &self.mpxstats_ours) {
+            println!(
+                "  our mpxstats / XRootD mpxstats             {:>8.2}",
+                ours.achieved_rps / theirs.achieved_rps.max(1e-9)
+            );
+        }
+        if let (Some(c), Some(s)) = (&self.chain, &self.serve_max) {
+            println!(
+                "  serve records/s / mpxstats+gmetric chain   {:>8.0}   [>= 500] (chain: {:.1} values/s = {:.3} records/s)",
+                s.achieved_rps / c.achieved_rps.max(1e-9),
+                c.achieved_rps * records.flat_lines_per_record(),
+                c.achieved_rps
+            );
+        }
+        if let Some(r) = self
+            .paced
+            .iter()
+            .find(|r| r.label == "serve at 1000 records/s")
+        {
+            println!(
+                "  p99 latency at 1000 records/s              {:>8} us [< 1000]",
+                opt(r.p99_us)
+            );
+        }
+        if let Some(m) = &self.memory {
+            println!(
+                "  memory: {} sources x {} metrics = {} pairs; RSS {} -> {} KiB (peak {}): {:.0} bytes per pair [< 300]",
+                m.sources,
+                m.pairs / m.sources.max(1) as u64,
+                m.pairs,
+                m.rss_before_kib,
+                m.rss_after_kib,
+                m.peak_kib,
+                m.bytes_per_pair()
+            );
+        }
+    }
+
+    /// What the smoke pass must show: every part ran, and at a low rate the
+    /// gateway forwarded every record.
+    fn check_smoke(&self) {
+        let mut failed = Vec::new();
+        for r in [&self.raw_send, &self.raw_mmsg, &self.serve_max]
+            .into_iter()
+            .flatten()
+        {
+            if r.packets_ps <= 0.0 {
+                failed.push(format!("{}: no packets arrived", r.label));
+            }
+        }
+        for r in &self.paced {
+            if r.completed == 0 || r.not_forwarded > 0 || r.socket_drops > 0 {
+                failed.push(format!(
+                    "{}: {} of {} records forwarded, {} socket drops",
+                    r.label, r.completed, r.sent, r.socket_drops
+                ));
+            }
+            if r.p99_us.is_none() {
+                failed.push(format!("{}: no latency measured", r.label));
+            }
+        }
+        for r in [&self.mpxstats_theirs, &self.mpxstats_ours, &self.chain]
+            .into_iter()
+            .flatten()
+        {
+            if r.completed == 0 {
+                failed.push(format!("{}: nothing came out", r.label));
+            }
+        }
+        if let Some(m) = &self.memory
+            && m.rss_after_kib == 0
+        {
+            failed.push("memory: no RSS read".into());
+        }
+        if !failed.is_empty() {
+            eprintln!("load smoke failed:\n  {}", failed.join("\n  "));
+            std::process::exit(1);
+        }
+        println!("load smoke: ok");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Small helpers.
+
+fn free_port() -> u16 {
+    UdpSocket::bind("127.0.0.1:0")
+        .and_then(|s| s.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// Waits until something listens on UDP `port` (up to 10 s).
+fn listening(port: u16) -> bool {
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(10) {
+        if !udp_sockets(port).is_empty() {
+            return true;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+fn wait_for_port(port: u16) {
+    if !listening(port) {
+        eprintln!("load: nothing listens on UDP port {port} after 10 s");
+        std::process::exit(1);
+    }
+}
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let dir =
+            std::env::temp_dir().join(format!("xrd2ganglia-load-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
