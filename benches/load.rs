@@ -22,9 +22,7 @@
 //! checks that every part works and that nothing is lost at a low rate.
 
 use std::collections::{HashMap, VecDeque};
-use std::io::{BufRead, BufReader};
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -34,6 +32,7 @@ use std::time::{Duration, Instant};
 
 use xrd2ganglia::config::{FileConfig, Overrides, validate};
 use xrd2ganglia::events::{Counters, Events};
+use xrd2ganglia::ganglia::channel::{ChannelSpec, SendChannel};
 use xrd2ganglia::ganglia::xdr::{self, Packet};
 use xrd2ganglia::gateway::Pipeline;
 
@@ -505,8 +504,9 @@ struct Run {
 /// the sink, for the run's duration.
 fn raw(records: &Records, o: &Options, mmsg: bool) -> Run {
     let sink = Sink::start(records);
-    let socket = big_buffers(UdpSocket::bind("127.0.0.1:0").expect("bind"));
-    socket.connect(("127.0.0.1", sink.port())).expect("connect");
+    // The gateway's own channel: one send per packet, or sendmmsg batches.
+    let channel =
+        SendChannel::open(&ChannelSpec::unicast("127.0.0.1", sink.port())).expect("channel");
     let all: Vec<&[u8]> = records
         .packets
         .iter()
@@ -517,12 +517,12 @@ fn raw(records: &Records, o: &Options, mmsg: bool) -> Run {
     let mut sent = 0u64;
     while t0.elapsed() < o.duration {
         if mmsg {
-            for chunk in all.chunks(64) {
-                sent += send_mmsg(&socket, chunk) as u64;
-            }
+            let mut failed = 0;
+            channel.send_all(&all, |r| failed += u64::from(r.is_err()));
+            sent += all.len() as u64 - failed;
         } else {
             for p in &all {
-                if socket.send(p).is_ok() {
+                if channel.send(p).is_ok() {
                     sent += 1;
                 }
             }
@@ -544,31 +544,6 @@ fn raw(records: &Records, o: &Options, mmsg: bool) -> Run {
         socket_drops: kernel_drops(sink.port()),
         ..Run::default()
     }
-}
-
-/// Sends `packets` with one sendmmsg call; returns how many went.
-fn send_mmsg(socket: &UdpSocket, packets: &[&[u8]]) -> usize {
-    let mut iov: Vec<libc::iovec> = packets
-        .iter()
-        .map(|p| libc::iovec {
-            iov_base: p.as_ptr() as *mut libc::c_void,
-            iov_len: p.len(),
-        })
-        .collect();
-    let mut msgs: Vec<libc::mmsghdr> = iov
-        .iter_mut()
-        .map(|v| {
-            // SAFETY: an all-zero mmsghdr is valid (no name, no control data).
-            let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
-            m.msg_hdr.msg_iov = v;
-            m.msg_hdr.msg_iovlen = 1;
-            m
-        })
-        .collect();
-    // SAFETY: msgs points to msgs.len() initialised headers whose iovecs
-    // borrow `packets`, all alive for the call.
-    let n = unsafe { libc::sendmmsg(socket.as_raw_fd(), msgs.as_mut_ptr(), msgs.len() as u32, 0) };
-    n.max(0) as usize
 }
 
 /// A running `xrd2ganglia serve` sending to the sink.
@@ -618,20 +593,24 @@ impl Gateway {
     }
 
     fn cpu_ticks(&self) -> u64 {
-        let stat =
-            std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap_or_default();
-        // Fields after the command name: utime and stime are the 12th and 13th.
-        let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-        let f: Vec<u64> = rest
-            .split_whitespace()
-            .map(|x| x.parse().unwrap_or(0))
-            .collect();
-        f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0)
+        cpu_ticks(self.pid())
     }
 
     fn status_kib(&self, key: &str) -> u64 {
         proc_status(self.pid(), key)
     }
+}
+
+/// User plus system CPU time of a process, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name: utime and stime are the 12th and 13th.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0)
 }
 
 impl Drop for Gateway {
@@ -720,10 +699,14 @@ fn serve(bin: &Path, records: &Records, o: &Options, rate: Option<u64>, label: &
     let t0 = Instant::now();
     let sent = offer(records, &sockets, to, rate, o.duration, Some(&sink.pending));
     let elapsed = t0.elapsed();
+    // Rates over the offered window; loss once the gateway has caught up.
+    let in_window = (
+        sink.counts.completed.load(Ordering::Relaxed),
+        sink.counts.packets.load(Ordering::Relaxed),
+    );
     sink.settle(Duration::from_millis(300));
     let cpu = (gw.cpu_ticks() - cpu_before) as f64 / clock_ticks();
     let completed = sink.counts.completed.load(Ordering::Relaxed);
-    let packets = sink.counts.packets.load(Ordering::Relaxed);
     if std::env::var_os("LOAD_DEBUG").is_some() {
         let left: Vec<usize> = sink
             .pending
@@ -739,8 +722,8 @@ fn serve(bin: &Path, records: &Records, o: &Options, rate: Option<u64>, label: &
         label: label.into(),
         offered_rps: Some(sent as f64 / elapsed.as_secs_f64()),
         sent,
-        achieved_rps: completed as f64 / elapsed.as_secs_f64(),
-        packets_ps: packets as f64 / elapsed.as_secs_f64(),
+        achieved_rps: in_window.0 as f64 / elapsed.as_secs_f64(),
+        packets_ps: in_window.1 as f64 / elapsed.as_secs_f64(),
         completed,
         socket_drops: kernel_drops(gw.port) - drops_before,
         not_forwarded: sent.saturating_sub(completed),
@@ -751,8 +734,9 @@ fn serve(bin: &Path, records: &Records, o: &Options, rate: Option<u64>, label: &
     }
 }
 
-/// mpxstats (XRootD's or ours) receiving records flat out, printing flat
-/// lines into a pipe we count: records/s = `tod` lines per second.
+/// mpxstats (XRootD's or ours) receiving records flat out and writing flat
+/// text to /dev/null: records handled = sent - dropped at its socket - left
+/// in its queue (no reader of its output competes for the CPU).
 fn mpxstats(bin: &Path, pre: &[&str], records: &Records, o: &Options) -> Option<Run> {
     if !bin.exists() {
         println!("load: {} not installed; its run is skipped", bin.display());
@@ -762,51 +746,39 @@ fn mpxstats(bin: &Path, pre: &[&str], records: &Records, o: &Options) -> Option<
     let mut child = Command::new(bin)
         .args(pre)
         .args(["-p", &port.to_string(), "-f", "flat"])
-        .stdout(Stdio::piped())
+        .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .ok()?;
-    let stdout = child.stdout.take()?;
-    let lines = Arc::new(AtomicU64::new(0));
-    let reader = {
-        let lines = lines.clone();
-        thread::spawn(move || {
-            let mut r = BufReader::with_capacity(1 << 20, stdout);
-            let mut line = Vec::new();
-            while r.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
-                if line.starts_with(b"tod ") {
-                    lines.fetch_add(1, Ordering::Relaxed);
-                }
-                line.clear();
-            }
-        })
-    };
     wait_for_port(port);
     let to = SocketAddr::from(([127, 0, 0, 1], port));
     let sockets = records.sockets();
+    let (drops_before, cpu_before) = (kernel_drops(port), cpu_ticks(child.id()));
     let t0 = Instant::now();
-    let before = lines.load(Ordering::Relaxed);
     let sent = offer(records, &sockets, to, None, o.duration, None);
     let elapsed = t0.elapsed();
-    // Output is block-buffered: let it finish what it received.
-    thread::sleep(Duration::from_millis(500));
-    let done = lines.load(Ordering::Relaxed) - before;
-    let drops = kernel_drops(port);
+    let dropped = kernel_drops(port) - drops_before;
+    let queued = rx_queue(port);
+    let cpu_s = (cpu_ticks(child.id()) - cpu_before) as f64 / clock_ticks();
+    let mean_size = records.data.iter().map(Vec::len).sum::<usize>() / records.data.len();
+    let done = sent.saturating_sub(dropped + queued / mean_size.max(1) as u64);
     let _ = child.kill();
     let _ = child.wait();
-    let _ = reader.join();
     Some(Run {
         label: format!(
             "{} {}-f flat",
-            bin.display(),
+            bin.file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default(),
             pre.iter().map(|p| format!("{p} ")).collect::<String>()
         ),
         offered_rps: Some(sent as f64 / elapsed.as_secs_f64()),
         sent,
         achieved_rps: done as f64 / elapsed.as_secs_f64(),
         completed: done,
-        socket_drops: drops,
+        socket_drops: dropped,
         not_forwarded: sent.saturating_sub(done),
+        cpu_pct: Some(100.0 * cpu_s / elapsed.as_secs_f64()),
         ..Run::default()
     })
 }

@@ -486,13 +486,11 @@ impl PacketBatch {
                 tokio::time::sleep(pause).await;
             }
             for ch in channels {
-                for p in chunk {
-                    match ch.send(p) {
-                        Ok(Sent::Ok) => {}
-                        Ok(Sent::AfterRefusal) => events.send_refused(ch.label(), ch.target()),
-                        Err(e) => events.send_failed(ch.label(), ch.target(), &e),
-                    }
-                }
+                ch.send_all(chunk, |r| match r {
+                    Ok(Sent::Ok) => {}
+                    Ok(Sent::AfterRefusal) => events.send_refused(ch.label(), ch.target()),
+                    Err(e) => events.send_failed(ch.label(), ch.target(), &e),
+                });
             }
         }
     }
