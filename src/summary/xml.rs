@@ -168,10 +168,14 @@ impl<'t> FastTokens<'t> {
         }
     }
 
-    /// The end (after `>`) of the tag starting at `from`, quote-aware.
-    /// A byte loop: tags are a few bytes long, too short for memchr to pay.
+    /// The end (after `>`) of the tag whose rest starts at `from`,
+    /// quote-aware. A byte loop: tags are a few bytes long, too short for
+    /// memchr to pay.
     fn tag_end(&self, from: usize) -> Result<usize, Stop> {
         let b = self.bytes;
+        if b.get(from) == Some(&b'>') {
+            return Ok(from + 1);
+        }
         let mut quote = 0u8;
         for (i, &c) in b.iter().enumerate().skip(from) {
             match (quote, c) {
@@ -208,13 +212,22 @@ impl Tokens for FastTokens<'_> {
         }
         let is_name_start =
             |c: Option<&u8>| c.is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_');
+        // Most tags are a bare name: step over it, then the quote-aware
+        // search only has what follows (attributes) left to read.
+        let after_name = |from: usize| {
+            let mut i = from;
+            while i < b.len() && NAME_BYTE[b[i] as usize] {
+                i += 1;
+            }
+            i
+        };
         let token = match b.get(start + 1) {
             Some(b'/') if is_name_start(b.get(start + 2)) => {
-                let end = self.tag_end(start + 1)?;
+                let end = self.tag_end(after_name(start + 2))?;
                 Token::Close { start, end }
             }
             c if is_name_start(c) => {
-                let end = self.tag_end(start + 1)?;
+                let end = self.tag_end(after_name(start + 1))?;
                 Token::Open {
                     start,
                     end,
@@ -230,6 +243,19 @@ impl Tokens for FastTokens<'_> {
         Ok(token)
     }
 }
+
+/// Bytes of a tag name as xrootd writes them (none of them is a quote, `>`,
+/// `/` or white space, so skipping them never skips the end of a tag).
+static NAME_BYTE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':');
+        c += 1;
+    }
+    t
+};
 
 fn flatten_with(text: &str, s: &mut Scratch, mut tokens: impl Tokens) -> Result<(), Stop> {
     s.names.clear();
@@ -338,6 +364,9 @@ fn flatten_with(text: &str, s: &mut Scratch, mut tokens: impl Tokens) -> Result<
 fn tag_span(text: &str, start: usize, end: usize) -> Span {
     let bytes = text.as_bytes();
     let mut i = start + 1;
+    while i < end && NAME_BYTE[bytes[i] as usize] {
+        i += 1;
+    }
     while i < end && !matches!(bytes[i], b' ' | b'\t' | b'\r' | b'\n' | b'/' | b'>') {
         i += 1;
     }
