@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, RawFd};
@@ -246,8 +246,6 @@ pub struct Pipeline {
     sources: Sources,
     batch: PacketBatch,
     title: String,
-    /// Hashes metric names into the per-source schedule's keys.
-    name_keys: std::hash::RandomState,
     /// Reference point for the compact per-metric timestamps.
     epoch: Instant,
 }
@@ -261,7 +259,6 @@ impl Pipeline {
             sources: Sources::default(),
             batch: PacketBatch::default(),
             title: String::new(),
-            name_keys: std::hash::RandomState::new(),
             epoch: Instant::now(),
         }
     }
@@ -372,7 +369,7 @@ impl Pipeline {
                 spoof: true,
             };
             match source.metric_due(
-                self.name_keys.hash_one(m.name),
+                m.name_key,
                 now_s,
                 interval_s,
                 refresh_all,

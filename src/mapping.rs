@@ -17,15 +17,15 @@
 //!   Unknown numeric variables are sent as double/both, unknown text as
 //!   string/zero.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 use std::net::IpAddr;
 
 use crate::catalog::{self, Kind, MetricSpec};
 use crate::ganglia::sanitize::{self, MAX_NAME, MAX_TEXT, MAX_VALUE};
 use crate::ganglia::xdr::Slope;
-use crate::summary::{Header, SummaryRecord};
+use crate::summary::{Header, ListEntry, SummaryRecord};
 
 /// The default metric name template.
 pub const DEFAULT_NAME_TEMPLATE: &str = "{pgm}.{ins}.{var}";
@@ -269,6 +269,8 @@ struct Slot {
     sanitized: bool,
     /// The variable's name as sent, kept only when it had to be changed.
     original: Span,
+    /// Keyed hash of the metric name (see [`Metric::name_key`]).
+    name_key: u64,
 }
 
 /// One metric ready to send.
@@ -292,6 +294,9 @@ pub struct Metric<'m> {
     pub sanitized: bool,
     /// The variable's name as the record had it, when it had to be changed.
     pub original: Option<&'m str>,
+    /// A keyed 64-bit hash of `name`, the same for the same name as long as
+    /// the [`Mapper`] lives (computed once per name, not per record).
+    pub name_key: u64,
 }
 
 impl Metric<'_> {
@@ -384,6 +389,7 @@ impl MappedRecord {
             spec: s.spec,
             sanitized: s.sanitized,
             original: s.sanitized.then(|| s.original.of(a)),
+            name_key: s.name_key,
         }
     }
 }
@@ -406,8 +412,64 @@ pub struct Mapper {
     key_texts: Vec<Option<Span>>,
     keys_arena: String,
     seen_keys: HashSet<u64>,
-    hasher: std::hash::RandomState,
+    hasher: foldhash::fast::RandomState,
     derived_text: String,
+    /// Per-record placeholder values, hashed: part of every cache key.
+    context: u64,
+    /// Everything a variable's name decides, by (context, name, list key):
+    /// shared by all sources, so each name is expanded and sanitised once.
+    names: HashMap<u64, CachedNames, BuildHasherDefault<IdentityHasher>>,
+    /// Scratch for filling the cache.
+    name_buf: String,
+    group_buf: String,
+}
+
+/// The cache's keys are already keyed hashes: use them as they are.
+#[derive(Default)]
+struct IdentityHasher(u64);
+
+impl Hasher for IdentityHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// Most names cached; past it the cache starts again (hostile senders
+/// inventing names cost time, not memory).
+const MAX_CACHED_NAMES: usize = 50_000;
+
+/// What one variable name maps to, in one context.
+struct CachedNames {
+    context: u64,
+    /// raw name, list key component, key text, var, metric name, group.
+    text: String,
+    ends: [u32; 6],
+    spec: Option<&'static MetricSpec>,
+    sanitized: bool,
+    role: Role,
+    name_key: u64,
+}
+
+impl CachedNames {
+    fn part(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        self.text.get(start..self.ends[i] as usize).unwrap_or("")
+    }
+
+    fn matches(&self, context: u64, raw: &str, key: &str, key_text: &str) -> bool {
+        self.context == context
+            && self.part(0) == raw
+            && self.part(1) == key
+            && self.part(2) == key_text
+    }
 }
 
 impl Mapper {
@@ -424,8 +486,12 @@ impl Mapper {
             key_texts: Vec::new(),
             keys_arena: String::new(),
             seen_keys: HashSet::new(),
-            hasher: std::hash::RandomState::new(),
+            hasher: foldhash::fast::RandomState::default(),
             derived_text: String::new(),
+            context: 0,
+            names: HashMap::default(),
+            name_buf: String::new(),
+            group_buf: String::new(),
         }
     }
 
@@ -455,16 +521,14 @@ impl Mapper {
             out.program.push_str(&self.ins);
         }
 
+        self.context =
+            self.hasher
+                .hash_one((self.pgm.as_str(), self.ins.as_str(), self.site.as_str()));
         self.collect_entry_keys(record);
 
         let mut derived = Derived::default();
         for v in record.vars() {
-            // Variable name with list keys, and the catalog name with `i`.
-            self.var.clear();
-            self.catalog_name.clear();
-            let mut sanitized = false;
-            let mut key = None;
-            match v.entry {
+            let (key, key_text) = match v.entry {
                 Some(e) => {
                     let k = self
                         .keys
@@ -472,30 +536,20 @@ impl Mapper {
                         .copied()
                         .flatten()
                         .unwrap_or_default();
-                    key = Some(self.key_texts.get(e.index).copied().flatten().unwrap_or(k));
-                    sanitized |= sanitize::push_name(&mut self.var, e.list, MAX_NAME);
-                    self.var.push('.');
-                    self.var.push_str(k.of(&self.keys_arena));
-                    self.catalog_name.push_str(e.list);
-                    self.catalog_name.push_str(".i");
-                    if !e.field.is_empty() {
-                        self.var.push('.');
-                        sanitized |= sanitize::push_name(&mut self.var, e.field, MAX_NAME);
-                        self.catalog_name.push('.');
-                        self.catalog_name.push_str(e.field);
-                    }
+                    let t = self.key_texts.get(e.index).copied().flatten().unwrap_or(k);
+                    (k, Some(t))
                 }
-                None => {
-                    sanitized |= sanitize::push_name(&mut self.var, v.name, MAX_NAME);
-                    self.catalog_name.push_str(v.name);
-                }
-            }
-            let spec = catalog::lookup(&self.catalog_name);
-            derived.note(&self.catalog_name, v.value);
+                None => (Span::default(), None),
+            };
+            let at = self.names_of(v.name, v.entry, key, key_text);
+            let Some(names) = self.names.get(&at) else {
+                continue;
+            };
+            derived.note(names.role, v.value);
 
             let a = &mut out.arena;
             let value_start = a.len();
-            let kind = match convert(a, spec.map(|s| s.kind), v.value) {
+            let kind = match convert(a, names.spec.map(|s| s.kind), v.value) {
                 Ok(kind) => kind,
                 Err(bad) => {
                     a.truncate(value_start);
@@ -511,12 +565,7 @@ impl Mapper {
                 }
             };
             let value = span_from(a, value_start);
-            let key = key.map(|k| {
-                let start = a.len();
-                a.push_str(k.of(&self.keys_arena));
-                span_from(a, start)
-            });
-            let mut slot = self.push_names(a, value, kind, spec, key, sanitized);
+            let mut slot = push_cached(a, names, value, kind, key_text.is_some());
             if slot.sanitized {
                 let start = a.len();
                 a.push_str(v.name);
@@ -528,31 +577,66 @@ impl Mapper {
         // Derived variables go the same way as sent ones.
         let mut text = std::mem::take(&mut self.derived_text);
         for (name, value) in derived.values(&mut text) {
-            let Some(spec) = catalog::lookup(name) else {
+            let at = self.names_of(name, None, Span::default(), None);
+            let Some(names) = self.names.get(&at).filter(|n| n.spec.is_some()) else {
                 continue;
             };
-            self.var.clear();
-            self.var.push_str(name);
             let a = &mut out.arena;
             let value_start = a.len();
             a.push_str(value);
             let value = span_from(a, value_start);
-            let slot = self.push_names(a, value, spec.kind, Some(spec), None, false);
-            out.slots.push(slot);
+            let kind = names.spec.map(|s| s.kind).unwrap_or(Kind::Gauge64);
+            out.slots.push(push_cached(a, names, value, kind, false));
         }
         self.derived_text = text;
     }
 
-    /// Appends the metric name, var and group of `self.var` to the arena.
-    fn push_names(
-        &self,
-        a: &mut String,
-        value: Span,
-        kind: Kind,
-        spec: Option<&'static MetricSpec>,
-        key: Option<Span>,
-        mut sanitized: bool,
-    ) -> Slot {
+    /// The cache slot of a variable's names, filled if new. `key` is the
+    /// entry's key as a name component, `key_text` as shown in titles.
+    fn names_of(
+        &mut self,
+        raw: &str,
+        entry: Option<ListEntry<'_>>,
+        key: Span,
+        key_text: Option<Span>,
+    ) -> u64 {
+        let key_str = key.of(&self.keys_arena);
+        let key_text_str = key_text.map(|t| t.of(&self.keys_arena)).unwrap_or("");
+        let at = self
+            .hasher
+            .hash_one((self.context, raw, key_str, key_text_str));
+        if self
+            .names
+            .get(&at)
+            .is_some_and(|n| n.matches(self.context, raw, key_str, key_text_str))
+        {
+            return at;
+        }
+
+        // Variable name with list keys, and the catalog name with `i`.
+        self.var.clear();
+        self.catalog_name.clear();
+        let mut sanitized = false;
+        match entry {
+            Some(e) => {
+                sanitized |= sanitize::push_name(&mut self.var, e.list, MAX_NAME);
+                self.var.push('.');
+                self.var.push_str(key_str);
+                self.catalog_name.push_str(e.list);
+                self.catalog_name.push_str(".i");
+                if !e.field.is_empty() {
+                    self.var.push('.');
+                    sanitized |= sanitize::push_name(&mut self.var, e.field, MAX_NAME);
+                    self.catalog_name.push('.');
+                    self.catalog_name.push_str(e.field);
+                }
+            }
+            None => {
+                sanitized |= sanitize::push_name(&mut self.var, raw, MAX_NAME);
+                self.catalog_name.push_str(raw);
+            }
+        }
+        let spec = catalog::lookup(&self.catalog_name);
         let parts = Parts {
             pgm: &self.pgm,
             ins: &self.ins,
@@ -560,34 +644,58 @@ impl Mapper {
             section: catalog::section(&self.var),
             var: &self.var,
         };
-        let start = a.len();
-        self.name.expand(a, &parts);
-        if a.len() - start > MAX_NAME {
-            let mut end = start + MAX_NAME;
-            while !a.is_char_boundary(end) {
+        self.name_buf.clear();
+        self.name.expand(&mut self.name_buf, &parts);
+        if self.name_buf.len() > MAX_NAME {
+            let mut end = MAX_NAME;
+            while !self.name_buf.is_char_boundary(end) {
                 end -= 1;
             }
-            a.truncate(end);
+            self.name_buf.truncate(end);
             sanitized = true;
         }
-        let name = span_from(a, start);
-        let start = a.len();
-        a.push_str(&self.var);
-        let var = span_from(a, start);
-        let start = a.len();
-        self.group.expand(a, &parts);
-        let group = span_from(a, start);
-        Slot {
-            name,
-            value,
-            var,
-            group,
-            key: key.unwrap_or_default(),
-            kind,
-            spec,
-            sanitized,
-            original: Span::default(),
+        self.group_buf.clear();
+        self.group.expand(&mut self.group_buf, &parts);
+
+        let mut text = String::with_capacity(
+            raw.len()
+                + key_str.len()
+                + key_text_str.len()
+                + self.var.len()
+                + self.name_buf.len()
+                + self.group_buf.len(),
+        );
+        let mut ends = [0u32; 6];
+        for (i, part) in [
+            raw,
+            key_str,
+            key_text_str,
+            &self.var,
+            &self.name_buf,
+            &self.group_buf,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            text.push_str(part);
+            ends[i] = text.len() as u32;
         }
+        if self.names.len() >= MAX_CACHED_NAMES {
+            self.names.clear();
+        }
+        self.names.insert(
+            at,
+            CachedNames {
+                context: self.context,
+                name_key: self.hasher.hash_one(self.name_buf.as_str()),
+                role: Role::of(&self.catalog_name),
+                text,
+                ends,
+                spec,
+                sanitized,
+            },
+        );
+        at
     }
 
     /// First pass: the key of every list entry, sanitised, ties broken by index.
@@ -644,6 +752,29 @@ impl Mapper {
             }
             self.keys[e.index] = Some(key);
         }
+    }
+}
+
+/// Appends a cached variable's names (and key, for list variables) to the
+/// arena and returns its slot.
+fn push_cached(a: &mut String, n: &CachedNames, value: Span, kind: Kind, keyed: bool) -> Slot {
+    let mut copy = |i: usize| {
+        let start = a.len();
+        a.push_str(n.part(i));
+        span_from(a, start)
+    };
+    let key = if keyed { copy(2) } else { Span::default() };
+    Slot {
+        name: copy(4),
+        value,
+        var: copy(3),
+        group: copy(5),
+        key,
+        kind,
+        spec: n.spec,
+        sanitized: n.sanitized,
+        original: Span::default(),
+        name_key: n.name_key,
     }
 }
 
@@ -759,8 +890,37 @@ struct Derived {
     tos: Option<i64>,
 }
 
+/// Which input of [`Derived`] a variable is, decided once per name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    None,
+    UsrS,
+    UsrU,
+    SysS,
+    SysU,
+    Tod,
+    Tos,
+}
+
+impl Role {
+    fn of(catalog_name: &str) -> Role {
+        match catalog_name {
+            "proc.usr.s" => Role::UsrS,
+            "proc.usr.u" => Role::UsrU,
+            "proc.sys.s" => Role::SysS,
+            "proc.sys.u" => Role::SysU,
+            "tod" => Role::Tod,
+            "tos" => Role::Tos,
+            _ => Role::None,
+        }
+    }
+}
+
 impl Derived {
-    fn note(&mut self, var: &str, value: &str) {
+    fn note(&mut self, role: Role, value: &str) {
+        if role == Role::None {
+            return;
+        }
         let unsigned = || {
             parse_integer(value).ok().map(|v| {
                 if v < 0 {
@@ -770,14 +930,14 @@ impl Derived {
                 }
             })
         };
-        match var {
-            "proc.usr.s" => self.usr_s = unsigned(),
-            "proc.usr.u" => self.usr_u = unsigned(),
-            "proc.sys.s" => self.sys_s = unsigned(),
-            "proc.sys.u" => self.sys_u = unsigned(),
-            "tod" => self.tod = parse_integer(value).ok(),
-            "tos" => self.tos = parse_integer(value).ok(),
-            _ => {}
+        match role {
+            Role::UsrS => self.usr_s = unsigned(),
+            Role::UsrU => self.usr_u = unsigned(),
+            Role::SysS => self.sys_s = unsigned(),
+            Role::SysU => self.sys_u = unsigned(),
+            Role::Tod => self.tod = parse_integer(value).ok(),
+            Role::Tos => self.tos = parse_integer(value).ok(),
+            Role::None => {}
         }
     }
 

@@ -285,3 +285,96 @@ fn mapper_reuses_buffers_across_records() {
         [("cmsd.pgm", "cmsd"), ("cmsd.link.in", "3")]
     );
 }
+
+/// Every metric of a mapping as comparable text (name keys are per mapper).
+fn rows(m: &MappedRecord) -> Vec<String> {
+    m.metrics()
+        .map(|x| format!("{:?}", Metric { name_key: 0, ..x }))
+        .collect()
+}
+
+#[test]
+fn cached_names_follow_context_and_list_keys() {
+    // One long-lived mapper (as in the gateway) against a fresh one per
+    // record (nothing cached): same result for every record, in any order.
+    let records = [
+        format!(
+            r#"{HEAD}<stats id="link"><in>5</in></stats><stats id="oss"><paths>1<stats id="0"><lp>"/data/"</lp><free>7</free></stats></paths></stats></statistics>"#
+        ),
+        // Another instance and site: other names for the same variables.
+        r#"<statistics tod="1" tos="0" pgm="cmsd" ins="mgr" site="T1"><stats id="link"><in>6</in></stats></statistics>"#.to_string(),
+        // The list entry changed its key: names follow the key, not the index.
+        format!(
+            r#"{HEAD}<stats id="oss"><paths>1<stats id="0"><lp>"/data2/"</lp><free>8</free></stats></paths></stats></statistics>"#
+        ),
+        // Two entries sharing a key, then one of them renamed.
+        format!(
+            r#"{HEAD}<stats id="oss"><paths>2<stats id="0"><lp>"/d/"</lp><free>1</free></stats><stats id="1"><lp>"/d/"</lp><free>2</free></stats></paths></stats></statistics>"#
+        ),
+        format!(
+            r#"{HEAD}<stats id="oss"><paths>2<stats id="0"><lp>"/e/"</lp><free>1</free></stats><stats id="1"><lp>"/d/"</lp><free>2</free></stats></paths></stats></statistics>"#
+        ),
+        // An unknown variable, sent as text, then as a number.
+        format!(r#"{HEAD}<stats id="new"><x>abc</x></stats></statistics>"#),
+        format!(r#"{HEAD}<stats id="new"><x>12</x></stats></statistics>"#),
+    ];
+    let mut shared = mapper();
+    let mut parser = SummaryParser::new();
+    for round in 0..2 {
+        for text in &records {
+            let r = parser.parse(text.as_bytes()).unwrap();
+            let mut cached = MappedRecord::default();
+            shared.map(&r, "10.0.0.1".parse().unwrap(), &mut cached);
+            let fresh = map(text, "10.0.0.1");
+            assert_eq!(rows(&cached), rows(&fresh), "round {round}: {text}");
+        }
+    }
+    let m = map(&records[4], "10.0.0.1");
+    assert!(m.metrics().any(|x| x.name == "xrootd.oss.paths._e_.free"));
+    assert!(m.metrics().any(|x| x.name == "xrootd.oss.paths._d_.free"));
+}
+
+#[test]
+fn name_keys_are_stable_and_distinct() {
+    let mut mapper = mapper();
+    let mut parser = SummaryParser::new();
+    let text = format!(r#"{HEAD}<stats id="link"><in>5</in><out>6</out></stats></statistics>"#);
+    let mut keys = Vec::new();
+    for _ in 0..2 {
+        let r = parser.parse(text.as_bytes()).unwrap();
+        let mut out = MappedRecord::default();
+        mapper.map(&r, "10.0.0.1".parse().unwrap(), &mut out);
+        keys.push(
+            out.metrics()
+                .map(|m| (m.name.to_string(), m.name_key))
+                .collect::<Vec<_>>(),
+        );
+    }
+    assert_eq!(keys[0], keys[1]);
+    let mut distinct: Vec<u64> = keys[0].iter().map(|(_, k)| *k).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), keys[0].len());
+}
+
+#[test]
+fn a_flood_of_invented_names_keeps_the_cache_bounded() {
+    let mut mapper = mapper();
+    let mut parser = SummaryParser::new();
+    let mut out = MappedRecord::default();
+    for i in 0..(MAX_CACHED_NAMES / 100 + 10) {
+        let vars: String = (0..100)
+            .map(|j| format!("<v{i}x{j}>1</v{i}x{j}>"))
+            .collect();
+        let text = format!(r#"{HEAD}<stats id="s">{vars}</stats></statistics>"#);
+        let r = parser.parse(text.as_bytes()).unwrap();
+        mapper.map(&r, "10.0.0.1".parse().unwrap(), &mut out);
+        assert!(mapper.names.len() <= MAX_CACHED_NAMES);
+        assert_eq!(
+            out.metrics()
+                .filter(|m| m.name.starts_with("xrootd.s.v"))
+                .count(),
+            100
+        );
+    }
+}
