@@ -794,6 +794,27 @@ fn push_key(out: &mut String, s: &str) {
 /// Converts value text for a metric of `kind` (None: unknown variable) and
 /// appends the text to send. Returns the kind it is sent as.
 fn convert(out: &mut String, kind: Option<Kind>, text: &str) -> Result<Kind, BadValue> {
+    // Nearly every value: a plain non-negative integer that fits the kind,
+    // sent as it came (exactly what formatting the parsed number gives).
+    if let Some(kind) = kind
+        && kind != Kind::Text
+        && is_plain_integer(
+            text,
+            if matches!(kind, Kind::Counter32 | Kind::Gauge32) {
+                9
+            } else {
+                18
+            },
+        )
+    {
+        out.push_str(text);
+        return Ok(kind);
+    }
+    convert_general(out, kind, text)
+}
+
+/// [`convert`] for any text: parse, check, format.
+fn convert_general(out: &mut String, kind: Option<Kind>, text: &str) -> Result<Kind, BadValue> {
     let Some(kind) = kind else {
         // Unknown: a finite number goes as double/both, anything else as text.
         return match text.trim().parse::<f64>() {
@@ -846,6 +867,16 @@ fn convert(out: &mut String, kind: Option<Kind>, text: &str) -> Result<Kind, Bad
         },
     }
     Ok(kind)
+}
+
+/// Decimal digits, at most `max_digits`, without a leading zero (`0` itself
+/// allowed): text that parses and prints back unchanged.
+fn is_plain_integer(text: &str, max_digits: usize) -> bool {
+    let b = text.as_bytes();
+    !b.is_empty()
+        && b.len() <= max_digits
+        && (b[0] != b'0' || b.len() == 1)
+        && b.iter().all(u8::is_ascii_digit)
 }
 
 /// Integer text (surrounding white space allowed).

@@ -378,3 +378,17 @@ fn a_flood_of_invented_names_keeps_the_cache_bounded() {
         );
     }
 }
+
+proptest::proptest! {
+    /// The verbatim path for plain integers sends exactly what parsing and
+    /// formatting would, for every kind.
+    #[test]
+    fn plain_integers_go_out_as_formatting_gives_them(text in "(0|-?[0-9]{1,21}| [0-9]{1,3}|0[0-9]{1,3})") {
+        for kind in [Kind::Counter32, Kind::Gauge32, Kind::Counter64, Kind::Gauge64, Kind::Timestamp] {
+            let (mut fast, mut general) = (String::new(), String::new());
+            let a = convert(&mut fast, Some(kind), &text);
+            let b = convert_general(&mut general, Some(kind), &text);
+            proptest::prop_assert_eq!((a, &fast), (b, &general), "{:?} {:?}", kind, text);
+        }
+    }
+}
