@@ -282,6 +282,9 @@ impl Records {
 // ---------------------------------------------------------------------------
 // The sink: counts packets, notes when each record's last value arrived.
 
+/// How long the sink sleeps when its queue is empty.
+const POLL: Duration = Duration::from_micros(50);
+
 #[derive(Default)]
 struct SinkCounts {
     packets: AtomicU64,
@@ -324,13 +327,14 @@ impl Sink {
                 latencies.clone(),
                 stop.clone(),
             );
-            socket
-                .set_read_timeout(Some(Duration::from_millis(50)))
-                .expect("timeout");
+            socket.set_nonblocking(true).expect("non-blocking");
             thread::spawn(move || {
                 let mut buf = [0u8; 2048];
                 while !stop.load(Ordering::Relaxed) {
+                    // Polled: a sink asleep in recv() would be woken per
+                    // packet, at the sender's expense.
                     let Ok(n) = socket.recv(&mut buf) else {
+                        thread::sleep(POLL);
                         continue;
                     };
                     let now = Instant::now();
@@ -493,6 +497,10 @@ struct Run {
     packets_ps: f64,
     completed: u64,
     socket_drops: u64,
+    /// Packets dropped at the sink's own socket (would blur "lost").
+    sink_drops: u64,
+    /// Packets the gateway could not send (its send_errors counter).
+    send_errors: Option<u64>,
     not_forwarded: u64,
     p50_us: Option<u32>,
     p99_us: Option<u32>,
@@ -541,7 +549,7 @@ fn raw(records: &Records, o: &Options, mmsg: bool) -> Run {
         sent,
         packets_ps: got as f64 / elapsed.as_secs_f64(),
         achieved_rps: got as f64 / elapsed.as_secs_f64() / records.packets_per_record(),
-        socket_drops: kernel_drops(sink.port()),
+        sink_drops: kernel_drops(sink.port()),
         ..Run::default()
     }
 }
@@ -571,7 +579,7 @@ impl Gateway {
         let child = Command::new(bin)
             .args(["serve", "--config"])
             .arg(&conf)
-            .args(["--log-level", "warn"])
+            .args(["--log-level", "info"])
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(dir.0.join("log")).expect("log"))
             .spawn()
@@ -590,6 +598,21 @@ impl Gateway {
 
     fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Stops the gateway (SIGTERM) and returns one of its final counters.
+    fn stop(mut self, counter: &str) -> Option<u64> {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
+        let log = std::fs::read_to_string(self._dir.0.join("log")).unwrap_or_default();
+        let line = log
+            .lines()
+            .rev()
+            .find(|l| l.contains("stopped; counters"))?;
+        line.split_whitespace()
+            .find_map(|f| f.strip_prefix(&format!("{counter}=")))
+            .and_then(|v| v.parse().ok())
     }
 
     fn cpu_ticks(&self) -> u64 {
@@ -706,6 +729,11 @@ fn serve(bin: &Path, records: &Records, o: &Options, rate: Option<u64>, label: &
     );
     sink.settle(Duration::from_millis(300));
     let cpu = (gw.cpu_ticks() - cpu_before) as f64 / clock_ticks();
+    let (socket_drops, peak_rss) = (
+        kernel_drops(gw.port) - drops_before,
+        gw.status_kib("VmHWM:"),
+    );
+    let send_errors = gw.stop("send_errors");
     let completed = sink.counts.completed.load(Ordering::Relaxed);
     if std::env::var_os("LOAD_DEBUG").is_some() {
         let left: Vec<usize> = sink
@@ -725,12 +753,14 @@ fn serve(bin: &Path, records: &Records, o: &Options, rate: Option<u64>, label: &
         achieved_rps: in_window.0 as f64 / elapsed.as_secs_f64(),
         packets_ps: in_window.1 as f64 / elapsed.as_secs_f64(),
         completed,
-        socket_drops: kernel_drops(gw.port) - drops_before,
+        socket_drops,
+        sink_drops: kernel_drops(sink.port()),
+        send_errors,
         not_forwarded: sent.saturating_sub(completed),
         p50_us: pct(0.50),
         p99_us: pct(0.99),
         cpu_pct: Some(100.0 * cpu / elapsed.as_secs_f64()),
-        peak_rss_kib: Some(gw.status_kib("VmHWM:")),
+        peak_rss_kib: Some(peak_rss),
     }
 }
 
@@ -959,13 +989,15 @@ impl Report {
         let opt = |v: Option<u32>| v.map(|v| format!("{v}")).unwrap_or_else(|| "-".into());
         println!();
         println!(
-            "{:<42} {:>10} {:>10} {:>11} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9}",
+            "{:<42} {:>10} {:>10} {:>11} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9}",
             "run",
             "offered/s",
             "records/s",
             "packets/s",
             "lost",
             "drops",
+            "sendfail",
+            "sinkdrop",
             "p50 us",
             "p99 us",
             "cpu %",
@@ -982,7 +1014,7 @@ impl Report {
             );
         for r in runs {
             println!(
-                "{:<42} {:>10} {:>10.0} {:>11.0} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9}",
+                "{:<42} {:>10} {:>10.0} {:>11.0} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9}",
                 r.label,
                 r.offered_rps
                     .map(|v| format!("{v:.0}"))
@@ -991,6 +1023,10 @@ impl Report {
                 r.packets_ps,
                 r.not_forwarded,
                 r.socket_drops,
+                r.send_errors
+                    .map(|v| v.to_string())
+                    .unwrap_or_else(|| "-".into()),
+                r.sink_drops,
                 opt(r.p50_us),
                 opt(r.p99_us),
                 r.cpu_pct
