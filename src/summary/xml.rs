@@ -314,6 +314,16 @@ fn flatten_with(text: &str, s: &mut Scratch, mut tokens: impl Tokens) -> Result<
                 }
             }
             Token::Close { start, end } => {
+                // Nearly always `</name>` closing the innermost element.
+                let bytes = text.as_bytes();
+                if let Some(top) = s.frames.last()
+                    && s.frames.len() > 1
+                    && bytes.get(start + 2..end - 1)
+                        == bytes.get(top.tag.start as usize..top.tag.end as usize)
+                {
+                    close_top(text, s);
+                    continue;
+                }
                 // `</a>`, `</statistics toe="1">`, `</mdb</rsp>`
                 let inner = text.get(start + 2..end.saturating_sub(1)).unwrap_or("");
                 let mut offset = start + 2;
