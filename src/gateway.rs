@@ -35,6 +35,7 @@ use crate::ganglia::xdr::{self, Metadata, MetricId};
 use crate::mapping::{MappedRecord, Mapper};
 use crate::selfmon::{KernelDrops, SelfReporter};
 use crate::summary::SummaryParser;
+use template::Template;
 
 /// Largest datagram we accept: xrootd 5.9+ sends up to 64 KiB.
 const MAX_DATAGRAM: usize = 65536;
@@ -248,6 +249,13 @@ pub struct Pipeline {
     title: String,
     /// Reference point for the compact per-metric timestamps.
     epoch: Instant,
+    /// Use the sources' templates ([`template`]); off only to test that
+    /// the fast path equals the full one.
+    fast_path: bool,
+    /// Where the holes of the last matched template lie in the datagram.
+    holes: Vec<std::ops::Range<u32>>,
+    /// Records that took the fast path.
+    fast_path_hits: u64,
 }
 
 impl Pipeline {
@@ -260,6 +268,9 @@ impl Pipeline {
             batch: PacketBatch::default(),
             title: String::new(),
             epoch: Instant::now(),
+            fast_path: true,
+            holes: Vec::new(),
+            fast_path_hits: 0,
         }
     }
 
@@ -298,6 +309,9 @@ impl Pipeline {
         events.datagram();
         if !settings.allow.is_empty() && !settings.allow.iter().any(|n| n.contains(&from.ip())) {
             events.denied(from);
+            return;
+        }
+        if self.fast_path && self.encode_from_template(datagram, from, now, settings, events) {
             return;
         }
         let record = match self.parser.parse(datagram) {
@@ -410,6 +424,84 @@ impl Pipeline {
         }
         source.prune(now_s, settings.dmax, interval_s);
         events.sent(metadata_sent, values_sent);
+
+        // The next record like this one takes the fast path.
+        source.template = None;
+        if self.fast_path && capped == 0 && source.started.is_some() {
+            let metrics = &source.metrics;
+            let state = template::SourceState {
+                spoof,
+                tmax,
+                metadata_sent: &|key| metrics.get(&key).copied(),
+                interval_s,
+            };
+            let built = Template::build(datagram, &record, &self.mapped, &state);
+            source.template = built.map(Box::new);
+        }
+    }
+
+    /// The fast path: the datagram matches the template of a source of its
+    /// sender, and nothing but values changed (same program run, same
+    /// TMAX, no metadata due). Returns false, having sent nothing, otherwise.
+    fn encode_from_template(
+        &mut self,
+        datagram: &[u8],
+        from: SocketAddr,
+        now: Instant,
+        settings: &Settings,
+        events: &mut Events<'_>,
+    ) -> bool {
+        let Some(list) = self.sources.by_ip.get_mut(&from.ip()) else {
+            return false;
+        };
+        let now_s = now.saturating_duration_since(self.epoch).as_secs() as u32;
+        let interval_s = settings.metadata_interval.as_secs().min(u32::MAX as u64) as u32;
+        let holes = &mut self.holes;
+        let Some(source) = list.iter_mut().find(|s| {
+            s.template
+                .as_deref()
+                .is_some_and(|t| t.matches(datagram, holes))
+        }) else {
+            return false;
+        };
+        let Some(t) = source.template.take() else {
+            return false;
+        };
+        let (tos, pid) = t.start(datagram, &self.holes);
+        let mut sent = None;
+        if source.started == Some((tos, pid))
+            && now_s < t.due_at
+            && source.observe(now, settings.tmax) == t.tmax
+            && source.metadata_tmax == t.tmax
+        {
+            sent = t.emit(datagram, &self.holes, tos, &mut self.batch);
+        }
+        source.template = Some(t);
+        let Some(values) = sent else {
+            return false;
+        };
+        events.record();
+        source.prune(now_s, settings.dmax, interval_s);
+        events.sent(0, values);
+        self.fast_path_hits += 1;
+        true
+    }
+
+    /// Turns the template fast path off (or on again): for benchmarks of
+    /// the full path. The packets are the same either way.
+    #[doc(hidden)]
+    pub fn set_fast_path(&mut self, on: bool) {
+        self.fast_path = on;
+        if !on {
+            for source in self.sources.by_ip.values_mut().flatten() {
+                source.template = None;
+            }
+        }
+    }
+
+    /// How many records took the template fast path.
+    pub fn fast_path_hits(&self) -> u64 {
+        self.fast_path_hits
     }
 
     /// The packets of the last [`encode`](Self::encode), for tests and dry runs.
@@ -539,6 +631,8 @@ struct Source {
     /// (tos, pid) of the program, to notice a restart.
     started: Option<(u32, u32)>,
     next_prune: u32,
+    /// Its last record, for the fast path.
+    template: Option<Box<Template>>,
 }
 
 impl Source {
@@ -554,6 +648,7 @@ impl Source {
             metrics: HashMap::default(),
             started: None,
             next_prune: 0,
+            template: None,
         }
     }
 
@@ -708,3 +803,5 @@ impl Sources {
 
 #[cfg(test)]
 mod tests;
+
+mod template;

@@ -911,8 +911,8 @@ fn push_number(out: &mut String, text: &str, v: f64) {
 }
 
 /// Values derived from others: CPU time from proc s+u, uptime from tod-tos.
-#[derive(Default)]
-struct Derived {
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Derived {
     usr_s: Option<u64>,
     usr_u: Option<u64>,
     sys_s: Option<u64>,
@@ -923,7 +923,7 @@ struct Derived {
 
 /// Which input of [`Derived`] a variable is, decided once per name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Role {
+pub(crate) enum Role {
     None,
     UsrS,
     UsrU,
@@ -934,7 +934,8 @@ enum Role {
 }
 
 impl Role {
-    fn of(catalog_name: &str) -> Role {
+    /// The role of a variable by its catalog name.
+    pub(crate) fn of(catalog_name: &str) -> Role {
         match catalog_name {
             "proc.usr.s" => Role::UsrS,
             "proc.usr.u" => Role::UsrU,
@@ -948,7 +949,7 @@ impl Role {
 }
 
 impl Derived {
-    fn note(&mut self, role: Role, value: &str) {
+    pub(crate) fn note(&mut self, role: Role, value: &str) {
         if role == Role::None {
             return;
         }
@@ -972,32 +973,35 @@ impl Derived {
         }
     }
 
-    /// (catalog name, value text) pairs; `text` holds the formatted values.
-    fn values<'t>(&self, text: &'t mut String) -> Vec<(&'static str, &'t str)> {
-        text.clear();
-        let mut ends: Vec<(&'static str, usize, usize)> = Vec::new();
-        let mut put = |name: &'static str, v: u64, text: &mut String| {
-            let start = text.len();
-            let _ = write!(text, "{v}");
-            ends.push((name, start, text.len()));
-        };
+    /// (catalog name, value) of every derived variable these inputs give,
+    /// in send order (at most four).
+    pub(crate) fn computed(&self) -> impl Iterator<Item = (&'static str, u64)> {
         let ms = |s: Option<u64>, u: Option<u64>| Some(s? * 1000 + u? / 1000);
         let usr = ms(self.usr_s, self.usr_u);
         let sys = ms(self.sys_s, self.sys_u);
-        if let Some(v) = usr {
-            put(catalog::DERIVED_CPU_USR, v, text);
-        }
-        if let Some(v) = sys {
-            put(catalog::DERIVED_CPU_SYS, v, text);
-        }
-        if let (Some(u), Some(s)) = (usr, sys) {
-            put(catalog::DERIVED_CPU_TOTAL, u + s, text);
-        }
-        if let (Some(tod), Some(tos)) = (self.tod, self.tos)
-            && tod >= tos
-            && tos > 0
-        {
-            put(catalog::DERIVED_UPTIME, (tod - tos) as u64, text);
+        let total = usr.zip(sys).map(|(u, s)| u + s);
+        let uptime = match (self.tod, self.tos) {
+            (Some(tod), Some(tos)) if tod >= tos && tos > 0 => Some((tod - tos) as u64),
+            _ => None,
+        };
+        [
+            (catalog::DERIVED_CPU_USR, usr),
+            (catalog::DERIVED_CPU_SYS, sys),
+            (catalog::DERIVED_CPU_TOTAL, total),
+            (catalog::DERIVED_UPTIME, uptime),
+        ]
+        .into_iter()
+        .filter_map(|(name, v)| Some((name, v?)))
+    }
+
+    /// [`computed`](Self::computed) as text; `text` holds the formatted values.
+    fn values<'t>(&self, text: &'t mut String) -> Vec<(&'static str, &'t str)> {
+        text.clear();
+        let mut ends: Vec<(&'static str, usize, usize)> = Vec::new();
+        for (name, v) in self.computed() {
+            let start = text.len();
+            let _ = write!(text, "{v}");
+            ends.push((name, start, text.len()));
         }
         let text: &'t str = text;
         ends.into_iter().map(|(n, s, e)| (n, &text[s..e])).collect()

@@ -114,10 +114,32 @@ pub fn encode_metadata(out: &mut Vec<u8>, id: &MetricId<'_>, meta: &Metadata<'_>
 /// Appends a 133 gmetric_string packet with format `%s`, as gmetric does for
 /// every type (gmond converts by the metadata's type).
 pub fn encode_string_value(out: &mut Vec<u8>, id: &MetricId<'_>, value: &str) {
+    encode_string_value_prefix(out, id);
+    put_str(out, value);
+}
+
+/// A 133 packet up to its value: [`encode_string_value`] is this followed
+/// by [`append_string`] of the value (cached per metric on the fast path).
+pub fn encode_string_value_prefix(out: &mut Vec<u8>, id: &MetricId<'_>) {
     put_u32(out, ID_STRING);
     put_metric_id(out, id);
     put_str(out, "%s");
-    put_str(out, value);
+}
+
+/// Appends an XDR string.
+pub fn append_string(out: &mut Vec<u8>, s: &str) {
+    put_str(out, s);
+}
+
+/// Appends an XDR string given as bytes (the caller knows they are text).
+pub fn append_string_bytes(out: &mut Vec<u8>, s: &[u8]) {
+    let len = s.len();
+    out.reserve(4 + len + 3);
+    out.extend_from_slice(&(len as u32).to_be_bytes());
+    out.extend_from_slice(s);
+    for _ in 0..(4 - len % 4) % 4 {
+        out.push(0);
+    }
 }
 
 /// Appends a 132 gmetric_uint packet with format `%u`. gmond reads a spoofed
@@ -153,11 +175,7 @@ fn put_u32(out: &mut Vec<u8>, v: u32) {
 }
 
 fn put_str(out: &mut Vec<u8>, s: &str) {
-    let len = s.len();
-    out.reserve(4 + len + 3);
-    out.extend_from_slice(&(len as u32).to_be_bytes());
-    out.extend_from_slice(s.as_bytes());
-    out.extend_from_slice(&[0u8; 3][..(4 - len % 4) % 4]);
+    append_string_bytes(out, s.as_bytes());
 }
 
 /// A decoded packet (owned; used by tests, `--dry-run` and for gmond's 136 requests).

@@ -322,3 +322,148 @@ fn a_restart_is_noticed_and_resends_every_metadata() {
     let snap = counters.snapshot();
     assert_eq!((snap.restarts, snap.sources), (1, 1));
 }
+
+/// A record text with its numbers changed: `edits` picks, per digit run,
+/// what to do (keep, new digits, leading zero, minus sign, 25 digits), and
+/// `shape` now and then changes something else (a text value, a list key,
+/// an added element, the start time).
+fn mutate(record: &str, edits: &[u8], shape: u8) -> String {
+    let mut out = String::with_capacity(record.len() + 16);
+    let mut run = 0usize;
+    let mut chars = record.char_indices().peekable();
+    while let Some((_, c)) = chars.next() {
+        if !c.is_ascii_digit() {
+            out.push(c);
+            continue;
+        }
+        let mut digits = c.to_string();
+        while let Some(&(_, d)) = chars.peek() {
+            if !d.is_ascii_digit() {
+                break;
+            }
+            digits.push(d);
+            chars.next();
+        }
+        let e = edits.get(run % edits.len().max(1)).copied().unwrap_or(0);
+        run += 1;
+        // Shapes below 100 keep every number plain (the fast path's case)
+        // and change only element values (`>123<`): the header (program,
+        // start time), entry ids and text stay as they were.
+        let element_value = out.ends_with('>') && chars.peek().is_some_and(|&(_, c)| c == '<');
+        let e = match shape {
+            0..100 if !element_value => 0,
+            0..100 => e % 13,
+            _ => e,
+        };
+        match e % 16 {
+            0..=9 => out.push_str(&digits),
+            10..=12 => out.push_str(&format!("{}", u64::from(e) * 7919 + digits.len() as u64)),
+            13 => out.push_str(&format!("0{digits}")),
+            14 => out.push_str(&format!("-{digits}")),
+            _ => out.push_str("1234567890123456789012345"),
+        }
+    }
+    if shape < 200 {
+        return out;
+    }
+    match shape % 4 {
+        0 => out.replacen("v5.5.3", "v5.6.0", 1),
+        1 => out.replacen("tos=\"", "tos=\"1", 1),
+        2 => out.replacen(
+            "</stats></statistics>",
+            "<extra>5</extra></stats></statistics>",
+            1,
+        ),
+        _ => out.replacen("\"/", "\"/x", 1),
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, ..Default::default() })]
+
+    /// The fast path sends exactly what the full path sends, and counts
+    /// exactly the same, for any sequence of reports of real records with
+    /// changing numbers, changing shape, restarts and metadata falling due.
+    #[test]
+    fn fast_path_equals_full_path(
+        fixture in 0usize..5,
+        steps in proptest::collection::vec(
+            (proptest::collection::vec(0u8..=255, 1..8), 0u8..=255, 0u64..90),
+            1..14,
+        ),
+    ) {
+        let name = ["ds_idle", "ds_loaded", "mgr_cmsd", "pfc_loaded", "spaces"][fixture];
+        let record = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data/records")
+                .join(format!("{name}.xml")),
+        )
+        .unwrap();
+        let s = settings("metadata_interval = 60\n");
+        let (c_fast, c_full) = (Counters::default(), Counters::default());
+        let (mut ev_fast, mut ev_full) = (
+            Events::new(&c_fast, Duration::from_secs(60)),
+            Events::new(&c_full, Duration::from_secs(60)),
+        );
+        let (mut fast, mut full) = (Pipeline::new(&s), Pipeline::new(&s));
+        full.fast_path = false;
+        full.epoch = fast.epoch;
+        let from: SocketAddr = "10.0.0.9:1094".parse().unwrap();
+        let mut at = fast.epoch + Duration::from_secs(1);
+        let mut steady = 0;
+        for (i, (edits, shape, gap)) in steps.iter().enumerate() {
+            // Mostly plain numbers, unchanged shape, steady 10 s reports.
+            let text = if i == 0 { record.clone() } else { mutate(&record, edits, *shape) };
+            let gap = if *gap < 70 { 10 } else { *gap };
+            steady += usize::from(*shape < 100 && gap == 10);
+            at += Duration::from_secs(gap);
+            fast.encode(text.as_bytes(), from, at, &s, &mut ev_fast);
+            full.encode(text.as_bytes(), from, at, &s, &mut ev_full);
+            let a: Vec<&[u8]> = fast.packets().collect();
+            let b: Vec<&[u8]> = full.packets().collect();
+            proptest::prop_assert_eq!(a, b, "step {}", i);
+            proptest::prop_assert_eq!(c_fast.snapshot(), c_full.snapshot(), "step {}", i);
+        }
+        // Not vacuous: steady reports did take the fast path.
+        proptest::prop_assert!(steady < 5 || fast.fast_path_hits > 0, "{} steady, no fast path", steady);
+        proptest::prop_assert_eq!(full.fast_path_hits, 0);
+    }
+}
+
+#[test]
+fn steady_reports_take_the_fast_path() {
+    let s = settings("");
+    let counters = Counters::default();
+    let mut ev = Events::new(&counters, Duration::from_secs(60));
+    let mut p = Pipeline::new(&s);
+    let from: SocketAddr = "10.0.0.1:40000".parse().unwrap();
+    let record = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/records/ds_loaded.xml"),
+    )
+    .unwrap();
+    let t0 = p.epoch;
+    for i in 0..5u64 {
+        let text = mutate(&record, &[(i * 3 % 10) as u8, 11, 12], 200);
+        p.encode(
+            text.as_bytes(),
+            from,
+            t0 + Duration::from_secs(10 * i),
+            &s,
+            &mut ev,
+        );
+    }
+    // The first record and the one that fixes TMAX go the full way.
+    assert!(p.fast_path_hits >= 2, "{} fast", p.fast_path_hits);
+    // A restart goes the full way again (and resends metadata).
+    let restarted = record.replacen("tos=\"", "tos=\"2", 1);
+    let hits = p.fast_path_hits;
+    p.encode(
+        restarted.as_bytes(),
+        from,
+        t0 + Duration::from_secs(60),
+        &s,
+        &mut ev,
+    );
+    assert_eq!(p.fast_path_hits, hits);
+    assert!(metadata_count(&p) > 50);
+}

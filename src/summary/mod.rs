@@ -264,6 +264,12 @@ impl<'r> SummaryRecord<'r> {
         self.header_len
     }
 
+    /// The text the record was read from: the datagram itself when it was
+    /// UTF-8 (every value lies inside it).
+    pub fn text(&self) -> &'r str {
+        self.text
+    }
+
     /// Number of list entries in the record.
     pub fn entry_count(&self) -> usize {
         self.entries.len()
