@@ -26,6 +26,10 @@ use std::net::{IpAddr, Ipv6Addr, SocketAddr, UdpSocket};
 
 use socket2::{Domain, Protocol, Socket, Type};
 
+use std::collections::HashMap;
+use std::ops::Range;
+
+use crate::summary::shape::{Hole, Shape};
 use crate::summary::{SummaryParser, SummaryRecord};
 
 pub const USAGE: &str = "Usage: mpxstats [-f {cgi|flat|xml}] -p <port> [-s] [--compat]";
@@ -159,6 +163,19 @@ pub fn write_record(
     sender: Option<&str>,
     all_attributes: bool,
 ) {
+    write_record_with(out, record, format, sender, all_attributes, |_, _| {});
+}
+
+/// [`write_record`], telling `on_value` where each value it printed went
+/// (the value as read, and its byte range in `out`).
+fn write_record_with(
+    out: &mut Vec<u8>,
+    record: &SummaryRecord<'_>,
+    format: Format,
+    sender: Option<&str>,
+    all_attributes: bool,
+    mut on_value: impl FnMut(&str, Range<usize>),
+) {
     let mut first = true;
     let mut put = |out: &mut Vec<u8>, name: &str, value: &str| {
         if value.is_empty() {
@@ -168,8 +185,6 @@ pub fn write_record(
             Format::Flat => {
                 out.extend_from_slice(name.as_bytes());
                 out.push(b' ');
-                out.extend_from_slice(value.as_bytes());
-                out.push(b'\n');
             }
             _ => {
                 if !first {
@@ -177,8 +192,13 @@ pub fn write_record(
                 }
                 out.extend_from_slice(name.as_bytes());
                 out.push(b'=');
-                out.extend_from_slice(value.as_bytes());
             }
+        }
+        let at = out.len();
+        out.extend_from_slice(value.as_bytes());
+        on_value(value, at..out.len());
+        if format == Format::Flat {
+            out.push(b'\n');
         }
         first = false;
     };
@@ -217,6 +237,86 @@ pub fn bind(port: u16) -> io::Result<UdpSocket> {
     dual().or_else(|_| UdpSocket::bind(("0.0.0.0", port)))
 }
 
+/// Senders whose last record is kept as an output template.
+const MAX_OUTPUTS: usize = 4096;
+
+/// A sender's last record and the text it printed as: the next record that
+/// differs only in the digits of its numbers is printed from it, without
+/// parsing (the same text, see `tests::output_template_prints_what_parsing_prints`).
+struct OutputTemplate {
+    shape: Shape,
+    /// The printed text with the holes' digits cut out.
+    text: Vec<u8>,
+    /// In print order: literal text up to each hole, and which hole.
+    pieces: Vec<(Range<u32>, u32)>,
+    /// Literal text after the last hole.
+    tail: Range<u32>,
+}
+
+impl OutputTemplate {
+    /// `printed`: (address, length) of each value printed, and where it
+    /// went in `out` (which starts at `base` of the output buffer).
+    fn build(
+        datagram: &[u8],
+        record: &SummaryRecord<'_>,
+        out: &[u8],
+        base: usize,
+        printed: &[(usize, usize, Range<usize>)],
+    ) -> Option<OutputTemplate> {
+        let text = record.text();
+        if text.as_ptr() != datagram.as_ptr() || text.len() != datagram.len() {
+            return None;
+        }
+        let origin = datagram.as_ptr() as usize;
+        // Holes are cut in datagram order; the output may print in another.
+        let mut order: Vec<usize> = (0..printed.len()).collect();
+        order.sort_by_key(|&i| printed[i].0);
+        let mut shape = Shape::builder(datagram);
+        let mut hole_of = vec![None; printed.len()];
+        let hole = Hole {
+            max: 20,
+            plain: false,
+        };
+        for i in order {
+            let (addr, len, _) = printed[i];
+            let span = addr.wrapping_sub(origin)..addr.wrapping_sub(origin) + len;
+            if span.end <= datagram.len() && shape.can_cut(&span, hole) {
+                hole_of[i] = Some(shape.cut(span, hole));
+            }
+        }
+        let mut t = OutputTemplate {
+            shape: shape.finish(),
+            text: Vec::with_capacity(out.len()),
+            pieces: Vec::new(),
+            tail: 0..0,
+        };
+        // `printed` is in print order, so its output ranges increase.
+        let mut copied = 0;
+        for (i, (_, _, at)) in printed.iter().enumerate() {
+            let Some(h) = hole_of[i] else { continue };
+            let at = at.start - base..at.end - base;
+            let start = t.text.len();
+            t.text.extend_from_slice(out.get(copied..at.start)?);
+            t.pieces.push((start as u32..t.text.len() as u32, h));
+            copied = at.end;
+        }
+        let start = t.text.len();
+        t.text.extend_from_slice(out.get(copied..)?);
+        t.tail = start as u32..t.text.len() as u32;
+        Some(t)
+    }
+
+    fn write(&self, datagram: &[u8], holes: &[Range<u32>], out: &mut Vec<u8>) {
+        let piece = |r: &Range<u32>| &self.text[r.start as usize..r.end as usize];
+        for (literal, hole) in &self.pieces {
+            out.extend_from_slice(piece(literal));
+            let r = &holes[*hole as usize];
+            out.extend_from_slice(&datagram[r.start as usize..r.end as usize]);
+        }
+        out.extend_from_slice(piece(&self.tail));
+    }
+}
+
 /// Output held back while more datagrams are already waiting.
 const HOLD_BACK: usize = 64 * 1024;
 
@@ -232,7 +332,7 @@ pub fn run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> io::Result<()> {
-    let mut parser = SummaryParser::new();
+    let mut printer = Printer::default();
     let mut buf = vec![0u8; 65536];
     let mut text = Vec::with_capacity(2 * HOLD_BACK);
     socket.set_nonblocking(true)?;
@@ -271,29 +371,70 @@ pub fn run(
             out.flush()?;
             text.clear();
         }
+        printer.print(datagram, from, o, &mut text, err);
+    }
+}
+
+/// Turns datagrams into mpxstats output; keeps each sender's last record
+/// as an [`OutputTemplate`].
+#[derive(Default)]
+struct Printer {
+    parser: SummaryParser,
+    outputs: HashMap<SocketAddr, OutputTemplate>,
+    found: Vec<Range<u32>>,
+    printed: Vec<(usize, usize, Range<usize>)>,
+}
+
+impl Printer {
+    /// Appends the output for one datagram to `text`, or reports it to `err`.
+    fn print(
+        &mut self,
+        datagram: &[u8],
+        from: SocketAddr,
+        o: &Options,
+        text: &mut Vec<u8>,
+        err: &mut dyn Write,
+    ) {
         if o.format == Format::Xml {
             text.extend_from_slice(datagram);
             text.push(b'\n');
-        } else {
-            match parser.parse(datagram) {
-                Ok(record) => {
-                    let sender = o.sender.then(|| sender_text(from.ip()));
-                    write_record(
-                        &mut text,
-                        &record,
-                        o.format,
-                        sender.as_deref(),
-                        o.all_attributes,
-                    );
+            return;
+        }
+        if let Some(t) = self.outputs.get(&from)
+            && t.shape.matches(datagram, &mut self.found)
+        {
+            t.write(datagram, &self.found, text);
+            return;
+        }
+        match self.parser.parse(datagram) {
+            Ok(record) => {
+                let sender = o.sender.then(|| sender_text(from.ip()));
+                let start = text.len();
+                let printed = &mut self.printed;
+                printed.clear();
+                write_record_with(
+                    text,
+                    &record,
+                    o.format,
+                    sender.as_deref(),
+                    o.all_attributes,
+                    |value, at| printed.push((value.as_ptr() as usize, value.len(), at)),
+                );
+                if self.outputs.len() >= MAX_OUTPUTS {
+                    self.outputs.clear();
                 }
-                Err(e) => {
-                    let _ = writeln!(
-                        err,
-                        "mpxstats: {} sent {n} bytes that are not a summary record: {e}",
-                        sender_text(from.ip())
-                    );
-                    continue;
-                }
+                match OutputTemplate::build(datagram, &record, &text[start..], start, printed) {
+                    Some(t) => self.outputs.insert(from, t),
+                    None => self.outputs.remove(&from),
+                };
+            }
+            Err(e) => {
+                let _ = writeln!(
+                    err,
+                    "mpxstats: {} sent {} bytes that are not a summary record: {e}",
+                    sender_text(from.ip()),
+                    datagram.len()
+                );
             }
         }
     }
@@ -302,6 +443,98 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fixtures with their element values' digits changed per `seed`
+    /// (sometimes to non-digits or longer), and now and then a text changed.
+    fn variant(record: &str, seed: u64) -> String {
+        let mut out = String::new();
+        let mut n = seed;
+        let mut chars = record.chars().peekable();
+        while let Some(c) = chars.next() {
+            let value_start = out.ends_with('>');
+            out.push(c);
+            if value_start && c.is_ascii_digit() {
+                while chars.peek().is_some_and(char::is_ascii_digit) {
+                    chars.next();
+                }
+                out.pop();
+                n = n
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let bad = seed % 4 == 1;
+                match (n >> 33) % 20 {
+                    v if !bad => out.push_str(&(v * (n >> 40)).to_string()),
+                    0 => out.push_str("-5"),
+                    1 => out.push_str("007"),
+                    2 => out.push_str("123456789012345678901234"),
+                    3 => out.push_str("1 2"),
+                    v => out.push_str(&(v * (n >> 40)).to_string()),
+                }
+            }
+        }
+        if seed % 7 == 3 {
+            out = out.replacen("v5.5.3", "v5.6.0", 1);
+        }
+        out
+    }
+
+    #[test]
+    fn output_template_prints_what_parsing_prints() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/records");
+        let senders: [SocketAddr; 2] = [
+            "10.0.0.1:1094".parse().unwrap(),
+            "[2001:db8::1]:1095".parse().unwrap(),
+        ];
+        for (format, sender) in [
+            (Format::Flat, true),
+            (Format::Flat, false),
+            (Format::Cgi, false),
+        ] {
+            let o = Options {
+                format,
+                port: 1,
+                sender,
+                all_attributes: true,
+            };
+            let mut printer = Printer::default();
+            let mut reference = SummaryParser::new();
+            let mut hits = 0;
+            for name in [
+                "ds_idle",
+                "ds_loaded",
+                "mgr_cmsd",
+                "pfc_loaded",
+                "spaces",
+                "srv_cmsd",
+            ] {
+                let record = std::fs::read_to_string(dir.join(format!("{name}.xml"))).unwrap();
+                for seed in 0..40u64 {
+                    let text = if seed % 5 == 0 {
+                        record.clone()
+                    } else {
+                        variant(&record, seed)
+                    };
+                    let from = senders[(seed % 2) as usize];
+                    let (mut got, mut want) = (Vec::new(), Vec::new());
+                    let before = printer
+                        .outputs
+                        .get(&from)
+                        .is_some_and(|t| t.shape.matches(text.as_bytes(), &mut Vec::new()));
+                    hits += usize::from(before);
+                    printer.print(text.as_bytes(), from, &o, &mut got, &mut Vec::new());
+                    let r = reference.parse(text.as_bytes()).unwrap();
+                    let host = o.sender.then(|| sender_text(from.ip()));
+                    write_record(&mut want, &r, format, host.as_deref(), true);
+                    assert_eq!(
+                        String::from_utf8_lossy(&got),
+                        String::from_utf8_lossy(&want),
+                        "{name} seed {seed} {format:?}"
+                    );
+                }
+            }
+            assert!(hits > 50, "{hits} template hits");
+        }
+    }
 
     fn args(a: &[&str]) -> Result<Options, String> {
         parse_args(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>())

@@ -22,6 +22,7 @@ use crate::catalog::{self, Kind};
 use crate::ganglia::xdr::{self, MetricId};
 use crate::mapping::{Derived, MappedRecord, Role};
 use crate::summary::SummaryRecord;
+use crate::summary::shape::{Hole, Shape};
 
 use super::PacketBatch;
 
@@ -31,13 +32,8 @@ const MAX_DIGITS_64: u8 = 18;
 const MAX_DIGITS_32: u8 = 9;
 
 pub(super) struct Template {
-    /// The record's text without the holes' digits.
-    literal: Vec<u8>,
-    /// End of each literal segment in `literal`: segment i precedes hole i,
-    /// the last one follows the last hole.
-    cuts: Vec<u32>,
-    /// Most digits each hole may hold.
-    holes: Vec<u8>,
+    /// The record's text, with the holes.
+    shape: Shape,
     /// Cached packets and prefixes, back to back.
     bytes: Vec<u8>,
     heartbeat: Range<u32>,
@@ -99,10 +95,9 @@ impl Template {
         if mapped.rejected_count > 0 || mapped.len() < record.len() {
             return None;
         }
+        let mut shape = Shape::builder(datagram);
         let mut t = Template {
-            literal: Vec::with_capacity(datagram.len()),
-            cuts: Vec::new(),
-            holes: Vec::new(),
+            shape: Shape::default(),
             bytes: Vec::new(),
             heartbeat: 0..0,
             outs: Vec::with_capacity(mapped.len()),
@@ -124,7 +119,6 @@ impl Template {
         t.heartbeat = start as u32..(t.bytes.len() - 4) as u32;
 
         let header_len = record.header_len();
-        let mut copied = 0usize;
         let mut derived = Derived::default();
         let mut metrics = mapped.metrics();
         for (j, v) in record.vars().enumerate() {
@@ -138,30 +132,22 @@ impl Template {
                 || matches!(v.name, "host" | "info.host")
                 || v.entry
                     .is_some_and(|e| catalog::list_key(e.list) == Some(e.field));
-            let max = match m.kind {
-                Kind::Counter32 | Kind::Gauge32 => MAX_DIGITS_32,
-                _ => MAX_DIGITS_64,
+            let hole = Hole {
+                max: match m.kind {
+                    Kind::Counter32 | Kind::Gauge32 => MAX_DIGITS_32,
+                    _ => MAX_DIGITS_64,
+                },
+                plain: true,
             };
-            let bytes = datagram;
             let is_hole = !names_something
                 && m.kind != Kind::Text
                 && m.value == v.value
-                && span.start >= copied
-                && span.end <= bytes.len()
-                && plain_digits(v.value.as_bytes(), max)
-                && !bytes[..span.start].last().is_some_and(u8::is_ascii_digit)
-                && !bytes.get(span.end).is_some_and(u8::is_ascii_digit);
+                && shape.can_cut(&span, hole);
             let input = if is_hole {
-                t.literal.extend_from_slice(&bytes[copied..span.start]);
-                t.cuts.push(t.literal.len() as u32);
-                t.holes.push(max);
-                copied = span.end;
+                let hole = shape.cut(span, hole);
                 let prefix = t.push(|out| xdr::encode_string_value_prefix(out, &id(m.name)));
-                t.outs.push(Out::Hole {
-                    hole: (t.holes.len() - 1) as u32,
-                    prefix,
-                });
-                Input::Hole((t.holes.len() - 1) as u32)
+                t.outs.push(Out::Hole { hole, prefix });
+                Input::Hole(hole)
             } else {
                 let packet = t.push(|out| xdr::encode_string_value(out, &id(m.name), m.value));
                 t.outs.push(Out::Fixed(packet));
@@ -183,8 +169,7 @@ impl Template {
                 }
             }
         }
-        t.literal.extend_from_slice(&datagram[copied..]);
-        t.cuts.push(t.literal.len() as u32);
+        t.shape = shape.finish();
 
         // The derived metrics come last, as the mapping made them.
         let rest: Vec<_> = metrics.collect();
@@ -219,30 +204,7 @@ impl Template {
     /// Matches `datagram` against the template: on success `holes` holds
     /// the byte range of each hole's digits.
     pub(super) fn matches(&self, datagram: &[u8], holes: &mut Vec<Range<u32>>) -> bool {
-        holes.clear();
-        let mut pos = 0usize;
-        let mut seg_start = 0usize;
-        for (i, &max) in self.holes.iter().enumerate() {
-            let seg_end = self.cuts[i] as usize;
-            let seg = &self.literal[seg_start..seg_end];
-            seg_start = seg_end;
-            if datagram.get(pos..pos + seg.len()) != Some(seg) {
-                return false;
-            }
-            pos += seg.len();
-            let start = pos;
-            while pos < datagram.len() && datagram[pos].is_ascii_digit() {
-                pos += 1;
-            }
-            let digits = pos - start;
-            pos = start;
-            if digits == 0 || digits > max as usize || (digits > 1 && datagram[start] == b'0') {
-                return false;
-            }
-            holes.push(pos as u32..(pos + digits) as u32);
-            pos += digits;
-        }
-        datagram.get(pos..) == self.literal.get(seg_start..)
+        self.shape.matches(datagram, holes)
     }
 
     fn input<'d>(
@@ -333,15 +295,6 @@ impl Template {
         }
         Some(1 + self.outs.len() as u64)
     }
-}
-
-/// 1 to `max` ASCII digits, no leading zero unless the number is 0: the
-/// text the full path sends unchanged for a numeric kind.
-fn plain_digits(b: &[u8], max: u8) -> bool {
-    !b.is_empty()
-        && b.len() <= max as usize
-        && (b[0] != b'0' || b.len() == 1)
-        && b.iter().all(u8::is_ascii_digit)
 }
 
 fn format_u64(buf: &mut [u8; 20], mut v: u64) -> &[u8] {

@@ -25,6 +25,7 @@
 //! tags. A datagram that is not UTF-8 is read lossily (bad bytes become
 //! U+FFFD), so one bad byte does not lose the rest of the record.
 
+pub mod shape;
 mod xml;
 
 use std::fmt;
