@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, RawFd};
@@ -32,7 +32,7 @@ use crate::config::Settings;
 use crate::events::{Counters, Events};
 use crate::ganglia::channel::{SendChannel, Sent};
 use crate::ganglia::xdr::{self, Metadata, MetricId};
-use crate::mapping::{MappedRecord, Mapper};
+use crate::mapping::{KeyHasher, MappedRecord, Mapper};
 use crate::selfmon::{KernelDrops, SelfReporter};
 use crate::summary::SummaryParser;
 use template::Template;
@@ -582,24 +582,6 @@ impl PacketBatch {
                 });
             }
         }
-    }
-}
-
-/// The per-source schedule's keys are already SipHash values: hash them no further.
-#[derive(Default)]
-struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
     }
 }
 

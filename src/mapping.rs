@@ -418,17 +418,18 @@ pub struct Mapper {
     context: u64,
     /// Everything a variable's name decides, by (context, name, list key):
     /// shared by all sources, so each name is expanded and sanitised once.
-    names: HashMap<u64, CachedNames, BuildHasherDefault<IdentityHasher>>,
+    names: HashMap<u64, CachedNames, BuildHasherDefault<KeyHasher>>,
     /// Scratch for filling the cache.
     name_buf: String,
     group_buf: String,
 }
 
-/// The cache's keys are already keyed hashes: use them as they are.
+/// For maps whose keys are already keyed hashes (the name cache here, the
+/// per-source schedule's name keys in the gateway): uses them as they are.
 #[derive(Default)]
-struct IdentityHasher(u64);
+pub(crate) struct KeyHasher(u64);
 
-impl Hasher for IdentityHasher {
+impl Hasher for KeyHasher {
     fn finish(&self) -> u64 {
         self.0
     }
