@@ -11,7 +11,8 @@
 //! ```
 //!
 //! * [`summary`]: one xrd.report record -> flat, mpxstats-named variables.
-//!   Pure, borrows from the datagram.
+//!   Pure, borrows from the datagram. [`summary::shape`]: a record's text
+//!   with the digits of its numbers cut out, to recognise the next report.
 //! * [`catalog`]: what every known variable is: Ganglia type, slope, units,
 //!   title, description.
 //! * [`mapping`]: variables + catalog + naming settings -> Ganglia metrics for
@@ -21,7 +22,8 @@
 //!   `udp_send_channel`s from gmond.conf, [`ganglia::sanitize`] makes strings
 //!   safe for gmond's XML.
 //! * [`gateway`]: the `serve` daemon: sockets, per-source state, metadata
-//!   schedule, heartbeats.
+//!   schedule, heartbeats; `gateway/template.rs` turns a source's steady
+//!   reports into packets straight from its last record's.
 //! * [`gmetric`]: `xrd2ganglia gmetric`, a drop-in for Ganglia's gmetric on
 //!   the same encoder, channels and gmond.conf reader.
 //! * [`mpxstats`]: `xrd2ganglia mpxstats`, XRootD's mpxstats on our parser.
