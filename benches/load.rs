@@ -995,7 +995,8 @@ impl Memory {
     }
 }
 
-/// One loaded-data-server record from each of `o.sources` sources: RSS
+/// Two reports of a loaded data server from each of `o.sources` sources
+/// (the second leaves the source in steady state, its template made): RSS
 /// growth per tracked (host, metric) pair.
 fn memory(bin: &Path, o: &Options) -> Memory {
     let records = Records::load(1);
@@ -1006,17 +1007,21 @@ fn memory(bin: &Path, o: &Options) -> Memory {
     // dropped by the kernel at the sink without slowing the gateway.
     let gw = Gateway::start(bin, sink.local_addr().map(|a| a.port()).unwrap_or(9), "");
     let to = SocketAddr::from(([127, 0, 0, 1], gw.port));
-    let data = &records.data[fixture];
-    // The first record grows the per-record buffers to size.
+    let reports = &records.variants[fixture][..2];
+    // The first source grows the per-record buffers to size.
     let s = UdpSocket::bind((server_ip(0), 0)).expect("bind");
-    let _ = s.send_to(data, to);
+    for data in reports {
+        let _ = s.send_to(data, to);
+    }
     thread::sleep(Duration::from_millis(300));
     let before = gw.status_kib("VmRSS:");
     for i in 1..=o.sources {
         let Ok(s) = UdpSocket::bind((server_ip(i), 0)) else {
             continue;
         };
-        let _ = s.send_to(data, to);
+        for data in reports {
+            let _ = s.send_to(data, to);
+        }
         if i % 100 == 0 {
             // Let the gateway keep up, so every source is tracked.
             while rx_queue(gw.port) > 256 * 1024 {

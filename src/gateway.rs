@@ -425,9 +425,11 @@ impl Pipeline {
         source.prune(now_s, settings.dmax, interval_s);
         events.sent(metadata_sent, values_sent);
 
-        // The next record like this one takes the fast path.
+        // The next record like this one takes the fast path: from a
+        // source's second report on (a sender seen once, as in a flood of
+        // one-shot senders, costs no template).
         source.template = None;
-        if self.fast_path && capped == 0 && source.started.is_some() {
+        if self.fast_path && capped == 0 && source.started.is_some() && source.reports >= 2 {
             let metrics = &source.metrics;
             let state = template::SourceState {
                 spoof,
@@ -599,6 +601,8 @@ struct Source {
     host: String,
     last_seen: Instant,
     last_report: Option<Instant>,
+    /// Reports seen (saturating).
+    reports: u32,
     /// Report interval in seconds, once two reports have been seen.
     interval: Option<u32>,
     /// Consecutive gaps longer than `interval`.
@@ -624,6 +628,7 @@ impl Source {
             host: String::new(),
             last_seen: now,
             last_report: None,
+            reports: 0,
             interval: None,
             slower_gaps: 0,
             metadata_tmax: 0,
@@ -642,6 +647,7 @@ impl Source {
     fn observe(&mut self, now: Instant, default: u32) -> u32 {
         let gap = self.last_report.map(|t| now.saturating_duration_since(t));
         self.last_report = Some(now);
+        self.reports = self.reports.saturating_add(1);
         self.last_seen = now;
         // Reports come on whole seconds: round the gap.
         let gap = gap

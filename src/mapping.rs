@@ -445,7 +445,7 @@ impl Hasher for KeyHasher {
 
 /// Most names cached; past it the cache starts again (hostile senders
 /// inventing names cost time, not memory).
-const MAX_CACHED_NAMES: usize = 50_000;
+const MAX_CACHED_NAMES: usize = 32_768;
 
 /// What one variable name maps to, in one context.
 struct CachedNames {
