@@ -69,8 +69,12 @@ pub struct Dumper {
 
 impl Dumper {
     pub fn new(settings: Settings) -> Dumper {
+        // The full path for every record: the notes below come from its
+        // mapping (the fast path sends the same packets but maps nothing).
+        let mut pipeline = Pipeline::new(&settings);
+        pipeline.set_fast_path(false);
         Dumper {
-            pipeline: Pipeline::new(&settings),
+            pipeline,
             settings,
             counters: Counters::default(),
             metadata: HashMap::new(),

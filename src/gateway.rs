@@ -489,9 +489,8 @@ impl Pipeline {
         true
     }
 
-    /// Turns the template fast path off (or on again): for benchmarks of
-    /// the full path. The packets are the same either way.
-    #[doc(hidden)]
+    /// Turns the template fast path off (or on again): for `dump` and for
+    /// benchmarks of the full path. The packets are the same either way.
     pub fn set_fast_path(&mut self, on: bool) {
         self.fast_path = on;
         if !on {
@@ -511,7 +510,8 @@ impl Pipeline {
         self.batch.iter()
     }
 
-    /// The metrics of the last record, as mapped (for `dump`'s notes).
+    /// The metrics of the last record that took the full path, as mapped
+    /// (for `dump`'s notes; `dump` turns the fast path off).
     pub fn mapped(&self) -> &MappedRecord {
         &self.mapped
     }
