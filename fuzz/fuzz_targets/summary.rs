@@ -33,7 +33,17 @@ fuzz_target!(|data: &[u8]| {
     let mut events = Events::new(&counters, Duration::from_secs(3600));
     let mut pipeline = Pipeline::new(&SETTINGS);
     let from = "10.1.2.3:1094".parse().unwrap();
-    pipeline.encode(data, from, Instant::now(), &SETTINGS, &mut events);
+    // The same datagram three times, 10 s apart: the third one may take the
+    // template fast path, which must send exactly what the full path sends.
+    let mut full = Pipeline::new(&SETTINGS);
+    full.set_fast_path(false);
+    let t0 = Instant::now();
+    for i in 0..3 {
+        let at = t0 + Duration::from_secs(10 * i);
+        pipeline.encode(data, from, at, &SETTINGS, &mut events);
+        full.encode(data, from, at, &SETTINGS, &mut events);
+        assert!(pipeline.packets().eq(full.packets()), "fast path differs");
+    }
     for p in pipeline.packets() {
         assert!(p.len() <= xdr::MAX_PACKET, "packet of {} bytes", p.len());
         match xdr::decode(p).expect("our own packet decodes") {
