@@ -1,8 +1,9 @@
 //! Load tool: the gateway against the chain it replaces, side by side.
 //!
 //! Replays real xrootd records (tests/data/records) from many simulated
-//! servers, each its own loopback address, over UDP, and measures at a
-//! counting sink that stands in for gmond:
+//! servers, each its own loopback address and each report with new numbers
+//! (16 variants per record), over UDP, and measures at a counting sink that
+//! stands in for gmond:
 //!
 //! * raw: the loopback limit, pre-encoded value packets blasted to the sink
 //!   with no gateway (one `send` per packet, and `sendmmsg` batches);
@@ -13,8 +14,8 @@
 //! * receive and parse: XRootD's `mpxstats -f flat` and ours, records/s;
 //! * the traditional chain: `mpxstats -f flat | perl` running the real
 //!   `gmetric` once per value;
-//! * memory: one record from each of 10,000 sources, bytes per tracked
-//!   (host, metric) pair.
+//! * memory: two reports from each of 10,000 sources (steady state, with
+//!   their templates), bytes per tracked (host, metric) pair.
 //!
 //! `cargo bench --bench load` runs everything (about 3 minutes);
 //! `cargo bench --bench load -- --help` lists the options. Under
@@ -810,14 +811,6 @@ fn serve(
     );
     let send_errors = gw.stop("send_errors");
     let completed = sink.counts.completed.load(Ordering::Relaxed);
-    if std::env::var_os("LOAD_DEBUG").is_some() {
-        let left: Vec<usize> = sink
-            .pending
-            .iter()
-            .map(|q| q.lock().map(|q| q.len()).unwrap_or(0))
-            .collect();
-        eprintln!("pending per server: {left:?}");
-    }
     let mut lat = sink.latencies.lock().expect("latencies").clone();
     lat.sort_unstable();
     let pct = |p: f64| (!lat.is_empty()).then(|| lat[((lat.len() - 1) as f64 * p) as usize]);
