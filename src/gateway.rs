@@ -470,6 +470,8 @@ impl Pipeline {
             return false;
         };
         let (tos, pid) = t.start(datagram, &self.holes);
+        // observe() notes the report; if the full path runs after all, it
+        // notes it again at the same instant, which changes nothing.
         let mut sent = None;
         if source.started == Some((tos, pid))
             && now_s < t.due_at

@@ -126,13 +126,8 @@ pub fn encode_string_value_prefix(out: &mut Vec<u8>, id: &MetricId<'_>) {
     put_str(out, "%s");
 }
 
-/// Appends an XDR string.
-pub fn append_string(out: &mut Vec<u8>, s: &str) {
-    put_str(out, s);
-}
-
-/// Appends an XDR string given as bytes (the caller knows they are text).
-pub fn append_string_bytes(out: &mut Vec<u8>, s: &[u8]) {
+/// Appends an XDR string (given as bytes: the caller knows they are text).
+pub fn append_string(out: &mut Vec<u8>, s: &[u8]) {
     let len = s.len();
     out.reserve(4 + len + 3);
     out.extend_from_slice(&(len as u32).to_be_bytes());
@@ -175,7 +170,7 @@ fn put_u32(out: &mut Vec<u8>, v: u32) {
 }
 
 fn put_str(out: &mut Vec<u8>, s: &str) {
-    append_string_bytes(out, s.as_bytes());
+    append_string(out, s.as_bytes());
 }
 
 /// A decoded packet (owned; used by tests, `--dry-run` and for gmond's 136 requests).

@@ -282,13 +282,13 @@ impl Template {
                 Out::Hole { hole, prefix } => {
                     let r = &holes[*hole as usize];
                     out.extend_from_slice(slice(prefix));
-                    xdr::append_string_bytes(out, &datagram[r.start as usize..r.end as usize]);
+                    xdr::append_string(out, &datagram[r.start as usize..r.end as usize]);
                 }
                 Out::Derived { prefix } => {
                     let text = format_u64(&mut number, values[next_derived]);
                     next_derived += 1;
                     out.extend_from_slice(slice(prefix));
-                    xdr::append_string_bytes(out, text);
+                    xdr::append_string(out, text);
                 }
             }
             batch.ends.push(out.len());
