@@ -471,7 +471,7 @@ impl Pipeline {
         };
         let (tos, pid) = t.start(datagram, &self.holes);
         // observe() notes the report; if the full path runs after all, it
-        // notes it again at the same instant, which changes nothing.
+        // notes it again at the same instant: a zero gap, which is ignored.
         let mut sent = None;
         if source.started == Some((tos, pid))
             && now_s < t.due_at
