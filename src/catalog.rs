@@ -29,7 +29,9 @@ use crate::ganglia::xdr::Slope;
 /// What a variable is, which fixes its Ganglia type and slope.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kind {
-    /// Cumulative 32-bit counter (C `int`): uint32, positive.
+    /// Cumulative 32-bit counter (C `int`): double with integer text,
+    /// positive. The gateway keeps it continuous across wraps and restarts
+    /// (`gateway/series.rs`), so what it sends outgrows 32 bits.
     Counter32,
     /// Cumulative 64-bit counter (C `long long`): double with integer text, positive.
     Counter64,
@@ -47,8 +49,8 @@ impl Kind {
     /// The TYPE gmond is told.
     pub fn value_type(self) -> &'static str {
         match self {
-            Kind::Counter32 | Kind::Gauge32 => "uint32",
-            Kind::Counter64 | Kind::Gauge64 | Kind::Timestamp => "double",
+            Kind::Gauge32 => "uint32",
+            Kind::Counter32 | Kind::Counter64 | Kind::Gauge64 | Kind::Timestamp => "double",
             Kind::Text => "string",
         }
     }

@@ -23,6 +23,7 @@ pub const DEFAULT_CONFIG: &str = "/etc/xrd2ganglia/xrd2ganglia.toml";
 pub const DEFAULT_GMOND_CONF: &str = "/etc/ganglia/gmond.conf";
 pub const DEFAULT_LISTEN: &[&str] = &["0.0.0.0:3333", "[::]:3333"];
 pub const DEFAULT_SEND: (&str, u16) = ("127.0.0.1", 8649);
+pub const DEFAULT_STATE_FILE: &str = "/var/lib/xrd2ganglia/state";
 
 /// The file as written: every key optional.
 #[derive(Debug, Default, Deserialize)]
@@ -45,6 +46,11 @@ pub struct FileConfig {
     pub self_metrics_interval: Option<u64>,
     pub send_burst: Option<usize>,
     pub max_send_rate: Option<u64>,
+    pub send_values: Option<String>,
+    pub value_heartbeat: Option<u32>,
+    pub state_file: Option<PathBuf>,
+    pub state_interval: Option<u64>,
+    pub metadata_requests: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -107,6 +113,24 @@ pub struct Settings {
     pub send_burst: usize,
     /// Packets per second per channel within a long batch (0: unpaced).
     pub max_send_rate: u64,
+    /// Changed-only sending: an unchanged value is sent again after this
+    /// many seconds. None: every value of every report is sent.
+    pub value_heartbeat: Option<u32>,
+    /// Where counter continuity is kept across gateway restarts (None: not kept).
+    pub state_file: Option<PathBuf>,
+    /// How often the state file is written (and at exit).
+    pub state_interval: Duration,
+    /// Where gmond's metadata requests (136) are heard: unicast addresses
+    /// to bind, or multicast groups to join (with their port).
+    pub metadata_requests: Vec<SocketAddr>,
+}
+
+impl Settings {
+    /// Whether metadata requests are listened for (sources then keep their
+    /// last record, to answer from).
+    pub fn answers_requests(&self) -> bool {
+        !self.metadata_requests.is_empty()
+    }
 }
 
 #[derive(Debug)]
@@ -239,6 +263,59 @@ pub fn validate(
     if tmax == 0 {
         return Err(bad("tmax", tmax, "must be at least 1 second"));
     }
+    let value_heartbeat = match file.send_values.as_deref().unwrap_or("all") {
+        "all" => {
+            if let Some(h) = file.value_heartbeat {
+                return Err(bad(
+                    "value_heartbeat",
+                    h,
+                    "only applies with send_values = \"changed\"",
+                ));
+            }
+            None
+        }
+        "changed" => match file.value_heartbeat.unwrap_or(60) {
+            0 => return Err(bad("value_heartbeat", 0, "must be at least 1 second")),
+            h => Some(h),
+        },
+        other => {
+            return Err(bad(
+                "send_values",
+                other,
+                "must be \"all\" (every value of every report) or \"changed\" (values that changed, and the rest every value_heartbeat)",
+            ));
+        }
+    };
+    let state_file = match &file.state_file {
+        None => Some(PathBuf::from(DEFAULT_STATE_FILE)),
+        Some(p) if p.as_os_str().is_empty() => None,
+        Some(p) if p.is_dir() => {
+            return Err(bad(
+                "state_file",
+                p.display().to_string(),
+                "is a directory; name a file in it",
+            ));
+        }
+        Some(p) => Some(p.clone()),
+    };
+    let state_interval = file.state_interval.unwrap_or(60);
+    if state_interval == 0 {
+        return Err(bad("state_interval", 0, "must be at least 1 second"));
+    }
+    let mut metadata_requests = Vec::new();
+    for r in file.metadata_requests.iter().flatten() {
+        let addr: SocketAddr = r.parse().map_err(|_| {
+            bad(
+                "metadata_requests",
+                r,
+                "not an ADDRESS:PORT (a local address to listen on, or a multicast group such as 239.2.11.71:8649)",
+            )
+        })?;
+        if addr.port() == 0 {
+            return Err(bad("metadata_requests", r, "needs a port"));
+        }
+        metadata_requests.push(addr);
+    }
     let positive = |key: &str, v: Option<usize>, default: usize| -> Result<usize, ConfigError> {
         match v.unwrap_or(default) {
             0 => Err(bad(key, 0, "must be at least 1")),
@@ -268,6 +345,10 @@ pub fn validate(
         self_metrics_interval: Duration::from_secs(file.self_metrics_interval.unwrap_or(60)),
         send_burst: positive("send_burst", file.send_burst, 200)?,
         max_send_rate: file.max_send_rate.unwrap_or(10_000),
+        value_heartbeat,
+        state_file,
+        state_interval: Duration::from_secs(state_interval),
+        metadata_requests,
     })
 }
 
@@ -410,6 +491,30 @@ impl fmt::Display for Settings {
             f,
             "self_metrics_interval = {}",
             self.self_metrics_interval.as_secs()
+        )?;
+        writeln!(f, "send_burst = {}", self.send_burst)?;
+        writeln!(f, "max_send_rate = {}", self.max_send_rate)?;
+        match self.value_heartbeat {
+            None => writeln!(f, "send_values = \"all\"")?,
+            Some(h) => writeln!(f, "send_values = \"changed\"\nvalue_heartbeat = {h}")?,
+        }
+        match &self.state_file {
+            Some(p) => writeln!(f, "state_file = {:?}", p.display().to_string())?,
+            None => writeln!(
+                f,
+                "state_file = \"\"  # counters are not kept across restarts"
+            )?,
+        }
+        writeln!(f, "state_interval = {}", self.state_interval.as_secs())?;
+        writeln!(
+            f,
+            "metadata_requests = [{}]",
+            list(
+                self.metadata_requests
+                    .iter()
+                    .map(|a| a.to_string())
+                    .collect()
+            )
         )
     }
 }

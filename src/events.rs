@@ -31,6 +31,9 @@ pub struct Counters {
     pub sources: AtomicU64,
     /// Restarts of xrootd/cmsd noticed (tos or pid changed).
     pub restarts: AtomicU64,
+    /// gmond metadata requests (136) heard, and answered.
+    pub metadata_requests: AtomicU64,
+    pub requests_answered: AtomicU64,
 }
 
 /// A copy of the counters at one moment.
@@ -50,6 +53,8 @@ pub struct Snapshot {
     pub sources_evicted: u64,
     pub sources: u64,
     pub restarts: u64,
+    pub metadata_requests: u64,
+    pub requests_answered: u64,
 }
 
 impl Counters {
@@ -69,6 +74,8 @@ impl Counters {
             sources_evicted: self.sources_evicted.load(Relaxed),
             sources: self.sources.load(Relaxed),
             restarts: self.restarts.load(Relaxed),
+            metadata_requests: self.metadata_requests.load(Relaxed),
+            requests_answered: self.requests_answered.load(Relaxed),
         }
     }
 }
@@ -79,7 +86,7 @@ impl fmt::Display for Snapshot {
             f,
             "datagrams={} records={} denied={} parse_errors={} values_rejected={} metrics_dropped_cap={} \
              metadata_packets={} value_packets={} send_errors={} send_refused={} receive_errors={} sources={} \
-             sources_evicted={} restarts={}",
+             sources_evicted={} restarts={} metadata_requests={} requests_answered={}",
             self.datagrams,
             self.records,
             self.denied,
@@ -93,7 +100,9 @@ impl fmt::Display for Snapshot {
             self.receive_errors,
             self.sources,
             self.sources_evicted,
-            self.restarts
+            self.restarts,
+            self.metadata_requests,
+            self.requests_answered
         )
     }
 }
@@ -238,15 +247,32 @@ impl<'c> Events<'c> {
         self.counters.sources.fetch_add(1, Relaxed);
     }
 
-    /// Sources dropped without eviction (a reload starts afresh).
-    pub fn sources_forgotten(&self, count: usize) {
-        self.counters.sources.fetch_sub(count as u64, Relaxed);
-    }
-
     pub fn restarted(&mut self, from: SocketAddr, host: &str, program: &str, tos: u32, pid: u32) {
         self.counters.restarts.fetch_add(1, Relaxed);
         if let Some(s) = self.limiter.allow("restart", from.ip(), Instant::now()) {
             tracing::info!(%from, host, program, tos, pid, suppressed = s, "restart noticed (new start time or pid): metadata resent");
+        }
+    }
+
+    /// A gmond metadata request (136) heard: `answered` when its source's
+    /// metadata went out (else it was answered moments ago, or names a
+    /// metric this gateway does not send).
+    pub fn metadata_request(&mut self, host: &str, name: &str, answered: bool) {
+        self.counters.metadata_requests.fetch_add(1, Relaxed);
+        if answered {
+            self.counters.requests_answered.fetch_add(1, Relaxed);
+            tracing::debug!(
+                host,
+                name,
+                "gmond asked for metadata: sent every metadata of the host"
+            );
+        }
+    }
+
+    /// A datagram on a metadata-request socket that is not a request.
+    pub fn not_a_request(&mut self, from: SocketAddr, len: usize) {
+        if let Some(s) = self.limiter.allow("not_request", from.ip(), Instant::now()) {
+            tracing::debug!(%from, len, suppressed = s, "not a gmond metadata request: ignored");
         }
     }
 

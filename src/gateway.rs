@@ -17,7 +17,6 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::hash::BuildHasherDefault;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, RawFd};
@@ -32,9 +31,12 @@ use crate::config::Settings;
 use crate::events::{Counters, Events};
 use crate::ganglia::channel::{SendChannel, Sent};
 use crate::ganglia::xdr::{self, Metadata, MetricId};
-use crate::mapping::{KeyHasher, MappedRecord, Mapper};
+use crate::mapping::{MappedRecord, Mapper};
 use crate::selfmon::{KernelDrops, SelfReporter};
 use crate::summary::SummaryParser;
+use requests::Request;
+use series::{Counting, MetricState};
+use state::{SavedSource, StateStore};
 use template::Template;
 
 /// Largest datagram we accept: xrootd 5.9+ sends up to 64 KiB.
@@ -71,6 +73,14 @@ pub fn open_channels(settings: &Settings) -> io::Result<Vec<SendChannel>> {
         .collect()
 }
 
+/// The gateway's bound sockets.
+pub struct Sockets {
+    /// Where xrd.report datagrams arrive.
+    pub reports: Vec<std::net::UdpSocket>,
+    /// Where gmond's metadata requests arrive (`metadata_requests`).
+    pub requests: Vec<std::net::UdpSocket>,
+}
+
 /// Settings and channels in force; replaced whole by a reload.
 struct Active {
     settings: Settings,
@@ -91,22 +101,56 @@ pub struct Reload {
 /// meanwhile is lost (it waits in the socket buffer).
 pub async fn run(
     settings: Settings,
-    sockets: Vec<std::net::UdpSocket>,
+    sockets: Sockets,
     channels: Vec<SendChannel>,
     counters: Arc<Counters>,
     shutdown: impl Future<Output = ()>,
     mut reloads: tokio::sync::mpsc::Receiver<Reload>,
 ) -> io::Result<()> {
     let (log_every, send_every) = (settings.stats_interval, settings.self_metrics_interval);
+    let log_interval = settings.log_interval;
+    let Sockets {
+        reports: sockets,
+        requests: request_sockets,
+    } = sockets;
+    let store = Arc::new(open_state(&settings, sockets.len()));
+    let save_every = settings.state_interval;
     let fds: Vec<RawFd> = sockets.iter().map(|s| s.as_raw_fd()).collect();
     let drops = KernelDrops::new(&fds);
     let (active_tx, active_rx) = watch::channel(Arc::new(Active { settings, channels }));
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = Vec::new();
-    for socket in sockets {
+    let mut request_queues = Vec::new();
+    for (task, socket) in sockets.into_iter().enumerate() {
         let socket = UdpSocket::from_std(socket)?;
-        let receiver = Receiver::new(active_rx.clone(), counters.clone());
-        tasks.push(tokio::spawn(receiver.run(socket, stop_rx.clone())));
+        let mut receiver = Receiver::new(active_rx.clone(), counters.clone());
+        receiver.pipeline.keep_state(store.clone(), task);
+        if !request_sockets.is_empty() {
+            let (tx, rx) = tokio::sync::mpsc::channel(requests::QUEUE);
+            request_queues.push(tx);
+            receiver.requests = Some(rx);
+        }
+        tasks.push(tokio::spawn(receiver.run(
+            socket,
+            stop_rx.clone(),
+            save_every,
+        )));
+    }
+    for socket in request_sockets {
+        tasks.push(tokio::spawn(requests::listen(
+            socket,
+            request_queues.clone(),
+            counters.clone(),
+            log_interval,
+            stop_rx.clone(),
+        )));
+    }
+    if store.path().is_some() {
+        tasks.push(tokio::spawn(save_state(
+            store.clone(),
+            stop_rx.clone(),
+            save_every,
+        )));
     }
     tasks.push(tokio::spawn(report_self(
         counters.clone(),
@@ -130,8 +174,57 @@ pub async fn run(
     for t in tasks {
         let _ = t.await;
     }
+    // Every receive task has handed in its final state.
+    if let Err(e) = store.save() {
+        tracing::warn!("cannot write the state file {:?}: {e}", store.path());
+    }
     tracing::info!("stopped; counters: {}", counters.snapshot());
     Ok(())
+}
+
+/// Reads the state file named in the settings (see [`state`]).
+fn open_state(settings: &Settings, tasks: usize) -> StateStore {
+    let Some(path) = &settings.state_file else {
+        return StateStore::none();
+    };
+    let (store, read) = StateStore::open(path, tasks);
+    match read {
+        Ok(n) => tracing::info!(
+            "state file {}: {n} sources restored (counters stay continuous across this restart)",
+            path.display()
+        ),
+        Err(e) => tracing::warn!("{e}: starting without saved counter state"),
+    }
+    store
+}
+
+/// Writes the state file every `every` (what the receive tasks handed in).
+async fn save_state(store: Arc<StateStore>, mut stop: watch::Receiver<bool>, every: Duration) {
+    let mut tick = tokio::time::interval(every);
+    tick.tick().await;
+    let mut failing = false;
+    loop {
+        tokio::select! {
+            _ = stop.changed() => break,
+            _ = tick.tick() => {
+                // Receive tasks hand in on the same period; give them a moment.
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                let s = store.clone();
+                let result = tokio::task::spawn_blocking(move || s.save()).await;
+                match result {
+                    Ok(Err(e)) if !failing => {
+                        failing = true;
+                        tracing::warn!("cannot write the state file {:?}: {e} (counters will not stay continuous across a gateway restart)", store.path());
+                    }
+                    Ok(Ok(())) if failing => {
+                        failing = false;
+                        tracing::info!("state file {:?} written again", store.path());
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
 }
 
 /// Logs the counters every `log_every` and sends them to Ganglia as the
@@ -189,6 +282,8 @@ struct Receiver {
     active: watch::Receiver<Arc<Active>>,
     counters: Arc<Counters>,
     pipeline: Pipeline,
+    /// gmond's metadata requests, when they are listened for.
+    requests: Option<tokio::sync::mpsc::Receiver<Request>>,
 }
 
 impl Receiver {
@@ -198,10 +293,18 @@ impl Receiver {
             active,
             counters,
             pipeline,
+            requests: None,
         }
     }
 
-    async fn run(mut self, socket: UdpSocket, mut stop: watch::Receiver<bool>) {
+    async fn run(
+        mut self,
+        socket: UdpSocket,
+        mut stop: watch::Receiver<bool>,
+        save_every: Duration,
+    ) {
+        let mut save_tick = tokio::time::interval(save_every);
+        save_tick.tick().await;
         let local = socket
             .local_addr()
             .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
@@ -212,9 +315,17 @@ impl Receiver {
             tokio::select! {
                 biased;
                 _ = stop.changed() => break,
+                _ = save_tick.tick() => self.pipeline.hand_in_state(),
+                Some(request) = next_request(&mut self.requests) => {
+                    let answered = self.pipeline.answer(&request, Instant::now(), &current.settings);
+                    events.metadata_request(&request.host, &request.name, answered);
+                    if answered {
+                        self.pipeline.batch.send(&current.channels, &mut events, &current.settings).await;
+                    }
+                }
                 Ok(()) = self.active.changed() => {
                     current = self.active.borrow_and_update().clone();
-                    self.pipeline.reconfigure(&current.settings, &events);
+                    self.pipeline.reconfigure(&current.settings);
                     events = Events::new(&self.counters, current.settings.log_interval);
                 }
                 r = socket.recv_from(&mut buf) => match r {
@@ -236,6 +347,15 @@ impl Receiver {
                 )
                 .await;
         }
+        self.pipeline.hand_in_state();
+    }
+}
+
+/// The next request, or never when requests are not listened for.
+async fn next_request(queue: &mut Option<tokio::sync::mpsc::Receiver<Request>>) -> Option<Request> {
+    match queue {
+        Some(q) => q.recv().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -256,6 +376,9 @@ pub struct Pipeline {
     holes: Vec<std::ops::Range<u32>>,
     /// Records that took the fast path.
     fast_path_hits: u64,
+    /// Where sources' counter state is saved and restored from, and this
+    /// pipeline's part in it.
+    store: Option<(Arc<StateStore>, usize)>,
 }
 
 impl Pipeline {
@@ -271,15 +394,47 @@ impl Pipeline {
             fast_path: true,
             holes: Vec::new(),
             fast_path_hits: 0,
+            store: None,
         }
+    }
+
+    /// Restores sources from `store` when first heard from, and hands their
+    /// state in as part `task` ([`hand_in_state`](Self::hand_in_state)).
+    pub fn keep_state(&mut self, store: Arc<StateStore>, task: usize) {
+        self.store = Some((store, task));
+    }
+
+    /// Hands the sources' counter state to the store (for the state file).
+    pub fn hand_in_state(&self) {
+        let Some((store, task)) = &self.store else {
+            return;
+        };
+        let mut text = String::new();
+        for (ip, list) in &self.sources.by_ip {
+            for source in list {
+                let counters = source
+                    .states
+                    .iter()
+                    .filter(|m| m.last_raw != 0 || m.offset != 0);
+                if source.started.is_none() && counters.clone().next().is_none() {
+                    continue;
+                }
+                state::write_source(&mut text, *ip, &source.program, source.started);
+                for m in counters {
+                    state::write_counter(&mut text, m.key, m.last_raw, m.offset);
+                }
+            }
+        }
+        store.hand_in(*task, text);
     }
 
     /// Takes new settings: new names and timing apply to the next record, and
     /// every metric's metadata is sent again then (DMAX or TMAX may differ).
-    pub fn reconfigure(&mut self, settings: &Settings, events: &Events<'_>) {
+    pub fn reconfigure(&mut self, settings: &Settings) {
         self.mapper = Mapper::new(settings.metric_name.clone(), settings.group_name.clone());
-        events.sources_forgotten(self.sources.len);
-        self.sources = Sources::default();
+        for source in self.sources.by_ip.values_mut().flatten() {
+            source.resend_everything();
+        }
     }
 
     /// Handles one datagram: encodes its packets and sends them, paced.
@@ -340,8 +495,15 @@ impl Pipeline {
         }
         if created {
             events.source_added();
+            if let Some(saved) = self
+                .store
+                .as_ref()
+                .and_then(|(store, _)| store.claim(from.ip(), &self.mapped.program))
+            {
+                source.restore(saved, now_s);
+            }
         }
-        let tmax = source.observe(now, settings.tmax);
+        let tmax = announced_tmax(source.observe(now, settings.tmax), settings);
         let restarted = source.note_start(tos, pid);
         if restarted {
             events.restarted(
@@ -351,6 +513,10 @@ impl Pipeline {
                 tos,
                 pid,
             );
+            // Its counters count from zero again: continue from what was sent.
+            for state in &mut source.states {
+                state.restart();
+            }
         }
         // Resend every metadata when what it carries changed, or the program
         // restarted (a new start time, and a gmond may have dropped it meanwhile).
@@ -360,6 +526,10 @@ impl Pipeline {
             source.host.clear();
             source.host.push_str(&self.mapped.host.spoof);
             source.metadata_tmax = tmax;
+        }
+        if settings.answers_requests() {
+            source.last_record.clear();
+            source.last_record.extend_from_slice(datagram);
         }
         let spoof = self.mapped.host.spoof.as_str();
 
@@ -376,47 +546,45 @@ impl Pipeline {
 
         let mut capped = 0usize;
         let mut values_sent = 1u64;
+        let mut number = [0u8; 20];
         for m in self.mapped.metrics() {
             let id = MetricId {
                 host: spoof,
                 name: m.name,
                 spoof: true,
             };
-            match source.metric_due(
+            let Some((at, metadata_due)) = source.metric(
                 m.name_key,
                 now_s,
                 interval_s,
                 refresh_all,
                 settings.max_metrics_per_source,
-            ) {
-                Due::Capped => {
-                    capped += 1;
-                    continue;
-                }
-                Due::No => {}
-                Due::Yes => {
-                    self.title.clear();
-                    m.write_title(&mut self.title, &self.mapped.program);
-                    let extra = [
-                        ("SPOOF_HOST", spoof),
-                        ("GROUP", m.group),
-                        ("DESC", m.desc()),
-                        ("TITLE", self.title.as_str()),
-                    ];
-                    let meta = Metadata {
-                        value_type: m.value_type(),
-                        units: m.units(),
-                        slope: m.slope(),
-                        tmax,
-                        dmax: settings.dmax,
-                        extra: &extra,
-                    };
-                    self.batch.push(|out| xdr::encode_metadata(out, &id, &meta));
-                    metadata_sent += 1;
-                }
+            ) else {
+                capped += 1;
+                continue;
+            };
+            if metadata_due {
+                push_metadata(
+                    &mut self.batch,
+                    &mut self.title,
+                    &id,
+                    &m,
+                    &self.mapped.program,
+                    tmax,
+                    settings.dmax,
+                );
+                metadata_sent += 1;
             }
-            self.batch
-                .push(|out| xdr::encode_string_value(out, &id, m.value));
+            let state = &mut source.states[at];
+            let value =
+                series::counter_text(state, m.value.as_bytes(), Counting::of(m.kind), &mut number);
+            if !state.admit(value, now_s, settings.value_heartbeat, metadata_due) {
+                continue;
+            }
+            self.batch.push(|out| {
+                xdr::encode_string_value_prefix(out, &id);
+                xdr::append_string(out, value);
+            });
             values_sent += 1;
         }
         if capped > 0 {
@@ -430,11 +598,14 @@ impl Pipeline {
         // one-shot senders, costs no template).
         source.template = None;
         if self.fast_path && capped == 0 && source.started.is_some() && source.reports >= 2 {
-            let metrics = &source.metrics;
+            let (index, states) = (&source.index, &source.states);
             let state = template::SourceState {
                 spoof,
                 tmax,
-                metadata_sent: &|key| metrics.get(&key).copied(),
+                metric: &|key| {
+                    let at = *index.get(&key)?;
+                    Some((at, states.get(at as usize)?.meta_at))
+                },
                 interval_s,
             };
             let built = Template::build(datagram, &record, &self.mapped, &state);
@@ -475,10 +646,19 @@ impl Pipeline {
         let mut sent = None;
         if source.started == Some((tos, pid))
             && now_s < t.due_at
-            && source.observe(now, settings.tmax) == t.tmax
+            && announced_tmax(source.observe(now, settings.tmax), settings) == t.tmax
             && source.metadata_tmax == t.tmax
         {
-            sent = t.emit(datagram, &self.holes, tos, &mut self.batch);
+            if settings.answers_requests() {
+                source.last_record.clear();
+                source.last_record.extend_from_slice(datagram);
+            }
+            let values = template::Values {
+                states: &mut source.states,
+                now_s,
+                heartbeat: settings.value_heartbeat,
+            };
+            sent = t.emit(datagram, &self.holes, tos, values, &mut self.batch);
         }
         source.template = Some(t);
         let Some(values) = sent else {
@@ -488,6 +668,72 @@ impl Pipeline {
         source.prune(now_s, settings.dmax, interval_s);
         events.sent(0, values);
         self.fast_path_hits += 1;
+        true
+    }
+
+    /// Answers gmond's metadata request: if `request` names a metric of a
+    /// source of this pipeline, its last record's metadata and values go
+    /// out at once (left in the batch), all of them, at most once per
+    /// source per [`requests::ANSWER_HOLDOFF`]. Returns whether it did.
+    pub fn answer(&mut self, request: &Request, now: Instant, settings: &Settings) -> bool {
+        self.batch.clear();
+        let Some(ip) = requests::spoof_ip(&request.host) else {
+            return false;
+        };
+        let key = crate::mapping::name_key(&request.name);
+        let Some(source) = self.sources.by_ip.get_mut(&ip).and_then(|list| {
+            list.iter_mut()
+                .find(|s| s.host == request.host && s.index.contains_key(&key))
+        }) else {
+            return false;
+        };
+        if source.last_record.is_empty()
+            || source
+                .answered_at
+                .is_some_and(|t| now.saturating_duration_since(t) < requests::ANSWER_HOLDOFF)
+        {
+            return false;
+        }
+        source.answered_at = Some(now);
+        let Ok(record) = self.parser.parse(&source.last_record) else {
+            return false;
+        };
+        self.mapper.map(&record, ip, &mut self.mapped);
+        let now_s = now.saturating_duration_since(self.epoch).as_secs() as u32;
+        let spoof = source.host.as_str();
+        let mut number = [0u8; 20];
+        for m in self.mapped.metrics() {
+            let Some(&at) = source.index.get(&m.name_key) else {
+                continue;
+            };
+            let id = MetricId {
+                host: spoof,
+                name: m.name,
+                spoof: true,
+            };
+            push_metadata(
+                &mut self.batch,
+                &mut self.title,
+                &id,
+                &m,
+                &self.mapped.program,
+                source.metadata_tmax,
+                settings.dmax,
+            );
+            let state = &mut source.states[at as usize];
+            state.meta_at = now_s;
+            // The value as last sent: this record's reading plus the offset.
+            let value = match (Counting::of(m.kind), series::parse_u64(m.value.as_bytes())) {
+                (Counting::None, _) | (_, None) => m.value.as_bytes(),
+                (_, Some(raw)) => series::format_u64(&mut number, raw.saturating_add(state.offset)),
+            };
+            self.batch.push(|out| {
+                xdr::encode_string_value_prefix(out, &id);
+                xdr::append_string(out, value);
+            });
+        }
+        // Templates hold when metadata falls due next: build anew.
+        source.template = None;
         true
     }
 
@@ -589,12 +835,6 @@ impl PacketBatch {
     }
 }
 
-enum Due {
-    Yes,
-    No,
-    Capped,
-}
-
 /// What the gateway remembers about one xrootd or cmsd.
 struct Source {
     /// `pgm` or `pgm ins`.
@@ -611,16 +851,21 @@ struct Source {
     slower_gaps: u8,
     /// The TMAX its metadata was last sent with.
     metadata_tmax: u32,
-    /// Metric name (hashed: 8 bytes instead of the name) -> when its
-    /// metadata was last sent (seconds since the pipeline's epoch). A 64-bit
-    /// collision between two names of one source would only delay the
-    /// second one's first metadata to the next `metadata_interval`.
-    metrics: HashMap<u64, u32, BuildHasherDefault<KeyHasher>>,
+    /// Metric name key -> its place in `states`. The key is a 64-bit hash
+    /// of the name: a collision between two names of one source would
+    /// merge their state (only a sender inventing names could hurt itself).
+    index: HashMap<u64, u32, foldhash::fast::RandomState>,
+    states: Vec<MetricState>,
     /// (tos, pid) of the program, to notice a restart.
     started: Option<(u32, u32)>,
     next_prune: u32,
     /// Its last record, for the fast path.
     template: Option<Box<Template>>,
+    /// Its last datagram, to answer gmond's metadata requests (kept only
+    /// when `metadata_requests` listens).
+    last_record: Vec<u8>,
+    /// When a metadata request for it was last answered.
+    answered_at: Option<Instant>,
 }
 
 impl Source {
@@ -634,10 +879,13 @@ impl Source {
             interval: None,
             slower_gaps: 0,
             metadata_tmax: 0,
-            metrics: HashMap::default(),
+            index: HashMap::default(),
+            states: Vec::new(),
             started: None,
             next_prune: 0,
             template: None,
+            last_record: Vec::new(),
+            answered_at: None,
         }
     }
 
@@ -684,36 +932,39 @@ impl Source {
         restarted
     }
 
-    fn metric_due(
+    /// The state of metric `key` (created if new) and whether its metadata
+    /// is due; None when it is new and the source is at `cap`. Metadata is
+    /// due on first sight, when `interval_s` has passed, and when `force`d
+    /// (once per record: a name repeated in one record is sent once).
+    fn metric(
         &mut self,
         key: u64,
         now_s: u32,
         interval_s: u32,
         force: bool,
         cap: usize,
-    ) -> Due {
-        let len = self.metrics.len();
-        match self.metrics.get_mut(&key) {
-            Some(t) => {
-                // Forced: once per record (a name repeated in one record is
-                // sent once), else when the interval has passed.
-                if (force && *t != now_s) || now_s.saturating_sub(*t) >= interval_s {
-                    *t = now_s;
-                    Due::Yes
-                } else {
-                    Due::No
-                }
-            }
-            None if len >= cap => Due::Capped,
+    ) -> Option<(usize, bool)> {
+        let at = match self.index.get(&key) {
+            Some(&at) => at as usize,
+            None if self.states.len() >= cap => return None,
             None => {
-                self.metrics.insert(key, now_s);
-                Due::Yes
+                self.index.insert(key, self.states.len() as u32);
+                self.states.push(MetricState::new(key, now_s));
+                self.states.len() - 1
             }
+        };
+        let t = &mut self.states[at].meta_at;
+        let due =
+            *t == series::NEVER || (force && *t != now_s) || now_s.saturating_sub(*t) >= interval_s;
+        if due {
+            *t = now_s;
         }
+        Some((at, due))
     }
 
     /// Forgets metrics not reported for a long time (a list entry that went
-    /// away), so they get metadata again if they come back after gmond dropped them.
+    /// away), so they get metadata again if they come back after gmond
+    /// dropped them. The template's places into `states` go with them.
     fn prune(&mut self, now_s: u32, dmax: u32, interval_s: u32) {
         if now_s < self.next_prune {
             return;
@@ -724,9 +975,84 @@ impl Source {
         } else {
             dmax.min(interval_s.saturating_mul(10))
         };
-        self.metrics
-            .retain(|_, t| now_s.saturating_sub(*t) <= keep_for.max(interval_s * 2));
+        let keep_for = keep_for.max(interval_s.saturating_mul(2));
+        let before = self.states.len();
+        self.states
+            .retain(|s| now_s.saturating_sub(s.seen_at) <= keep_for);
+        if self.states.len() != before {
+            self.reindex();
+        }
     }
+
+    fn reindex(&mut self) {
+        self.template = None;
+        self.index.clear();
+        for (i, s) in self.states.iter().enumerate() {
+            self.index.insert(s.key, i as u32);
+        }
+    }
+
+    /// Takes over what the state file kept of this source: its start and
+    /// its counters (their metadata is still to be sent).
+    fn restore(&mut self, saved: SavedSource, now_s: u32) {
+        self.started = saved.started;
+        for (key, last_raw, offset) in saved.counters {
+            if self.index.contains_key(&key) {
+                continue;
+            }
+            let mut m = MetricState::new(key, now_s);
+            m.last_raw = last_raw;
+            m.offset = offset;
+            self.index.insert(key, self.states.len() as u32);
+            self.states.push(m);
+        }
+    }
+
+    /// A reload: every metadata is sent again with the next record (names,
+    /// DMAX or TMAX may differ); counters stay continuous.
+    fn resend_everything(&mut self) {
+        self.template = None;
+        self.metadata_tmax = 0;
+        for s in &mut self.states {
+            s.meta_at = series::NEVER;
+        }
+    }
+}
+
+/// TMAX as announced: with changed-only sending, an unchanged value may go
+/// `value_heartbeat` seconds unsent, so TMAX grows by as much and gmond's
+/// TN stays below it.
+fn announced_tmax(base: u32, settings: &Settings) -> u32 {
+    base.saturating_add(settings.value_heartbeat.unwrap_or(0))
+}
+
+/// Appends a metric's metadata (128) packet.
+fn push_metadata(
+    batch: &mut PacketBatch,
+    title: &mut String,
+    id: &MetricId<'_>,
+    m: &crate::mapping::Metric<'_>,
+    program: &str,
+    tmax: u32,
+    dmax: u32,
+) {
+    title.clear();
+    m.write_title(title, program);
+    let extra = [
+        ("SPOOF_HOST", id.host),
+        ("GROUP", m.group),
+        ("DESC", m.desc()),
+        ("TITLE", title.as_str()),
+    ];
+    let meta = Metadata {
+        value_type: m.value_type(),
+        units: m.units(),
+        slope: m.slope(),
+        tmax,
+        dmax,
+        extra: &extra,
+    };
+    batch.push(|out| xdr::encode_metadata(out, id, &meta));
 }
 
 /// Sources by sender IP (a handful per IP: xrootd, cmsd, instances).
@@ -794,4 +1120,7 @@ impl Sources {
 #[cfg(test)]
 mod tests;
 
+pub mod requests;
+mod series;
+pub mod state;
 mod template;

@@ -325,6 +325,18 @@ fn serve(config: ConfigArgs) -> ExitCode {
             }
         }
     }
+    let mut request_sockets = Vec::new();
+    for addr in &settings.metadata_requests {
+        match gateway::requests::bind(*addr) {
+            Ok(s) => request_sockets.push(s),
+            Err(e) => {
+                eprintln!(
+                    "xrd2ganglia: cannot listen for gmond's metadata requests on {addr}: {e}"
+                );
+                return ExitCode::from(1);
+            }
+        }
+    }
     let channels = match gateway::open_channels(&settings) {
         Ok(c) => c,
         Err(e) => {
@@ -357,7 +369,10 @@ fn serve(config: ConfigArgs) -> ExitCode {
         tokio::spawn(reload_on_sighup(config, listen, recv_buffer, reload_tx));
         gateway::run(
             settings,
-            sockets,
+            gateway::Sockets {
+                reports: sockets,
+                requests: request_sockets,
+            },
             channels,
             Arc::new(Counters::default()),
             shutdown_signal(),

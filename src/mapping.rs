@@ -294,8 +294,7 @@ pub struct Metric<'m> {
     pub sanitized: bool,
     /// The variable's name as the record had it, when it had to be changed.
     pub original: Option<&'m str>,
-    /// A keyed 64-bit hash of `name`, the same for the same name as long as
-    /// the [`Mapper`] lives (computed once per name, not per record).
+    /// A 64-bit hash of `name` ([`name_key`]), computed once per name.
     pub name_key: u64,
 }
 
@@ -424,8 +423,19 @@ pub struct Mapper {
     group_buf: String,
 }
 
-/// For maps whose keys are already keyed hashes (the name cache here, the
-/// per-source schedule's name keys in the gateway): uses them as they are.
+/// A metric name's 64-bit key (FNV-1a): the same in every process, so the
+/// gateway's state file can name a metric by it. Maps keyed by it hash it
+/// again with a random seed.
+pub fn name_key(name: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// For maps whose keys are already keyed hashes (the name cache): uses
+/// them as they are.
 #[derive(Default)]
 pub(crate) struct KeyHasher(u64);
 
@@ -688,7 +698,7 @@ impl Mapper {
             at,
             CachedNames {
                 context: self.context,
-                name_key: self.hasher.hash_one(self.name_buf.as_str()),
+                name_key: name_key(&self.name_buf),
                 role: Role::of(&self.catalog_name),
                 text,
                 ends,

@@ -130,6 +130,20 @@ const SELF_METRICS: &[SelfMetric] = &[
         |s, _| Some(s.restarts),
     ),
     counter(
+        "xrd2ganglia.metadata_requests",
+        "requests/s",
+        "Metadata requests",
+        "gmond metadata requests (136) heard on metadata_requests.",
+        |s, _| Some(s.metadata_requests),
+    ),
+    counter(
+        "xrd2ganglia.requests_answered",
+        "requests/s",
+        "Requests answered",
+        "gmond metadata requests answered with every metadata of the host asked about.",
+        |s, _| Some(s.requests_answered),
+    ),
+    counter(
         "xrd2ganglia.kernel_drops",
         "datagrams/s",
         "Kernel drops",

@@ -170,9 +170,14 @@ fn slope_follows_meaning() {
     assert_eq!(Counter64.slope(), Slope::Positive);
     assert_eq!(Gauge64.slope(), Slope::Both);
     assert_eq!(Text.slope(), Slope::Zero);
+    // Counters are kept continuous past 32 bits (gateway/series.rs).
     assert_eq!(
-        (Counter32.value_type(), Counter64.value_type()),
-        ("uint32", "double")
+        (
+            Counter32.value_type(),
+            Counter64.value_type(),
+            Gauge32.value_type()
+        ),
+        ("double", "double", "uint32")
     );
 }
 

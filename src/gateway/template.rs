@@ -25,6 +25,7 @@ use crate::summary::SummaryRecord;
 use crate::summary::shape::{Hole, Shape};
 
 use super::PacketBatch;
+use super::series::{self, Counting, MetricState};
 
 /// Holes longer than this are left literal: 18 digits always fit an i64.
 const MAX_DIGITS_64: u8 = 18;
@@ -52,14 +53,30 @@ pub(super) struct Template {
     oversize: bool,
 }
 
-/// One packet of the record, in send order (after the heartbeat).
-enum Out {
-    /// A whole value packet.
+/// One value packet of the record, in send order (after the heartbeat):
+/// the packet up to its value, the value's source, and the metric's place
+/// in the source's states (counter continuity, changed-only sending).
+struct Out {
+    prefix: Range<u32>,
+    value: OutValue,
+    state: u32,
+    counting: Counting,
+}
+
+enum OutValue {
+    /// Text that cannot change (kept in `bytes`).
     Fixed(Range<u32>),
-    /// A value packet up to its value, which is hole `hole`.
-    Hole { hole: u32, prefix: Range<u32> },
-    /// A derived metric's packet up to its value.
-    Derived { prefix: Range<u32> },
+    /// Hole `n`'s digits.
+    Hole(u32),
+    /// The next derived value.
+    Derived,
+}
+
+/// What the values of a matched record are checked against.
+pub(super) struct Values<'s> {
+    pub states: &'s mut [MetricState],
+    pub now_s: u32,
+    pub heartbeat: Option<u32>,
 }
 
 #[derive(Clone, Debug)]
@@ -73,8 +90,9 @@ enum Input {
 pub(super) struct SourceState<'a> {
     pub spoof: &'a str,
     pub tmax: u32,
-    /// When a metric (by name key) last had its metadata sent.
-    pub metadata_sent: &'a dyn Fn(u64) -> Option<u32>,
+    /// A metric's (by name key) place in the source's states and when its
+    /// metadata was last sent.
+    pub metric: &'a dyn Fn(u64) -> Option<(u32, u32)>,
     pub interval_s: u32,
 }
 
@@ -123,7 +141,8 @@ impl Template {
         let mut metrics = mapped.metrics();
         for (j, v) in record.vars().enumerate() {
             let m = metrics.next()?;
-            let due = (state.metadata_sent)(m.name_key)?.saturating_add(state.interval_s);
+            let (slot, meta_at) = (state.metric)(m.name_key)?;
+            let due = meta_at.saturating_add(state.interval_s);
             t.due_at = t.due_at.min(due);
             let at = (v.value.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
             let span = at..at + v.value.len();
@@ -143,16 +162,20 @@ impl Template {
                 && m.kind != Kind::Text
                 && m.value == v.value
                 && shape.can_cut(&span, hole);
-            let input = if is_hole {
+            let prefix = t.push(|out| xdr::encode_string_value_prefix(out, &id(m.name)));
+            let (input, value) = if is_hole {
                 let hole = shape.cut(span, hole);
-                let prefix = t.push(|out| xdr::encode_string_value_prefix(out, &id(m.name)));
-                t.outs.push(Out::Hole { hole, prefix });
-                Input::Hole(hole)
+                (Input::Hole(hole), OutValue::Hole(hole))
             } else {
-                let packet = t.push(|out| xdr::encode_string_value(out, &id(m.name), m.value));
-                t.outs.push(Out::Fixed(packet));
-                Input::Literal(v.value.into())
+                let value = t.push(|out| out.extend_from_slice(m.value.as_bytes()));
+                (Input::Literal(v.value.into()), OutValue::Fixed(value))
             };
+            t.outs.push(Out {
+                prefix,
+                value,
+                state: slot,
+                counting: Counting::of(m.kind),
+            });
             if j < header_len {
                 if v.name == "tos" && matches!(t.tos, Input::Absent) {
                     t.tos = input.clone();
@@ -181,10 +204,15 @@ impl Template {
             if m.var != name {
                 return None;
             }
-            let due = (state.metadata_sent)(m.name_key)?.saturating_add(state.interval_s);
-            t.due_at = t.due_at.min(due);
+            let (at, meta_at) = (state.metric)(m.name_key)?;
+            t.due_at = t.due_at.min(meta_at.saturating_add(state.interval_s));
             let prefix = t.push(|out| xdr::encode_string_value_prefix(out, &id(m.name)));
-            t.outs.push(Out::Derived { prefix });
+            t.outs.push(Out {
+                prefix,
+                value: OutValue::Derived,
+                state: at,
+                counting: Counting::of(m.kind),
+            });
             t.derived.push(name);
         }
         (!t.oversize).then_some(t)
@@ -244,23 +272,24 @@ impl Template {
     }
 
     /// Appends the packets of a matched datagram to `batch`; returns how
-    /// many, or None (nothing appended) when its derived metrics would not
-    /// be the template's.
+    /// many, or None (nothing appended, no state changed) when its derived
+    /// metrics would not be the template's.
     pub(super) fn emit(
         &self,
         datagram: &[u8],
         holes: &[Range<u32>],
         tos: u32,
+        values: Values<'_>,
         batch: &mut PacketBatch,
     ) -> Option<u64> {
         let derived = self.derived_inputs(datagram, holes)?;
-        let mut values = [0u64; 4];
+        let mut computed = [0u64; 4];
         let mut n = 0;
         for (name, v) in derived.computed() {
             if self.derived.get(n) != Some(&name) {
                 return None;
             }
-            values[n] = v;
+            computed[n] = v;
             n += 1;
         }
         if n != self.derived.len() {
@@ -274,38 +303,34 @@ impl Template {
         out.extend_from_slice(slice(&self.heartbeat));
         out.extend_from_slice(&tos.to_be_bytes());
         batch.ends.push(out.len());
+        let mut sent = 1;
         let mut next_derived = 0;
-        let mut number = [0u8; 20];
+        let (mut number, mut counted) = ([0u8; 20], [0u8; 20]);
         for o in &self.outs {
-            match o {
-                Out::Fixed(r) => out.extend_from_slice(slice(r)),
-                Out::Hole { hole, prefix } => {
-                    let r = &holes[*hole as usize];
-                    out.extend_from_slice(slice(prefix));
-                    xdr::append_string(out, &datagram[r.start as usize..r.end as usize]);
+            let text = match &o.value {
+                OutValue::Fixed(r) => slice(r),
+                OutValue::Hole(i) => {
+                    let r = &holes[*i as usize];
+                    &datagram[r.start as usize..r.end as usize]
                 }
-                Out::Derived { prefix } => {
-                    let text = format_u64(&mut number, values[next_derived]);
+                OutValue::Derived => {
                     next_derived += 1;
-                    out.extend_from_slice(slice(prefix));
-                    xdr::append_string(out, text);
+                    series::format_u64(&mut number, computed[next_derived - 1])
                 }
+            };
+            // The build gave every packet its metric's state.
+            let Some(state) = values.states.get_mut(o.state as usize) else {
+                continue;
+            };
+            let text = series::counter_text(state, text, o.counting, &mut counted);
+            if !state.admit(text, values.now_s, values.heartbeat, false) {
+                continue;
             }
+            out.extend_from_slice(slice(&o.prefix));
+            xdr::append_string(out, text);
             batch.ends.push(out.len());
+            sent += 1;
         }
-        Some(1 + self.outs.len() as u64)
+        Some(sent)
     }
-}
-
-fn format_u64(buf: &mut [u8; 20], mut v: u64) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    &buf[i..]
 }

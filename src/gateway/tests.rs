@@ -387,6 +387,7 @@ proptest::proptest! {
     #[test]
     fn fast_path_equals_full_path(
         fixture in 0usize..5,
+        changed in proptest::bool::ANY,
         steps in proptest::collection::vec(
             (proptest::collection::vec(0u8..=255, 1..8), 0u8..=255, 0u64..90),
             1..14,
@@ -399,7 +400,11 @@ proptest::proptest! {
                 .join(format!("{name}.xml")),
         )
         .unwrap();
-        let s = settings("metadata_interval = 60\n");
+        let s = settings(if changed {
+            "metadata_interval = 60\nsend_values = \"changed\"\nvalue_heartbeat = 25\n"
+        } else {
+            "metadata_interval = 60\n"
+        });
         let (c_fast, c_full) = (Counters::default(), Counters::default());
         let (mut ev_fast, mut ev_full) = (
             Events::new(&c_fast, Duration::from_secs(60)),
@@ -471,4 +476,266 @@ fn steady_reports_take_the_fast_path() {
     );
     assert_eq!(p.fast_path_hits, hits);
     assert!(metadata_count(&p) > 50);
+}
+
+/// The value packets of the last record: name -> value text.
+fn values(p: &Pipeline) -> std::collections::BTreeMap<String, String> {
+    decode_all(p)
+        .into_iter()
+        .filter_map(|p| match p {
+            Packet::Value {
+                id,
+                value: Value::Str(v),
+                ..
+            } => Some((id.name, v)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn link_record(tos: u32, pid: u32, inb: u64, tmo: i64, num: u32) -> String {
+    format!(
+        r#"<statistics tod="1700000100" ver="v5.5.3" src="ds1.example.org:1094" tos="{tos}" pgm="xrootd" ins="anon" pid="{pid}" site="T2_X"><stats id="link"><num>{num}</num><in>{inb}</in><tmo>{tmo}</tmo></stats></statistics>"#
+    )
+}
+
+#[test]
+fn counters_stay_continuous_across_restarts_resets_and_wraps() {
+    for fast in [true, false] {
+        let s = settings("");
+        let counters = Counters::default();
+        let mut ev = Events::new(&counters, Duration::from_secs(60));
+        let mut p = Pipeline::new(&s);
+        p.set_fast_path(fast);
+        let from: SocketAddr = "10.0.0.1:40000".parse().unwrap();
+        let t0 = p.epoch;
+        let mut t = 0;
+        let mut send = |p: &mut Pipeline, rec: String| {
+            t += 10;
+            p.encode(
+                rec.as_bytes(),
+                from,
+                t0 + Duration::from_secs(t),
+                &s,
+                &mut ev,
+            );
+            values(p)
+        };
+        let top = i64::from(u32::MAX) - 99;
+        // Readings as xrootd sends them (tmo is a C int: -100 is 2^32 - 100).
+        let steps: [(u32, u64, i64, &str, &str); 8] = [
+            (77, 1000, 5, "1000", "5"),
+            (77, 2000, 6, "2000", "6"),
+            (77, 3000, 7, "3000", "7"),
+            // Restart (new pid): readings from zero, sent on from 3000 / 7.
+            (78, 100, 1, "3100", "8"),
+            (78, 300, 2, "3300", "9"),
+            // A reset without a restart: continues as well.
+            (78, 50, 3, "3350", "10"),
+            // The int counter climbs to 2^32 - 100 (sent as xrootd's %d)...
+            (78, 60, top - (1 << 32), "3360", &(top + 7).to_string()),
+            // ...and wraps past 2^32 to 20: +120.
+            (78, 70, 20, "3370", &(top + 127).to_string()),
+        ];
+        for (i, (pid, inb, tmo, want_in, want_tmo)) in steps.iter().enumerate() {
+            let v = send(&mut p, link_record(1_700_000_000, *pid, *inb, *tmo, 4));
+            assert_eq!(v["xrootd.link.in"], *want_in, "step {i}, fast path {fast}");
+            assert_eq!(
+                v["xrootd.link.tmo"], *want_tmo,
+                "step {i}, fast path {fast}"
+            );
+            // A gauge goes as it came.
+            assert_eq!(v["xrootd.link.num"], "4", "step {i}");
+        }
+    }
+}
+
+#[test]
+fn changed_only_sends_unchanged_values_on_the_heartbeat_and_grows_tmax() {
+    let s = settings("send_values = \"changed\"\nvalue_heartbeat = 45\n");
+    let counters = Counters::default();
+    let mut ev = Events::new(&counters, Duration::from_secs(60));
+    let mut p = Pipeline::new(&s);
+    let from: SocketAddr = "10.0.0.1:40000".parse().unwrap();
+    let t0 = p.epoch;
+    let at = |n: u64| t0 + Duration::from_secs(10 * n);
+    p.encode(
+        link_record(1_700_000_000, 77, 1000, 5, 4).as_bytes(),
+        from,
+        at(1),
+        &s,
+        &mut ev,
+    );
+    assert_eq!(values(&p).len(), 12);
+    p.encode(
+        link_record(1_700_000_000, 77, 1000, 5, 4).as_bytes(),
+        from,
+        at(2),
+        &s,
+        &mut ev,
+    );
+    // The interval is now known: TMAX = 1.5 x 10 + 45, metadata resent with it (and values).
+    let tmaxes: Vec<u32> = decode_all(&p)
+        .iter()
+        .filter_map(|p| match p {
+            Packet::Metadata { tmax, .. } => Some(*tmax),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        !tmaxes.is_empty() && tmaxes.iter().all(|t| *t == 60),
+        "{tmaxes:?}"
+    );
+    // Nothing changed: only the host heartbeat goes out...
+    for n in 3..6 {
+        p.encode(
+            link_record(1_700_000_000, 77, 1000, 5, 4).as_bytes(),
+            from,
+            at(n),
+            &s,
+            &mut ev,
+        );
+        assert_eq!(p.packets().count(), 1, "report {n}");
+        assert!(values(&p).is_empty());
+    }
+    // ...but what changed does.
+    p.encode(
+        link_record(1_700_000_000, 77, 1500, 5, 4).as_bytes(),
+        from,
+        at(6),
+        &s,
+        &mut ev,
+    );
+    let v = values(&p);
+    assert_eq!(v.keys().collect::<Vec<_>>(), ["xrootd.link.in"]);
+    // 45 s (and more) after they were last sent, unchanged values go out again.
+    p.encode(
+        link_record(1_700_000_000, 77, 1500, 5, 4).as_bytes(),
+        from,
+        at(7),
+        &s,
+        &mut ev,
+    );
+    let v = values(&p);
+    assert!(
+        v.contains_key("xrootd.link.num") && !v.contains_key("xrootd.link.in"),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn counter_state_survives_a_gateway_restart_through_the_state_file() {
+    let dir = std::env::temp_dir().join(format!("x2g-gwstate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("state");
+    let _ = std::fs::remove_file(&path);
+    let s = settings("");
+    let counters = Counters::default();
+    let mut ev = Events::new(&counters, Duration::from_secs(60));
+    let from: SocketAddr = "10.0.0.1:40000".parse().unwrap();
+    let feed = |p: &mut Pipeline, ev: &mut Events<'_>, n: u64, rec: String| {
+        p.encode(
+            rec.as_bytes(),
+            from,
+            p.epoch + Duration::from_secs(10 * n),
+            &s,
+            ev,
+        );
+        values(p)
+    };
+    // First gateway: an xrootd restart gives link.in an offset of 5000.
+    let (store, _) = state::StateStore::open(&path, 1);
+    let mut first = Pipeline::new(&s);
+    first.keep_state(Arc::new(store), 0);
+    feed(
+        &mut first,
+        &mut ev,
+        1,
+        link_record(1_700_000_000, 77, 5000, 1, 4),
+    );
+    feed(
+        &mut first,
+        &mut ev,
+        2,
+        link_record(1_700_000_000, 78, 100, 1, 4),
+    );
+    first.hand_in_state();
+    first.store.as_ref().unwrap().0.save().unwrap();
+
+    // Second gateway, same xrootd: the offset is still applied.
+    let (store, read) = state::StateStore::open(&path, 1);
+    assert_eq!(read, Ok(1));
+    let mut second = Pipeline::new(&s);
+    second.keep_state(Arc::new(store), 0);
+    let v = feed(
+        &mut second,
+        &mut ev,
+        1,
+        link_record(1_700_000_000, 78, 200, 1, 4),
+    );
+    assert_eq!(v["xrootd.link.in"], "5200");
+    second.hand_in_state();
+    second.store.as_ref().unwrap().0.save().unwrap();
+
+    // Third gateway: the xrootd restarted while no gateway ran.
+    let (store, _) = state::StateStore::open(&path, 1);
+    let mut third = Pipeline::new(&s);
+    third.keep_state(Arc::new(store), 0);
+    let v = feed(
+        &mut third,
+        &mut ev,
+        1,
+        link_record(1_700_000_000, 79, 30, 1, 4),
+    );
+    assert_eq!(v["xrootd.link.in"], "5230");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_metadata_request_is_answered_with_the_hosts_metadata_once_per_holdoff() {
+    let s = settings("metadata_requests = [\"127.0.0.1:8650\"]\n");
+    let counters = Counters::default();
+    let mut ev = Events::new(&counters, Duration::from_secs(60));
+    let mut p = Pipeline::new(&s);
+    let from: SocketAddr = "10.0.0.1:40000".parse().unwrap();
+    let t0 = p.epoch;
+    let rec = |pid, inb| link_record(1_700_000_000, pid, inb, 1, 4);
+    p.encode(rec(77, 5000).as_bytes(), from, t0, &s, &mut ev);
+    p.encode(
+        rec(78, 10).as_bytes(),
+        from,
+        t0 + Duration::from_secs(10),
+        &s,
+        &mut ev,
+    );
+    let request = |name: &str| Request {
+        host: "10.0.0.1:ds1.example.org".into(),
+        name: name.into(),
+    };
+    // Unknown host or metric: nothing.
+    assert!(!p.answer(
+        &Request {
+            host: "10.0.0.2:other".into(),
+            name: "xrootd.link.in".into()
+        },
+        t0 + Duration::from_secs(11),
+        &s
+    ));
+    assert!(!p.answer(&request("xrootd.nope"), t0 + Duration::from_secs(11), &s));
+    assert_eq!(p.packets().count(), 0);
+    // A known one: every metadata of the host, each with its value as last sent.
+    assert!(p.answer(&request("xrootd.link.in"), t0 + Duration::from_secs(11), &s));
+    assert_eq!(metadata_count(&p), 12);
+    assert_eq!(values(&p)["xrootd.link.in"], "5010");
+    // Asked again at once (gmond asks once per value): already answered.
+    assert!(!p.answer(
+        &request("xrootd.link.num"),
+        t0 + Duration::from_secs(12),
+        &s
+    ));
+    assert!(p.answer(
+        &request("xrootd.link.num"),
+        t0 + Duration::from_secs(17),
+        &s
+    ));
 }

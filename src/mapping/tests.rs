@@ -112,8 +112,8 @@ fn int_values_that_wrapped_are_sent_unsigned() {
         "10.0.0.1",
     );
     assert_eq!(find(&m, "xrootd.link.tmo").value, "2147484296");
-    assert_eq!(find(&m, "xrootd.link.tmo").value_type(), "uint32");
     assert_eq!(find(&m, "xrootd.link.num").value, "4294967295");
+    assert_eq!(find(&m, "xrootd.link.num").value_type(), "uint32");
     // int64 gauge keeps its sign (double).
     assert_eq!(find(&m, "xrootd.buff.mem").value, "-5");
 }

@@ -364,6 +364,16 @@ impl Gateway {
     pub fn start_on(port: u16, gmond_port: u16, config: &str) -> Gateway {
         let dir = Scratch::new("gw");
         let conf = dir.path().join("xrd2ganglia.toml");
+        // Each gateway keeps its counter state in its own scratch directory
+        // (a top-level key, so before any table of the config).
+        let config = if config.contains("state_file") {
+            config.to_string()
+        } else {
+            format!(
+                "state_file = {:?}\n{config}",
+                dir.path().join("state").display().to_string()
+            )
+        };
         std::fs::write(&conf, config).unwrap();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_xrd2ganglia"));
         cmd.args(["serve", "--config"])

@@ -1,0 +1,178 @@
+//! gmond's metadata requests (gmetadata_request, packet 136).
+//!
+//! A gmond that gets a value for a metric it has no metadata for (it was
+//! restarted, or dropped the metric) keeps the value unshown and sends a
+//! 136 naming the metric on its own send channels (`gmond/gmond.c`). Stock
+//! Ganglia answers them only for gmond's own metrics; a gmetric-style
+//! sender is left alone until its next metadata, a `metadata_interval`
+//! later. The gateway listens where those requests go (`metadata_requests`:
+//! a unicast address, or the multicast group gmond sends to, joined with
+//! the port shared) and answers with every metadata of the host asked
+//! about at once, at most once per source per [`ANSWER_HOLDOFF`].
+//!
+//! Everything else arriving there (other gmonds' metric packets on a
+//! multicast channel, garbage) is ignored; only a well-formed 136 counts.
+
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::net::UdpSocket;
+use tokio::sync::{mpsc, watch};
+
+use crate::events::{Counters, Events};
+use crate::ganglia::xdr::{self, Packet};
+
+/// A source answers at most one request in this long: a restarted gmond
+/// asks once per value it cannot show, and one answer covers them all.
+pub const ANSWER_HOLDOFF: Duration = Duration::from_secs(5);
+
+/// Requests waiting for a receive task; past this, new ones are dropped
+/// (one answer covers a whole host, so nothing is lost that matters).
+pub const QUEUE: usize = 1024;
+
+/// One request: the metric_id gmond asked about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// The spoof string (`ip:name`) the value came with.
+    pub host: String,
+    pub name: String,
+}
+
+/// Binds a socket where requests arrive: a multicast group is joined (on
+/// the kernel's default interface) with the address and port shared, as
+/// gmond itself binds it; any other address is bound as it is.
+pub fn bind(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
+    let domain = if addr.is_ipv4() {
+        Domain::IPV4
+    } else {
+        Domain::IPV6
+    };
+    let socket = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))?;
+    if addr.ip().is_multicast() {
+        socket.set_reuse_address(true)?;
+        socket.set_reuse_port(true)?;
+        match addr.ip() {
+            IpAddr::V4(group) => {
+                socket.join_multicast_v4(&group, &Ipv4Addr::UNSPECIFIED)?;
+                socket.bind(&SocketAddr::from((group, addr.port())).into())?;
+            }
+            IpAddr::V6(group) => {
+                socket.set_only_v6(true)?;
+                socket.join_multicast_v6(&group, 0)?;
+                socket.bind(&SocketAddr::from((Ipv6Addr::UNSPECIFIED, addr.port())).into())?;
+            }
+        }
+    } else {
+        if addr.is_ipv6() {
+            socket.set_only_v6(true)?;
+        }
+        socket.bind(&addr.into())?;
+    }
+    socket.set_nonblocking(true)?;
+    Ok(socket.into())
+}
+
+/// Reads requests from `socket` and hands each to every receive task (each
+/// owns some sources; the one that knows the host answers).
+pub async fn listen(
+    socket: std::net::UdpSocket,
+    tasks: Vec<mpsc::Sender<Request>>,
+    counters: Arc<Counters>,
+    log_interval: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
+    let Ok(socket) = UdpSocket::from_std(socket) else {
+        return;
+    };
+    let mut events = Events::new(&counters, log_interval);
+    let mut buf = vec![0u8; 2048];
+    loop {
+        tokio::select! {
+            _ = stop.changed() => break,
+            r = socket.recv_from(&mut buf) => match r {
+                Ok((n, from)) => match parse(&buf[..n]) {
+                    Some(request) => {
+                        for t in &tasks {
+                            let _ = t.try_send(request.clone());
+                        }
+                    }
+                    None => events.not_a_request(from, n),
+                },
+                Err(e) => events.receive_failed(socket.local_addr().unwrap_or(from_unknown()), &e),
+            },
+        }
+    }
+}
+
+fn from_unknown() -> SocketAddr {
+    SocketAddr::from(([0, 0, 0, 0], 0))
+}
+
+/// A well-formed 136 for a spoofed host, else None.
+pub fn parse(datagram: &[u8]) -> Option<Request> {
+    if datagram.get(..4) != Some(&[0, 0, 0, 136]) {
+        return None;
+    }
+    match xdr::decode(datagram).ok()? {
+        Packet::MetadataRequest { id } => Some(Request {
+            host: id.host,
+            name: id.name,
+        }),
+        _ => None,
+    }
+}
+
+/// The sender address a spoof string's IP part stands for (see
+/// [`crate::mapping::ip_text`]: IPv6 is written with `-` for `:`).
+pub fn spoof_ip(host: &str) -> Option<IpAddr> {
+    let ip = host.split_once(':').map_or(host, |(ip, _)| ip);
+    if let Ok(v4) = ip.parse::<Ipv4Addr>() {
+        return Some(IpAddr::V4(v4));
+    }
+    ip.replace('-', ":")
+        .parse::<Ipv6Addr>()
+        .ok()
+        .map(IpAddr::V6)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ganglia::xdr::MetricId;
+
+    #[test]
+    fn reads_requests_and_nothing_else() {
+        let mut out = Vec::new();
+        let id = MetricId {
+            host: "10.0.0.1:ds1.example.org",
+            name: "xrootd.link.in",
+            spoof: true,
+        };
+        xdr::encode_metadata_request(&mut out, &id);
+        assert_eq!(
+            parse(&out),
+            Some(Request {
+                host: "10.0.0.1:ds1.example.org".into(),
+                name: "xrootd.link.in".into()
+            })
+        );
+        assert_eq!(parse(&out[..out.len() - 1]), None);
+        let mut value = Vec::new();
+        xdr::encode_string_value(&mut value, &id, "5");
+        assert_eq!(parse(&value), None);
+        assert_eq!(parse(b""), None);
+    }
+
+    #[test]
+    fn spoof_ips_map_back_to_senders() {
+        assert_eq!(spoof_ip("10.0.0.1:h"), Some("10.0.0.1".parse().unwrap()));
+        assert_eq!(
+            spoof_ip("2001-db8--7:h.example.org"),
+            Some("2001:db8::7".parse().unwrap())
+        );
+        assert_eq!(spoof_ip("myhost"), None);
+    }
+}
