@@ -582,6 +582,11 @@ mod tests {
             "recv_buffer",
             "log_interval",
             "stats_interval",
+            "send_values",
+            "value_heartbeat",
+            "state_file",
+            "state_interval",
+            "metadata_requests",
         ] {
             assert!(
                 text.contains(key),
@@ -708,6 +713,41 @@ mod tests {
         assert!(
             err("[[channel]]\nhost = \"h\"\nbind = \"nope\"")
                 .starts_with("channel.bind = \"nope\"")
+        );
+        assert_eq!(
+            err("send_values = \"some\""),
+            "send_values = \"some\": must be \"all\" (every value of every report) or \"changed\" (values that changed, and the rest every value_heartbeat)"
+        );
+        assert_eq!(
+            err("value_heartbeat = 30"),
+            "value_heartbeat = 30: only applies with send_values = \"changed\""
+        );
+        assert_eq!(
+            err("send_values = \"changed\"\nvalue_heartbeat = 0"),
+            "value_heartbeat = 0: must be at least 1 second"
+        );
+        assert_eq!(
+            err("state_file = \"/\""),
+            "state_file = \"/\": is a directory; name a file in it"
+        );
+        assert!(
+            err("metadata_requests = [\"8650\"]")
+                .starts_with("metadata_requests = \"8650\": not an ADDRESS:PORT")
+        );
+        let s = from_text_with_send(
+            "send_values = \"changed\"\nstate_file = \"\"\nmetadata_requests = [\"239.2.11.71:8649\"]",
+        );
+        assert_eq!(
+            (
+                s.value_heartbeat,
+                s.state_file.clone(),
+                s.metadata_requests.len()
+            ),
+            (Some(60), None, 1)
+        );
+        assert_eq!(
+            from_text_with_send("").state_file,
+            Some(PathBuf::from(DEFAULT_STATE_FILE))
         );
         // serde: unknown keys and wrong types name the key and line.
         let e = err("lisen = []");

@@ -66,11 +66,12 @@ fn record_becomes_a_host_with_typed_metrics() {
     assert_eq!(m.get("DMAX"), "0");
     assert_eq!(m.get("TMAX"), "60");
 
-    // int that wrapped negative -> unsigned; gauge -> both; high-water -> both.
+    // int that wrapped negative -> unsigned (a counter: double, as it is
+    // kept continuous past 32 bits); gauge -> both; high-water -> both.
     let m = x.metric("ds1.example.org", "xrootd.link.tmo");
     assert_eq!(
         (m.get("VAL"), m.get("TYPE"), m.get("SLOPE")),
-        ("2147484296", "uint32", "positive")
+        ("2147484296", "double", "positive")
     );
     let m = x.metric("ds1.example.org", "xrootd.link.maxn");
     assert_eq!(
