@@ -563,6 +563,9 @@ impl Pipeline {
                 capped += 1;
                 continue;
             };
+            if !source.states[at].first_in(source.reports) {
+                continue;
+            }
             if metadata_due {
                 push_metadata(
                     &mut self.batch,

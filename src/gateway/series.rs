@@ -68,6 +68,9 @@ pub(super) struct MetricState {
     pub value_hash: u32,
     /// When it was last in a record (for pruning).
     pub seen_at: u32,
+    /// The source's report number it was last in: a name repeated within
+    /// one record is sent once (a second reading would look like a reset).
+    pub seen_in: u32,
 }
 
 impl MetricState {
@@ -80,7 +83,15 @@ impl MetricState {
             value_at: NEVER,
             value_hash: 0,
             seen_at: now_s,
+            seen_in: 0,
         }
+    }
+
+    /// Notes that report `report` holds this metric; false if it already did.
+    pub fn first_in(&mut self, report: u32) -> bool {
+        let first = self.seen_in != report;
+        self.seen_in = report;
+        first
     }
 
     /// The number to send for counter reading `raw`.

@@ -137,11 +137,17 @@ impl Template {
         t.heartbeat = start as u32..(t.bytes.len() - 4) as u32;
 
         let header_len = record.header_len();
+        // A name repeated in the record is sent once (the full path's rule):
+        // such a record gets no template.
+        let mut seen = std::collections::HashSet::with_capacity(mapped.len());
         let mut derived = Derived::default();
         let mut metrics = mapped.metrics();
         for (j, v) in record.vars().enumerate() {
             let m = metrics.next()?;
             let (slot, meta_at) = (state.metric)(m.name_key)?;
+            if !seen.insert(slot) {
+                return None;
+            }
             let due = meta_at.saturating_add(state.interval_s);
             t.due_at = t.due_at.min(due);
             let at = (v.value.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
@@ -205,6 +211,9 @@ impl Template {
                 return None;
             }
             let (at, meta_at) = (state.metric)(m.name_key)?;
+            if !seen.insert(at) {
+                return None;
+            }
             t.due_at = t.due_at.min(meta_at.saturating_add(state.interval_s));
             let prefix = t.push(|out| xdr::encode_string_value_prefix(out, &id(m.name)));
             t.outs.push(Out {
