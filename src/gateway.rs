@@ -535,14 +535,24 @@ impl Pipeline {
 
         // Heartbeat for the spoofed host: a 132 uint (gmond reads a
         // heartbeat's value as u32 whatever the packet; a 133 string shows
-        // garbage) needing no metadata. Its value becomes GMOND_STARTED.
+        // garbage). Its value becomes GMOND_STARTED. gmond shows it without
+        // metadata, but asks for that metadata (a 136 on its send channels)
+        // at every heartbeat: so it gets gmetric -H's, on the metrics' schedule.
         let hb = MetricId {
             host: spoof,
             name: "heartbeat",
             spoof: true,
         };
-        self.batch.push(|out| xdr::encode_uint_value(out, &hb, tos));
         let mut metadata_sent = 0u64;
+        if refresh_all
+            || source.heartbeat_meta_at == series::NEVER
+            || now_s.saturating_sub(source.heartbeat_meta_at) >= interval_s
+        {
+            source.heartbeat_meta_at = now_s;
+            self.batch.push(|out| encode_heartbeat_metadata(out, &hb));
+            metadata_sent += 1;
+        }
+        self.batch.push(|out| xdr::encode_uint_value(out, &hb, tos));
 
         let mut capped = 0usize;
         let mut values_sent = 1u64;
@@ -605,6 +615,7 @@ impl Pipeline {
             let state = template::SourceState {
                 spoof,
                 tmax,
+                heartbeat_meta_at: source.heartbeat_meta_at,
                 metric: &|key| {
                     let at = *index.get(&key)?;
                     Some((at, states.get(at as usize)?.meta_at))
@@ -683,10 +694,12 @@ impl Pipeline {
         let Some(ip) = requests::spoof_ip(&request.host) else {
             return false;
         };
+        // The heartbeat is every source's of the host: any of them answers.
         let key = crate::mapping::name_key(&request.name);
+        let any = request.name == "heartbeat";
         let Some(source) = self.sources.by_ip.get_mut(&ip).and_then(|list| {
             list.iter_mut()
-                .find(|s| s.host == request.host && s.index.contains_key(&key))
+                .find(|s| s.host == request.host && (any || s.index.contains_key(&key)))
         }) else {
             return false;
         };
@@ -704,6 +717,13 @@ impl Pipeline {
         self.mapper.map(&record, ip, &mut self.mapped);
         let now_s = now.saturating_duration_since(self.epoch).as_secs() as u32;
         let spoof = source.host.as_str();
+        let hb = MetricId {
+            host: spoof,
+            name: "heartbeat",
+            spoof: true,
+        };
+        self.batch.push(|out| encode_heartbeat_metadata(out, &hb));
+        source.heartbeat_meta_at = now_s;
         let mut number = [0u8; 20];
         for m in self.mapped.metrics() {
             let Some(&at) = source.index.get(&m.name_key) else {
@@ -869,6 +889,8 @@ struct Source {
     last_record: Vec<u8>,
     /// When a metadata request for it was last answered.
     answered_at: Option<Instant>,
+    /// When its heartbeat's metadata was last sent (pipeline seconds).
+    heartbeat_meta_at: u32,
 }
 
 impl Source {
@@ -889,6 +911,7 @@ impl Source {
             template: None,
             last_record: Vec::new(),
             answered_at: None,
+            heartbeat_meta_at: series::NEVER,
         }
     }
 
@@ -1015,6 +1038,7 @@ impl Source {
     /// DMAX or TMAX may differ); counters stay continuous.
     fn resend_everything(&mut self) {
         self.template = None;
+        self.heartbeat_meta_at = series::NEVER;
         self.metadata_tmax = 0;
         for s in &mut self.states {
             s.meta_at = series::NEVER;
@@ -1027,6 +1051,20 @@ impl Source {
 /// TN stays below it.
 fn announced_tmax(base: u32, settings: &Settings) -> u32 {
     base.saturating_add(settings.value_heartbeat.unwrap_or(0))
+}
+
+/// Appends the heartbeat's metadata, as `gmetric -S HOST -H` sends it.
+fn encode_heartbeat_metadata(out: &mut Vec<u8>, id: &MetricId<'_>) {
+    let extra = [("SPOOF_HOST", id.host), ("SPOOF_HEARTBEAT", "yes")];
+    let meta = Metadata {
+        value_type: "uint32",
+        units: "",
+        slope: xdr::Slope::Zero,
+        tmax: 0,
+        dmax: 0,
+        extra: &extra,
+    };
+    xdr::encode_metadata(out, id, &meta);
 }
 
 /// Appends a metric's metadata (128) packet.

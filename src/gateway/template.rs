@@ -90,6 +90,8 @@ enum Input {
 pub(super) struct SourceState<'a> {
     pub spoof: &'a str,
     pub tmax: u32,
+    /// When the heartbeat's metadata was last sent.
+    pub heartbeat_meta_at: u32,
     /// A metric's (by name key) place in the source's states and when its
     /// metadata was last sent.
     pub metric: &'a dyn Fn(u64) -> Option<(u32, u32)>,
@@ -124,7 +126,7 @@ impl Template {
             tos: Input::Absent,
             pid: Input::Absent,
             tmax: state.tmax,
-            due_at: u32::MAX,
+            due_at: state.heartbeat_meta_at.saturating_add(state.interval_s),
             oversize: false,
         };
         let id = |name| MetricId {

@@ -59,12 +59,33 @@ fn first_record_sends_metadata_then_values_only() {
             Packet::MetadataRequest { .. } => "R".into(),
         })
         .collect();
-    assert_eq!(&names[..3], ["V heartbeat", "M xrootd.tod", "V xrootd.tod"]);
-    // 8 header attributes + link.num + link.in + derived uptime.
-    assert_eq!(packets.len(), 1 + 2 * 11);
+    assert_eq!(
+        &names[..4],
+        ["M heartbeat", "V heartbeat", "M xrootd.tod", "V xrootd.tod"]
+    );
+    // The heartbeat's metadata is gmetric -H's (gmond asks for it otherwise).
+    match &packets[0] {
+        Packet::Metadata {
+            value_type,
+            slope,
+            tmax,
+            dmax,
+            extra,
+            ..
+        } => {
+            assert_eq!(
+                (value_type.as_str(), *slope, *tmax, *dmax),
+                ("uint32", 0, 0, 0)
+            );
+            assert_eq!(extra[1], ("SPOOF_HEARTBEAT".into(), "yes".into()));
+        }
+        other => panic!("{other:?}"),
+    }
+    // The heartbeat, then 8 header attributes + link.num + link.in + derived uptime.
+    assert_eq!(packets.len(), 2 + 2 * 11);
     assert!(names.contains(&"M xrootd.link.in".to_string()));
     assert!(names.contains(&"M xrootd.uptime".to_string()));
-    match &packets[0] {
+    match &packets[1] {
         Packet::Value {
             id,
             value,
@@ -120,7 +141,7 @@ fn first_record_sends_metadata_then_values_only() {
     let tmaxes: Vec<u32> = decode_all(&p)
         .iter()
         .filter_map(|p| match p {
-            Packet::Metadata { tmax, .. } => Some(*tmax),
+            Packet::Metadata { tmax, name, .. } if name != "heartbeat" => Some(*tmax),
             _ => None,
         })
         .collect();
@@ -152,7 +173,7 @@ fn first_record_sends_metadata_then_values_only() {
         &s,
         &mut ev,
     );
-    assert_eq!(metadata_count(&p), 11);
+    assert_eq!(metadata_count(&p), 12);
     let snap = counters.snapshot();
     assert_eq!((snap.datagrams, snap.records, snap.parse_errors), (4, 4, 0));
 }
@@ -212,8 +233,8 @@ fn metrics_per_source_are_capped() {
         "10.0.0.1:1",
         Instant::now(),
     );
-    // heartbeat + 5 metrics x (metadata + value)
-    assert_eq!(p.packets().count(), 11);
+    // heartbeat (metadata + value) + 5 metrics x (metadata + value)
+    assert_eq!(p.packets().count(), 12);
     assert_eq!(counters.snapshot().metrics_dropped_cap, 6);
 }
 
@@ -257,9 +278,10 @@ fn largest_metadata_fits_a_packet() {
         Instant::now(),
     );
     // Every name is cut to the same 128 bytes: one metric (its metadata and
-    // value, once: a name repeated in a record is sent once) and the heartbeat.
+    // value, once: a name repeated in a record is sent once) and the
+    // heartbeat (metadata and value).
     let n = p.packets().count();
-    assert_eq!(n, 3);
+    assert_eq!(n, 4);
     for b in p.packets() {
         assert!(b.len() <= xdr::MAX_PACKET, "{}", b.len());
     }
@@ -320,7 +342,7 @@ fn a_restart_is_noticed_and_resends_every_metadata() {
         &s,
         &mut ev,
     );
-    assert_eq!(metadata_count(&p), 11);
+    assert_eq!(metadata_count(&p), 12);
     let snap = counters.snapshot();
     assert_eq!((snap.restarts, snap.sources), (1, 1));
 }
@@ -580,7 +602,7 @@ fn changed_only_sends_unchanged_values_on_the_heartbeat_and_grows_tmax() {
     let tmaxes: Vec<u32> = decode_all(&p)
         .iter()
         .filter_map(|p| match p {
-            Packet::Metadata { tmax, .. } => Some(*tmax),
+            Packet::Metadata { tmax, name, .. } if name != "heartbeat" => Some(*tmax),
             _ => None,
         })
         .collect();
@@ -727,7 +749,7 @@ fn a_metadata_request_is_answered_with_the_hosts_metadata_once_per_holdoff() {
     assert_eq!(p.packets().count(), 0);
     // A known one: every metadata of the host, each with its value as last sent.
     assert!(p.answer(&request("xrootd.link.in"), t0 + Duration::from_secs(11), &s));
-    assert_eq!(metadata_count(&p), 12);
+    assert_eq!(metadata_count(&p), 13);
     assert_eq!(values(&p)["xrootd.link.in"], "5010");
     // Asked again at once (gmond asks once per value): already answered.
     assert!(!p.answer(
@@ -740,4 +762,7 @@ fn a_metadata_request_is_answered_with_the_hosts_metadata_once_per_holdoff() {
         t0 + Duration::from_secs(17),
         &s
     ));
+    // A heartbeat's request stands for the whole host.
+    assert!(p.answer(&request("heartbeat"), t0 + Duration::from_secs(23), &s));
+    assert_eq!(metadata_count(&p), 13);
 }
