@@ -405,10 +405,10 @@ fn changed_only_sends_fewer_packets_of_real_xrootd_streams_and_keeps_tn_below_tm
             .is_ok_and(|s| s.success());
         assert!(ok, "xrdcp to the test xrootd failed");
         n += 1;
-        if n % 10 == 0 {
-            if let Err(e) = all_fresh(&g_changed) {
-                panic!("loaded, changed-only: {e}");
-            }
+        if n % 10 == 0
+            && let Err(e) = all_fresh(&g_changed)
+        {
+            panic!("loaded, changed-only: {e}");
         }
     }
     let (a2, c2) = (r_all.count(), r_changed.count());
