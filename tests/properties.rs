@@ -10,7 +10,7 @@ use xrd2ganglia::events::{Counters, Events};
 use xrd2ganglia::ganglia::sanitize;
 use xrd2ganglia::ganglia::xdr::{self, Packet};
 use xrd2ganglia::gateway::Pipeline;
-use xrd2ganglia::summary::SummaryParser;
+use xrd2ganglia::summary::{SummaryParser, offset_in};
 
 fn settings() -> Settings {
     let overrides = Overrides {
@@ -97,10 +97,16 @@ proptest! {
     #[test]
     fn any_bytes_parse_or_fail_cleanly(bytes in prop::collection::vec(any::<u8>(), 0..4096)) {
         let mut p = SummaryParser::new();
-        if let (Ok(r), Ok(text)) = (p.parse(&bytes), std::str::from_utf8(&bytes)) {
-            // Values are borrowed from the datagram: each is a slice of it.
+        let json = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+        if let (Ok(r), Ok(_)) = (p.parse(&bytes), std::str::from_utf8(&bytes)) {
+            // Values are borrowed from the datagram: each is a slice of it
+            // (a JSON record also makes some: unescaped strings, lengths).
             for v in r.vars() {
-                prop_assert!(text.contains(v.value), "{:?} not in the datagram", v.value);
+                prop_assert!(
+                    json || offset_in(&bytes, v.value).is_some(),
+                    "{:?} not in the datagram",
+                    v.value
+                );
             }
         }
     }
@@ -118,12 +124,70 @@ proptest! {
     }
 }
 
+/// The JSON form built from hostile pieces: odd keys and strings (escapes,
+/// quotes, markup), lists, own values, bare words.
+fn json_like() -> impl Strategy<Value = String> {
+    let string = prop_oneof![
+        "[a-z0-9:<>&'/ .\\-_]{0,6}".prop_map(|s| format!("\"{s}\"")),
+        Just("\"a\\\"b\"".to_string()),
+        Just("\"\\u003c\\u0026\\ud83d\\ude00\"".to_string()),
+        Just("\"\\ud800\"".to_string()),
+        "[ -~\u{1}\u{e9}]{0,12}".prop_map(|s| serde_json::to_string(&s).unwrap()),
+    ];
+    let scalar = prop_oneof![
+        string.clone(),
+        Just("-5".to_string()),
+        Just("12345678901234567890123".to_string()),
+        Just("1.5e300".to_string()),
+        Just("nan".to_string()),
+        Just("null".to_string()),
+        Just("true".to_string()),
+        (0u64..5_000_000_000).prop_map(|n| n.to_string()),
+    ];
+    let member = (string.clone(), scalar.clone()).prop_map(|(k, v)| format!("{k}:{v}"));
+    let object =
+        prop::collection::vec(member.clone(), 0..4).prop_map(|m| format!("{{{}}}", m.join(",")));
+    let list = prop::collection::vec(prop_oneof![object.clone(), scalar.clone()], 0..4)
+        .prop_map(|e| format!("[{}]", e.join(",")));
+    let inner = prop_oneof![
+        member,
+        (string.clone(), object).prop_map(|(k, v)| format!("{k}:{v}")),
+        (string.clone(), list).prop_map(|(k, v)| format!("{k}:{v}")),
+        scalar.prop_map(|v| format!("\"\":{v}")),
+    ];
+    let section =
+        ("[a-z_.:<&\"]{0,5}", prop::collection::vec(inner, 0..5)).prop_map(|(id, body)| {
+            format!(
+                "{}:{{{}}}",
+                serde_json::to_string(&format!("stats_{id}")).unwrap(),
+                body.join(",")
+            )
+        });
+    let header = ("[a-z]{1,4}", string).prop_map(|(k, v)| format!("\"{k}\":{v}"));
+    (
+        prop::collection::vec(header, 0..8),
+        prop::collection::vec(section, 0..5),
+    )
+        .prop_map(|(header, sections)| {
+            let members: Vec<String> = header.into_iter().chain(sections).collect();
+            format!("{{\"statistics\":{{{}}}}}", members.join(","))
+        })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
 
     #[test]
     fn hostile_records_through_the_pipeline(record in record_like()) {
         // Whatever such a record becomes is safe for gmond.
+        check_sent(record.as_bytes())?;
+    }
+
+    #[test]
+    fn hostile_json_records_through_the_pipeline(record in json_like()) {
+        // It is a record (never malformed), and safe for gmond.
+        let mut p = SummaryParser::new();
+        prop_assert!(p.parse(record.as_bytes()).is_ok(), "{}", record);
         check_sent(record.as_bytes())?;
     }
 }

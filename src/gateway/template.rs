@@ -21,8 +21,8 @@ use std::ops::Range;
 use crate::catalog::{self, Kind};
 use crate::ganglia::xdr::{self, MetricId};
 use crate::mapping::{Derived, MappedRecord, Role};
-use crate::summary::SummaryRecord;
 use crate::summary::shape::{Hole, Shape};
+use crate::summary::{self, SummaryRecord};
 
 use super::PacketBatch;
 use super::series::{self, Counting, MetricState};
@@ -101,7 +101,9 @@ pub(super) struct SourceState<'a> {
 impl Template {
     /// The template of a record the full path just handled, if it can have
     /// one: the record is the datagram's own UTF-8 text and every variable
-    /// became a metric (none rejected or over the cap).
+    /// became a metric (none rejected or over the cap). A JSON record's
+    /// made values (unescaped strings, list lengths) are never holes: they
+    /// follow from literal text, so a matching datagram makes them again.
     pub(super) fn build(
         datagram: &[u8],
         record: &SummaryRecord<'_>,
@@ -152,8 +154,9 @@ impl Template {
             }
             let due = meta_at.saturating_add(state.interval_s);
             t.due_at = t.due_at.min(due);
-            let at = (v.value.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
-            let span = at..at + v.value.len();
+            // Values a JSON record made (not in the datagram) stay literal:
+            // they follow from the literal text around them.
+            let span = summary::offset_in(datagram, v.value);
             let names_something = (j < header_len
                 && !matches!(v.name, "tod" | "tos" | "pid" | "toe"))
                 || matches!(v.name, "host" | "info.host")
@@ -166,12 +169,14 @@ impl Template {
                 },
                 plain: true,
             };
-            let is_hole = !names_something
-                && m.kind != Kind::Text
-                && m.value == v.value
-                && shape.can_cut(&span, hole);
+            let span = span.filter(|span| {
+                !names_something
+                    && m.kind != Kind::Text
+                    && m.value == v.value
+                    && shape.can_cut(span, hole)
+            });
             let prefix = t.push(|out| xdr::encode_string_value_prefix(out, &id(m.name)));
-            let (input, value) = if is_hole {
+            let (input, value) = if let Some(span) = span {
                 let hole = shape.cut(span, hole);
                 (Input::Hole(hole), OutValue::Hole(hole))
             } else {

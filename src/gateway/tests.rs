@@ -347,15 +347,19 @@ fn a_restart_is_noticed_and_resends_every_metadata() {
     assert_eq!((snap.restarts, snap.sources), (1, 1));
 }
 
-/// A record text with its numbers changed: `edits` picks, per digit run,
-/// what to do (keep, new digits, leading zero, minus sign, 25 digits), and
-/// `shape` now and then changes something else (a text value, a list key,
-/// an added element, the start time).
+/// A record text (XML, or JSON if it starts with `{`) with its numbers
+/// changed: `edits` picks, per digit run, what to do (keep, new digits,
+/// leading zero, minus sign, 25 digits), and `shape` now and then changes
+/// something else (a text value, a list key, an added element, the start
+/// time).
 fn mutate(record: &str, edits: &[u8], shape: u8) -> String {
+    let json = record.starts_with('{');
+    // JSON: the header's numbers (tod, tos, pid) come before the first section.
+    let body = record.find("\"stats_").unwrap_or(usize::MAX);
     let mut out = String::with_capacity(record.len() + 16);
     let mut run = 0usize;
     let mut chars = record.char_indices().peekable();
-    while let Some((_, c)) = chars.next() {
+    while let Some((at, c)) = chars.next() {
         if !c.is_ascii_digit() {
             out.push(c);
             continue;
@@ -373,7 +377,13 @@ fn mutate(record: &str, edits: &[u8], shape: u8) -> String {
         // Shapes below 100 keep every number plain (the fast path's case)
         // and change only element values (`>123<`): the header (program,
         // start time), entry ids and text stay as they were.
-        let element_value = out.ends_with('>') && chars.peek().is_some_and(|&(_, c)| c == '<');
+        let element_value = if json {
+            at > body
+                && out.ends_with(':')
+                && chars.peek().is_some_and(|&(_, c)| c == ',' || c == '}')
+        } else {
+            out.ends_with('>') && chars.peek().is_some_and(|&(_, c)| c == '<')
+        };
         let e = match shape {
             0..100 if !element_value => 0,
             0..100 => e % 13,
@@ -390,14 +400,19 @@ fn mutate(record: &str, edits: &[u8], shape: u8) -> String {
     if shape < 200 {
         return out;
     }
-    match shape % 4 {
-        0 => out.replacen("v5.5.3", "v5.6.0", 1),
-        1 => out.replacen("tos=\"", "tos=\"1", 1),
-        2 => out.replacen(
+    match (shape % 4, json) {
+        (0, _) => out.replacen("v5.5.3", "v5.6.0", 1),
+        (1, false) => out.replacen("tos=\"", "tos=\"1", 1),
+        (1, true) => out.replacen("\"tos\":", "\"tos\":1", 1),
+        (2, false) => out.replacen(
             "</stats></statistics>",
             "<extra>5</extra></stats></statistics>",
             1,
         ),
+        (2, true) => match out.strip_suffix("}}}") {
+            Some(head) => format!("{head},\"extra\":5}}}}}}"),
+            None => out,
+        },
         _ => out.replacen("\"/", "\"/x", 1),
     }
 }
@@ -406,24 +421,27 @@ proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
 
     /// The fast path sends exactly what the full path sends, and counts
-    /// exactly the same, for any sequence of reports of real records with
-    /// changing numbers, changing shape, restarts and metadata falling due.
+    /// exactly the same, for any sequence of reports of real records (XML,
+    /// or their JSON form with its made values: list lengths, an escaped
+    /// string) with changing numbers, changing shape, restarts and metadata
+    /// falling due.
     #[test]
     fn fast_path_equals_full_path(
-        fixture in 0usize..5,
+        fixture in 0usize..10,
         changed in proptest::bool::ANY,
         steps in proptest::collection::vec(
             (proptest::collection::vec(0u8..=255, 1..8), 0u8..=255, 0u64..90),
             1..14,
         ),
     ) {
-        let name = ["ds_idle", "ds_loaded", "mgr_cmsd", "pfc_loaded", "spaces"][fixture];
+        let name = ["ds_idle", "ds_loaded", "mgr_cmsd", "pfc_loaded", "spaces"][fixture % 5];
         let record = std::fs::read_to_string(
             std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("tests/data/records")
                 .join(format!("{name}.xml")),
         )
         .unwrap();
+        let record = if fixture < 5 { record } else { json_form(&record) };
         let s = settings(if changed {
             "metadata_interval = 60\nsend_values = \"changed\"\nvalue_heartbeat = 25\n"
         } else {
@@ -462,6 +480,59 @@ proptest::proptest! {
         proptest::prop_assert!(pairs < 3 || fast.fast_path_hits > 0, "{} steady pairs, no fast path", pairs);
         proptest::prop_assert_eq!(full.fast_path_hits, 0);
     }
+}
+
+/// The JSON form of an XML record, with one escaped string (`info.host`
+/// `vm` as `v\u006d`): its value is made, not borrowed.
+fn json_form(xml: &str) -> String {
+    let json = crate::summary::tests::json::xml_to_json(xml);
+    assert!(json.contains("\"host\":\"vm\""));
+    json.replace("\"host\":\"vm\"", "\"host\":\"v\\u006d\"")
+}
+
+#[test]
+fn steady_json_reports_take_the_fast_path() {
+    let s = settings("");
+    let (c_fast, c_full) = (Counters::default(), Counters::default());
+    let (mut ev_fast, mut ev_full) = (
+        Events::new(&c_fast, Duration::from_secs(60)),
+        Events::new(&c_full, Duration::from_secs(60)),
+    );
+    let (mut fast, mut full) = (Pipeline::new(&s), Pipeline::new(&s));
+    full.fast_path = false;
+    full.epoch = fast.epoch;
+    let from: SocketAddr = "10.0.0.1:40000".parse().unwrap();
+    let xml = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/records/spaces.xml"),
+    )
+    .unwrap();
+    let record = json_form(&xml);
+    let t0 = fast.epoch;
+    for i in 0..5u64 {
+        let text = mutate(&record, &[(i * 3 % 10) as u8, 11, 12], 50);
+        let at = t0 + Duration::from_secs(10 * i);
+        fast.encode(text.as_bytes(), from, at, &s, &mut ev_fast);
+        full.encode(text.as_bytes(), from, at, &s, &mut ev_full);
+        assert_eq!(
+            fast.packets().collect::<Vec<_>>(),
+            full.packets().collect::<Vec<_>>(),
+            "report {i}"
+        );
+    }
+    // The first record and the one that fixes TMAX go the full way.
+    assert!(fast.fast_path_hits >= 2, "{} fast", fast.fast_path_hits);
+    assert_eq!(c_fast.snapshot(), c_full.snapshot());
+    // The JSON record becomes the XML record's packets, byte for byte.
+    let first = |text: &str| -> Vec<Vec<u8>> {
+        let c = Counters::default();
+        let mut ev = Events::new(&c, Duration::from_secs(60));
+        let mut p = Pipeline::new(&s);
+        p.encode(text.as_bytes(), from, p.epoch, &s, &mut ev);
+        p.packets().map(<[u8]>::to_vec).collect()
+    };
+    let (from_json, from_xml) = (first(&record), first(&xml));
+    assert!(from_xml.len() > 100, "{} packets", from_xml.len());
+    assert_eq!(from_json, from_xml);
 }
 
 #[test]

@@ -24,7 +24,12 @@
 //! expanded and nothing is fetched: text is taken as the raw bytes between
 //! tags. A datagram that is not UTF-8 is read lossily (bad bytes become
 //! U+FFFD), so one bad byte does not lose the rest of the record.
+//!
+//! A datagram whose first non-blank byte is `{` is the JSON form (xrootd
+//! 5.9+, `xrd.report ... json`), flattened to the same names by `json.rs`'s
+//! rules; see that module for what xrootd writes and what is accepted.
 
+mod json;
 pub mod shape;
 mod xml;
 
@@ -51,9 +56,13 @@ struct Scratch {
     entries: Vec<Entry>,
     /// How many leading slots are `<statistics>` attributes.
     header_len: usize,
+    /// Values a JSON record had to make (unescaped strings, list lengths
+    /// and positions); spans into it are [`Span::owned`].
+    owned: String,
     /// Dotted path of the element being read.
     path: String,
     frames: Vec<xml::Frame>,
+    json: Vec<json::Frame>,
 }
 
 /// Half-open byte range `start..end` into a string held elsewhere.
@@ -74,6 +83,39 @@ impl Span {
     fn of(self, s: &str) -> &str {
         s.get(self.start as usize..self.end as usize).unwrap_or("")
     }
+
+    /// Marks a span of `Scratch::owned` rather than of the datagram text.
+    const OWNED: u32 = 1 << 31;
+
+    /// A span of `Scratch::owned`.
+    fn owned(start: usize, end: usize) -> Self {
+        Span {
+            start: start as u32 | Self::OWNED,
+            end: end as u32,
+        }
+    }
+
+    /// A value or entry id: in the datagram text, or made by the JSON reader.
+    fn value<'a>(self, text: &'a str, owned: &'a str) -> &'a str {
+        if self.start & Self::OWNED == 0 {
+            self.of(text)
+        } else {
+            Span {
+                start: self.start & !Self::OWNED,
+                end: self.end,
+            }
+            .of(owned)
+        }
+    }
+}
+
+/// Where `part` lies in `whole`, if it is a slice of it. A record's values
+/// are slices of its [`text`](SummaryRecord::text), except those a JSON
+/// record had to make (unescaped strings, list lengths).
+pub fn offset_in(whole: &[u8], part: &str) -> Option<std::ops::Range<usize>> {
+    let start = (part.as_ptr() as usize).checked_sub(whole.as_ptr() as usize)?;
+    let end = start.checked_add(part.len())?;
+    (end <= whole.len()).then_some(start..end)
 }
 
 const NO_ENTRY: u32 = u32::MAX;
@@ -92,7 +134,8 @@ struct Slot {
 struct Entry {
     /// The list's own name (`oss.paths`), into `Scratch::names`.
     list: Span,
-    /// The entry's `id` as sent (`0`), into the datagram text.
+    /// The entry's `id` as sent (`0`), into the datagram text; for a JSON
+    /// array element its position, into `Scratch::owned`.
     id: Span,
     /// Offset in a variable name where the part inside the entry begins.
     field_at: u32,
@@ -103,7 +146,8 @@ struct Entry {
 pub enum ParseError {
     /// Nothing but white space (or nothing at all).
     Empty,
-    /// The first element is not `<statistics>` (or text precedes it).
+    /// The first element is not `<statistics>` (or text precedes it), or
+    /// a JSON datagram is not `{"statistics":{...}}`.
     NotStatistics { found: String },
     /// The datagram ended before `</statistics>`.
     Truncated { depth: usize },
@@ -111,6 +155,9 @@ pub enum ParseError {
     TooDeep { offset: usize },
     /// The XML reader gave up at this offset.
     Malformed { offset: usize, reason: String },
+    /// The JSON reader gave up at this offset (same counter label as
+    /// [`Malformed`](Self::Malformed)).
+    MalformedJson { offset: usize, reason: &'static str },
 }
 
 impl fmt::Display for ParseError {
@@ -120,7 +167,7 @@ impl fmt::Display for ParseError {
             ParseError::NotStatistics { found } => {
                 write!(
                     f,
-                    "not a summary record: starts with {found:?}, expected <statistics>"
+                    "not a summary record: starts with {found:?}, expected <statistics> or {{\"statistics\":{{"
                 )
             }
             ParseError::Truncated { depth } => {
@@ -138,6 +185,9 @@ impl fmt::Display for ParseError {
             ParseError::Malformed { offset, reason } => {
                 write!(f, "malformed XML at byte {offset}: {reason}")
             }
+            ParseError::MalformedJson { offset, reason } => {
+                write!(f, "malformed JSON at byte {offset}: {reason}")
+            }
         }
     }
 }
@@ -152,7 +202,7 @@ impl ParseError {
             ParseError::NotStatistics { .. } => "not_statistics",
             ParseError::Truncated { .. } => "truncated",
             ParseError::TooDeep { .. } => "too_deep",
-            ParseError::Malformed { .. } => "malformed",
+            ParseError::Malformed { .. } | ParseError::MalformedJson { .. } => "malformed",
         }
     }
 }
@@ -162,19 +212,31 @@ impl SummaryParser {
         Self::default()
     }
 
-    /// Parses one datagram. The record borrows the datagram and the parser.
+    /// Parses one datagram, XML or JSON (by its first non-blank byte). The
+    /// record borrows the datagram and the parser.
     pub fn parse<'r>(&'r mut self, datagram: &'r [u8]) -> Result<SummaryRecord<'r>, ParseError> {
-        self.parse_with(datagram, xml::flatten)
+        let flatten = if is_json(datagram) {
+            json::flatten
+        } else {
+            xml::flatten
+        };
+        self.parse_with(datagram, flatten)
     }
 
-    /// Parses with quick-xml alone, never the fast scanner: the reference
-    /// [`parse`](Self::parse) must equal (for benchmarks and fuzzing).
+    /// Parses XML with quick-xml alone, never the fast scanner: the
+    /// reference [`parse`](Self::parse) must equal (for benchmarks and
+    /// fuzzing). JSON has one reader, used by both.
     #[doc(hidden)]
     pub fn parse_reference<'r>(
         &'r mut self,
         datagram: &'r [u8],
     ) -> Result<SummaryRecord<'r>, ParseError> {
-        self.parse_with(datagram, xml::flatten_reference)
+        let flatten = if is_json(datagram) {
+            json::flatten
+        } else {
+            xml::flatten_reference
+        };
+        self.parse_with(datagram, flatten)
     }
 
     fn parse_with<'r>(
@@ -190,9 +252,11 @@ impl SummaryParser {
                 lossy.as_str()
             }
         };
+        scratch.owned.clear();
         flatten(text, scratch)?;
         Ok(SummaryRecord {
             text,
+            owned: &scratch.owned,
             names: &scratch.names,
             slots: &scratch.slots,
             entries: &scratch.entries,
@@ -201,10 +265,16 @@ impl SummaryParser {
     }
 }
 
+/// The JSON form starts with `{` (after blanks); XML never does.
+fn is_json(datagram: &[u8]) -> bool {
+    datagram.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+}
+
 /// One parsed record: its variables in document order, header first.
 #[derive(Clone, Copy)]
 pub struct SummaryRecord<'r> {
     text: &'r str,
+    owned: &'r str,
     names: &'r str,
     slots: &'r [Slot],
     entries: &'r [Entry],
@@ -216,7 +286,8 @@ pub struct SummaryRecord<'r> {
 pub struct Variable<'r> {
     /// Dotted name as mpxstats prints it (`oss.paths.0.free`).
     pub name: &'r str,
-    /// Trimmed, unquoted value text; empty for an empty element.
+    /// XML: the trimmed, unquoted text. JSON: the string's content or the
+    /// number as written. Empty for an empty element or a JSON `null`.
     pub value: &'r str,
     /// Set when the variable lies inside a list entry.
     pub entry: Option<ListEntry<'r>>,
@@ -229,7 +300,7 @@ pub struct ListEntry<'r> {
     pub index: usize,
     /// The list's name: `oss.paths`.
     pub list: &'r str,
-    /// The entry's id as sent: `0`.
+    /// The entry's id as sent: `0` (a JSON array element's position).
     pub id: &'r str,
     /// The variable's name inside the entry: `free` (empty for the entry's own text).
     pub field: &'r str,
@@ -266,7 +337,10 @@ impl<'r> SummaryRecord<'r> {
     }
 
     /// The text the record was read from: the datagram itself when it was
-    /// UTF-8 (every value lies inside it).
+    /// UTF-8. Every value and entry id lies inside it except, in a JSON
+    /// record, strings with escapes (unescaped), list lengths and entry
+    /// positions: those are made from the text around them (see
+    /// [`offset_in`]).
     pub fn text(&self) -> &'r str {
         self.text
     }
@@ -277,18 +351,18 @@ impl<'r> SummaryRecord<'r> {
     }
 
     pub fn vars(&self) -> impl DoubleEndedIterator<Item = Variable<'r>> + ExactSizeIterator + 'r {
-        let (text, names, entries) = (self.text, self.names, self.entries);
+        let (text, owned, names, entries) = (self.text, self.owned, self.names, self.entries);
         self.slots.iter().map(move |slot| {
             let name = slot.name.of(names);
             let entry = entries.get(slot.entry as usize).map(|e| ListEntry {
                 index: slot.entry as usize,
                 list: e.list.of(names),
-                id: e.id.of(text),
+                id: e.id.value(text, owned),
                 field: name.get(e.field_at as usize..).unwrap_or(""),
             });
             Variable {
                 name,
-                value: slot.value.of(text),
+                value: slot.value.value(text, owned),
                 entry,
             }
         })
@@ -338,4 +412,4 @@ impl fmt::Debug for SummaryRecord<'_> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -413,6 +413,7 @@ proptest::proptest! {
         let want = xml::flatten_reference(&text, &mut reference).map(|()| {
             format!("{:?}", SummaryRecord {
                 text: &text,
+                owned: "",
                 names: &reference.names,
                 slots: &reference.slots,
                 entries: &reference.entries,
@@ -422,3 +423,5 @@ proptest::proptest! {
         proptest::prop_assert_eq!(got, want);
     }
 }
+
+pub(crate) mod json;

@@ -383,7 +383,7 @@ fn tag_span(text: &str, start: usize, end: usize) -> Span {
     Span::new(start + 1, i)
 }
 
-fn preview(text: &str, start: usize) -> String {
+pub(super) fn preview(text: &str, start: usize) -> String {
     text.get(start..).unwrap_or("").chars().take(24).collect()
 }
 
