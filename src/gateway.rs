@@ -487,9 +487,13 @@ impl Pipeline {
 
         let now_s = now.saturating_duration_since(self.epoch).as_secs() as u32;
         let interval_s = settings.metadata_interval.as_secs().min(u32::MAX as u64) as u32;
-        let (source, created, evicted) =
-            self.sources
-                .get_or_insert(from.ip(), &self.mapped.program, now, settings.max_sources);
+        let (source, created, evicted) = self.sources.get_or_insert(
+            from.ip(),
+            &self.mapped.program,
+            now,
+            settings.max_sources,
+            self.mapped.len(),
+        );
         if evicted > 0 {
             events.sources_evicted(evicted, settings.max_sources);
         }
@@ -894,7 +898,10 @@ struct Source {
 }
 
 impl Source {
-    fn new(program: &str, now: Instant) -> Source {
+    /// A source whose first record has `metrics` metrics (its state is
+    /// sized for them at once: no regrowth, less fragmentation when many
+    /// sources come and go).
+    fn new(program: &str, now: Instant, metrics: usize) -> Source {
         Source {
             program: program.to_string(),
             host: String::new(),
@@ -904,8 +911,8 @@ impl Source {
             interval: None,
             slower_gaps: 0,
             metadata_tmax: 0,
-            index: HashMap::default(),
-            states: Vec::new(),
+            index: HashMap::with_capacity_and_hasher(metrics, Default::default()),
+            states: Vec::with_capacity(metrics),
             started: None,
             next_prune: 0,
             template: None,
@@ -1112,6 +1119,7 @@ impl Sources {
         program: &str,
         now: Instant,
         cap: usize,
+        metrics: usize,
     ) -> (&mut Source, bool, usize) {
         let exists = self
             .by_ip
@@ -1125,7 +1133,7 @@ impl Sources {
             self.by_ip
                 .entry(ip)
                 .or_default()
-                .push(Source::new(program, now));
+                .push(Source::new(program, now, metrics));
             self.len += 1;
         }
         let list = self.by_ip.entry(ip).or_default();

@@ -244,7 +244,7 @@ fn sources_are_bounded_with_lru_eviction() {
     let t0 = Instant::now();
     for i in 0..1000u32 {
         let ip = IpAddr::from((0x0a00_0000 + i).to_be_bytes());
-        sources.get_or_insert(ip, "xrootd", t0 + Duration::from_millis(i as u64), 100);
+        sources.get_or_insert(ip, "xrootd", t0 + Duration::from_millis(i as u64), 100, 4);
         assert!(sources.len <= 100);
     }
     // The most recent one is still there.
@@ -290,7 +290,7 @@ fn largest_metadata_fits_a_packet() {
 #[test]
 fn tmax_follows_the_interval_but_not_one_lost_report() {
     let t0 = Instant::now();
-    let mut src = Source::new("xrootd", t0);
+    let mut src = Source::new("xrootd", t0, 4);
     let at = |s: u64| t0 + Duration::from_secs(s);
     assert_eq!(src.observe(at(0), 60), 60);
     assert_eq!(src.observe(at(15), 60), 23);
