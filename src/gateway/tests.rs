@@ -653,24 +653,22 @@ fn changed_only_sends_unchanged_values_on_the_heartbeat_and_grows_tmax() {
     let mut p = Pipeline::new(&s);
     let from: SocketAddr = "10.0.0.1:40000".parse().unwrap();
     let t0 = p.epoch;
-    let at = |n: u64| t0 + Duration::from_secs(10 * n);
-    p.encode(
-        link_record(1_700_000_000, 77, 1000, 5, 4).as_bytes(),
-        from,
-        at(1),
-        &s,
-        &mut ev,
-    );
-    assert_eq!(values(&p).len(), 12);
-    p.encode(
-        link_record(1_700_000_000, 77, 1000, 5, 4).as_bytes(),
-        from,
-        at(2),
-        &s,
-        &mut ev,
-    );
+    // Report n (10 s apart) with link.in at `inb`: the value packets sent.
+    let mut report = |n: u64, inb: u64| {
+        let rec = link_record(1_700_000_000, 77, inb, 5, 4);
+        p.encode(
+            rec.as_bytes(),
+            from,
+            t0 + Duration::from_secs(10 * n),
+            &s,
+            &mut ev,
+        );
+        (values(&p), decode_all(&p))
+    };
+    assert_eq!(report(1, 1000).0.len(), 12);
     // The interval is now known: TMAX = 1.5 x 10 + 45, metadata resent with it (and values).
-    let tmaxes: Vec<u32> = decode_all(&p)
+    let tmaxes: Vec<u32> = report(2, 1000)
+        .1
         .iter()
         .filter_map(|p| match p {
             Packet::Metadata { tmax, name, .. } if name != "heartbeat" => Some(*tmax),
@@ -683,35 +681,14 @@ fn changed_only_sends_unchanged_values_on_the_heartbeat_and_grows_tmax() {
     );
     // Nothing changed: only the host heartbeat goes out...
     for n in 3..6 {
-        p.encode(
-            link_record(1_700_000_000, 77, 1000, 5, 4).as_bytes(),
-            from,
-            at(n),
-            &s,
-            &mut ev,
-        );
-        assert_eq!(p.packets().count(), 1, "report {n}");
-        assert!(values(&p).is_empty());
+        let (v, all) = report(n, 1000);
+        assert!(v.is_empty() && all.len() == 1, "report {n}: {all:?}");
     }
     // ...but what changed does.
-    p.encode(
-        link_record(1_700_000_000, 77, 1500, 5, 4).as_bytes(),
-        from,
-        at(6),
-        &s,
-        &mut ev,
-    );
-    let v = values(&p);
+    let v = report(6, 1500).0;
     assert_eq!(v.keys().collect::<Vec<_>>(), ["xrootd.link.in"]);
     // 45 s (and more) after they were last sent, unchanged values go out again.
-    p.encode(
-        link_record(1_700_000_000, 77, 1500, 5, 4).as_bytes(),
-        from,
-        at(7),
-        &s,
-        &mut ev,
-    );
-    let v = values(&p);
+    let v = report(7, 1500).0;
     assert!(
         v.contains_key("xrootd.link.num") && !v.contains_key("xrootd.link.in"),
         "{v:?}"

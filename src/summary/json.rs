@@ -259,7 +259,7 @@ pub(super) fn flatten(text: &str, s: &mut Scratch) -> Result<(), ParseError> {
         };
         // A `""` member of `statistics` names nothing: dropped.
         if level >= 2 || !s.path.is_empty() {
-            emit(s, value, entry);
+            s.emit(value, entry);
         }
         s.path.truncate(path_len);
     }
@@ -320,20 +320,9 @@ fn close_top(s: &mut Scratch) {
             slot.value = value;
         }
     } else if f.count == 0 && s.json.len() >= 2 {
-        emit(s, Span::default(), f.entry);
+        s.emit(Span::default(), f.entry);
     }
     s.path.truncate(f.path_len as usize);
-}
-
-/// Records the current path as a variable with `value`.
-fn emit(s: &mut Scratch, value: Span, entry: u32) {
-    let start = s.names.len();
-    s.names.push_str(&s.path);
-    s.slots.push(Slot {
-        name: Span::new(start, s.names.len()),
-        value,
-        entry,
-    });
 }
 
 fn malformed(offset: usize, reason: &'static str) -> ParseError {

@@ -65,6 +65,19 @@ struct Scratch {
     json: Vec<json::Frame>,
 }
 
+impl Scratch {
+    /// Records the current path as a variable with `value` (both readers).
+    fn emit(&mut self, value: Span, entry: u32) {
+        let start = self.names.len();
+        self.names.push_str(&self.path);
+        self.slots.push(Slot {
+            name: Span::new(start, self.names.len()),
+            value,
+            entry,
+        });
+    }
+}
+
 /// Half-open byte range `start..end` into a string held elsewhere.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Span {

@@ -436,7 +436,7 @@ fn open(
     {
         let value = unquote(text, t);
         if value.start != value.end {
-            emit(s, value, parent.entry);
+            s.emit(value, parent.entry);
         }
     }
 
@@ -509,28 +509,17 @@ fn close_top(text: &str, s: &mut Scratch) {
     }
     if !frame.has_children && s.frames.len() > 1 {
         let value = frame.text.map(|t| unquote(text, t)).unwrap_or_default();
-        emit(s, value, frame.entry);
+        s.emit(value, frame.entry);
     } else if !frame.has_children && s.frames.len() == 1 {
         // A section with no children (`<stats id="x">5</stats>`) still has a value.
         if let Some(t) = frame.text {
             let value = unquote(text, t);
             if value.start != value.end {
-                emit(s, value, frame.entry);
+                s.emit(value, frame.entry);
             }
         }
     }
     s.path.truncate(frame.path_len as usize);
-}
-
-/// Records the current path as a variable with `value`.
-fn emit(s: &mut Scratch, value: Span, entry: u32) {
-    let start = s.names.len();
-    s.names.push_str(&s.path);
-    s.slots.push(Slot {
-        name: Span::new(start, s.names.len()),
-        value,
-        entry,
-    });
 }
 
 /// Trims white space and stray trailing `>` (xrootd 5.5-5.7 XCache sends
