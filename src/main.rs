@@ -348,6 +348,8 @@ fn serve(config: ConfigArgs) -> ExitCode {
         listen = ?settings.listen,
         channels = ?channels.iter().map(|c| c.label().to_string()).collect::<Vec<_>>(),
         channels_from = %settings.channels_from,
+        metadata_requests = ?settings.metadata_requests,
+        send_values = if settings.value_heartbeat.is_some() { "changed" } else { "all" },
         config = %settings.source,
         "xrd2ganglia {} serving",
         env!("CARGO_PKG_VERSION")
