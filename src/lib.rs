@@ -10,9 +10,10 @@
 //!                               catalog)     packets)          multicast UDP)
 //! ```
 //!
-//! * [`summary`]: one xrd.report record -> flat, mpxstats-named variables.
-//!   Pure, borrows from the datagram. [`summary::shape`]: a record's text
-//!   with the digits of its numbers cut out, to recognise the next report.
+//! * [`summary`]: one xrd.report record (XML, or xrootd 5.9's JSON) ->
+//!   flat, mpxstats-named variables. Pure, borrows from the datagram.
+//!   [`summary::shape`]: a record's text with the digits of its numbers
+//!   cut out, to recognise the next report.
 //! * [`catalog`]: what every known variable is: Ganglia type, slope, units,
 //!   title, description.
 //! * [`mapping`]: variables + catalog + naming settings -> Ganglia metrics for
@@ -23,7 +24,11 @@
 //!   safe for gmond's XML.
 //! * [`gateway`]: the `serve` daemon: sockets, per-source state, metadata
 //!   schedule, heartbeats; `gateway/template.rs` turns a source's steady
-//!   reports into packets straight from its last record's.
+//!   reports into packets straight from its last record's;
+//!   `gateway/series.rs` keeps counters continuous across restarts, resets
+//!   and wraps and decides what changed-only sending sends;
+//!   [`gateway::state`] keeps that across gateway restarts;
+//!   [`gateway::requests`] hears gmond's metadata requests (136).
 //! * [`gmetric`]: `xrd2ganglia gmetric`, a drop-in for Ganglia's gmetric on
 //!   the same encoder, channels and gmond.conf reader.
 //! * [`mpxstats`]: `xrd2ganglia mpxstats`, XRootD's mpxstats on our parser.

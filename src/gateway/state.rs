@@ -1,6 +1,6 @@
 //! The state file: what keeps counters continuous across gateway restarts.
 //!
-//! A counter is sent as `reading + offset` ([`super::series`]). Were the
+//! A counter is sent as `reading + offset` (`gateway/series.rs`). Were the
 //! offsets lost with the process, the first values after a gateway restart
 //! would drop below what gmetad stored and draw the very spike the offsets
 //! exist to prevent; and an xrootd that restarted while the gateway was
