@@ -347,6 +347,14 @@ fn a_restart_is_noticed_and_resends_every_metadata() {
     assert_eq!((snap.restarts, snap.sources), (1, 1));
 }
 
+/// Two pipelines on one clock: one with the fast path, one without.
+fn fast_and_full(s: &Settings) -> (Pipeline, Pipeline) {
+    let (fast, mut full) = (Pipeline::new(s), Pipeline::new(s));
+    full.fast_path = false;
+    full.epoch = fast.epoch;
+    (fast, full)
+}
+
 /// A record text (XML, or JSON if it starts with `{`) with its numbers
 /// changed: `edits` picks, per digit run, what to do (keep, new digits,
 /// leading zero, minus sign, 25 digits), and `shape` now and then changes
@@ -452,9 +460,7 @@ proptest::proptest! {
             Events::new(&c_fast, Duration::from_secs(60)),
             Events::new(&c_full, Duration::from_secs(60)),
         );
-        let (mut fast, mut full) = (Pipeline::new(&s), Pipeline::new(&s));
-        full.fast_path = false;
-        full.epoch = fast.epoch;
+        let (mut fast, mut full) = fast_and_full(&s);
         let from: SocketAddr = "10.0.0.9:1094".parse().unwrap();
         let mut at = fast.epoch + Duration::from_secs(1);
         // Steady reports right after a steady report (past the first two,
@@ -498,9 +504,7 @@ fn steady_json_reports_take_the_fast_path() {
         Events::new(&c_fast, Duration::from_secs(60)),
         Events::new(&c_full, Duration::from_secs(60)),
     );
-    let (mut fast, mut full) = (Pipeline::new(&s), Pipeline::new(&s));
-    full.fast_path = false;
-    full.epoch = fast.epoch;
+    let (mut fast, mut full) = fast_and_full(&s);
     let from: SocketAddr = "10.0.0.1:40000".parse().unwrap();
     let xml = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/records/spaces.xml"),
