@@ -36,6 +36,17 @@ fn metadata_count(p: &Pipeline) -> usize {
         .count()
 }
 
+/// The TMAX of every metric's metadata among `packets` (not the heartbeat's).
+fn metric_tmaxes(packets: &[Packet]) -> Vec<u32> {
+    packets
+        .iter()
+        .filter_map(|p| match p {
+            Packet::Metadata { tmax, name, .. } if name != "heartbeat" => Some(*tmax),
+            _ => None,
+        })
+        .collect()
+}
+
 fn decode_all(p: &Pipeline) -> Vec<Packet> {
     p.packets().map(|b| decode(b).unwrap()).collect()
 }
@@ -138,13 +149,7 @@ fn first_record_sends_metadata_then_values_only() {
         &s,
         &mut ev,
     );
-    let tmaxes: Vec<u32> = decode_all(&p)
-        .iter()
-        .filter_map(|p| match p {
-            Packet::Metadata { tmax, name, .. } if name != "heartbeat" => Some(*tmax),
-            _ => None,
-        })
-        .collect();
+    let tmaxes = metric_tmaxes(&decode_all(&p));
     assert!(
         !tmaxes.is_empty() && tmaxes.iter().all(|t| *t == 23),
         "{tmaxes:?}"
@@ -671,14 +676,7 @@ fn changed_only_sends_unchanged_values_on_the_heartbeat_and_grows_tmax() {
     };
     assert_eq!(report(1, 1000).0.len(), 12);
     // The interval is now known: TMAX = 1.5 x 10 + 45, metadata resent with it (and values).
-    let tmaxes: Vec<u32> = report(2, 1000)
-        .1
-        .iter()
-        .filter_map(|p| match p {
-            Packet::Metadata { tmax, name, .. } if name != "heartbeat" => Some(*tmax),
-            _ => None,
-        })
-        .collect();
+    let tmaxes = metric_tmaxes(&report(2, 1000).1);
     assert!(
         !tmaxes.is_empty() && tmaxes.iter().all(|t| *t == 60),
         "{tmaxes:?}"

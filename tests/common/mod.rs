@@ -627,12 +627,22 @@ rrd_rootdir "{}"
     /// Waits until `path` exists (gmetad creates an RRD at the first poll
     /// that sees the metric).
     pub fn wait_for_rrd(&self, path: &Path, timeout: Duration) {
+        self.poll(
+            timeout,
+            || path.exists(),
+            || format!("no {}", path.display()),
+        );
+    }
+
+    /// Polls `done` every 100 ms; after `timeout`, fails with `what` and
+    /// gmetad's log.
+    fn poll(&self, timeout: Duration, done: impl Fn() -> bool, what: impl Fn() -> String) {
         let deadline = Instant::now() + timeout;
-        while !path.exists() {
+        while !done() {
             assert!(
                 Instant::now() < deadline,
-                "no {} after {timeout:?}; gmetad log: {}",
-                path.display(),
+                "{} after {timeout:?}; gmetad log: {}",
+                what(),
                 self.proc.log_text()
             );
             std::thread::sleep(Duration::from_millis(100));
@@ -650,20 +660,17 @@ rrd_rootdir "{}"
     /// Waits until gmetad has updated `path` at or after `at_least`.
     pub fn wait_for_update(&self, path: &Path, at_least: u64, timeout: Duration) {
         self.wait_for_rrd(path, timeout);
-        let deadline = Instant::now() + timeout;
-        loop {
-            let last = self.last_update(path);
-            if last >= at_least {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{} last updated at {last}, not yet at {at_least} after {timeout:?}; gmetad log: {}",
-                path.display(),
-                self.proc.log_text()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        self.poll(
+            timeout,
+            || self.last_update(path) >= at_least,
+            || {
+                format!(
+                    "{} last updated at {}, not yet at {at_least}",
+                    path.display(),
+                    self.last_update(path)
+                )
+            },
+        );
     }
 
     /// The RRD's step, from `rrdtool info`.
