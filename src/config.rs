@@ -24,6 +24,11 @@ pub const DEFAULT_GMOND_CONF: &str = "/etc/ganglia/gmond.conf";
 pub const DEFAULT_LISTEN: &[&str] = &["0.0.0.0:3333", "[::]:3333"];
 pub const DEFAULT_SEND: (&str, u16) = ("127.0.0.1", 8649);
 pub const DEFAULT_STATE_FILE: &str = "/var/lib/xrd2ganglia/state";
+/// Packets per second per send channel: measured against a stock gmond
+/// 3.7.2 (README, "Delivery into gmond").
+pub const DEFAULT_SEND_RATE: u64 = 40_000;
+/// Packets back to back: well within a stock gmond's receive buffer.
+pub const DEFAULT_SEND_BURST: usize = 100;
 
 /// The file as written: every key optional.
 #[derive(Debug, Default, Deserialize)]
@@ -46,6 +51,7 @@ pub struct FileConfig {
     pub self_metrics_interval: Option<u64>,
     pub send_burst: Option<usize>,
     pub max_send_rate: Option<u64>,
+    pub drain_timeout: Option<u64>,
     pub send_values: Option<String>,
     pub value_heartbeat: Option<u32>,
     pub state_file: Option<PathBuf>,
@@ -109,10 +115,13 @@ pub struct Settings {
     pub stats_interval: Duration,
     /// The gateway's counters are sent to Ganglia this often (0: never).
     pub self_metrics_interval: Duration,
-    /// Packets sent back to back before pacing starts.
+    /// Packets a channel's sender sends back to back at most (its token
+    /// bucket's size).
     pub send_burst: usize,
-    /// Packets per second per channel within a long batch (0: unpaced).
+    /// Packets per second per channel, on average (0: unpaced).
     pub max_send_rate: u64,
+    /// At stop, queued packets are sent for at most this long.
+    pub drain_timeout: Duration,
     /// Changed-only sending: an unchanged value is sent again after this
     /// many seconds. None: every value of every report is sent.
     pub value_heartbeat: Option<u32>,
@@ -343,8 +352,9 @@ pub fn validate(
         log_interval: Duration::from_secs(file.log_interval.unwrap_or(60).max(1)),
         stats_interval: Duration::from_secs(file.stats_interval.unwrap_or(300)),
         self_metrics_interval: Duration::from_secs(file.self_metrics_interval.unwrap_or(60)),
-        send_burst: positive("send_burst", file.send_burst, 200)?,
-        max_send_rate: file.max_send_rate.unwrap_or(10_000),
+        send_burst: positive("send_burst", file.send_burst, DEFAULT_SEND_BURST)?,
+        max_send_rate: file.max_send_rate.unwrap_or(DEFAULT_SEND_RATE),
+        drain_timeout: Duration::from_secs(file.drain_timeout.unwrap_or(5)),
         value_heartbeat,
         state_file,
         state_interval: Duration::from_secs(state_interval),
@@ -494,6 +504,7 @@ impl fmt::Display for Settings {
         )?;
         writeln!(f, "send_burst = {}", self.send_burst)?;
         writeln!(f, "max_send_rate = {}", self.max_send_rate)?;
+        writeln!(f, "drain_timeout = {}", self.drain_timeout.as_secs())?;
         match self.value_heartbeat {
             None => writeln!(f, "send_values = \"all\"")?,
             Some(h) => writeln!(f, "send_values = \"changed\"\nvalue_heartbeat = {h}")?,
@@ -582,6 +593,10 @@ mod tests {
             "recv_buffer",
             "log_interval",
             "stats_interval",
+            "self_metrics_interval",
+            "send_burst",
+            "max_send_rate",
+            "drain_timeout",
             "send_values",
             "value_heartbeat",
             "state_file",

@@ -34,6 +34,14 @@ pub struct Counters {
     /// gmond metadata requests (136) heard, and answered.
     pub metadata_requests: AtomicU64,
     pub requests_answered: AtomicU64,
+    /// Queued packets replaced by a newer one of the same (host, metric).
+    pub packets_conflated: AtomicU64,
+    /// Queued packets dropped at stop (`drain_timeout` passed).
+    pub packets_unsent: AtomicU64,
+    /// Packets waiting in the send queues now (a gauge).
+    pub send_queue: AtomicU64,
+    /// Age of the oldest of them, milliseconds (a gauge).
+    pub send_queue_age_ms: AtomicU64,
 }
 
 /// A copy of the counters at one moment.
@@ -55,6 +63,10 @@ pub struct Snapshot {
     pub restarts: u64,
     pub metadata_requests: u64,
     pub requests_answered: u64,
+    pub packets_conflated: u64,
+    pub packets_unsent: u64,
+    pub send_queue: u64,
+    pub send_queue_age_ms: u64,
 }
 
 impl Counters {
@@ -76,7 +88,18 @@ impl Counters {
             restarts: self.restarts.load(Relaxed),
             metadata_requests: self.metadata_requests.load(Relaxed),
             requests_answered: self.requests_answered.load(Relaxed),
+            packets_conflated: self.packets_conflated.load(Relaxed),
+            packets_unsent: self.packets_unsent.load(Relaxed),
+            send_queue: self.send_queue.load(Relaxed),
+            send_queue_age_ms: self.send_queue_age_ms.load(Relaxed),
         }
+    }
+
+    /// Sets the send-queue gauges.
+    pub fn set_queue(&self, packets: usize, oldest: Duration) {
+        self.send_queue.store(packets as u64, Relaxed);
+        self.send_queue_age_ms
+            .store(oldest.as_millis().min(u128::from(u64::MAX)) as u64, Relaxed);
     }
 }
 
@@ -86,7 +109,8 @@ impl fmt::Display for Snapshot {
             f,
             "datagrams={} records={} denied={} parse_errors={} values_rejected={} metrics_dropped_cap={} \
              metadata_packets={} value_packets={} send_errors={} send_refused={} receive_errors={} sources={} \
-             sources_evicted={} restarts={} metadata_requests={} requests_answered={}",
+             sources_evicted={} restarts={} metadata_requests={} requests_answered={} \
+             packets_conflated={} packets_unsent={} send_queue={} send_queue_age_ms={}",
             self.datagrams,
             self.records,
             self.denied,
@@ -102,7 +126,11 @@ impl fmt::Display for Snapshot {
             self.sources_evicted,
             self.restarts,
             self.metadata_requests,
-            self.requests_answered
+            self.requests_answered,
+            self.packets_conflated,
+            self.packets_unsent,
+            self.send_queue,
+            self.send_queue_age_ms
         )
     }
 }
@@ -273,6 +301,27 @@ impl<'c> Events<'c> {
     pub fn not_a_request(&mut self, from: SocketAddr, len: usize) {
         if let Some(s) = self.limiter.allow("not_request", from.ip(), Instant::now()) {
             tracing::debug!(%from, len, suppressed = s, "not a gmond metadata request: ignored");
+        }
+    }
+
+    /// Queued packets replaced by newer ones.
+    pub fn conflated(&self, count: u64) {
+        if count > 0 {
+            self.counters.packets_conflated.fetch_add(count, Relaxed);
+        }
+    }
+
+    /// At stop, `count` queued packets could not be sent in time.
+    pub fn unsent_at_stop(&self, channel: &str, count: usize) {
+        self.counters
+            .packets_unsent
+            .fetch_add(count as u64, Relaxed);
+        if count > 0 {
+            tracing::warn!(
+                channel,
+                count,
+                "drain_timeout passed at stop: {count} queued packets not sent"
+            );
         }
     }
 

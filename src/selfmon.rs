@@ -10,6 +10,7 @@ use std::os::fd::RawFd;
 
 use crate::events::Snapshot;
 use crate::ganglia::xdr::{self, Metadata, MetricId, Slope};
+use crate::gateway::packets::{PacketBatch, PacketKind, SlotKey};
 
 struct SelfMetric {
     name: &'static str,
@@ -150,40 +151,86 @@ const SELF_METRICS: &[SelfMetric] = &[
         "Datagrams the kernel dropped because the receive buffer was full.",
         |_, d| d,
     ),
-    SelfMetric {
-        name: "xrd2ganglia.sources",
-        units: "sources",
-        slope: Slope::Both,
-        title: "Sources tracked",
-        desc: "xrootd/cmsd instances the gateway tracks now.",
-        value: |s, _| Some(s.sources),
-    },
+    counter(
+        "xrd2ganglia.packets_conflated",
+        "packets/s",
+        "Packets conflated",
+        "Queued packets replaced by a newer one of the same host and metric before they were sent.",
+        |s, _| Some(s.packets_conflated),
+    ),
+    counter(
+        "xrd2ganglia.packets_unsent",
+        "packets/s",
+        "Packets unsent at stop",
+        "Queued packets dropped at stop because drain_timeout passed.",
+        |s, _| Some(s.packets_unsent),
+    ),
+    gauge(
+        "xrd2ganglia.sources",
+        "sources",
+        "Sources tracked",
+        "xrootd/cmsd instances the gateway tracks now.",
+        |s, _| Some(s.sources),
+    ),
+    gauge(
+        "xrd2ganglia.send_queue",
+        "packets",
+        "Send queue",
+        "Packets waiting in the send queues (all channels), paced to max_send_rate.",
+        |s, _| Some(s.send_queue),
+    ),
+    gauge(
+        "xrd2ganglia.send_queue_age",
+        "ms",
+        "Send queue age",
+        "How long the oldest queued packet has waited: the delay the pacing adds.",
+        |s, _| Some(s.send_queue_age_ms),
+    ),
 ];
+
+const fn gauge(
+    name: &'static str,
+    units: &'static str,
+    title: &'static str,
+    desc: &'static str,
+    value: fn(&Snapshot, Option<u64>) -> Option<u64>,
+) -> SelfMetric {
+    SelfMetric {
+        name,
+        units,
+        slope: Slope::Both,
+        title,
+        desc,
+        value,
+    }
+}
 
 /// Encodes the self-metrics packets.
 pub struct SelfReporter {
     host: String,
-    packets: Vec<Vec<u8>>,
+    host_key: u64,
 }
 
 impl SelfReporter {
     pub fn new(host: String) -> SelfReporter {
         SelfReporter {
+            host_key: crate::mapping::name_key(&host),
             host,
-            packets: Vec::new(),
         }
     }
 
-    /// The packets for one report: metadata first when `with_metadata`.
+    /// The packets for one report, in `batch`: metadata first when
+    /// `with_metadata`.
     pub fn encode(
         &mut self,
+        batch: &mut PacketBatch,
         snap: &Snapshot,
         drops: Option<u64>,
         with_metadata: bool,
         tmax: u32,
         dmax: u32,
-    ) -> &[Vec<u8>] {
-        self.packets.clear();
+    ) {
+        batch.clear();
         let mut text = String::new();
         for m in SELF_METRICS {
             let Some(v) = (m.value)(snap, drops) else {
@@ -193,6 +240,10 @@ impl SelfReporter {
                 host: &self.host,
                 name: m.name,
                 spoof: false,
+            };
+            let key = SlotKey {
+                host: self.host_key,
+                metric: crate::mapping::name_key(m.name),
             };
             if with_metadata {
                 let extra = [
@@ -213,17 +264,16 @@ impl SelfReporter {
                     dmax,
                     extra: &extra,
                 };
-                let mut p = Vec::new();
-                xdr::encode_metadata(&mut p, &id, &meta);
-                self.packets.push(p);
+                batch.push(key, PacketKind::Metadata, |out| {
+                    xdr::encode_metadata(out, &id, &meta)
+                });
             }
             text.clear();
             text.push_str(&v.to_string());
-            let mut p = Vec::new();
-            xdr::encode_string_value(&mut p, &id, &text);
-            self.packets.push(p);
+            batch.push(key, PacketKind::Value, |out| {
+                xdr::encode_string_value(out, &id, &text)
+            });
         }
-        &self.packets
     }
 }
 
@@ -319,8 +369,9 @@ mod tests {
             sources: 3,
             ..Snapshot::default()
         };
-        let packets = r.encode(&snap, Some(2), true, 90, 0);
-        let decoded: Vec<Packet> = packets.iter().map(|p| decode(p).unwrap()).collect();
+        let mut batch = PacketBatch::default();
+        r.encode(&mut batch, &snap, Some(2), true, 90, 0);
+        let decoded: Vec<Packet> = batch.iter().map(|p| decode(p).unwrap()).collect();
         assert_eq!(decoded.len(), 2 * SELF_METRICS.len());
         let value = |name: &str| {
             decoded.iter().find_map(|p| match p {
@@ -337,9 +388,10 @@ mod tests {
         assert_eq!(value("xrd2ganglia.sources").as_deref(), Some("3"));
         assert!(decoded.iter().any(|p| matches!(p, Packet::Metadata { name, slope: 3, value_type, .. } if name == "xrd2ganglia.sources" && value_type == "uint32")));
         // Without kernel drops (no /proc), that metric is left out; values only.
-        assert_eq!(
-            r.encode(&snap, None, false, 90, 0).len(),
-            SELF_METRICS.len() - 1
-        );
+        r.encode(&mut batch, &snap, None, false, 90, 0);
+        assert_eq!(batch.len(), SELF_METRICS.len() - 1);
+        // Each packet is keyed by its own metric: none conflates another.
+        let keys: std::collections::HashSet<_> = batch.entries().map(|(k, _, _)| k).collect();
+        assert_eq!(keys.len(), batch.len());
     }
 }

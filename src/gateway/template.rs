@@ -19,12 +19,12 @@
 use std::ops::Range;
 
 use crate::catalog::{self, Kind};
-use crate::ganglia::xdr::{self, MetricId};
+use crate::ganglia::xdr;
 use crate::mapping::{Derived, MappedRecord, Role};
 use crate::summary::shape::{Hole, Shape};
 use crate::summary::{self, SummaryRecord};
 
-use super::PacketBatch;
+use super::packets::{self, PacketBatch, SlotKey};
 use super::series::{self, Counting, MetricState};
 
 /// Holes longer than this are left literal: 18 digits always fit an i64.
@@ -75,6 +75,8 @@ enum OutValue {
 /// What the values of a matched record are checked against.
 pub(super) struct Values<'s> {
     pub states: &'s mut [MetricState],
+    /// The source's host key ([`SlotKey::host`]).
+    pub host_key: u64,
     pub now_s: u32,
     pub heartbeat: Option<u32>,
 }
@@ -131,14 +133,7 @@ impl Template {
             due_at: state.heartbeat_meta_at.saturating_add(state.interval_s),
             oversize: false,
         };
-        let id = |name| MetricId {
-            host: state.spoof,
-            name,
-            spoof: true,
-        };
-        let start = t.bytes.len();
-        xdr::encode_uint_value(&mut t.bytes, &id("heartbeat"), 0);
-        t.heartbeat = start as u32..(t.bytes.len() - 4) as u32;
+        t.heartbeat = t.push(|out| packets::heartbeat_prefix(out, state.spoof));
 
         let header_len = record.header_len();
         // A name repeated in the record is sent once (the full path's rule):
@@ -175,7 +170,7 @@ impl Template {
                     && m.value == v.value
                     && shape.can_cut(span, hole)
             });
-            let prefix = t.push(|out| xdr::encode_string_value_prefix(out, &id(m.name)));
+            let prefix = t.push(|out| packets::value_prefix(out, state.spoof, m.name));
             let (input, value) = if let Some(span) = span {
                 let hole = shape.cut(span, hole);
                 (Input::Hole(hole), OutValue::Hole(hole))
@@ -222,7 +217,7 @@ impl Template {
                 return None;
             }
             t.due_at = t.due_at.min(meta_at.saturating_add(state.interval_s));
-            let prefix = t.push(|out| xdr::encode_string_value_prefix(out, &id(m.name)));
+            let prefix = t.push(|out| packets::value_prefix(out, state.spoof, m.name));
             t.outs.push(Out {
                 prefix,
                 value: OutValue::Derived,
@@ -314,11 +309,8 @@ impl Template {
         let bytes = &self.bytes;
         let slice = |r: &Range<u32>| &bytes[r.start as usize..r.end as usize];
         // Every packet is a cached piece plus at most a 20-digit value.
-        let out = &mut batch.data;
-        out.reserve(bytes.len() + 28 * (holes.len() + n));
-        out.extend_from_slice(slice(&self.heartbeat));
-        out.extend_from_slice(&tos.to_be_bytes());
-        batch.ends.push(out.len());
+        batch.reserve(bytes.len() + 28 * (holes.len() + n), self.outs.len() + 1);
+        batch.heartbeat_from_prefix(values.host_key, slice(&self.heartbeat), tos);
         let mut sent = 1;
         let mut next_derived = 0;
         let (mut number, mut counted) = ([0u8; 20], [0u8; 20]);
@@ -342,9 +334,11 @@ impl Template {
             if !state.admit(text, values.now_s, values.heartbeat, false) {
                 continue;
             }
-            out.extend_from_slice(slice(&o.prefix));
-            xdr::append_string(out, text);
-            batch.ends.push(out.len());
+            let key = SlotKey {
+                host: values.host_key,
+                metric: state.key,
+            };
+            batch.value_from_prefix(key, slice(&o.prefix), text);
             sent += 1;
         }
         Some(sent)

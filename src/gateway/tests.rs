@@ -1,6 +1,10 @@
 use super::*;
+use std::net::IpAddr;
+
 use crate::config::{FileConfig, Overrides, validate};
-use crate::ganglia::xdr::{Packet, Value, decode};
+use crate::ganglia::xdr::{self, Packet, Value, decode};
+use requests::Request;
+use source::{Source, Sources};
 
 fn settings(extra: &str) -> Settings {
     let file = FileConfig::parse(extra, std::path::Path::new("t")).unwrap();
@@ -141,46 +145,43 @@ fn first_record_sends_metadata_then_values_only() {
         assert!(b.len() <= xdr::MAX_PACKET);
     }
 
-    // Second record 15 s later: TMAX is now known (23 s), so metadata is resent once with it.
-    p.encode(
-        REC.as_bytes(),
-        from,
-        t0 + Duration::from_secs(15),
-        &s,
-        &mut ev,
-    );
-    let tmaxes = metric_tmaxes(&decode_all(&p));
-    assert!(
-        !tmaxes.is_empty() && tmaxes.iter().all(|t| *t == 23),
-        "{tmaxes:?}"
-    );
+    // Second record 15 s later: TMAX is now known (23 s). Its metadata is
+    // resent with it, not at once (every source started with this one would
+    // do the same) but within half the metadata interval: one record
+    // carries all of it, the others values only (12: heartbeat + 11).
+    let mut with_metadata = Vec::new();
+    for n in 1..=3u64 {
+        let at = Duration::from_secs(15 * n);
+        p.encode(REC.as_bytes(), from, t0 + at, &s, &mut ev);
+        let packets = decode_all(&p);
+        let tmaxes = metric_tmaxes(&packets);
+        if n == 1 {
+            assert!(tmaxes.is_empty(), "{tmaxes:?}");
+        }
+        if tmaxes.is_empty() {
+            assert!(
+                packets.iter().all(|p| matches!(p, Packet::Value { .. })),
+                "{packets:?}"
+            );
+            assert_eq!(packets.len(), 12);
+        } else {
+            assert_eq!(tmaxes, [23; 11], "at {at:?}");
+            with_metadata.push(at);
+        }
+    }
+    assert_eq!(with_metadata.len(), 1, "{with_metadata:?}");
 
-    // Third record: values only (and the heartbeat value).
+    // A metadata_interval after that: metadata again.
     p.encode(
         REC.as_bytes(),
         from,
-        t0 + Duration::from_secs(30),
-        &s,
-        &mut ev,
-    );
-    let packets = decode_all(&p);
-    assert!(
-        packets.iter().all(|p| matches!(p, Packet::Value { .. })),
-        "{packets:?}"
-    );
-    assert_eq!(packets.len(), 12);
-
-    // After metadata_interval: metadata again.
-    p.encode(
-        REC.as_bytes(),
-        from,
-        t0 + Duration::from_secs(76),
+        t0 + with_metadata[0] + Duration::from_secs(61),
         &s,
         &mut ev,
     );
     assert_eq!(metadata_count(&p), 12);
     let snap = counters.snapshot();
-    assert_eq!((snap.datagrams, snap.records, snap.parse_errors), (4, 4, 0));
+    assert_eq!((snap.datagrams, snap.records, snap.parse_errors), (5, 5, 0));
 }
 
 #[test]
@@ -675,22 +676,30 @@ fn changed_only_sends_unchanged_values_on_the_heartbeat_and_grows_tmax() {
         (values(&p), decode_all(&p))
     };
     assert_eq!(report(1, 1000).0.len(), 12);
-    // The interval is now known: TMAX = 1.5 x 10 + 45, metadata resent with it (and values).
-    let tmaxes = metric_tmaxes(&report(2, 1000).1);
+    // The interval is now known: TMAX = 1.5 x 10 + 45; metadata goes out
+    // with it (and takes its values along) within the next 30 s.
+    let mut n = 2;
+    let tmaxes = loop {
+        let tmaxes = metric_tmaxes(&report(n, 1000).1);
+        if !tmaxes.is_empty() || n > 5 {
+            break tmaxes;
+        }
+        n += 1;
+    };
     assert!(
         !tmaxes.is_empty() && tmaxes.iter().all(|t| *t == 60),
         "{tmaxes:?}"
     );
     // Nothing changed: only the host heartbeat goes out...
-    for n in 3..6 {
+    for n in n + 1..n + 4 {
         let (v, all) = report(n, 1000);
         assert!(v.is_empty() && all.len() == 1, "report {n}: {all:?}");
     }
     // ...but what changed does.
-    let v = report(6, 1500).0;
+    let v = report(n + 4, 1500).0;
     assert_eq!(v.keys().collect::<Vec<_>>(), ["xrootd.link.in"]);
     // 45 s (and more) after they were last sent, unchanged values go out again.
-    let v = report(7, 1500).0;
+    let v = report(n + 5, 1500).0;
     assert!(
         v.contains_key("xrootd.link.num") && !v.contains_key("xrootd.link.in"),
         "{v:?}"

@@ -1,0 +1,242 @@
+//! The packets a record becomes, built in one place.
+//!
+//! Per spoofed host: the heartbeat (its metadata as `gmetric -S HOST -H`
+//! sends it, and a 132 uint value that gmond shows as GMOND_STARTED), then
+//! per metric its metadata (128) and its value (133, `%s`). Each packet is
+//! tagged with the (host, metric) it is about and whether it is metadata
+//! or a value: the send queue ([`super::queue`]) keeps one of each per
+//! (host, metric).
+
+use crate::ganglia::xdr::{self, Metadata, MetricId};
+use crate::mapping::{Metric, name_key};
+
+/// The (host, metric) a packet is about: hashes of the spoof string and of
+/// the metric's name ([`name_key`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SlotKey {
+    pub host: u64,
+    pub metric: u64,
+}
+
+impl SlotKey {
+    pub fn of(host: &str, metric: &str) -> SlotKey {
+        SlotKey {
+            host: name_key(host),
+            metric: name_key(metric),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PacketKind {
+    Metadata,
+    Value,
+}
+
+/// The metric name key of every host's heartbeat.
+pub fn heartbeat_key() -> u64 {
+    name_key(HEARTBEAT)
+}
+
+pub const HEARTBEAT: &str = "heartbeat";
+
+/// Encoded packets of one record, back to back, each with its slot key.
+#[derive(Default)]
+pub struct PacketBatch {
+    data: Vec<u8>,
+    entries: Vec<Entry>,
+}
+
+#[derive(Clone, Copy)]
+struct Entry {
+    end: u32,
+    key: SlotKey,
+    kind: PacketKind,
+}
+
+impl PacketBatch {
+    pub fn clear(&mut self) {
+        self.data.clear();
+        self.entries.clear();
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Appends one packet that `encode` writes; a packet over
+    /// [`xdr::MAX_PACKET`] is never sent (the sanitiser's caps make that
+    /// impossible; this keeps it so).
+    pub fn push(&mut self, key: SlotKey, kind: PacketKind, encode: impl FnOnce(&mut Vec<u8>)) {
+        let start = self.data.len();
+        encode(&mut self.data);
+        if self.data.len() - start > xdr::MAX_PACKET {
+            tracing::error!(
+                bytes = self.data.len() - start,
+                "packet over 1464 bytes not sent"
+            );
+            self.data.truncate(start);
+            return;
+        }
+        self.entries.push(Entry {
+            end: self.data.len() as u32,
+            key,
+            kind,
+        });
+    }
+
+    /// The packets, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> {
+        self.entries().map(|(_, _, p)| p)
+    }
+
+    /// The packets with their keys, in order.
+    pub fn entries(&self) -> impl Iterator<Item = (SlotKey, PacketKind, &[u8])> {
+        let mut start = 0;
+        self.entries.iter().map(move |e| {
+            let p = &self.data[start..e.end as usize];
+            start = e.end as usize;
+            (e.key, e.kind, p)
+        })
+    }
+
+    /// The heartbeat's metadata, as `gmetric -S HOST -H` sends it.
+    pub fn heartbeat_metadata(&mut self, host: &str, host_key: u64) {
+        let id = MetricId {
+            host,
+            name: HEARTBEAT,
+            spoof: true,
+        };
+        let extra = [("SPOOF_HOST", host), ("SPOOF_HEARTBEAT", "yes")];
+        let meta = Metadata {
+            value_type: "uint32",
+            units: "",
+            slope: xdr::Slope::Zero,
+            tmax: 0,
+            dmax: 0,
+            extra: &extra,
+        };
+        let key = SlotKey {
+            host: host_key,
+            metric: heartbeat_key(),
+        };
+        self.push(key, PacketKind::Metadata, |out| {
+            xdr::encode_metadata(out, &id, &meta)
+        });
+    }
+
+    /// The heartbeat's value: a 132 uint (gmond reads a heartbeat's value
+    /// as u32 whatever the packet; a 133 string shows garbage) valued with
+    /// the program's start time, which gmond shows as GMOND_STARTED.
+    pub fn heartbeat_value(&mut self, host: &str, host_key: u64, started: u32) {
+        let key = SlotKey {
+            host: host_key,
+            metric: heartbeat_key(),
+        };
+        self.push(key, PacketKind::Value, |out| {
+            xdr::encode_uint_value(out, &heartbeat_id(host), started)
+        });
+    }
+
+    /// A metric's metadata (128); `title` is scratch space.
+    #[allow(clippy::too_many_arguments)]
+    pub fn metadata(
+        &mut self,
+        title: &mut String,
+        host: &str,
+        host_key: u64,
+        m: &Metric<'_>,
+        program: &str,
+        tmax: u32,
+        dmax: u32,
+    ) {
+        title.clear();
+        m.write_title(title, program);
+        let extra = [
+            ("SPOOF_HOST", host),
+            ("GROUP", m.group),
+            ("DESC", m.desc()),
+            ("TITLE", title.as_str()),
+        ];
+        let meta = Metadata {
+            value_type: m.value_type(),
+            units: m.units(),
+            slope: m.slope(),
+            tmax,
+            dmax,
+            extra: &extra,
+        };
+        let id = metric_id(host, m.name);
+        let key = SlotKey {
+            host: host_key,
+            metric: m.name_key,
+        };
+        self.push(key, PacketKind::Metadata, |out| {
+            xdr::encode_metadata(out, &id, &meta)
+        });
+    }
+
+    /// A metric's value (133 `%s`).
+    pub fn value(&mut self, host: &str, key: SlotKey, name: &str, text: &[u8]) {
+        self.push(key, PacketKind::Value, |out| {
+            value_prefix(out, host, name);
+            xdr::append_string(out, text);
+        });
+    }
+
+    /// A value packet whose first part is cached (the template's fast path):
+    /// `prefix` from [`value_prefix`], then `text`.
+    pub fn value_from_prefix(&mut self, key: SlotKey, prefix: &[u8], text: &[u8]) {
+        self.push(key, PacketKind::Value, |out| {
+            out.extend_from_slice(prefix);
+            xdr::append_string(out, text);
+        });
+    }
+
+    /// The heartbeat value from its cached prefix (all but the last 4 bytes).
+    pub fn heartbeat_from_prefix(&mut self, host_key: u64, prefix: &[u8], started: u32) {
+        let key = SlotKey {
+            host: host_key,
+            metric: heartbeat_key(),
+        };
+        self.push(key, PacketKind::Value, |out| {
+            out.extend_from_slice(prefix);
+            out.extend_from_slice(&started.to_be_bytes());
+        });
+    }
+
+    /// Room for `bytes` more bytes and `packets` more packets.
+    pub fn reserve(&mut self, bytes: usize, packets: usize) {
+        self.data.reserve(bytes);
+        self.entries.reserve(packets);
+    }
+}
+
+fn metric_id<'a>(host: &'a str, name: &'a str) -> MetricId<'a> {
+    MetricId {
+        host,
+        name,
+        spoof: true,
+    }
+}
+
+fn heartbeat_id(host: &str) -> MetricId<'_> {
+    metric_id(host, HEARTBEAT)
+}
+
+/// A metric's value packet up to its value (what the template caches).
+pub fn value_prefix(out: &mut Vec<u8>, host: &str, name: &str) {
+    xdr::encode_string_value_prefix(out, &metric_id(host, name));
+}
+
+/// The heartbeat's value packet up to its value (what the template caches).
+pub fn heartbeat_prefix(out: &mut Vec<u8>, host: &str) {
+    let start = out.len();
+    xdr::encode_uint_value(out, &heartbeat_id(host), 0);
+    out.truncate(out.len() - 4);
+    debug_assert!(out.len() > start);
+}

@@ -1,0 +1,487 @@
+//! Everything between a datagram and the packets it becomes.
+//!
+//! Per datagram: allow-list check -> the source's template, if the record
+//! is its last one with new numbers ([`super::template`]) -> else
+//! [`summary`](crate::summary) -> [`mapping`](crate::mapping) -> per-source
+//! state ([`super::source`]): metadata schedule, counter continuity and
+//! changed-only sending ([`super::series`]) -> packets
+//! ([`super::packets`]), left in a batch for the send queues. Pure apart
+//! from the counters: no socket, no clock of its own, so tests drive it
+//! with chosen instants.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::config::Settings;
+use crate::events::Events;
+use crate::mapping::{MappedRecord, Mapper};
+use crate::summary::SummaryParser;
+
+use super::packets::{PacketBatch, SlotKey};
+use super::requests::{self, Request};
+use super::sender::Outbox;
+use super::series::{self, Counting};
+use super::source::{Sources, announced_tmax};
+use super::state::{self, StateStore};
+use super::template::{self, Template};
+
+/// Pipeline seconds start here, not at zero, so that "`lead` seconds
+/// before now" is always a valid time ([`super::source`]).
+pub(super) const SECONDS_BASE: u32 = 1 << 24;
+
+/// Pipeline seconds at `now`: from [`SECONDS_BASE`] at `epoch`.
+fn seconds(epoch: Instant, now: Instant) -> u32 {
+    let elapsed = now.saturating_duration_since(epoch).as_secs();
+    SECONDS_BASE.saturating_add(elapsed.min(u64::from(u32::MAX)) as u32)
+}
+
+/// `metadata_interval` in pipeline seconds (far below [`SECONDS_BASE`]).
+fn interval_seconds(settings: &Settings) -> u32 {
+    settings
+        .metadata_interval
+        .as_secs()
+        .min(u64::from(SECONDS_BASE / 2)) as u32
+}
+
+/// Everything between a datagram and the packets it becomes.
+pub struct Pipeline {
+    pub(super) parser: SummaryParser,
+    pub(super) mapper: Mapper,
+    pub(super) mapped: MappedRecord,
+    pub(super) sources: Sources,
+    pub(super) batch: PacketBatch,
+    pub(super) title: String,
+    /// Reference point for the compact per-metric timestamps (pipeline
+    /// seconds, [`SECONDS_BASE`] at this instant).
+    pub(super) epoch: Instant,
+    /// Use the sources' templates ([`template`]); off only to test that
+    /// the fast path equals the full one.
+    pub(super) fast_path: bool,
+    /// Where the holes of the last matched template lie in the datagram.
+    pub(super) holes: Vec<std::ops::Range<u32>>,
+    /// Records that took the fast path.
+    pub(super) fast_path_hits: u64,
+    /// Where sources' counter state is saved and restored from, and this
+    /// pipeline's part in it.
+    pub(super) store: Option<(Arc<StateStore>, usize)>,
+}
+
+impl Pipeline {
+    pub fn new(settings: &Settings) -> Pipeline {
+        Pipeline {
+            parser: SummaryParser::new(),
+            mapper: Mapper::new(settings.metric_name.clone(), settings.group_name.clone()),
+            mapped: MappedRecord::default(),
+            sources: Sources::default(),
+            batch: PacketBatch::default(),
+            title: String::new(),
+            epoch: Instant::now(),
+            fast_path: true,
+            holes: Vec::new(),
+            fast_path_hits: 0,
+            store: None,
+        }
+    }
+
+    /// Restores sources from `store` when first heard from, and hands their
+    /// state in as part `task` ([`hand_in_state`](Self::hand_in_state)).
+    pub fn keep_state(&mut self, store: Arc<StateStore>, task: usize) {
+        self.store = Some((store, task));
+    }
+
+    /// Hands the sources' counter state to the store (for the state file).
+    pub fn hand_in_state(&self) {
+        let Some((store, task)) = &self.store else {
+            return;
+        };
+        let mut text = String::new();
+        for (ip, list) in &self.sources.by_ip {
+            for source in list {
+                let counters = source
+                    .states
+                    .iter()
+                    .filter(|m| m.last_raw != 0 || m.offset != 0);
+                if source.started.is_none() && counters.clone().next().is_none() {
+                    continue;
+                }
+                state::write_source(&mut text, *ip, &source.program, source.started);
+                for m in counters {
+                    state::write_counter(&mut text, m.key, m.last_raw, m.offset);
+                }
+            }
+        }
+        store.hand_in(*task, text);
+    }
+
+    /// Takes new settings: new names and timing apply to the next record, and
+    /// every metric's metadata is sent again then (DMAX or TMAX may differ).
+    pub fn reconfigure(&mut self, settings: &Settings) {
+        self.mapper = Mapper::new(settings.metric_name.clone(), settings.group_name.clone());
+        for source in self.sources.by_ip.values_mut().flatten() {
+            source.resend_everything();
+        }
+    }
+
+    /// Handles one datagram: encodes its packets and queues them for every
+    /// send channel (never waits: the senders pace them out).
+    pub fn handle(
+        &mut self,
+        datagram: &[u8],
+        from: SocketAddr,
+        now: Instant,
+        settings: &Settings,
+        outbox: &Outbox,
+        events: &mut Events<'_>,
+    ) {
+        self.encode(datagram, from, now, settings, events);
+        outbox.queue(&self.batch, now, events);
+    }
+
+    /// Answers a metadata request through the send queues; returns whether
+    /// it did ([`answer`](Self::answer)).
+    pub fn handle_request(
+        &mut self,
+        request: &Request,
+        now: Instant,
+        settings: &Settings,
+        outbox: &Outbox,
+        events: &mut Events<'_>,
+    ) {
+        let answered = self.answer(request, now, settings);
+        events.metadata_request(&request.host, &request.name, answered);
+        if answered {
+            outbox.queue(&self.batch, now, events);
+        }
+    }
+
+    /// Turns one datagram into the packets to send (left in the batch).
+    pub fn encode(
+        &mut self,
+        datagram: &[u8],
+        from: SocketAddr,
+        now: Instant,
+        settings: &Settings,
+        events: &mut Events<'_>,
+    ) {
+        self.batch.clear();
+        events.datagram();
+        if !settings.allow.is_empty() && !settings.allow.iter().any(|n| n.contains(&from.ip())) {
+            events.denied(from);
+            return;
+        }
+        if self.fast_path && self.encode_from_template(datagram, from, now, settings, events) {
+            return;
+        }
+        let record = match self.parser.parse(datagram) {
+            Ok(r) => r,
+            Err(e) => {
+                events.parse_failed(from, datagram.len(), &e);
+                return;
+            }
+        };
+        events.record();
+        self.mapper.map(&record, from.ip(), &mut self.mapped);
+        if self.mapped.rejected_count > 0 {
+            events.values_rejected(from, self.mapped.rejected_count, &self.mapped.rejected);
+        }
+        let header = record.header();
+        let number = |v: Option<&str>| v.and_then(|t| t.trim().parse::<u32>().ok()).unwrap_or(0);
+        let (tos, pid) = (number(header.tos), number(header.pid));
+
+        let now_s = seconds(self.epoch, now);
+        let interval_s = interval_seconds(settings);
+        let (source, created, evicted) = self.sources.get_or_insert(
+            from.ip(),
+            &self.mapped.program,
+            now,
+            settings.max_sources,
+            self.mapped.len(),
+        );
+        if evicted > 0 {
+            events.sources_evicted(evicted, settings.max_sources);
+        }
+        if created {
+            events.source_added();
+            if let Some(saved) = self
+                .store
+                .as_ref()
+                .and_then(|(store, _)| store.claim(from.ip(), &self.mapped.program))
+            {
+                source.restore(saved, now_s);
+            }
+        }
+        let tmax = announced_tmax(source.observe(now, settings.tmax), settings);
+        let restarted = source.note_start(tos, pid);
+        if restarted {
+            events.restarted(
+                from,
+                &self.mapped.host.spoof,
+                &self.mapped.program,
+                tos,
+                pid,
+            );
+            // Its counters count from zero again: continue from what was sent.
+            for state in &mut source.states {
+                state.restart();
+            }
+        }
+        // Resend every metadata when what it carries changed, or the program
+        // restarted (a new start time, and a gmond may have dropped it meanwhile).
+        // A new TMAX (known from the second report on) is announced with
+        // each metric's next metadata, made due soon but not at once:
+        // sources that started together learn their TMAX together.
+        let refresh_all =
+            restarted || source.host != self.mapped.host.spoof || source.metadata_tmax == 0;
+        if refresh_all {
+            source.host.clear();
+            source.host.push_str(&self.mapped.host.spoof);
+            source.host_key = crate::mapping::name_key(&source.host);
+        } else if source.metadata_tmax != tmax {
+            source.schedule_metadata(now_s, interval_s);
+        }
+        source.metadata_tmax = tmax;
+        if settings.answers_requests() {
+            source.last_record.clear();
+            source.last_record.extend_from_slice(datagram);
+        }
+        let spoof = self.mapped.host.spoof.as_str();
+        let host_key = source.host_key;
+
+        // Heartbeat for the spoofed host, first. gmond shows it without
+        // metadata, but asks for that metadata (a 136 on its send channels)
+        // at every heartbeat: so it gets gmetric -H's, on the metrics' schedule.
+        let mut metadata_sent = 0u64;
+        if refresh_all || source.heartbeat_meta_at == series::NEVER {
+            source.heartbeat_meta_at = now_s - source.lead(interval_s);
+            self.batch.heartbeat_metadata(spoof, host_key);
+            metadata_sent += 1;
+        } else if now_s.saturating_sub(source.heartbeat_meta_at) >= interval_s {
+            source.heartbeat_meta_at = now_s;
+            self.batch.heartbeat_metadata(spoof, host_key);
+            metadata_sent += 1;
+        }
+        self.batch.heartbeat_value(spoof, host_key, tos);
+
+        let mut capped = 0usize;
+        let mut values_sent = 1u64;
+        let mut number = [0u8; 20];
+        for m in self.mapped.metrics() {
+            let Some((at, metadata_due)) = source.metric(
+                m.name_key,
+                now_s,
+                interval_s,
+                refresh_all,
+                settings.max_metrics_per_source,
+            ) else {
+                capped += 1;
+                continue;
+            };
+            if !source.states[at].first_in(source.reports) {
+                continue;
+            }
+            if metadata_due {
+                self.batch.metadata(
+                    &mut self.title,
+                    spoof,
+                    host_key,
+                    &m,
+                    &self.mapped.program,
+                    tmax,
+                    settings.dmax,
+                );
+                metadata_sent += 1;
+            }
+            let state = &mut source.states[at];
+            let value =
+                series::counter_text(state, m.value.as_bytes(), Counting::of(m.kind), &mut number);
+            if !state.admit(value, now_s, settings.value_heartbeat, metadata_due) {
+                continue;
+            }
+            let key = SlotKey {
+                host: host_key,
+                metric: m.name_key,
+            };
+            self.batch.value(spoof, key, m.name, value);
+            values_sent += 1;
+        }
+        if capped > 0 {
+            events.metric_cap(from, spoof, capped, settings.max_metrics_per_source);
+        }
+        source.prune(now_s, settings.dmax, interval_s);
+        events.sent(metadata_sent, values_sent);
+
+        // The next record like this one takes the fast path: from a
+        // source's second report on (a sender seen once, as in a flood of
+        // one-shot senders, costs no template).
+        source.template = None;
+        if self.fast_path && capped == 0 && source.started.is_some() && source.reports >= 2 {
+            let (index, states) = (&source.index, &source.states);
+            let state = template::SourceState {
+                spoof,
+                tmax,
+                heartbeat_meta_at: source.heartbeat_meta_at,
+                metric: &|key| {
+                    let at = *index.get(&key)?;
+                    Some((at, states.get(at as usize)?.meta_at))
+                },
+                interval_s,
+            };
+            let built = Template::build(datagram, &record, &self.mapped, &state);
+            source.template = built.map(Box::new);
+        }
+    }
+
+    /// The fast path: the datagram matches the template of a source of its
+    /// sender, and nothing but values changed (same program run, same
+    /// TMAX, no metadata due). Returns false, having sent nothing, otherwise.
+    fn encode_from_template(
+        &mut self,
+        datagram: &[u8],
+        from: SocketAddr,
+        now: Instant,
+        settings: &Settings,
+        events: &mut Events<'_>,
+    ) -> bool {
+        let Some(list) = self.sources.by_ip.get_mut(&from.ip()) else {
+            return false;
+        };
+        let now_s = seconds(self.epoch, now);
+        let interval_s = interval_seconds(settings);
+        let holes = &mut self.holes;
+        let Some(source) = list.iter_mut().find(|s| {
+            s.template
+                .as_deref()
+                .is_some_and(|t| t.matches(datagram, holes))
+        }) else {
+            return false;
+        };
+        let Some(t) = source.template.take() else {
+            return false;
+        };
+        let (tos, pid) = t.start(datagram, &self.holes);
+        // observe() notes the report; if the full path runs after all, it
+        // notes it again at the same instant: a zero gap, which is ignored.
+        let mut sent = None;
+        if source.started == Some((tos, pid))
+            && now_s < t.due_at
+            && announced_tmax(source.observe(now, settings.tmax), settings) == t.tmax
+            && source.metadata_tmax == t.tmax
+        {
+            if settings.answers_requests() {
+                source.last_record.clear();
+                source.last_record.extend_from_slice(datagram);
+            }
+            let values = template::Values {
+                states: &mut source.states,
+                host_key: source.host_key,
+                now_s,
+                heartbeat: settings.value_heartbeat,
+            };
+            sent = t.emit(datagram, &self.holes, tos, values, &mut self.batch);
+        }
+        source.template = Some(t);
+        let Some(values) = sent else {
+            return false;
+        };
+        events.record();
+        source.prune(now_s, settings.dmax, interval_s);
+        events.sent(0, values);
+        self.fast_path_hits += 1;
+        true
+    }
+
+    /// Answers gmond's metadata request: if `request` names a metric of a
+    /// source of this pipeline, its last record's metadata and values are
+    /// left in the batch, all of them, at most once per source per
+    /// [`requests::ANSWER_HOLDOFF`]. Returns whether it did. The periodic
+    /// resend keeps its schedule (an answer is extra, not a resend).
+    pub fn answer(&mut self, request: &Request, now: Instant, settings: &Settings) -> bool {
+        self.batch.clear();
+        let Some(ip) = requests::spoof_ip(&request.host) else {
+            return false;
+        };
+        // The heartbeat is every source's of the host: any of them answers.
+        let key = crate::mapping::name_key(&request.name);
+        let any = request.name == "heartbeat";
+        let Some(source) = self.sources.by_ip.get_mut(&ip).and_then(|list| {
+            list.iter_mut()
+                .find(|s| s.host == request.host && (any || s.index.contains_key(&key)))
+        }) else {
+            return false;
+        };
+        if source.last_record.is_empty()
+            || source
+                .answered_at
+                .is_some_and(|t| now.saturating_duration_since(t) < requests::ANSWER_HOLDOFF)
+        {
+            return false;
+        }
+        source.answered_at = Some(now);
+        let Ok(record) = self.parser.parse(&source.last_record) else {
+            return false;
+        };
+        self.mapper.map(&record, ip, &mut self.mapped);
+        let spoof = source.host.as_str();
+        let host_key = source.host_key;
+        self.batch.heartbeat_metadata(spoof, host_key);
+        let mut number = [0u8; 20];
+        for m in self.mapped.metrics() {
+            let Some(&at) = source.index.get(&m.name_key) else {
+                continue;
+            };
+            self.batch.metadata(
+                &mut self.title,
+                spoof,
+                host_key,
+                &m,
+                &self.mapped.program,
+                source.metadata_tmax,
+                settings.dmax,
+            );
+            let state = &source.states[at as usize];
+            // The value as last sent: this record's reading plus the offset.
+            let value = match (Counting::of(m.kind), series::parse_u64(m.value.as_bytes())) {
+                (Counting::None, _) | (_, None) => m.value.as_bytes(),
+                (_, Some(raw)) => series::format_u64(&mut number, raw.saturating_add(state.offset)),
+            };
+            let key = SlotKey {
+                host: host_key,
+                metric: m.name_key,
+            };
+            self.batch.value(spoof, key, m.name, value);
+        }
+        true
+    }
+
+    /// Turns the template fast path off (or on again): for `dump` and for
+    /// benchmarks of the full path. The packets are the same either way.
+    pub fn set_fast_path(&mut self, on: bool) {
+        self.fast_path = on;
+        if !on {
+            for source in self.sources.by_ip.values_mut().flatten() {
+                source.template = None;
+            }
+        }
+    }
+
+    /// How many records took the template fast path.
+    pub fn fast_path_hits(&self) -> u64 {
+        self.fast_path_hits
+    }
+
+    /// The packets of the last [`encode`](Self::encode), for tests and dry runs.
+    pub fn packets(&self) -> impl Iterator<Item = &[u8]> {
+        self.batch.iter()
+    }
+
+    /// The metrics of the last record that took the full path, as mapped
+    /// (for `dump`'s notes; `dump` turns the fast path off).
+    pub fn mapped(&self) -> &MappedRecord {
+        &self.mapped
+    }
+
+    pub fn sources(&self) -> usize {
+        self.sources.len
+    }
+}

@@ -1,0 +1,242 @@
+//! The senders: one task per send channel, pacing its queue to gmond.
+//!
+//! gmond reads one datagram at a time, in one thread, from a socket with
+//! the system's default receive buffer (about 250 small datagrams), and
+//! stops reading while it writes its XML for gmetad: a few hundred packets
+//! back to back overflow it, whatever the average rate (measured on gmond
+//! 3.7.2; `ganglia-facts.md`, "How much gmond takes"). So the receive tasks
+//! never send: they put a record's packets into each channel's
+//! [`SendQueue`] (conflating, [`super::queue`]) and go back to their
+//! socket. Each channel's sender owns a token bucket that persists across
+//! records: at most `send_burst` packets back to back, `max_send_rate`
+//! packets per second on average (0: as fast as the channel takes them).
+//!
+//! At stop the senders get a deadline (`drain_timeout`): what is queued
+//! goes out, paced, until the queue is empty or the deadline passes; the
+//! rest is counted as unsent and logged.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinHandle;
+
+use crate::config::Settings;
+use crate::events::{Counters, Events};
+use crate::ganglia::channel::{SendChannel, Sent};
+
+use super::packets::PacketBatch;
+use super::queue::{Outgoing, SendQueue};
+
+/// Packets taken from a queue per lock, unpaced (one to a few sendmmsg calls).
+const UNPACED_CHUNK: usize = 256;
+
+/// One send channel's queue, and how its sender is woken.
+pub struct Lane {
+    channel: SendChannel,
+    queue: Mutex<SendQueue>,
+    wake: Notify,
+}
+
+impl Lane {
+    fn queue(&self) -> MutexGuard<'_, SendQueue> {
+        // A panic while holding the lock leaves a queue that is still
+        // consistent (every method restores its invariants before returning).
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Where the receive tasks put packets: every send channel's queue.
+pub struct Outbox {
+    lanes: Vec<Arc<Lane>>,
+}
+
+/// How full the queues are.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueStats {
+    /// Packets pending, all channels.
+    pub packets: usize,
+    /// Age of the oldest pending packet, any channel.
+    pub oldest: Duration,
+}
+
+impl Outbox {
+    /// Queues a batch for every channel, without waiting for any send.
+    pub fn queue(&self, batch: &PacketBatch, now: Instant, events: &Events<'_>) {
+        if batch.is_empty() {
+            return;
+        }
+        for lane in &self.lanes {
+            let (conflated, was_empty) = {
+                let mut q = lane.queue();
+                let was_empty = q.is_empty();
+                (q.push_batch(batch, now), was_empty)
+            };
+            if was_empty {
+                lane.wake.notify_one();
+            }
+            events.conflated(conflated);
+        }
+    }
+
+    pub fn stats(&self, now: Instant) -> QueueStats {
+        let mut s = QueueStats::default();
+        for lane in &self.lanes {
+            let q = lane.queue();
+            s.packets += q.len();
+            if let Some(t) = q.oldest() {
+                s.oldest = s.oldest.max(now.saturating_duration_since(t));
+            }
+        }
+        s
+    }
+
+    /// The channels' labels, for the start-up log.
+    pub fn labels(&self) -> Vec<String> {
+        self.lanes
+            .iter()
+            .map(|l| l.channel.label().to_string())
+            .collect()
+    }
+}
+
+/// The senders of one set of channels (replaced whole by a reload).
+pub struct Senders {
+    pub outbox: Arc<Outbox>,
+    /// None while running; the drain deadline once stopping.
+    stop: watch::Sender<Option<Instant>>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+/// Pacing as configured.
+#[derive(Clone, Copy, Debug)]
+struct Pace {
+    /// Packets per second (0: unpaced).
+    rate: u64,
+    /// Packets back to back at most (the bucket's size).
+    burst: usize,
+}
+
+impl Senders {
+    /// Starts a sender task per channel.
+    pub fn start(
+        settings: &Settings,
+        channels: Vec<SendChannel>,
+        counters: Arc<Counters>,
+    ) -> Senders {
+        let pace = Pace {
+            rate: settings.max_send_rate,
+            burst: settings.send_burst.max(1),
+        };
+        let (stop, stop_rx) = watch::channel(None);
+        let lanes: Vec<Arc<Lane>> = channels
+            .into_iter()
+            .map(|channel| {
+                Arc::new(Lane {
+                    channel,
+                    queue: Mutex::new(SendQueue::default()),
+                    wake: Notify::new(),
+                })
+            })
+            .collect();
+        let tasks = lanes
+            .iter()
+            .map(|lane| {
+                tokio::spawn(send_loop(
+                    lane.clone(),
+                    pace,
+                    counters.clone(),
+                    settings.log_interval,
+                    stop_rx.clone(),
+                ))
+            })
+            .collect();
+        Senders {
+            outbox: Arc::new(Outbox { lanes }),
+            stop,
+            tasks,
+        }
+    }
+
+    /// Sends what is queued until `deadline`, then stops the tasks.
+    pub async fn drain(self, deadline: Instant) {
+        let _ = self.stop.send(Some(deadline));
+        for t in self.tasks {
+            let _ = t.await;
+        }
+    }
+}
+
+/// One channel's sender: takes packets from the lane's queue as the token
+/// bucket allows and sends them.
+async fn send_loop(
+    lane: Arc<Lane>,
+    pace: Pace,
+    counters: Arc<Counters>,
+    log_interval: Duration,
+    mut stop: watch::Receiver<Option<Instant>>,
+) {
+    let mut events = Events::new(&counters, log_interval);
+    let mut out = Outgoing::default();
+    let mut tokens = pace.burst as f64;
+    let mut filled_at = Instant::now();
+    loop {
+        let deadline = *stop.borrow_and_update();
+        let pending = lane.queue().len();
+        if pending == 0 {
+            if deadline.is_some() {
+                return;
+            }
+            tokio::select! {
+                _ = lane.wake.notified() => {}
+                _ = stop.changed() => {}
+            }
+            continue;
+        }
+        let now = Instant::now();
+        if let Some(d) = deadline
+            && now >= d
+        {
+            let unsent = lane.queue().clear();
+            events.unsent_at_stop(lane.channel.label(), unsent);
+            return;
+        }
+        let budget = if pace.rate == 0 {
+            UNPACED_CHUNK
+        } else {
+            let elapsed = now.saturating_duration_since(filled_at).as_secs_f64();
+            tokens = (tokens + elapsed * pace.rate as f64).min(pace.burst as f64);
+            filled_at = now;
+            if tokens < 1.0 {
+                // The timer's granularity is about a millisecond: a wait
+                // shorter than that comes back with a millisecond's tokens.
+                let wait = Duration::from_secs_f64((1.0 - tokens) / pace.rate as f64);
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = stop.changed() => {}
+                }
+                continue;
+            }
+            tokens as usize
+        };
+        out.clear();
+        let n = lane.queue().pop(budget, &mut out);
+        tokens -= n as f64;
+        send(&lane.channel, &out, &mut events);
+        if pace.rate == 0 {
+            // Let the receive tasks in between chunks.
+            tokio::task::yield_now().await;
+        }
+    }
+}
+
+fn send(channel: &SendChannel, out: &Outgoing, events: &mut Events<'_>) {
+    if out.is_empty() {
+        return;
+    }
+    channel.send_all(&out.packets(), |r| match r {
+        Ok(Sent::Ok) => {}
+        Ok(Sent::AfterRefusal) => events.send_refused(channel.label(), channel.target()),
+        Err(e) => events.send_failed(channel.label(), channel.target(), &e),
+    });
+}

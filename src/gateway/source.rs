@@ -1,0 +1,321 @@
+//! What the gateway remembers of each xrootd or cmsd it hears from.
+//!
+//! A source is one program (`pgm`, or `pgm ins`) at one sender address: its
+//! spoofed host, its report interval (hence TMAX), its start (to notice a
+//! restart), its metrics' state ([`super::series`]) and its template
+//! ([`super::template`]). Sources are bounded (`max_sources`, least recently
+//! seen evicted first) and so are their metrics (`max_metrics_per_source`).
+//!
+//! **Metadata is spread over time.** Servers restarted together report in
+//! phase; if each sent its metadata at the same moment every
+//! `metadata_interval`, the gateway would make the bursts it exists to
+//! avoid. So when a source's metadata goes out as a whole (first sight, a
+//! restart), its next periodic resend is brought forward by the source's
+//! own [`lead`](Source::lead), and the resend a new TMAX calls for is
+//! [`scheduled`](Source::schedule_metadata) a source-dependent delay later.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use crate::config::Settings;
+
+use super::series::{self, MetricState};
+use super::state::SavedSource;
+use super::template::Template;
+
+/// What the gateway remembers about one xrootd or cmsd.
+pub(super) struct Source {
+    /// `pgm` or `pgm ins`.
+    pub(super) program: String,
+    /// The spoof string its metadata was last sent with.
+    pub(super) host: String,
+    /// Its hash: the host part of its packets' send-queue keys.
+    pub(super) host_key: u64,
+    pub(super) last_seen: Instant,
+    pub(super) last_report: Option<Instant>,
+    /// Reports seen (saturating).
+    pub(super) reports: u32,
+    /// Report interval in seconds, once two reports have been seen.
+    pub(super) interval: Option<u32>,
+    /// Consecutive gaps longer than `interval`.
+    pub(super) slower_gaps: u8,
+    /// The TMAX its metadata was last sent with.
+    pub(super) metadata_tmax: u32,
+    /// Metric name key -> its place in `states`. The key is a 64-bit hash
+    /// of the name: a collision between two names of one source would
+    /// merge their state (only a sender inventing names could hurt itself).
+    pub(super) index: HashMap<u64, u32, foldhash::fast::RandomState>,
+    pub(super) states: Vec<MetricState>,
+    /// (tos, pid) of the program, to notice a restart.
+    pub(super) started: Option<(u32, u32)>,
+    pub(super) next_prune: u32,
+    /// Its last record, for the fast path.
+    pub(super) template: Option<Box<Template>>,
+    /// Its last datagram, to answer gmond's metadata requests (kept only
+    /// when `metadata_requests` listens).
+    pub(super) last_record: Vec<u8>,
+    /// When a metadata request for it was last answered.
+    pub(super) answered_at: Option<Instant>,
+    /// When its heartbeat's metadata was last sent (pipeline seconds).
+    pub(super) heartbeat_meta_at: u32,
+}
+
+impl Source {
+    /// A source whose first record has `metrics` metrics (its state is
+    /// sized for them at once: no regrowth, less fragmentation when many
+    /// sources come and go).
+    pub(super) fn new(program: &str, now: Instant, metrics: usize) -> Source {
+        Source {
+            program: program.to_string(),
+            host: String::new(),
+            host_key: 0,
+            last_seen: now,
+            last_report: None,
+            reports: 0,
+            interval: None,
+            slower_gaps: 0,
+            metadata_tmax: 0,
+            index: HashMap::with_capacity_and_hasher(metrics, Default::default()),
+            states: Vec::with_capacity(metrics),
+            started: None,
+            next_prune: 0,
+            template: None,
+            last_record: Vec::new(),
+            answered_at: None,
+            heartbeat_meta_at: series::NEVER,
+        }
+    }
+
+    /// Notes a report at `now`; returns the TMAX to announce: 1.5 x the
+    /// report interval (one late report is not "stale"), or `default` until
+    /// an interval has been seen. The interval follows a faster schedule at
+    /// once but a slower one only after three slower gaps in a row, so a lost
+    /// report does not change TMAX (which resends every metadata) twice.
+    pub(super) fn observe(&mut self, now: Instant, default: u32) -> u32 {
+        let gap = self.last_report.map(|t| now.saturating_duration_since(t));
+        self.last_report = Some(now);
+        self.reports = self.reports.saturating_add(1);
+        self.last_seen = now;
+        // Reports come on whole seconds: round the gap.
+        let gap = gap
+            .filter(|g| *g >= Duration::from_millis(500) && *g <= Duration::from_secs(86_400))
+            .map(|g| g.as_secs_f64().round() as u32);
+        if let Some(gap) = gap {
+            match self.interval {
+                Some(known) if gap > known => {
+                    self.slower_gaps += 1;
+                    if self.slower_gaps >= 3 {
+                        self.interval = Some(gap);
+                        self.slower_gaps = 0;
+                    }
+                }
+                _ => {
+                    self.interval = Some(gap);
+                    self.slower_gaps = 0;
+                }
+            }
+        }
+        match self.interval {
+            Some(interval) => ((f64::from(interval) * 1.5).ceil() as u32).max(1),
+            None => default,
+        }
+    }
+
+    /// Notes the program's start time and pid; true if they changed (the
+    /// xrootd restarted: counters start again from zero).
+    pub(super) fn note_start(&mut self, tos: u32, pid: u32) -> bool {
+        let restarted = self.started.is_some_and(|s| s != (tos, pid));
+        self.started = Some((tos, pid));
+        restarted
+    }
+
+    /// The state of metric `key` (created if new) and whether its metadata
+    /// is due; None when it is new and the source is at `cap`. Metadata is
+    /// due on first sight, when `interval_s` has passed, and when `force`d
+    /// (a name repeated in one record is skipped by the caller). Sent on
+    /// first sight or forced, its next periodic resend comes
+    /// [`lead`](Self::lead) seconds early.
+    pub(super) fn metric(
+        &mut self,
+        key: u64,
+        now_s: u32,
+        interval_s: u32,
+        force: bool,
+        cap: usize,
+    ) -> Option<(usize, bool)> {
+        let at = match self.index.get(&key) {
+            Some(&at) => at as usize,
+            None if self.states.len() >= cap => return None,
+            None => {
+                self.index.insert(key, self.states.len() as u32);
+                self.states.push(MetricState::new(key, now_s));
+                self.states.len() - 1
+            }
+        };
+        let lead = self.lead(interval_s);
+        let t = &mut self.states[at].meta_at;
+        let whole = *t == series::NEVER || force;
+        let due = whole || now_s.saturating_sub(*t) >= interval_s;
+        if whole {
+            *t = now_s - lead;
+        } else if due {
+            *t = now_s;
+        }
+        Some((at, due))
+    }
+
+    /// How much earlier than `metadata_interval` the first periodic resend
+    /// after a whole send comes: a fixed share of half the interval, from
+    /// the host's hash, so sources that start together resend apart.
+    pub(super) fn lead(&self, interval_s: u32) -> u32 {
+        (self.host_key % u64::from((interval_s / 2).max(1))) as u32
+    }
+
+    /// Makes every metadata of the source due some seconds from now (a
+    /// source-dependent delay within half of `interval_s`), not at once:
+    /// for a new TMAX, which every source learns at its second report, in
+    /// phase with the others that started with it.
+    pub(super) fn schedule_metadata(&mut self, now_s: u32, interval_s: u32) {
+        let delay = 1 + self.lead(interval_s);
+        let at = (now_s + delay).saturating_sub(interval_s);
+        for t in self
+            .states
+            .iter_mut()
+            .map(|s| &mut s.meta_at)
+            .chain(std::iter::once(&mut self.heartbeat_meta_at))
+        {
+            if *t != series::NEVER {
+                *t = (*t).min(at);
+            }
+        }
+        self.template = None;
+    }
+
+    /// Forgets metrics not reported for a long time (a list entry that went
+    /// away), so they get metadata again if they come back after gmond
+    /// dropped them. The template's places into `states` go with them.
+    pub(super) fn prune(&mut self, now_s: u32, dmax: u32, interval_s: u32) {
+        if now_s < self.next_prune {
+            return;
+        }
+        self.next_prune = now_s + interval_s;
+        let keep_for = if dmax == 0 {
+            interval_s.saturating_mul(10)
+        } else {
+            dmax.min(interval_s.saturating_mul(10))
+        };
+        let keep_for = keep_for.max(interval_s.saturating_mul(2));
+        let before = self.states.len();
+        self.states
+            .retain(|s| now_s.saturating_sub(s.seen_at) <= keep_for);
+        if self.states.len() != before {
+            self.reindex();
+        }
+    }
+
+    pub(super) fn reindex(&mut self) {
+        self.template = None;
+        self.index.clear();
+        for (i, s) in self.states.iter().enumerate() {
+            self.index.insert(s.key, i as u32);
+        }
+    }
+
+    /// Takes over what the state file kept of this source: its start and
+    /// its counters (their metadata is still to be sent).
+    pub(super) fn restore(&mut self, saved: SavedSource, now_s: u32) {
+        self.started = saved.started;
+        for (key, last_raw, offset) in saved.counters {
+            if self.index.contains_key(&key) {
+                continue;
+            }
+            let mut m = MetricState::new(key, now_s);
+            m.last_raw = last_raw;
+            m.offset = offset;
+            self.index.insert(key, self.states.len() as u32);
+            self.states.push(m);
+        }
+    }
+
+    /// A reload: every metadata is sent again with the next record (names,
+    /// DMAX or TMAX may differ); counters stay continuous.
+    pub(super) fn resend_everything(&mut self) {
+        self.template = None;
+        self.heartbeat_meta_at = series::NEVER;
+        self.metadata_tmax = 0;
+        for s in &mut self.states {
+            s.meta_at = series::NEVER;
+        }
+    }
+}
+
+/// Sources by sender IP (a handful per IP: xrootd, cmsd, instances).
+#[derive(Default)]
+pub(super) struct Sources {
+    pub(super) by_ip: HashMap<IpAddr, Vec<Source>>,
+    pub(super) len: usize,
+}
+
+impl Sources {
+    /// The source, created if new; evicts the least recently seen tenth
+    /// when over `cap`. Returns it, whether it is new, and how many were evicted.
+    pub(super) fn get_or_insert(
+        &mut self,
+        ip: IpAddr,
+        program: &str,
+        now: Instant,
+        cap: usize,
+        metrics: usize,
+    ) -> (&mut Source, bool, usize) {
+        let exists = self
+            .by_ip
+            .get(&ip)
+            .is_some_and(|v| v.iter().any(|s| s.program == program));
+        let mut evicted = 0;
+        if !exists {
+            if self.len >= cap {
+                evicted = self.evict(cap);
+            }
+            self.by_ip
+                .entry(ip)
+                .or_default()
+                .push(Source::new(program, now, metrics));
+            self.len += 1;
+        }
+        let list = self.by_ip.entry(ip).or_default();
+        let at = list.iter().position(|s| s.program == program).unwrap_or(0);
+        (&mut list[at], !exists, evicted)
+    }
+
+    pub(super) fn evict(&mut self, cap: usize) -> usize {
+        let target = cap - cap / 10 - 1;
+        let mut seen: Vec<Instant> = self.by_ip.values().flatten().map(|s| s.last_seen).collect();
+        if seen.len() <= target {
+            return 0;
+        }
+        let drop = seen.len() - target;
+        let (_, cutoff, _) = seen.select_nth_unstable(drop - 1);
+        let cutoff = *cutoff;
+        let mut removed = 0;
+        for list in self.by_ip.values_mut() {
+            list.retain(|s| {
+                let keep = s.last_seen > cutoff || removed >= drop;
+                if !keep {
+                    removed += 1;
+                }
+                keep
+            });
+        }
+        self.by_ip.retain(|_, l| !l.is_empty());
+        self.len -= removed;
+        removed
+    }
+}
+
+/// TMAX as announced: with changed-only sending, an unchanged value may go
+/// `value_heartbeat` seconds unsent, so TMAX grows by as much and gmond's
+/// TN stays below it.
+pub(super) fn announced_tmax(base: u32, settings: &Settings) -> u32 {
+    base.saturating_add(settings.value_heartbeat.unwrap_or(0))
+}
