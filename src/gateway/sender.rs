@@ -240,3 +240,103 @@ fn send(channel: &SendChannel, out: &Outgoing, events: &mut Events<'_>) {
         Err(e) => events.send_failed(channel.label(), channel.target(), &e),
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{FileConfig, Overrides, validate};
+    use crate::gateway::packets::{PacketKind, SlotKey};
+    use std::net::UdpSocket;
+
+    /// Settings sending to a fresh loopback sink, which is returned too.
+    fn setup(extra: &str) -> (Settings, Vec<SendChannel>, UdpSocket) {
+        let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
+        sink.set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        let file = FileConfig::parse(extra, std::path::Path::new("t")).unwrap();
+        let port = sink.local_addr().unwrap().port();
+        let settings = validate(
+            file,
+            "test".into(),
+            &Overrides {
+                send: vec![format!("127.0.0.1:{port}")],
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let channels = crate::gateway::open_channels(&settings).unwrap();
+        (settings, channels, sink)
+    }
+
+    /// `n` metrics of one host, metadata and value each.
+    fn batch(n: u64) -> PacketBatch {
+        let mut b = PacketBatch::default();
+        for m in 0..n {
+            let key = SlotKey { host: 1, metric: m };
+            b.push(key, PacketKind::Metadata, |o| {
+                o.extend_from_slice(&[b'M'; 8])
+            });
+            b.push(key, PacketKind::Value, |o| {
+                o.extend_from_slice(&m.to_be_bytes())
+            });
+        }
+        b
+    }
+
+    /// Reads the sink until it is quiet for 300 ms (a thread of its own,
+    /// so its buffer never overflows).
+    fn receive(sink: UdpSocket) -> std::thread::JoinHandle<Vec<Vec<u8>>> {
+        std::thread::spawn(move || {
+            let mut got = Vec::new();
+            let mut buf = [0u8; 64];
+            while let Ok(n) = sink.recv(&mut buf) {
+                got.push(buf[..n].to_vec());
+            }
+            got
+        })
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn unpaced_sends_everything_metadata_first_and_drains_at_stop() {
+        let (settings, channels, sink) = setup("max_send_rate = 0\n");
+        let counters = Arc::new(Counters::default());
+        let senders = Senders::start(&settings, channels, counters.clone());
+        let events = Events::new(&counters, Duration::from_secs(60));
+        let sink = receive(sink);
+        senders.outbox.queue(&batch(300), Instant::now(), &events);
+        senders.drain(Instant::now() + Duration::from_secs(5)).await;
+        let got = sink.join().unwrap();
+        assert_eq!(got.len(), 600);
+        for (m, pair) in got.chunks(2).enumerate() {
+            assert_eq!(pair[0], [b'M'; 8]);
+            assert_eq!(pair[1], (m as u64).to_be_bytes());
+        }
+        assert_eq!(counters.snapshot().packets_unsent, 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn paced_sends_at_most_burst_plus_rate_and_stops_at_the_deadline() {
+        let (settings, channels, sink) = setup("max_send_rate = 2000\nsend_burst = 20\n");
+        let counters = Arc::new(Counters::default());
+        let senders = Senders::start(&settings, channels, counters.clone());
+        let events = Events::new(&counters, Duration::from_secs(60));
+        let sink = receive(sink);
+        let start = Instant::now();
+        senders.outbox.queue(&batch(500), start, &events);
+        // A second report of the same metrics while the first waits:
+        // replaces the queued values, the queue does not grow.
+        senders.outbox.queue(&batch(500), start, &events);
+        assert!(senders.outbox.stats(Instant::now()).packets <= 1000);
+        assert!(counters.snapshot().packets_conflated >= 900);
+        senders.drain(start + Duration::from_millis(200)).await;
+        let took = start.elapsed();
+        let got = sink.join().unwrap().len();
+        // 20 at once, then 2,000/s: about 420 in 0.2 s; never more than
+        // the bucket allows in the time it had.
+        let allowed = 20.0 + 2000.0 * took.as_secs_f64();
+        assert!(got as f64 <= allowed, "{got} sent in {took:?}");
+        assert!(got >= 200, "{got} sent in {took:?}");
+        assert!(took < Duration::from_millis(400), "{took:?}");
+        assert_eq!(counters.snapshot().packets_unsent, 1000 - got as u64);
+    }
+}

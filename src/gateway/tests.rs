@@ -825,3 +825,89 @@ fn a_metadata_request_is_answered_with_the_hosts_metadata_once_per_holdoff() {
     assert!(p.answer(&request("heartbeat"), t0 + Duration::from_secs(23), &s));
     assert_eq!(metadata_count(&p), 13);
 }
+
+#[test]
+fn an_answer_does_not_postpone_the_periodic_metadata() {
+    let s = settings("metadata_requests = [\"127.0.0.1:8650\"]\n");
+    let counters = Counters::default();
+    let mut ev = Events::new(&counters, Duration::from_secs(60));
+    let mut p = Pipeline::new(&s);
+    let from: SocketAddr = "10.0.0.1:40000".parse().unwrap();
+    let t0 = p.epoch;
+    let rec = link_record(1_700_000_000, 77, 5000, 1, 4);
+    // Reports every 10 s; the metadata goes out with the first and, once
+    // TMAX is known, with one record within the next 30 s.
+    let mut sent_at = Vec::new();
+    let mut answered = false;
+    for n in 0..20u64 {
+        let at = t0 + Duration::from_secs(10 * n);
+        p.encode(rec.as_bytes(), from, at, &s, &mut ev);
+        if metadata_count(&p) > 0 {
+            sent_at.push(10 * n);
+        }
+        // Right after the second sending, gmond asks: answered in full...
+        if sent_at.len() == 2 && !answered {
+            let request = Request {
+                host: "10.0.0.1:ds1.example.org".into(),
+                name: "xrootd.link.in".into(),
+            };
+            assert!(p.answer(&request, at + Duration::from_secs(1), &s));
+            assert_eq!(metadata_count(&p), 13);
+            answered = true;
+        }
+    }
+    // ...and the periodic resend still comes metadata_interval (60 s)
+    // after the second sending, not 60 s after the answer.
+    assert!(sent_at.len() >= 3, "{sent_at:?}");
+    assert_eq!(sent_at[2] - sent_at[1], 60, "{sent_at:?}");
+}
+
+#[test]
+fn sources_that_start_together_send_their_metadata_apart() {
+    let s = settings("");
+    let counters = Counters::default();
+    let mut ev = Events::new(&counters, Duration::from_secs(60));
+    let mut p = Pipeline::new(&s);
+    let t0 = p.epoch;
+    // 200 servers, all restarted together, reporting every 10 s in phase.
+    let servers = 200u32;
+    let mut per_report: Vec<usize> = Vec::new();
+    for n in 0..16u64 {
+        let mut metadata = 0;
+        for i in 0..servers {
+            let from = SocketAddr::from((u32::to_be_bytes(0x0a00_0000 + i), 40000));
+            let rec = link_record(1_700_000_000, 77, 1000 * n, 1, 4)
+                .replace("ds1.example.org", &format!("ds{i}.example.org"));
+            let at = t0 + Duration::from_secs(10 * n);
+            p.encode(rec.as_bytes(), from, at, &s, &mut ev);
+            metadata += metadata_count(&p);
+        }
+        per_report.push(metadata);
+    }
+    let all = servers as usize * 13;
+    // First sight: all of it, necessarily (values need their metadata).
+    assert_eq!(per_report[0], all);
+    // The second report, which makes TMAX known, does not resend it at
+    // once; within the next 30 s every source has, spread over the
+    // reports in between.
+    assert_eq!(per_report[1], 0, "{per_report:?}");
+    assert_eq!(
+        per_report[1..5].iter().sum::<usize>(),
+        all,
+        "{per_report:?}"
+    );
+    assert!(
+        per_report[1..5].iter().all(|&n| n < all / 2),
+        "{per_report:?}"
+    );
+    // The periodic resends (every 60 s) stay spread: no report carries
+    // more than half of the sources' metadata.
+    assert!(
+        per_report[5..].iter().all(|&n| n < all / 2),
+        "{per_report:?}"
+    );
+    assert!(
+        per_report[5..].iter().sum::<usize>() >= all,
+        "{per_report:?}"
+    );
+}

@@ -1,0 +1,107 @@
+//! Delivery into a real gmond: the paced, conflating send queue and the
+//! bounded stop. (Capacity figures are the load tool's: `cargo bench --bench
+//! load -- --only gmond`; these tests check behaviour.)
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Gateway, Gmond, fixture};
+
+/// The gateway's last counters line, as `name -> value`.
+fn final_counters(log: &str) -> std::collections::HashMap<String, u64> {
+    let line = log
+        .lines()
+        .rev()
+        .find(|l| l.contains("stopped; counters:"))
+        .unwrap_or_else(|| panic!("no final counters line: {log}"));
+    line.split_whitespace()
+        .filter_map(|f| f.split_once('='))
+        .filter_map(|(k, v)| Some((k.to_string(), v.parse().ok()?)))
+        .collect()
+}
+
+/// A real loaded data server's record, as server `i` would send it.
+fn server_record(i: usize) -> Vec<u8> {
+    let text = String::from_utf8(fixture("ds_loaded.xml")).unwrap();
+    text.replace(
+        "src=\"vm:21194\"",
+        &format!("src=\"ds{i}.example.org:1094\""),
+    )
+    .into_bytes()
+}
+
+fn server_ip(i: usize) -> String {
+    format!("127.0.{}.{}", 1 + i / 250, 1 + i % 250)
+}
+
+#[test]
+fn sigterm_after_a_burst_stops_within_drain_timeout_and_saves_the_state() {
+    let gmond = Gmond::start();
+    // Slow on purpose: what 300 servers' first reports queue takes about
+    // 30 s to send at 2,000 packets/s; drain_timeout gives it 1 s.
+    let mut gw = Gateway::start(
+        gmond.port,
+        "max_send_rate = 2000\nsend_burst = 50\ndrain_timeout = 1\nstats_interval = 0\nself_metrics_interval = 0\n",
+    );
+    for i in 0..300 {
+        gw.send_as(&server_ip(i), &server_record(i));
+    }
+    // Everything received (the queue holds it): wait for the last source.
+    std::thread::sleep(Duration::from_millis(500));
+    let asked = Instant::now();
+    let status = gw.proc.terminate();
+    let took = asked.elapsed();
+    let log = gw.proc.log_text();
+    assert!(status.success(), "exit status {status:?}: {log}");
+    assert!(
+        took < Duration::from_secs(4),
+        "took {took:?} to stop: {log}"
+    );
+    assert!(log.contains("queued packets not sent"), "{log}");
+    let c = final_counters(&log);
+    assert_eq!(c["records"], 300, "{log}");
+    assert!(c["packets_unsent"] > 10_000, "{c:?}");
+    assert_eq!(c["send_queue"], 0, "{c:?}");
+    // The state file has every source.
+    let state = std::fs::read_to_string(gw.config.with_file_name("state")).unwrap();
+    assert_eq!(state.lines().filter(|l| l.starts_with("S\t")).count(), 300);
+}
+
+#[test]
+fn a_newer_value_replaces_a_queued_one_and_gmond_shows_the_latest() {
+    let gmond = Gmond::start();
+    // 100 packets/s: a report of this server is about 110 packets, so
+    // reports sent 10 ms apart wait in the queue behind the first.
+    let mut gw = Gateway::start(
+        gmond.port,
+        "max_send_rate = 100\nsend_burst = 10\nstats_interval = 0\nself_metrics_interval = 0\n",
+    );
+    let text = String::from_utf8(server_record(1)).unwrap();
+    let link_in = |n: u64| {
+        let start = text.find("<in>").unwrap() + 4;
+        let end = start + text[start..].find('<').unwrap();
+        format!("{}{}{}", &text[..start], 157_410 + n * 1000, &text[end..])
+    };
+    for n in 0..20 {
+        gw.send_as(&server_ip(1), link_in(n).as_bytes());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Every metric of the record (102 and the heartbeat, as `xrd2ganglia
+    // dump` lists them), with its metadata, and link.in at its last value.
+    let x = gmond.wait_for(Duration::from_secs(20), "every metric", |x| {
+        x.hosts
+            .get("ds1.example.org")
+            .is_some_and(|h| h.metrics.len() == 102)
+    });
+    assert_eq!(
+        x.metric("ds1.example.org", "xrootd.ds.link.in").get("VAL"),
+        (157_410 + 19 * 1000).to_string()
+    );
+    let status = gw.proc.terminate();
+    assert!(status.success());
+    let c = final_counters(&gw.proc.log_text());
+    // 20 reports of ~110 value packets: most were replaced while queued.
+    assert!(c["packets_conflated"] > 1000, "{c:?}");
+    assert_eq!(c["packets_unsent"], 0, "{c:?}");
+}
