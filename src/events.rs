@@ -297,6 +297,20 @@ impl<'c> Events<'c> {
         }
     }
 
+    /// gmond asked after a quiet spell (it was restarted): every host of
+    /// one receive task was answered.
+    pub fn everything_asked(&self, hosts: usize) {
+        self.counters
+            .requests_answered
+            .fetch_add(hosts as u64, Relaxed);
+        if hosts > 0 {
+            tracing::info!(
+                hosts,
+                "gmond asked for metadata after a quiet spell (restarted?): queued every host's metadata and last values"
+            );
+        }
+    }
+
     /// A datagram on a metadata-request socket that is not a request.
     pub fn not_a_request(&mut self, from: SocketAddr, len: usize) {
         if let Some(s) = self.limiter.allow("not_request", from.ip(), Instant::now()) {

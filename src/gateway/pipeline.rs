@@ -9,7 +9,7 @@
 //! from the counters: no socket, no clock of its own, so tests drive it
 //! with chosen instants.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -19,10 +19,10 @@ use crate::mapping::{MappedRecord, Mapper};
 use crate::summary::SummaryParser;
 
 use super::packets::{PacketBatch, SlotKey};
-use super::requests::{self, Request};
+use super::requests::{self, Ask, Request};
 use super::sender::Outbox;
 use super::series::{self, Counting};
-use super::source::{Sources, announced_tmax};
+use super::source::{Source, Sources, announced_tmax};
 use super::state::{self, StateStore};
 use super::template::{self, Template};
 
@@ -142,16 +142,24 @@ impl Pipeline {
     /// it did ([`answer`](Self::answer)).
     pub fn handle_request(
         &mut self,
-        request: &Request,
+        request: &Ask,
         now: Instant,
         settings: &Settings,
         outbox: &Outbox,
         events: &mut Events<'_>,
     ) {
-        let answered = self.answer(request, now, settings);
-        events.metadata_request(&request.host, &request.name, answered);
-        if answered {
-            outbox.queue(&self.batch, now, events);
+        match request {
+            Ask::Metric(request) => {
+                let answered = self.answer(request, now, settings);
+                events.metadata_request(&request.host, &request.name, answered);
+                if answered {
+                    outbox.queue(&self.batch, now, events);
+                }
+            }
+            Ask::Everything => {
+                let hosts = self.answer_everything(now, settings, outbox, events);
+                events.everything_asked(hosts);
+            }
         }
     }
 
@@ -404,12 +412,57 @@ impl Pipeline {
         // The heartbeat is every source's of the host: any of them answers.
         let key = crate::mapping::name_key(&request.name);
         let any = request.name == "heartbeat";
-        let Some(source) = self.sources.by_ip.get_mut(&ip).and_then(|list| {
-            list.iter_mut()
-                .find(|s| s.host == request.host && (any || s.index.contains_key(&key)))
-        }) else {
+        let Some(list) = self.sources.by_ip.get_mut(&ip) else {
             return false;
         };
+        let Some(at) = list
+            .iter()
+            .position(|s| s.host == request.host && (any || s.index.contains_key(&key)))
+        else {
+            return false;
+        };
+        let mut source = list.swap_remove(at);
+        let answered = self.answer_source(&mut source, ip, now, settings);
+        self.sources.by_ip.entry(ip).or_default().push(source);
+        answered
+    }
+
+    /// A gmond lost everything (it asked after a quiet spell: it was
+    /// restarted): every source not answered within the holdoff queues its
+    /// metadata and last values, host after host. Returns how many did.
+    pub fn answer_everything(
+        &mut self,
+        now: Instant,
+        settings: &Settings,
+        outbox: &Outbox,
+        events: &Events<'_>,
+    ) -> usize {
+        let mut by_ip = std::mem::take(&mut self.sources.by_ip);
+        let mut answered = 0;
+        for (ip, list) in &mut by_ip {
+            for source in list {
+                self.batch.clear();
+                if self.answer_source(source, *ip, now, settings) {
+                    outbox.queue(&self.batch, now, events);
+                    answered += 1;
+                }
+            }
+        }
+        self.sources.by_ip = by_ip;
+        self.batch.clear();
+        answered
+    }
+
+    /// Appends `source`'s heartbeat, metadata and last values to the batch,
+    /// unless it answered within [`requests::ANSWER_HOLDOFF`] or has no
+    /// record kept.
+    fn answer_source(
+        &mut self,
+        source: &mut Source,
+        ip: IpAddr,
+        now: Instant,
+        settings: &Settings,
+    ) -> bool {
         if source.last_record.is_empty()
             || source
                 .answered_at
@@ -425,6 +478,9 @@ impl Pipeline {
         let spoof = source.host.as_str();
         let host_key = source.host_key;
         self.batch.heartbeat_metadata(spoof, host_key);
+        if let Some((tos, _)) = source.started {
+            self.batch.heartbeat_value(spoof, host_key, tos);
+        }
         let mut number = [0u8; 20];
         for m in self.mapped.metrics() {
             let Some(&at) = source.index.get(&m.name_key) else {

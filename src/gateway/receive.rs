@@ -16,7 +16,7 @@ use crate::events::{Counters, Events};
 
 use super::Active;
 use super::pipeline::Pipeline;
-use super::requests::Request;
+use super::requests::Ask;
 
 /// Largest datagram we accept: xrootd 5.9+ sends up to 64 KiB.
 const MAX_DATAGRAM: usize = 65536;
@@ -27,7 +27,7 @@ pub(super) struct Receiver {
     counters: Arc<Counters>,
     pub(super) pipeline: Pipeline,
     /// gmond's metadata requests, when they are listened for.
-    pub(super) requests: Option<mpsc::Receiver<Request>>,
+    pub(super) requests: Option<mpsc::Receiver<Ask>>,
 }
 
 impl Receiver {
@@ -92,7 +92,7 @@ impl Receiver {
 }
 
 /// The next request, or never when requests are not listened for.
-async fn next_request(queue: &mut Option<mpsc::Receiver<Request>>) -> Option<Request> {
+async fn next_request(queue: &mut Option<mpsc::Receiver<Ask>>) -> Option<Ask> {
     match queue {
         Some(q) => q.recv().await,
         None => std::future::pending().await,

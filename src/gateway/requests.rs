@@ -16,7 +16,7 @@
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::UdpSocket;
@@ -32,6 +32,22 @@ pub const ANSWER_HOLDOFF: Duration = Duration::from_secs(5);
 /// Requests waiting for a receive task; past this, new ones are dropped
 /// (one answer covers a whole host, so nothing is lost that matters).
 pub const QUEUE: usize = 1024;
+
+/// A gmond that asks after this long without a request was (re)started:
+/// it has lost every metric's metadata, not only the one it names.
+pub const QUIET: Duration = Duration::from_secs(10);
+
+/// What the receive tasks are asked to answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ask {
+    /// One metric gmond asked about (its whole host is answered).
+    Metric(Request),
+    /// Every host: gmond asked after a quiet spell, so it was restarted
+    /// and lost them all. Hosts that have not reported since cannot make
+    /// it ask; without this they would stay invisible until their next
+    /// report (with their last values) or metadata (without).
+    Everything,
+}
 
 /// One request: the metric_id gmond asked about.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,7 +95,7 @@ pub fn bind(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
 /// owns some sources; the one that knows the host answers).
 pub async fn listen(
     socket: std::net::UdpSocket,
-    tasks: Vec<mpsc::Sender<Request>>,
+    tasks: Vec<mpsc::Sender<Ask>>,
     counters: Arc<Counters>,
     log_interval: Duration,
     mut stop: watch::Receiver<bool>,
@@ -89,14 +105,25 @@ pub async fn listen(
     };
     let mut events = Events::new(&counters, log_interval);
     let mut buf = vec![0u8; 2048];
+    let mut last_request: Option<Instant> = None;
     loop {
         tokio::select! {
             _ = stop.changed() => break,
             r = socket.recv_from(&mut buf) => match r {
                 Ok((n, from)) => match parse(&buf[..n]) {
                     Some(request) => {
+                        // Only a spoofed host can be one of ours.
+                        let ours = spoof_ip(&request.host).is_some();
+                        let now = Instant::now();
+                        let quiet = ours && last_request.is_none_or(|t| now.duration_since(t) >= QUIET);
+                        if ours {
+                            last_request = Some(now);
+                        }
                         for t in &tasks {
-                            let _ = t.try_send(request.clone());
+                            if quiet {
+                                let _ = t.try_send(Ask::Everything);
+                            }
+                            let _ = t.try_send(Ask::Metric(request.clone()));
                         }
                     }
                     None => events.not_a_request(from, n),

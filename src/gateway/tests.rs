@@ -911,3 +911,39 @@ fn sources_that_start_together_send_their_metadata_apart() {
         "{per_report:?}"
     );
 }
+
+#[test]
+fn a_quiet_spell_then_a_request_answers_every_host_once() {
+    let s = settings("metadata_requests = [\"127.0.0.1:8650\"]\n");
+    let counters = Counters::default();
+    let mut ev = Events::new(&counters, Duration::from_secs(60));
+    let mut p = Pipeline::new(&s);
+    let t0 = p.epoch;
+    for i in 0..50u32 {
+        let from = SocketAddr::from((u32::to_be_bytes(0x0a00_0000 + i), 40000));
+        let rec = link_record(1_700_000_000, 77, 5000, 1, 4)
+            .replace("ds1.example.org", &format!("ds{i}.example.org"));
+        p.encode(rec.as_bytes(), from, t0, &s, &mut ev);
+    }
+    let outbox = sender::Outbox::idle(open_channels(&s).unwrap());
+    let at = t0 + Duration::from_secs(3);
+    p.handle_request(&requests::Ask::Everything, at, &s, &outbox, &mut ev);
+    // 50 hosts: heartbeat metadata and value, 12 metadata and 12 values each.
+    assert_eq!(outbox.stats(at).packets, 50 * 26);
+    assert_eq!(counters.snapshot().requests_answered, 50);
+    // The requests that follow (one per value gmond cannot show) are
+    // already answered.
+    let request = Request {
+        host: "10.0.0.7:ds7.example.org".into(),
+        name: "xrootd.link.in".into(),
+    };
+    p.handle_request(
+        &requests::Ask::Metric(request.clone()),
+        at,
+        &s,
+        &outbox,
+        &mut ev,
+    );
+    assert_eq!(outbox.stats(at).packets, 50 * 26);
+    assert!(p.answer(&request, at + requests::ANSWER_HOLDOFF, &s));
+}
