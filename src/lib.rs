@@ -5,9 +5,9 @@
 //! The data path reads top-down, one module per step:
 //!
 //! ```text
-//! UDP datagram ──> summary ──> mapping ──> ganglia::xdr ──> ganglia::channel ──> gmond
-//!   (gateway)     (flat vars)  (metrics,   (128/133/132      (unicast and
-//!                               catalog)     packets)          multicast UDP)
+//! UDP datagram ──> summary ──> mapping ──> gateway ──> ganglia::channel ──> gmond
+//!   (gateway)     (flat vars)  (metrics,   (packets,     (unicast and
+//!                               catalog)    queue, pace)  multicast UDP)
 //! ```
 //!
 //! * [`summary`]: one xrd.report record (XML, or xrootd 5.9's JSON) ->
@@ -22,12 +22,16 @@
 //!   packets, [`ganglia::channel`] sends them, [`ganglia::gmond_conf`] reads
 //!   `udp_send_channel`s from gmond.conf, [`ganglia::sanitize`] makes strings
 //!   safe for gmond's XML.
-//! * [`gateway`]: the `serve` daemon: sockets, per-source state, metadata
-//!   schedule, heartbeats; `gateway/template.rs` turns a source's steady
-//!   reports into packets straight from its last record's;
-//!   `gateway/series.rs` keeps counters continuous across restarts, resets
-//!   and wraps and decides what changed-only sending sends;
-//!   [`gateway::state`] keeps that across gateway restarts;
+//! * [`gateway`]: the `serve` daemon, one file per step: a receive task
+//!   per socket (`gateway/receive.rs`) runs each datagram through its
+//!   pipeline (`gateway/pipeline.rs`: the template fast path of
+//!   `gateway/template.rs`, or parse and map; per-source state in
+//!   `gateway/source.rs`; counter continuity and changed-only sending in
+//!   `gateway/series.rs`; every packet built in [`gateway::packets`]) and
+//!   queues the packets for each send channel (`gateway/queue.rs`: one
+//!   pending metadata and value per host and metric); a sender task per
+//!   channel paces them to gmond (`gateway/sender.rs`).
+//!   [`gateway::state`] keeps counters across gateway restarts;
 //!   [`gateway::requests`] hears gmond's metadata requests (136).
 //! * [`gmetric`]: `xrd2ganglia gmetric`, a drop-in for Ganglia's gmetric on
 //!   the same encoder, channels and gmond.conf reader.
