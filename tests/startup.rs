@@ -281,3 +281,131 @@ fn what_cannot_be_put_into_effect_exits_2_with_the_reason() {
     );
     drop(taken);
 }
+
+/// The first command of README's "Two commands", as an unprivileged user
+/// in a checkout of its own: the shipped config runs, its state kept where
+/// the command says. The listen and send addresses are overridden so the
+/// test stays off port 3333 and off any gmond of the machine.
+#[test]
+fn readme_first_command_runs_unprivileged_in_a_checkout() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let section = readme
+        .split("## Two commands")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("README has a \"Two commands\" section");
+    let commands: Vec<&str> = section
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty() && !l.starts_with("```"))
+        .take_while(|l| !l.contains(".ci/run"))
+        .collect();
+    assert_eq!(
+        commands.len(),
+        1,
+        "one command builds and runs: {commands:?}"
+    );
+    let args: Vec<&str> = commands[0]
+        .strip_prefix("cargo run --release -- ")
+        .unwrap_or_else(|| panic!("not a cargo run: {}", commands[0]))
+        .split_whitespace()
+        .collect();
+
+    // A checkout: the shipped config at its place, the binary, all owned by nobody.
+    let checkout = Scratch::new("checkout");
+    std::fs::create_dir_all(checkout.path().join("conf")).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("conf/xrd2ganglia.toml"),
+        checkout.path().join("conf/xrd2ganglia.toml"),
+    )
+    .unwrap();
+    let bin = checkout.path().join("xrd2ganglia");
+    std::fs::copy(BIN, &bin).unwrap();
+    common::chown_nobody(checkout.path());
+    let as_nobody = |extra: &[String]| {
+        let mut cmd = Command::new("setpriv");
+        cmd.args(["--reuid", "nobody", "--regid", "nogroup", "--clear-groups"])
+            .arg(&bin)
+            .args(extra)
+            .current_dir(checkout.path());
+        cmd
+    };
+    let port = free_port();
+    let overrides = [
+        "--listen".to_string(),
+        format!("127.0.0.1:{port}"),
+        "--send".to_string(),
+        format!("127.0.0.1:{}", free_port()),
+    ];
+    let mut full: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    full.extend(overrides.iter().cloned());
+    let log = checkout.path().join("serve.log");
+    let mut child = as_nobody(&full)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let served = (|| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if text.contains("serving") {
+                return Ok(text);
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                return Err(format!("exited {status}: {text}"));
+            }
+            if Instant::now() > deadline {
+                return Err(format!("not serving after 10 s: {text}"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    })();
+    // Stop it by its pid (setpriv execs the gateway in place).
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("README's command did not stop on SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let served = served.unwrap_or_else(|e| panic!("README's command {args:?}: {e}"));
+    assert!(served.contains("conf/xrd2ganglia.toml"), "{served}");
+    assert_eq!(status.code(), Some(0));
+    // Its state went where the command put it, in the checkout.
+    let state_arg = args
+        .iter()
+        .position(|a| *a == "--state-file")
+        .map(|i| args[i + 1])
+        .expect("README's command names a --state-file");
+    assert!(
+        std::fs::read_to_string(checkout.path().join(state_arg))
+            .unwrap()
+            .starts_with("xrd2ganglia-state 1\n")
+    );
+
+    // Without that override the shipped config keeps state in the RPM's
+    // /var/lib/xrd2ganglia, which an ordinary user cannot write: refused
+    // at once with what to do, not a warning at the first save.
+    let without: Vec<String> = ["serve", "--config", "conf/xrd2ganglia.toml"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain(overrides.iter().cloned())
+        .collect();
+    let (code, stderr) = exit_of(&mut as_nobody(&without), checkout.path());
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with("xrd2ganglia: state file /var/lib/xrd2ganglia/state: cannot ")
+            && stderr.contains("Permission denied"),
+        "{stderr}"
+    );
+}
