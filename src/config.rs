@@ -84,6 +84,9 @@ fn default_ttl() -> u32 {
 pub struct Overrides {
     pub listen: Vec<String>,
     pub send: Vec<String>,
+    /// `--state-file`: replaces `state_file` (empty: no state kept), so the
+    /// shipped config runs from a checkout, where /var/lib is not ours.
+    pub state_file: Option<PathBuf>,
 }
 
 /// Validated settings.
@@ -295,12 +298,16 @@ pub fn validate(
             ));
         }
     };
-    let state_file = match &file.state_file {
+    let (state_key, state_src) = match &overrides.state_file {
+        Some(p) => ("--state-file", Some(p)),
+        None => ("state_file", file.state_file.as_ref()),
+    };
+    let state_file = match state_src {
         None => Some(PathBuf::from(DEFAULT_STATE_FILE)),
         Some(p) if p.as_os_str().is_empty() => None,
         Some(p) if p.is_dir() => {
             return Err(bad(
-                "state_file",
+                state_key,
                 p.display().to_string(),
                 "is a directory; name a file in it",
             ));
@@ -679,9 +686,11 @@ mod tests {
             &Overrides {
                 listen: vec!["127.0.0.1:2".into()],
                 send: vec!["127.0.0.1:3".into(), "[::1]:4".into()],
+                state_file: Some("here/state".into()),
             },
         )
         .unwrap();
+        assert_eq!(s.state_file, Some(PathBuf::from("here/state")));
         assert_eq!(s.listen, ["127.0.0.1:2".parse::<SocketAddr>().unwrap()]);
         assert_eq!(
             s.channels,
@@ -691,6 +700,24 @@ mod tests {
             ]
         );
         assert_eq!(s.channels_from, "--send");
+        let with_state = |text: &str, state: &str| {
+            validate(
+                FileConfig::parse(text, Path::new("t")).unwrap(),
+                "t".into(),
+                &Overrides {
+                    send: vec!["127.0.0.1:3".into()],
+                    state_file: Some(state.into()),
+                    ..Default::default()
+                },
+            )
+        };
+        // --state-file "" keeps nothing, whatever the file says.
+        let s = with_state("state_file = \"/x/state\"", "").unwrap();
+        assert_eq!(s.state_file, None);
+        assert_eq!(
+            with_state("", "/").unwrap_err().to_string(),
+            "--state-file = \"/\": is a directory; name a file in it"
+        );
     }
 
     #[test]

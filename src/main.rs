@@ -1,4 +1,10 @@
 //! Command-line entry point: dispatch only.
+//!
+//! Exit codes, one rule for every command but the gmetric and mpxstats
+//! drop-ins (which keep their originals'): 2 when the command cannot start
+//! as configured (a bad config file or value, an address that cannot be
+//! bound, a send host that does not resolve, a state file another process
+//! owns); 1 when something fails after the start; 0 otherwise.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -13,6 +19,7 @@ use tracing_subscriber::EnvFilter;
 use xrd2ganglia::config::{self, Overrides};
 use xrd2ganglia::events::Counters;
 use xrd2ganglia::gateway;
+use xrd2ganglia::gateway::state::StateLock;
 
 /// XRootD summary monitoring (xrd.report) into Ganglia.
 #[derive(Parser)]
@@ -34,6 +41,9 @@ struct ConfigArgs {
     /// Send to gmond at HOST:PORT instead of the configured channels (repeatable).
     #[arg(short, long, value_name = "HOST:PORT")]
     send: Vec<String>,
+    /// Keep counter state in FILE instead of the config's `state_file` ("": keep none).
+    #[arg(long, value_name = "FILE")]
+    state_file: Option<PathBuf>,
 }
 
 impl ConfigArgs {
@@ -41,6 +51,7 @@ impl ConfigArgs {
         let overrides = Overrides {
             listen: self.listen.clone(),
             send: self.send.clone(),
+            state_file: self.state_file.clone(),
         };
         config::load(self.config.as_deref(), &overrides)
     }
@@ -142,19 +153,37 @@ fn main() -> ExitCode {
         }
         Command::CheckConfig { config } => {
             init_logging("warn");
-            match config.load() {
-                Ok(s) => {
-                    // A closed pipe (`| head`) is not an error worth a panic.
-                    let _ = write!(std::io::stdout().lock(), "{s}");
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("xrd2ganglia: {e}");
-                    ExitCode::from(2)
-                }
-            }
+            check_config(&config)
         }
     }
+}
+
+/// The command cannot start as configured: bad config, an address that
+/// cannot be bound, a host that does not resolve, a state file owned by
+/// another process.
+const CANNOT_START: u8 = 2;
+/// Something failed after the start.
+const FAILED: u8 = 1;
+
+/// Validates the config and opens its send channels, as a SIGHUP reload
+/// would (so hosts are resolved); prints the effective settings. The
+/// listening addresses and the state file are not tried: the gateway this
+/// config is checked for may be running and hold them.
+fn check_config(config: &ConfigArgs) -> ExitCode {
+    let settings = match config.load() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("xrd2ganglia: {e}");
+            return ExitCode::from(CANNOT_START);
+        }
+    };
+    if let Err(e) = gateway::open_channels(&settings) {
+        eprintln!("xrd2ganglia: {e}");
+        return ExitCode::from(CANNOT_START);
+    }
+    // A closed pipe (`| head`) is not an error worth a panic.
+    let _ = write!(std::io::stdout().lock(), "{settings}");
+    ExitCode::SUCCESS
 }
 
 fn gmetric(argv0: &str, args: Vec<OsString>) -> ExitCode {
@@ -210,7 +239,7 @@ fn dump(
         Ok(s) => s,
         Err(e) => {
             eprintln!("xrd2ganglia: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(CANNOT_START);
         }
     };
     let style = if json { Style::Json } else { Style::Table };
@@ -220,8 +249,11 @@ fn dump(
         let socket = match std::net::UdpSocket::bind(addr) {
             Ok(s) => s,
             Err(e) => {
-                eprintln!("xrd2ganglia: cannot listen on {addr}: {e}");
-                return ExitCode::from(1);
+                eprintln!(
+                    "xrd2ganglia: cannot listen on {addr}: {e}{}",
+                    in_use_hint(&e, &addr)
+                );
+                return ExitCode::from(CANNOT_START);
             }
         };
         let _ = dump::from_socket(&mut dumper, &socket, style, &mut out, &mut err);
@@ -247,18 +279,18 @@ fn dump(
             ),
             Err(e) => {
                 eprintln!("xrd2ganglia: cannot read {}: {e}", p.display());
-                return ExitCode::from(1);
+                return ExitCode::from(CANNOT_START);
             }
         },
     };
     match result {
         Ok(0) => ExitCode::SUCCESS,
         // Some records were not summary records (each reported on stderr).
-        Ok(_) => ExitCode::from(1),
+        Ok(_) => ExitCode::from(FAILED),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("xrd2ganglia: {e}");
-            ExitCode::from(1)
+            ExitCode::from(FAILED)
         }
     }
 }
@@ -307,12 +339,35 @@ fn init_logging(level: &str) {
         .init();
 }
 
+/// For an address another process has bound: how to find it.
+fn in_use_hint(e: &std::io::Error, addr: &SocketAddr) -> String {
+    if e.kind() == std::io::ErrorKind::AddrInUse {
+        format!(
+            " (`ss -lunp 'sport = :{}'` shows which process has it)",
+            addr.port()
+        )
+    } else {
+        String::new()
+    }
+}
+
 fn serve(config: ConfigArgs) -> ExitCode {
     let settings = match config.load() {
         Ok(s) => s,
         Err(e) => {
             eprintln!("xrd2ganglia: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(CANNOT_START);
+        }
+    };
+    // Owned before anything is bound or read: a second gateway on the same
+    // file is refused before it can save over the first one's sources.
+    // Held until the process exits (the kernel releases it on any exit).
+    let state_lock = match settings.state_file.as_deref().map(StateLock::acquire) {
+        None => None,
+        Some(Ok(lock)) => Some(lock),
+        Some(Err(e)) => {
+            eprintln!("xrd2ganglia: {e}");
+            return ExitCode::from(CANNOT_START);
         }
     };
     let mut sockets = Vec::new();
@@ -320,8 +375,11 @@ fn serve(config: ConfigArgs) -> ExitCode {
         match gateway::bind(*addr, settings.recv_buffer) {
             Ok(s) => sockets.push(s),
             Err(e) => {
-                eprintln!("xrd2ganglia: cannot listen on {addr}: {e}");
-                return ExitCode::from(1);
+                eprintln!(
+                    "xrd2ganglia: cannot listen on {addr}: {e}{}",
+                    in_use_hint(&e, addr)
+                );
+                return ExitCode::from(CANNOT_START);
             }
         }
     }
@@ -331,9 +389,10 @@ fn serve(config: ConfigArgs) -> ExitCode {
             Ok(s) => request_sockets.push(s),
             Err(e) => {
                 eprintln!(
-                    "xrd2ganglia: cannot listen for gmond's metadata requests on {addr}: {e}"
+                    "xrd2ganglia: cannot listen for gmond's metadata requests on {addr}: {e}{}",
+                    in_use_hint(&e, addr)
                 );
-                return ExitCode::from(1);
+                return ExitCode::from(CANNOT_START);
             }
         }
     }
@@ -341,7 +400,7 @@ fn serve(config: ConfigArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             eprintln!("xrd2ganglia: {e}");
-            return ExitCode::from(1);
+            return ExitCode::from(CANNOT_START);
         }
     };
     tracing::info!(
@@ -350,6 +409,7 @@ fn serve(config: ConfigArgs) -> ExitCode {
         channels_from = %settings.channels_from,
         metadata_requests = ?settings.metadata_requests,
         send_values = if settings.value_heartbeat.is_some() { "changed" } else { "all" },
+        state_file = %settings.state_file.as_deref().unwrap_or(Path::new("")).display(),
         config = %settings.source,
         "xrd2ganglia {} serving",
         env!("CARGO_PKG_VERSION")
@@ -362,14 +422,13 @@ fn serve(config: ConfigArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             eprintln!("xrd2ganglia: cannot start the runtime: {e}");
-            return ExitCode::from(1);
+            return ExitCode::from(FAILED);
         }
     };
     let result = runtime.block_on(async {
         let (reload_tx, reloads) = tokio::sync::mpsc::channel(1);
-        let listen = settings.listen.clone();
-        let recv_buffer = settings.recv_buffer;
-        tokio::spawn(reload_on_sighup(config, listen, recv_buffer, reload_tx));
+        let restart_only = RestartOnly::of(&settings);
+        tokio::spawn(reload_on_sighup(config, restart_only, reload_tx));
         gateway::run(
             settings,
             gateway::Sockets {
@@ -383,11 +442,32 @@ fn serve(config: ConfigArgs) -> ExitCode {
         )
         .await
     });
+    // The last save is done: the file may have another owner now.
+    drop(state_lock);
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("xrd2ganglia: {e}");
-            ExitCode::from(1)
+            ExitCode::from(FAILED)
+        }
+    }
+}
+
+/// Settings a reload cannot change: the sockets stay bound, the state file
+/// stays owned.
+#[derive(PartialEq)]
+struct RestartOnly {
+    listen: Vec<SocketAddr>,
+    recv_buffer: usize,
+    state_file: Option<PathBuf>,
+}
+
+impl RestartOnly {
+    fn of(settings: &config::Settings) -> RestartOnly {
+        RestartOnly {
+            listen: settings.listen.clone(),
+            recv_buffer: settings.recv_buffer,
+            state_file: settings.state_file.clone(),
         }
     }
 }
@@ -395,11 +475,11 @@ fn serve(config: ConfigArgs) -> ExitCode {
 /// On each SIGHUP, reads the configuration again; a valid one (whose send
 /// channels open) replaces the running one, an invalid one is refused with
 /// the reason and the old one keeps running. The listening sockets are not
-/// rebound: a changed `listen` or `recv_buffer` needs a restart.
+/// rebound and the state file stays the one owned: a changed `listen`,
+/// `recv_buffer` or `state_file` needs a restart.
 async fn reload_on_sighup(
     config: ConfigArgs,
-    listen: Vec<SocketAddr>,
-    recv_buffer: usize,
+    running: RestartOnly,
     reloads: tokio::sync::mpsc::Sender<gateway::Reload>,
 ) {
     use tokio::signal::unix::{SignalKind, signal};
@@ -422,9 +502,9 @@ async fn reload_on_sighup(
                 continue;
             }
         };
-        if settings.listen != listen || settings.recv_buffer != recv_buffer {
+        if RestartOnly::of(&settings) != running {
             tracing::warn!(
-                "SIGHUP: listen and recv_buffer changes take effect at the next restart"
+                "SIGHUP: listen, recv_buffer and state_file changes take effect at the next restart"
             );
         }
         tracing::info!(

@@ -327,11 +327,8 @@ fn parse_into(
             other => return Err(err(*line, format!("unexpected {other:?}"))),
         }
     }
-    if !sections.is_empty() {
-        return Err(err(
-            0,
-            format!("section {:?} is not closed", sections.last()),
-        ));
+    if let Some(open) = sections.last() {
+        return Err(err(0, format!("section {open:?} is not closed")));
     }
     Ok(())
 }
@@ -561,7 +558,10 @@ collection_group { collect_every = 20 time_threshold = 90 metric { name = "load_
             (c.send_channels[0].host.as_deref(), c.send_channels[0].port),
             (None, 1)
         );
-        assert!(parse("globals {", Path::new("g")).is_err());
+        assert_eq!(
+            parse("globals {", Path::new("g")).unwrap_err().to_string(),
+            "g: section \"globals\" is not closed"
+        );
         assert!(parse("a = \"unterminated", Path::new("g")).is_err());
         assert!(parse("/* never closed", Path::new("g")).is_err());
     }

@@ -20,11 +20,20 @@
 //! `C` lines belong to the `S` line above them. A source saved but not
 //! heard from since the start is written again as it was read, so a
 //! second restart loses nothing either.
+//!
+//! One process owns a state file: two gateways saving the same file would
+//! each overwrite the other's sources, and the loser's counters would
+//! drop to their bare readings at its next restart (the spike the file is
+//! there to prevent). [`StateLock`] holds an flock(2) on `<state_file>.lock`
+//! for the life of the process; the kernel releases it when the process
+//! dies, however it dies, so a crash never blocks the restart.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
-use std::io;
+use std::fmt::{self, Write as _};
+use std::fs::File;
+use std::io::{self, Read as _, Write as _};
 use std::net::IpAddr;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -84,6 +93,12 @@ impl StateStore {
         self.path.as_deref()
     }
 
+    /// The file's path, for messages (empty when nothing is kept, and
+    /// then nothing is ever written either).
+    pub fn display(&self) -> std::path::Display<'_> {
+        self.path.as_deref().unwrap_or(Path::new("")).display()
+    }
+
     /// The saved state of a source now heard from for the first time.
     pub fn claim(&self, ip: IpAddr, program: &str) -> Option<SavedSource> {
         let mut map = self.unclaimed.lock().unwrap_or_else(|e| e.into_inner());
@@ -129,6 +144,148 @@ impl StateStore {
         let tmp = path.with_extension("tmp");
         std::fs::write(&tmp, text.as_bytes())?;
         std::fs::rename(&tmp, path)
+    }
+}
+
+/// Ownership of a state file for as long as this value lives (the whole
+/// `serve` process): an exclusive flock(2) on [`lock_path`], which holds
+/// the owner's pid for the message another process gets. The lock file is
+/// left in place at exit: removing it would race with a process that has
+/// just opened it, which would then lock the removed file while the next
+/// one creates and locks a new one (two owners).
+#[derive(Debug)]
+pub struct StateLock {
+    /// Open for as long as the lock is held; closing it releases the lock.
+    _file: File,
+    path: PathBuf,
+}
+
+/// Why a state file could not be owned.
+#[derive(Debug)]
+pub enum LockError {
+    /// Another process holds the lock.
+    Held {
+        state_file: PathBuf,
+        lock: PathBuf,
+        /// The holder's pid, as it wrote it in the lock file (None: not
+        /// written yet, or not readable).
+        pid: Option<u32>,
+    },
+    /// The lock file cannot be made or locked (its directory missing and
+    /// not creatable, not writable, ...).
+    Io {
+        state_file: PathBuf,
+        /// What failed: "cannot create the directory ...", "cannot lock ...".
+        doing: String,
+        error: io::Error,
+    },
+}
+
+impl fmt::Display for LockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LockError::Held {
+                state_file,
+                lock,
+                pid,
+            } => {
+                write!(
+                    f,
+                    "state file {} is in use by another process (",
+                    state_file.display()
+                )?;
+                match pid {
+                    Some(pid) => write!(f, "pid {pid}")?,
+                    None => write!(f, "pid unknown")?,
+                }
+                write!(
+                    f,
+                    ", which holds {}): give each gateway a state_file of its own",
+                    lock.display()
+                )
+            }
+            LockError::Io {
+                state_file,
+                doing,
+                error,
+            } => write!(
+                f,
+                "state file {}: {doing}: {error} (set state_file or --state-file to a file in a writable directory, or to \"\" to keep no counter state)",
+                state_file.display(),
+            ),
+        }
+    }
+}
+
+impl std::error::Error for LockError {}
+
+/// Where the lock of `state_file` lives: next to it, `<state_file>.lock`,
+/// so in the same directory (the RPM unit's `StateDirectory`).
+pub fn lock_path(state_file: &Path) -> PathBuf {
+    let mut name = state_file.as_os_str().to_owned();
+    name.push(".lock");
+    PathBuf::from(name)
+}
+
+impl StateLock {
+    /// Takes the lock of `state_file` without waiting, creating its
+    /// directory if needed (as [`StateStore::save`] would), and writes
+    /// this process's pid into the lock file.
+    pub fn acquire(state_file: &Path) -> Result<StateLock, LockError> {
+        let lock = lock_path(state_file);
+        let io_error = |doing: String| {
+            move |error| LockError::Io {
+                state_file: state_file.to_path_buf(),
+                doing,
+                error,
+            }
+        };
+        let cannot_lock = || io_error(format!("cannot lock {}", lock.display()));
+        if let Some(dir) = state_file.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(io_error(format!(
+                "cannot create its directory {}",
+                dir.display()
+            )))?;
+        }
+        // Not truncated on open: a holder's pid must stay readable.
+        let mut file = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&lock)
+            .map_err(cannot_lock())?;
+        // SAFETY: flock takes a file descriptor we own (open for the call's
+        // duration) and flags; no pointers.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc != 0 {
+            let error = io::Error::last_os_error();
+            if error.kind() == io::ErrorKind::WouldBlock {
+                let mut text = String::new();
+                let pid = file
+                    .read_to_string(&mut text)
+                    .ok()
+                    .and_then(|_| text.trim().parse().ok());
+                return Err(LockError::Held {
+                    state_file: state_file.to_path_buf(),
+                    lock,
+                    pid,
+                });
+            }
+            return Err(cannot_lock()(error));
+        }
+        file.set_len(0)
+            .and_then(|()| writeln!(file, "{}", std::process::id()))
+            .map_err(cannot_lock())?;
+        Ok(StateLock {
+            _file: file,
+            path: lock,
+        })
+    }
+
+    /// The lock file.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 }
 
@@ -236,6 +393,72 @@ mod tests {
         );
         assert_eq!(third.claim(ip, "xrootd"), None);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn one_owner_per_state_file_until_it_lets_go() {
+        let dir = std::env::temp_dir().join(format!("x2g-lock-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        // The directory is made, as a save would make it.
+        let state = dir.join("sub/state");
+        assert_eq!(lock_path(&state), dir.join("sub/state.lock"));
+        let first = StateLock::acquire(&state).unwrap();
+        assert_eq!(first.path(), dir.join("sub/state.lock"));
+        let pid = std::process::id();
+        assert_eq!(
+            std::fs::read_to_string(first.path()).unwrap(),
+            format!("{pid}\n")
+        );
+        // flock belongs to the open file, so a second open in this very
+        // process is refused as another process would be.
+        let e = StateLock::acquire(&state).unwrap_err();
+        assert!(
+            matches!(e, LockError::Held { pid: Some(p), .. } if p == pid),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "state file {} is in use by another process (pid {pid}, which holds {}): give each gateway a state_file of its own",
+                state.display(),
+                dir.join("sub/state.lock").display()
+            )
+        );
+        drop(first);
+        // Released: the lock file stays, the next owner writes its pid over.
+        std::fs::write(dir.join("sub/state.lock"), "999999\n").unwrap();
+        let again = StateLock::acquire(&state).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(again.path()).unwrap(),
+            format!("{pid}\n")
+        );
+        drop(again);
+
+        // A directory that cannot be made: named, with what to do.
+        std::fs::write(dir.join("file"), "").unwrap();
+        let e = StateLock::acquire(&dir.join("file/state")).unwrap_err();
+        assert!(matches!(e, LockError::Io { .. }), "{e:?}");
+        let text = e.to_string();
+        assert!(
+            text.starts_with(&format!(
+                "state file {}: cannot create its directory {}: ",
+                dir.join("file/state").display(),
+                dir.join("file").display()
+            )) && text.ends_with("or to \"\" to keep no counter state)"),
+            "{text}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn display_is_the_plain_path() {
+        let dir = std::env::temp_dir().join(format!("x2g-state-display-{}", std::process::id()));
+        let (store, _) = StateStore::open(&dir.join("state"), 1);
+        assert_eq!(
+            store.display().to_string(),
+            dir.join("state").display().to_string()
+        );
+        assert_eq!(StateStore::none().display().to_string(), "");
     }
 
     #[test]

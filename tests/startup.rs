@@ -1,0 +1,411 @@
+//! Starting `serve` (and `check-config`, `dump`) as real processes: one
+//! owner per state file, and exit code 2 with a message for every way a
+//! configuration cannot be put into effect.
+//!
+//! Every process here is started by the test and stopped by its own pid
+//! (a guard that kills its child on drop, or SIGTERM to the child's pid).
+
+mod common;
+
+use std::net::UdpSocket;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Gateway, Scratch, free_port};
+
+const BIN: &str = env!("CARGO_BIN_EXE_xrd2ganglia");
+const QUIET: &str = "stats_interval = 0\nself_metrics_interval = 0\n";
+
+/// Runs a command that should exit by itself; returns its exit code and
+/// stderr. One that is still running after 10 s is killed (by its pid,
+/// it is our child) and the test fails: it started when it should not have.
+fn exit_of(cmd: &mut Command, scratch: &Path) -> (Option<i32>, String) {
+    let err_path = scratch.join(format!("stderr-{}", free_port()));
+    let err = std::fs::File::create(&err_path).unwrap();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(err)
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{cmd:?} still running after 10 s: {}",
+                std::fs::read_to_string(&err_path).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
+    (status.code(), stderr)
+}
+
+fn serve(config: &Path, port: u16) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["serve", "--config"])
+        .arg(config)
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .args(["--send", &format!("127.0.0.1:{}", free_port())]);
+    cmd
+}
+
+fn record(pid: u32, inb: u64) -> String {
+    format!(
+        r#"<statistics tod="1700000100" ver="v5.5.3" src="ds1.example.org:1094" tos="1700000000" pgm="xrootd" ins="anon" pid="{pid}" site="S"><stats id="link"><in>{inb}</in></stats></statistics>"#
+    )
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_second_gateway_on_the_same_state_file_is_refused_and_the_first_keeps_it() {
+    let dir = Scratch::new("owner");
+    let state = dir.path().join("state");
+    let lock = dir.path().join("state.lock");
+    let config = format!("{QUIET}state_file = {:?}\n", state.display().to_string());
+    let mut first = Gateway::start(free_port(), &config);
+    let first_pid = first.proc.child.id();
+    assert_eq!(
+        std::fs::read_to_string(&lock).unwrap(),
+        format!("{first_pid}\n")
+    );
+
+    // A second serve on another port but the same file: refused at start.
+    let conf = dir.path().join("second.toml");
+    std::fs::write(&conf, &config).unwrap();
+    let second_port = free_port();
+    let (code, stderr) = exit_of(&mut serve(&conf, second_port), dir.path());
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(
+        stderr.trim(),
+        format!(
+            "xrd2ganglia: state file {} is in use by another process (pid {first_pid}, which holds {}): give each gateway a state_file of its own",
+            state.display(),
+            lock.display()
+        )
+    );
+    // Refused before binding anything.
+    UdpSocket::bind(("127.0.0.1", second_port)).expect("the refused gateway kept its port");
+
+    // check-config does not try what a running gateway holds: it passes.
+    let (code, stderr) = exit_of(
+        Command::new(BIN)
+            .args(["check-config", "--config"])
+            .arg(&conf)
+            .args(["--listen", &format!("127.0.0.1:{}", first.port)])
+            .args(["--send", "127.0.0.1:9"]),
+        dir.path(),
+    );
+    assert_eq!((code, stderr.as_str()), (Some(0), ""));
+
+    // The first is still the owner: what it hears is what the file keeps.
+    // (SIGTERM: the gateway handles what is queued, saves, then exits.)
+    first.send(record(41, 5000).as_bytes());
+    assert_eq!(first.proc.terminate().code(), Some(0));
+    let saved = std::fs::read_to_string(&state).unwrap();
+    assert!(
+        saved.contains("S\t127.0.0.1\txrootd\t1700000000\t41\n"),
+        "{saved}"
+    );
+
+    // Released at exit: a new gateway owns the file now.
+    let mut next = Gateway::start(free_port(), &config);
+    assert_eq!(
+        std::fs::read_to_string(&lock).unwrap(),
+        format!("{}\n", next.proc.child.id())
+    );
+    assert_eq!(next.proc.terminate().code(), Some(0));
+}
+
+#[test]
+fn a_gateway_killed_with_sigkill_does_not_block_its_restart() {
+    let dir = Scratch::new("stale");
+    let state = dir.path().join("state");
+    let lock = dir.path().join("state.lock");
+    let config = format!(
+        "{QUIET}state_interval = 1\nstate_file = {:?}\n",
+        state.display().to_string()
+    );
+    let mut crashed = Gateway::start(free_port(), &config);
+    let crashed_pid = crashed.proc.child.id();
+    crashed.send(record(7, 100).as_bytes());
+    // Saved once, then killed without a chance to clean up.
+    wait_until("a periodic save", || {
+        std::fs::read_to_string(&state).is_ok_and(|s| s.contains("\txrootd\t"))
+    });
+    crashed.proc.child.kill().unwrap(); // SIGKILL, to our own child's pid
+    let status = crashed.proc.child.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(9)
+    );
+    // The lock file stays behind with the dead pid in it...
+    assert_eq!(
+        std::fs::read_to_string(&lock).unwrap(),
+        format!("{crashed_pid}\n")
+    );
+    // ...and stops nobody: the kernel released the lock with the process.
+    let mut restarted = Gateway::start(free_port(), &config);
+    assert_eq!(
+        std::fs::read_to_string(&lock).unwrap(),
+        format!("{}\n", restarted.proc.child.id())
+    );
+    assert!(
+        restarted.proc.log_text().contains("1 sources restored"),
+        "{}",
+        restarted.proc.log_text()
+    );
+    assert_eq!(restarted.proc.terminate().code(), Some(0));
+}
+
+#[test]
+fn without_a_state_file_nothing_is_locked() {
+    let config = format!("{QUIET}state_file = \"\"\n");
+    let mut a = Gateway::start(free_port(), &config);
+    let mut b = Gateway::start(free_port(), &config);
+    assert_eq!(a.proc.terminate().code(), Some(0));
+    assert_eq!(b.proc.terminate().code(), Some(0));
+}
+
+#[test]
+fn what_cannot_be_put_into_effect_exits_2_with_the_reason() {
+    let dir = Scratch::new("exit2");
+    let conf = dir.path().join("x.toml");
+    std::fs::write(&conf, format!("{QUIET}state_file = \"\"\n")).unwrap();
+    let in_use = std::io::Error::from_raw_os_error(libc::EADDRINUSE);
+
+    // The listen address is taken (by this test).
+    let taken = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let (code, stderr) = exit_of(&mut serve(&conf, port), dir.path());
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(
+        stderr.trim(),
+        format!(
+            "xrd2ganglia: cannot listen on 127.0.0.1:{port}: {in_use} (`ss -lunp 'sport = :{port}'` shows which process has it)"
+        )
+    );
+
+    // The metadata_requests address is taken.
+    let requests = dir.path().join("requests.toml");
+    std::fs::write(
+        &requests,
+        format!("{QUIET}state_file = \"\"\nmetadata_requests = [\"127.0.0.1:{port}\"]\n"),
+    )
+    .unwrap();
+    let (code, stderr) = exit_of(&mut serve(&requests, free_port()), dir.path());
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(
+        stderr.trim(),
+        format!(
+            "xrd2ganglia: cannot listen for gmond's metadata requests on 127.0.0.1:{port}: {in_use} (`ss -lunp 'sport = :{port}'` shows which process has it)"
+        )
+    );
+
+    // A send host that does not resolve: serve and check-config alike.
+    let unresolvable = ["--send", "no-such-host.invalid:8649"];
+    let (code, stderr) = exit_of(
+        Command::new(BIN)
+            .args(["serve", "--config"])
+            .arg(&conf)
+            .args(["--listen", &format!("127.0.0.1:{}", free_port())])
+            .args(unresolvable),
+        dir.path(),
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    let expected = "xrd2ganglia: send channel no-such-host.invalid:8649: cannot resolve no-such-host.invalid: ";
+    assert!(stderr.starts_with(expected), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let (code, check) = exit_of(
+        Command::new(BIN)
+            .args(["check-config", "--config"])
+            .arg(&conf)
+            .args(unresolvable),
+        dir.path(),
+    );
+    assert_eq!((code, check.as_str()), (Some(2), stderr.as_str()));
+
+    // A state file whose directory cannot be made (a file is in the way).
+    std::fs::write(dir.path().join("plain-file"), "").unwrap();
+    let state = dir.path().join("plain-file/state");
+    let (code, stderr) = exit_of(
+        serve(&conf, free_port()).args(["--state-file", &state.display().to_string()]),
+        dir.path(),
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    let exists = std::io::Error::from_raw_os_error(libc::EEXIST);
+    assert_eq!(
+        stderr.trim(),
+        format!(
+            "xrd2ganglia: state file {}: cannot create its directory {}: {exists} (set state_file or --state-file to a file in a writable directory, or to \"\" to keep no counter state)",
+            state.display(),
+            dir.path().join("plain-file").display()
+        )
+    );
+
+    // A bad value, as before.
+    let (code, stderr) = exit_of(
+        Command::new(BIN).args(["serve", "--listen", "127.0.0.1:0x", "--send", "127.0.0.1:9"]),
+        dir.path(),
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+
+    // dump follows the same rule for its own listen address.
+    let (code, stderr) = exit_of(
+        Command::new(BIN)
+            .args(["dump", "--config"])
+            .arg(&conf)
+            .args(["--listen", &format!("127.0.0.1:{port}")]),
+        dir.path(),
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "xrd2ganglia: cannot listen on 127.0.0.1:{port}: {in_use}"
+        )),
+        "{stderr}"
+    );
+    drop(taken);
+}
+
+/// The first command of README's "Two commands", as an unprivileged user
+/// in a checkout of its own: the shipped config runs, its state kept where
+/// the command says. The listen and send addresses are overridden so the
+/// test stays off port 3333 and off any gmond of the machine.
+#[test]
+fn readme_first_command_runs_unprivileged_in_a_checkout() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let section = readme
+        .split("## Two commands")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("README has a \"Two commands\" section");
+    let commands: Vec<&str> = section
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty() && !l.starts_with("```"))
+        .take_while(|l| !l.contains(".ci/run"))
+        .collect();
+    assert_eq!(
+        commands.len(),
+        1,
+        "one command builds and runs: {commands:?}"
+    );
+    let args: Vec<&str> = commands[0]
+        .strip_prefix("cargo run --release -- ")
+        .unwrap_or_else(|| panic!("not a cargo run: {}", commands[0]))
+        .split_whitespace()
+        .collect();
+
+    // A checkout: the shipped config at its place, the binary, all owned by nobody.
+    let checkout = Scratch::new("checkout");
+    std::fs::create_dir_all(checkout.path().join("conf")).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("conf/xrd2ganglia.toml"),
+        checkout.path().join("conf/xrd2ganglia.toml"),
+    )
+    .unwrap();
+    let bin = checkout.path().join("xrd2ganglia");
+    std::fs::copy(BIN, &bin).unwrap();
+    common::chown_nobody(checkout.path());
+    let as_nobody = |extra: &[String]| {
+        let mut cmd = Command::new("setpriv");
+        cmd.args(["--reuid", "nobody", "--regid", "nogroup", "--clear-groups"])
+            .arg(&bin)
+            .args(extra)
+            .current_dir(checkout.path());
+        cmd
+    };
+    let port = free_port();
+    let overrides = [
+        "--listen".to_string(),
+        format!("127.0.0.1:{port}"),
+        "--send".to_string(),
+        format!("127.0.0.1:{}", free_port()),
+    ];
+    let mut full: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    full.extend(overrides.iter().cloned());
+    let log = checkout.path().join("serve.log");
+    let mut child = as_nobody(&full)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let served = (|| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if text.contains("serving") {
+                return Ok(text);
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                return Err(format!("exited {status}: {text}"));
+            }
+            if Instant::now() > deadline {
+                return Err(format!("not serving after 10 s: {text}"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    })();
+    // Stop it by its pid (setpriv execs the gateway in place).
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("README's command did not stop on SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let served = served.unwrap_or_else(|e| panic!("README's command {args:?}: {e}"));
+    assert!(served.contains("conf/xrd2ganglia.toml"), "{served}");
+    assert_eq!(status.code(), Some(0));
+    // Its state went where the command put it, in the checkout.
+    let state_arg = args
+        .iter()
+        .position(|a| *a == "--state-file")
+        .map(|i| args[i + 1])
+        .expect("README's command names a --state-file");
+    assert!(
+        std::fs::read_to_string(checkout.path().join(state_arg))
+            .unwrap()
+            .starts_with("xrd2ganglia-state 1\n")
+    );
+
+    // Without that override the shipped config keeps state in the RPM's
+    // /var/lib/xrd2ganglia, which an ordinary user cannot write: refused
+    // at once with what to do, not a warning at the first save.
+    let without: Vec<String> = ["serve", "--config", "conf/xrd2ganglia.toml"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain(overrides.iter().cloned())
+        .collect();
+    let (code, stderr) = exit_of(&mut as_nobody(&without), checkout.path());
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with("xrd2ganglia: state file /var/lib/xrd2ganglia/state: cannot ")
+            && stderr.contains("Permission denied"),
+        "{stderr}"
+    );
+}
