@@ -33,9 +33,14 @@ use std::time::{Duration, Instant};
 
 use xrd2ganglia::config::{FileConfig, Overrides, validate};
 use xrd2ganglia::events::{Counters, Events};
-use xrd2ganglia::ganglia::channel::{ChannelSpec, SendChannel};
 use xrd2ganglia::ganglia::xdr::{self, Packet};
 use xrd2ganglia::gateway::Pipeline;
+
+use mmsg::{CountSink, MmsgSender};
+
+mod e2e;
+mod gmond;
+mod mmsg;
 
 /// The records replayed, round robin over the simulated servers: an idle and
 /// a loaded data server, a manager cmsd with its node list, a proxy cache,
@@ -48,8 +53,15 @@ const USAGE: &str = "cargo bench --bench load -- [options]
   --rates LIST      offered records/s for the paced runs, comma-separated
                     (default 1000,2000,5000, plus 80% of the raw rate)
   --sources N       sources for the memory run (default 10000)
-  --only LIST       runs to do: raw,serve,rates,parse,chain,memory
-  --smoke           the quick pass cargo test runs";
+  --gmond-servers N simulated servers of the gmond runs (default 1000)
+  --ceiling PKTS    skip measuring gmond's ceiling (gmond run (a)), take this
+                    (value packets/s)
+  --sustain SECS    measured length of the sustained gmond run (default 20)
+  --down SECS       how long gmond stays stopped in the restart run (default 10)
+  --only LIST       runs to do: raw,serve,rates,parse,chain,memory,gmond
+  --smoke           the quick pass cargo test runs (gmond runs with 200
+                    servers; fails on any drop at gmond or missing or
+                    stale metric)";
 
 #[derive(Clone, Debug)]
 struct Options {
@@ -57,6 +69,10 @@ struct Options {
     servers: usize,
     rates: Vec<u64>,
     sources: usize,
+    gmond_servers: usize,
+    ceiling: Option<f64>,
+    sustain: Duration,
+    down: Duration,
     only: Vec<String>,
     smoke: bool,
 }
@@ -70,6 +86,10 @@ impl Options {
             servers: 100,
             rates: vec![1000, 2000, 5000],
             sources: 10_000,
+            gmond_servers: 1000,
+            ceiling: None,
+            sustain: Duration::from_secs(20),
+            down: Duration::from_secs(10),
             only: Vec::new(),
             smoke: !bench,
         };
@@ -86,6 +106,10 @@ impl Options {
                 "--duration" => o.duration = Duration::from_secs_f64(number(&value())),
                 "--servers" => o.servers = number(&value()) as usize,
                 "--sources" => o.sources = number(&value()) as usize,
+                "--gmond-servers" => o.gmond_servers = number(&value()) as usize,
+                "--ceiling" => o.ceiling = Some(number(&value())),
+                "--sustain" => o.sustain = Duration::from_secs_f64(number(&value())),
+                "--down" => o.down = Duration::from_secs_f64(number(&value())),
                 "--rates" => o.rates = value().split(',').map(|r| number(r) as u64).collect(),
                 "--only" => o.only = value().split(',').map(str::to_string).collect(),
                 "--help" | "-h" => {
@@ -104,6 +128,12 @@ impl Options {
             o.servers = o.servers.min(20);
             o.rates = vec![200];
             o.sources = o.sources.min(300);
+            o.gmond_servers = o.gmond_servers.min(200);
+            o.sustain = o.sustain.min(Duration::from_secs(5));
+            o.down = o.down.min(Duration::from_secs(3));
+        }
+        if o.gmond_servers == 0 || o.servers == 0 {
+            usage("--servers and --gmond-servers must be at least 1");
         }
         o
     }
@@ -190,6 +220,25 @@ fn main() {
     }
     if o.runs("memory") {
         report.memory = Some(memory(&bin, &o));
+    }
+    if o.runs("gmond") {
+        let e = e2e::run(
+            &bin,
+            &e2e::E2eOptions {
+                servers: o.gmond_servers,
+                smoke: o.smoke,
+                ceiling: o.ceiling,
+                sustain: o.sustain,
+                down: o.down,
+            },
+        );
+        // gmond missing: the smoke and an explicit --only gmond fail;
+        // the full run goes on without it, as for mpxstats and the chain.
+        if !o.smoke && o.only.is_empty() && gmond::installed().is_err() {
+            println!("load: gmond not installed; the gmond runs are skipped");
+        } else {
+            report.gmond = Some(e);
+        }
     }
     report.print(&records);
     if o.smoke {
@@ -322,6 +371,24 @@ impl Records {
 
     fn packets_per_record(&self) -> f64 {
         self.packets_per_round() as f64 / FIXTURES.len() as f64
+    }
+
+    /// Value packets (133) a steady report makes, averaged over the servers.
+    fn value_packets_per_record(&self) -> f64 {
+        let per_fixture: Vec<usize> = self
+            .packets
+            .iter()
+            .map(|ps| {
+                ps.iter()
+                    .filter(|p| p.get(..4) == Some(&133u32.to_be_bytes()))
+                    .count()
+            })
+            .collect();
+        let n = self.servers.max(1);
+        (0..n)
+            .map(|s| per_fixture[self.fixture_of(s)])
+            .sum::<usize>() as f64
+            / n as f64
     }
 
     fn flat_lines_per_record(&self) -> f64 {
@@ -521,9 +588,26 @@ fn big_buffers(socket: UdpSocket) -> UdpSocket {
     socket
 }
 
-/// Columns of every UDP socket (IPv4 and IPv6) bound to local `port`.
-fn udp_sockets(port: u16) -> Vec<Vec<String>> {
+/// Socket inodes of process `pid` (from its fd links `socket:[N]`).
+fn socket_inodes(pid: u32) -> std::collections::HashSet<String> {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter_map(|l| {
+            let l = l.to_string_lossy().into_owned();
+            Some(l.strip_prefix("socket:[")?.strip_suffix(']')?.to_string())
+        })
+        .collect()
+}
+
+/// Rows of /proc/net/udp and /proc/net/udp6 for local `port`: of process
+/// `pid`'s sockets, or (None) bound to 127.0.0.1, so that another address's
+/// socket that happens to have the same port number is not counted.
+fn udp_rows(pid: Option<u32>, port: u16) -> Vec<Vec<String>> {
     let suffix = format!(":{port:04X}");
+    let own = format!("0100007F:{port:04X}");
+    let inodes = pid.map(socket_inodes);
     ["/proc/net/udp", "/proc/net/udp6"]
         .iter()
         .filter_map(|f| std::fs::read_to_string(f).ok())
@@ -531,26 +615,35 @@ fn udp_sockets(port: u16) -> Vec<Vec<String>> {
             t.lines()
                 .skip(1)
                 .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
-                .filter(|c| c.get(1).is_some_and(|a| a.ends_with(&suffix)))
+                .filter(|c| match &inodes {
+                    Some(set) => {
+                        c.get(1).is_some_and(|a| a.ends_with(&suffix))
+                            && c.get(9).is_some_and(|i| set.contains(i))
+                    }
+                    None => c.get(1).is_some_and(|a| *a == own),
+                })
                 .collect::<Vec<_>>()
         })
         .collect()
 }
 
-/// Datagrams the kernel dropped at the UDP socket(s) on `port`.
-fn kernel_drops(port: u16) -> u64 {
-    udp_sockets(port)
-        .iter()
+/// Drops column (the last) summed over `rows`.
+fn drops_of(rows: &[Vec<String>]) -> u64 {
+    rows.iter()
         .filter_map(|c| c.last()?.parse::<u64>().ok())
         .sum()
 }
 
-/// Bytes waiting in the receive queue of the UDP socket(s) on `port`.
-fn rx_queue(port: u16) -> u64 {
-    udp_sockets(port)
-        .iter()
+/// Receive queue bytes summed over `rows`.
+fn rx_of(rows: &[Vec<String>]) -> u64 {
+    rows.iter()
         .filter_map(|c| u64::from_str_radix(c.get(4)?.split(':').nth(1)?, 16).ok())
         .sum()
+}
+
+/// Datagrams the kernel dropped at our own socket on 127.0.0.1:`port`.
+fn kernel_drops(port: u16) -> u64 {
+    drops_of(&udp_rows(None, port))
 }
 
 // ---------------------------------------------------------------------------
@@ -573,32 +666,34 @@ struct Run {
     p50_us: Option<u32>,
     p99_us: Option<u32>,
     cpu_pct: Option<f64>,
+    /// The gateway's CPU time per forwarded record.
+    cpu_us_per_record: Option<f64>,
     peak_rss_kib: Option<u64>,
 }
 
 /// (a) The loopback limit: the value packets of the records, straight to
 /// the sink, for the run's duration.
 fn raw(records: &Records, o: &Options, mmsg: bool) -> Run {
-    let sink = Sink::start(records, SinkMode::Polled);
-    // The gateway's own channel: one send per packet, or sendmmsg batches.
-    let channel =
-        SendChannel::open(&ChannelSpec::unicast("127.0.0.1", sink.port())).expect("channel");
-    let all: Vec<&[u8]> = records
-        .packets
-        .iter()
-        .flatten()
-        .map(Vec::as_slice)
-        .collect();
+    // The sink only counts (recvmmsg, nothing parsed): the loopback limit,
+    // not a parser's.
+    let sink = CountSink::start();
+    let socket = big_buffers(UdpSocket::bind("127.0.0.1:0").expect("raw sender"));
+    socket
+        .connect(("127.0.0.1", sink.port()))
+        .expect("connect to the sink");
+    let all: Vec<Vec<u8>> = records.packets.iter().flatten().cloned().collect();
     let t0 = Instant::now();
     let mut sent = 0u64;
-    while t0.elapsed() < o.duration {
-        if mmsg {
-            let mut failed = 0;
-            channel.send_all(&all, |r| failed += u64::from(r.is_err()));
-            sent += all.len() as u64 - failed;
-        } else {
+    if mmsg {
+        // C speed: sendmmsg from headers built once, 64 packets a call.
+        let mut sender = MmsgSender::new(&socket, &all);
+        while t0.elapsed() < o.duration {
+            sent += sender.send(64) as u64;
+        }
+    } else {
+        while t0.elapsed() < o.duration {
             for p in &all {
-                if channel.send(p).is_ok() {
+                if socket.send(p).is_ok() {
                     sent += 1;
                 }
             }
@@ -606,10 +701,10 @@ fn raw(records: &Records, o: &Options, mmsg: bool) -> Run {
     }
     let elapsed = t0.elapsed();
     sink.settle(Duration::from_millis(200));
-    let got = sink.counts.packets.load(Ordering::Relaxed);
+    let got = sink.count();
     Run {
         label: if mmsg {
-            "raw loopback, sendmmsg"
+            "raw loopback, sendmmsg (64/call)"
         } else {
             "raw loopback, send"
         }
@@ -622,65 +717,210 @@ fn raw(records: &Records, o: &Options, mmsg: bool) -> Run {
     }
 }
 
-/// A running `xrd2ganglia serve` sending to the sink.
+/// A running `xrd2ganglia serve`, its log read as it comes.
 struct Gateway {
     child: Child,
     port: u16,
-    _dir: TempDir,
+    dir: TempDir,
+    log: GwLog,
+    exited: bool,
+}
+
+/// A counters line of the gateway's log (`counters: k=v ...`, also the
+/// final `stopped; counters: ...`): when it arrived and its pairs. Keys the
+/// gateway does not log are absent (unknown), not zero.
+#[derive(Clone, Debug)]
+struct LogLine {
+    at: Instant,
+    stopped: bool,
+    pairs: HashMap<String, String>,
+}
+
+impl LogLine {
+    fn get(&self, key: &str) -> Option<u64> {
+        self.pairs.get(key)?.parse().ok()
+    }
+
+    /// Parses a log line; None if it is not a counters line.
+    fn parse(line: &str, at: Instant) -> Option<LogLine> {
+        let line = strip_ansi(line);
+        let (head, rest) = line.split_once("counters:")?;
+        Some(LogLine {
+            at,
+            stopped: head.contains("stopped"),
+            pairs: rest
+                .split_whitespace()
+                .filter_map(|t| t.split_once('='))
+                .map(|(k, v)| (k.to_string(), v.trim_end_matches(',').to_string()))
+                .collect(),
+        })
+    }
+}
+
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // CSI: ESC [ ... final byte in @..~
+            for c in chars.by_ref() {
+                if ('@'..='~').contains(&c) && c != '[' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The gateway's counters lines, stamped on arrival by a reader thread
+/// (which also copies the whole log to a file).
+#[derive(Clone, Default)]
+struct GwLog(Arc<Mutex<Vec<LogLine>>>);
+
+impl GwLog {
+    fn start(stderr: std::process::ChildStderr, file: PathBuf) -> GwLog {
+        let log = GwLog::default();
+        let lines = log.0.clone();
+        thread::spawn(move || {
+            use std::io::{BufRead, Write};
+            let mut out = std::fs::File::create(file).ok();
+            let mut reader = std::io::BufReader::new(stderr);
+            let mut buf = Vec::new();
+            while reader.read_until(b'\n', &mut buf).is_ok_and(|n| n > 0) {
+                let at = Instant::now();
+                if let Some(f) = out.as_mut() {
+                    let _ = f.write_all(&buf);
+                }
+                if let Some(l) = LogLine::parse(&String::from_utf8_lossy(&buf), at) {
+                    lines.lock().unwrap_or_else(|e| e.into_inner()).push(l);
+                }
+                buf.clear();
+            }
+        });
+        log
+    }
+
+    fn all(&self) -> Vec<LogLine> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Lines that arrived after `t`.
+    fn since(&self, t: Instant) -> Vec<LogLine> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter(|l| l.at > t)
+            .cloned()
+            .collect()
+    }
+
+    fn last(&self) -> Option<LogLine> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .last()
+            .cloned()
+    }
 }
 
 impl Gateway {
+    /// The gateway of the throughput runs: sending to the sink unpaced.
     fn start(bin: &Path, sink_port: u16, extra: &str) -> Gateway {
-        let dir = TempDir::new("gw");
-        let port = free_port();
-        let conf = dir.0.join("xrd2ganglia.toml");
-        std::fs::write(
-            &conf,
+        Gateway::start_config(bin, |_, port| {
             format!(
                 "listen = [\"127.0.0.1:{port}\"]\n\
                  metadata_interval = 1800\nstats_interval = 0\nself_metrics_interval = 0\n\
                  max_send_rate = 0\nrecv_buffer = 33554432\nmax_sources = 20000\nstate_file = \"\"\n{extra}\n\
                  [[channel]]\nhost = \"127.0.0.1\"\nport = {sink_port}\n"
-            ),
-        )
-        .expect("config");
-        let child = Command::new(bin)
+            )
+        })
+    }
+
+    /// `serve` with the config `config(its temp dir, its listen port)`.
+    fn start_config(bin: &Path, config: impl FnOnce(&Path, u16) -> String) -> Gateway {
+        let dir = TempDir::new("gw");
+        let port = free_port();
+        let conf = dir.0.join("xrd2ganglia.toml");
+        std::fs::write(&conf, config(&dir.0, port)).expect("config");
+        let mut child = Command::new(bin)
             .args(["serve", "--config"])
             .arg(&conf)
             .args(["--log-level", "info"])
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.0.join("log")).expect("log"))
+            .stderr(Stdio::piped())
             .spawn()
             .expect("start xrd2ganglia serve");
-        if !listening(port) {
-            let log = std::fs::read_to_string(dir.0.join("log")).unwrap_or_default();
+        let stderr = child.stderr.take().expect("piped stderr");
+        let log = GwLog::start(stderr, dir.0.join("log"));
+        let gw = Gateway {
+            port,
+            dir,
+            log,
+            exited: false,
+            child,
+        };
+        if !listening(gw.pid(), port) {
+            let log = std::fs::read_to_string(gw.dir.0.join("log")).unwrap_or_default();
             eprintln!("load: xrd2ganglia serve did not start:\n{log}");
             std::process::exit(1);
         }
-        Gateway {
-            child,
-            port,
-            _dir: dir,
-        }
+        gw
     }
 
     fn pid(&self) -> u32 {
         self.child.id()
     }
 
+    fn addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
+    fn dir(&self) -> &Path {
+        &self.dir.0
+    }
+
+    /// Datagrams the kernel dropped at the gateway's listening socket.
+    fn socket_drops(&self) -> u64 {
+        drops_of(&udp_rows(Some(self.pid()), self.port))
+    }
+
+    fn rx_queue(&self) -> u64 {
+        rx_of(&udp_rows(Some(self.pid()), self.port))
+    }
+
+    /// SIGTERM by pid; the exit status (None: still running after
+    /// `timeout`, then killed) and how long it took.
+    fn terminate(&mut self, timeout: Duration) -> (Option<std::process::ExitStatus>, Duration) {
+        let t0 = Instant::now();
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(self.pid() as i32, libc::SIGTERM) };
+        let status = wait_timeout(&mut self.child, timeout);
+        let took = t0.elapsed();
+        if status.is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        self.exited = true;
+        // Let the reader see the last lines.
+        thread::sleep(Duration::from_millis(50));
+        (status, took)
+    }
+
     /// Stops the gateway (SIGTERM) and returns one of its final counters.
     fn stop(mut self, counter: &str) -> Option<u64> {
-        // SAFETY: kill(2) on our own child's pid.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let _ = self.child.wait();
-        let log = std::fs::read_to_string(self._dir.0.join("log")).unwrap_or_default();
-        let line = log
-            .lines()
+        self.terminate(Duration::from_secs(30));
+        self.log
+            .all()
+            .iter()
             .rev()
-            .find(|l| l.contains("stopped; counters"))?;
-        line.split_whitespace()
-            .find_map(|f| f.strip_prefix(&format!("{counter}=")))
-            .and_then(|v| v.parse().ok())
+            .find(|l| l.stopped)?
+            .get(counter)
     }
 
     fn cpu_ticks(&self) -> u64 {
@@ -690,6 +930,22 @@ impl Gateway {
     fn status_kib(&self, key: &str) -> u64 {
         proc_status(self.pid(), key)
     }
+}
+
+/// Pids whose parent is `pid`.
+fn children_of(pid: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| {
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+            // After the command name: state, then the parent's pid.
+            stat.rsplit_once(')')
+                .and_then(|(_, r)| r.split_whitespace().nth(1)?.parse::<u32>().ok())
+                == Some(pid)
+        })
+        .collect()
 }
 
 /// User plus system CPU time of a process, in clock ticks.
@@ -706,9 +962,9 @@ fn cpu_ticks(pid: u32) -> u64 {
 
 impl Drop for Gateway {
     fn drop(&mut self) {
-        // SAFETY: kill(2) on our own child's pid.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let _ = self.child.wait();
+        if !self.exited {
+            self.terminate(Duration::from_secs(10));
+        }
     }
 }
 
@@ -778,7 +1034,7 @@ fn serve(
 ) -> Run {
     let sink = Sink::start(records, mode);
     let gw = Gateway::start(bin, sink.port(), "");
-    let to = SocketAddr::from(([127, 0, 0, 1], gw.port));
+    let to = gw.addr();
     let sockets = records.sockets();
     // Warm up: every server's first record (metadata) and a second one.
     for _ in 0..2 {
@@ -793,7 +1049,7 @@ fn serve(
     }
     sink.settle(Duration::from_millis(300));
     sink.reset();
-    let drops_before = kernel_drops(gw.port);
+    let drops_before = gw.socket_drops();
     let cpu_before = gw.cpu_ticks();
     let t0 = Instant::now();
     let sent = offer(records, &sockets, to, rate, o.duration, Some(&sink.pending));
@@ -805,10 +1061,7 @@ fn serve(
     );
     sink.settle(Duration::from_millis(300));
     let cpu = (gw.cpu_ticks() - cpu_before) as f64 / clock_ticks();
-    let (socket_drops, peak_rss) = (
-        kernel_drops(gw.port) - drops_before,
-        gw.status_kib("VmHWM:"),
-    );
+    let (socket_drops, peak_rss) = (gw.socket_drops() - drops_before, gw.status_kib("VmHWM:"));
     let send_errors = gw.stop("send_errors");
     let completed = sink.counts.completed.load(Ordering::Relaxed);
     let mut lat = sink.latencies.lock().expect("latencies").clone();
@@ -828,6 +1081,7 @@ fn serve(
         p50_us: pct(0.50),
         p99_us: pct(0.99),
         cpu_pct: Some(100.0 * cpu / elapsed.as_secs_f64()),
+        cpu_us_per_record: (completed > 0).then(|| cpu * 1e6 / completed as f64),
         peak_rss_kib: Some(peak_rss),
     }
 }
@@ -848,15 +1102,17 @@ fn mpxstats(bin: &Path, pre: &[&str], records: &Records, o: &Options) -> Option<
         .stderr(Stdio::null())
         .spawn()
         .ok()?;
-    wait_for_port(port);
+    let pid = child.id();
+    wait_for_port(pid, port);
     let to = SocketAddr::from(([127, 0, 0, 1], port));
     let sockets = records.sockets();
-    let (drops_before, cpu_before) = (kernel_drops(port), cpu_ticks(child.id()));
+    let drops = || drops_of(&udp_rows(Some(pid), port));
+    let (drops_before, cpu_before) = (drops(), cpu_ticks(pid));
     let t0 = Instant::now();
     let sent = offer(records, &sockets, to, None, o.duration, None);
     let elapsed = t0.elapsed();
-    let dropped = kernel_drops(port) - drops_before;
-    let queued = rx_queue(port);
+    let dropped = drops() - drops_before;
+    let queued = rx_of(&udp_rows(Some(pid), port));
     let cpu_s = (cpu_ticks(child.id()) - cpu_before) as f64 / clock_ticks();
     let mean_size = records.data.iter().map(Vec::len).sum::<usize>() / records.data.len();
     let done = sent.saturating_sub(dropped + queued / mean_size.max(1) as u64);
@@ -932,7 +1188,7 @@ while (my $line = <STDIN>) {
         .stderr(Stdio::null())
         .spawn()
         .ok();
-    wait_for_port(port);
+    wait_for_port(mpx.id(), port);
     let to = SocketAddr::from(([127, 0, 0, 1], port));
     let sockets = &records.sockets()[..1];
     // Keep the chain busy for the whole run: a few records up front.
@@ -954,13 +1210,16 @@ while (my $line = <STDIN>) {
     let _ = mpx.kill();
     let _ = mpx.wait();
     if let Some(mut p) = perl {
+        // Stop perl so it forks no more, then end the gmetric it runs (its
+        // children, by pid) and perl itself: nothing outlives the tool.
+        // SAFETY: kill(2) on our own child's pid and on its children's.
+        unsafe { libc::kill(p.id() as i32, libc::SIGSTOP) };
+        for child in children_of(p.id()) {
+            unsafe { libc::kill(child as i32, libc::SIGKILL) };
+        }
         let _ = p.kill();
         let _ = p.wait();
     }
-    // Stop the gmetric still running, so nothing outlives the tool.
-    let _ = Command::new("pkill")
-        .args(["-f", &conf.display().to_string()])
-        .status();
     let values_ps = values as f64 / elapsed.as_secs_f64();
     Some(Run {
         label: "mpxstats | perl | gmetric per value".into(),
@@ -999,7 +1258,7 @@ fn memory(bin: &Path, o: &Options) -> Memory {
     // Nobody reads the sink: memory is the question, and the packets are
     // dropped by the kernel at the sink without slowing the gateway.
     let gw = Gateway::start(bin, sink.local_addr().map(|a| a.port()).unwrap_or(9), "");
-    let to = SocketAddr::from(([127, 0, 0, 1], gw.port));
+    let to = gw.addr();
     let reports = &records.variants[fixture][..2];
     // The first source grows the per-record buffers to size.
     let s = UdpSocket::bind((server_ip(0), 0)).expect("bind");
@@ -1017,12 +1276,12 @@ fn memory(bin: &Path, o: &Options) -> Memory {
         }
         if i % 100 == 0 {
             // Let the gateway keep up, so every source is tracked.
-            while rx_queue(gw.port) > 256 * 1024 {
+            while gw.rx_queue() > 256 * 1024 {
                 thread::sleep(Duration::from_millis(1));
             }
         }
     }
-    while rx_queue(gw.port) > 0 {
+    while gw.rx_queue() > 0 {
         thread::sleep(Duration::from_millis(10));
     }
     thread::sleep(Duration::from_millis(300));
@@ -1048,6 +1307,7 @@ struct Report {
     mpxstats_ours: Option<Run>,
     chain: Option<Run>,
     memory: Option<Memory>,
+    gmond: Option<e2e::E2e>,
 }
 
 impl Report {
@@ -1058,8 +1318,25 @@ impl Report {
             .reduce(f64::max)
     }
 
+    /// The runs of the first table, in order.
+    fn runs(&self) -> impl Iterator<Item = &Run> {
+        [&self.raw_send, &self.raw_mmsg, &self.serve_max]
+            .into_iter()
+            .flatten()
+            .chain(self.paced.iter())
+            .chain(
+                [&self.mpxstats_theirs, &self.mpxstats_ours, &self.chain]
+                    .into_iter()
+                    .flatten(),
+            )
+    }
+
     fn print(&self, records: &Records) {
         let opt = |v: Option<u32>| v.map(|v| format!("{v}")).unwrap_or_else(|| "-".into());
+        if let (true, Some(e)) = (self.runs().next().is_none(), &self.gmond) {
+            e.print();
+            return;
+        }
         println!();
         println!(
             "{:<42} {:>10} {:>10} {:>11} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9}",
@@ -1076,16 +1353,7 @@ impl Report {
             "cpu %",
             "peak KiB"
         );
-        let runs = [&self.raw_send, &self.raw_mmsg, &self.serve_max]
-            .into_iter()
-            .flatten()
-            .chain(self.paced.iter())
-            .chain(
-                [&self.mpxstats_theirs, &self.mpxstats_ours, &self.chain]
-                    .into_iter()
-                    .flatten(),
-            );
-        for r in runs {
+        for r in self.runs() {
             println!(
                 "{:<42} {:>10} {:>10.0} {:>11.0} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9}",
                 r.label,
@@ -1114,8 +1382,14 @@ impl Report {
         println!("ratios (targets in brackets):");
         if let (Some(raw), Some(s)) = (self.raw_best(), &self.serve_max) {
             println!(
-                "  serve packets/s / raw loopback packets/s   {:>8.2}   [>= 0.80]",
+                "  serve forwarded packets/s / raw loopback    {:>8.2}   [>= 0.80] (raw: counting sink, best of send and sendmmsg)",
                 s.packets_ps / raw
+            );
+        }
+        if let Some(us) = self.serve_max.as_ref().and_then(|s| s.cpu_us_per_record) {
+            println!(
+                "  serve flat out: gateway CPU per forwarded record {:>6.1} us",
+                us
             );
         }
         if let (Some(theirs), Some(ours)) = (&self.mpxstats_theirs, &self.mpxstats_ours) {
@@ -1153,6 +1427,9 @@ impl Report {
                 m.peak_kib,
                 m.bytes_per_pair()
             );
+        }
+        if let Some(e) = &self.gmond {
+            e.print();
         }
     }
 
@@ -1192,6 +1469,9 @@ impl Report {
         {
             failed.push("memory: no RSS read".into());
         }
+        if let Some(e) = &self.gmond {
+            failed.extend(e.smoke_failures());
+        }
         if !failed.is_empty() {
             eprintln!("load smoke failed:\n  {}", failed.join("\n  "));
             std::process::exit(1);
@@ -1203,18 +1483,31 @@ impl Report {
 // ---------------------------------------------------------------------------
 // Small helpers.
 
+/// A free loopback port, UDP and TCP, never the same twice in one run
+/// (gmond takes one of each, and we pick before it binds).
 fn free_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .and_then(|s| s.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+    static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    loop {
+        let port = UdpSocket::bind("127.0.0.1:0")
+            .and_then(|s| s.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_err() {
+            continue;
+        }
+        let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
-/// Waits until something listens on UDP `port` (up to 10 s).
-fn listening(port: u16) -> bool {
+/// Waits until process `pid` has a UDP socket on `port` (up to 10 s).
+fn listening(pid: u32, port: u16) -> bool {
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(10) {
-        if !udp_sockets(port).is_empty() {
+        if !udp_rows(Some(pid), port).is_empty() {
             return true;
         }
         thread::sleep(Duration::from_millis(20));
@@ -1222,10 +1515,24 @@ fn listening(port: u16) -> bool {
     false
 }
 
-fn wait_for_port(port: u16) {
-    if !listening(port) {
+fn wait_for_port(pid: u32, port: u16) {
+    if !listening(pid, port) {
         eprintln!("load: nothing listens on UDP port {port} after 10 s");
         std::process::exit(1);
+    }
+}
+
+/// Waits up to `timeout` for `child` to exit.
+fn wait_timeout(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
+    let t0 = Instant::now();
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        if t0.elapsed() > timeout {
+            return None;
+        }
+        thread::sleep(Duration::from_millis(2));
     }
 }
 
@@ -1233,8 +1540,12 @@ struct TempDir(PathBuf);
 
 impl TempDir {
     fn new(tag: &str) -> TempDir {
-        let dir =
-            std::env::temp_dir().join(format!("xrd2ganglia-load-{tag}-{}", std::process::id()));
+        static SEQ: AtomicU64 = AtomicU64::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "xrd2ganglia-load-{tag}-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("temp dir");
         TempDir(dir)
