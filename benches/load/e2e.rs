@@ -551,28 +551,22 @@ fn gateway(bin: &Path, gmond_port: u16, servers: usize, extra: &str) -> Gateway 
     })
 }
 
-/// Waits until the gateway has sent everything it got: a counters line
-/// after `after` with `send_queue=0` and every datagram offered read
-/// (`datagrams` >= offered - drops at its socket); a gateway that does not
-/// log its queue counts as drained at the first of two such lines in a row
-/// with all counters the same (nothing sent, answered or failed in
-/// between). Returns when, or None after `timeout`.
+/// Waits until the gateway has sent everything it got: two counters lines
+/// in a row, after `after`, identical (nothing received, sent, answered or
+/// failed in between), the first with every datagram offered read
+/// (`datagrams` >= offered - drops at its socket) and, when the gateway
+/// logs its queue, `send_queue=0`. Returns when the first of the two was
+/// logged (everything was sent by then), or None after `timeout`.
 fn drained(gw: &Gateway, after: Instant, offered: u64, timeout: Duration) -> Option<Instant> {
     let t0 = Instant::now();
     loop {
         let want = offered.saturating_sub(gw.socket_drops());
         let lines = gw.log.since(after);
-        let read = |l: &LogLine| l.get("datagrams").is_none_or(|d| d >= want);
-        if let Some(l) = lines
-            .iter()
-            .find(|l| read(l) && l.get("send_queue") == Some(0))
-        {
-            return Some(l.at);
-        }
-        if let Some(w) = lines
-            .windows(2)
-            .find(|w| w[0].get("send_queue").is_none() && read(&w[0]) && w[0].pairs == w[1].pairs)
-        {
+        if let Some(w) = lines.windows(2).find(|w| {
+            w[0].get("datagrams").is_none_or(|d| d >= want)
+                && w[0].pairs.get("send_queue").is_none_or(|q| q == "0")
+                && w[0].pairs == w[1].pairs
+        }) {
             return Some(w[0].at);
         }
         if t0.elapsed() > timeout {
@@ -1095,7 +1089,7 @@ impl E2e {
             ));
             rows.push(
                 row(
-                    "    hosts fresh: lag behind their last report <= 3 s",
+                    "    hosts fresh: lag behind last report <= 3 s (TN whole s: <= 1 s high)",
                     format!(
                         "{}, max lag {}",
                         fraction(s.check.hosts_fresh, s.check.hosts),
@@ -1262,7 +1256,11 @@ impl E2e {
             );
         }
         for e in &self.errors {
-            rows.push(row("could not run", e.clone()).target("", false).strict());
+            rows.push(
+                row("could not run", e.clone())
+                    .target("runs", false)
+                    .strict(),
+            );
         }
         rows
     }
@@ -1305,7 +1303,7 @@ impl E2e {
         self.rows()
             .into_iter()
             .filter(|r| r.strict && r.pass == Some(false))
-            .map(|r| format!("gmond: {} {}: {}", r.figure.trim(), r.target, r.value))
+            .map(|r| format!("gmond: {} [{}]: {}", r.figure.trim(), r.target, r.value))
             .collect()
     }
 }
