@@ -234,19 +234,19 @@ impl Pipeline {
                 state.restart();
             }
         }
-        // Resend every metadata when what it carries changed, or the program
-        // restarted (a new start time, and a gmond may have dropped it meanwhile).
-        // A new TMAX (known from the second report on) is announced with
-        // each metric's next metadata, made due soon but not at once:
-        // sources that started together learn their TMAX together.
+        // Send every metadata on first sight, when the host it names changed,
+        // or the program restarted (a new start time, and a gmond may have
+        // dropped it meanwhile). A new TMAX (known from the second report
+        // on) goes out with each metric's next periodic metadata, which is
+        // spread over time ([`super::source`]): sources that started
+        // together learn their TMAX together, and resending everything for
+        // it would be their first burst all over again.
         let refresh_all =
             restarted || source.host != self.mapped.host.spoof || source.metadata_tmax == 0;
         if refresh_all {
             source.host.clear();
             source.host.push_str(&self.mapped.host.spoof);
             source.host_key = crate::mapping::name_key(&source.host);
-        } else if source.metadata_tmax != tmax {
-            source.schedule_metadata(now_s, interval_s);
         }
         source.metadata_tmax = tmax;
         if settings.answers_requests() {

@@ -95,11 +95,14 @@ impl SendQueue {
         conflated
     }
 
-    /// Moves up to `budget` packets, oldest slot first (metadata before
-    /// value), to `out`; returns how many.
-    pub fn pop(&mut self, budget: usize, out: &mut Outgoing) -> usize {
-        let mut n = 0;
-        while n < budget {
+    /// Moves packets to `out`, oldest slot first (metadata before value),
+    /// while fewer than `budget` tokens are spent: a value costs one, a
+    /// metadata packet `metadata_cost` (the last one taken may overdraw
+    /// the budget by less than that). Returns the tokens spent.
+    pub fn pop(&mut self, budget: usize, metadata_cost: usize, out: &mut Outgoing) -> usize {
+        let mut spent = 0;
+        let mut packets = 0;
+        while spent < budget {
             let Some(&at) = self.line.front() else {
                 break;
             };
@@ -107,26 +110,28 @@ impl SendQueue {
             if let Some(p) = slot.metadata.take() {
                 out.push(&p);
                 self.spare.push(p);
-                n += 1;
-                if n == budget && slot.value.is_some() {
+                spent += metadata_cost;
+                packets += 1;
+                if spent >= budget && slot.value.is_some() {
                     break;
                 }
             }
             if let Some(p) = slot.value.take() {
                 out.push(&p);
                 self.spare.push(p);
-                n += 1;
+                spent += 1;
+                packets += 1;
             }
             let key = slot.key;
             self.line.pop_front();
             self.index.remove(&key);
             self.free.push(at);
         }
-        self.packets -= n;
+        self.packets -= packets;
         if self.line.is_empty() {
             self.trim();
         }
-        n
+        spent
     }
 
     /// Drops everything pending; returns how many packets that was.
@@ -216,7 +221,7 @@ mod tests {
 
     fn drain(q: &mut SendQueue, budget: usize) -> Vec<Vec<u8>> {
         let mut out = Outgoing::default();
-        q.pop(budget, &mut out);
+        q.pop(budget, 1, &mut out);
         out.packets().into_iter().map(<[u8]>::to_vec).collect()
     }
 
@@ -246,6 +251,21 @@ mod tests {
         assert_eq!(q.len(), 1);
         q.push(key(1, 1), PacketKind::Value, b"v2", t);
         assert_eq!(drain(&mut q, 5), [b"v2".to_vec()]);
+    }
+
+    #[test]
+    fn metadata_costs_more_tokens() {
+        let mut q = SendQueue::default();
+        let t = Instant::now();
+        for m in 0..4 {
+            q.push(key(1, m), PacketKind::Metadata, b"m", t);
+            q.push(key(1, m), PacketKind::Value, b"v", t);
+        }
+        let mut out = Outgoing::default();
+        // 6 tokens: metadata (3) + value (1), then metadata (3): overdrawn by 1.
+        assert_eq!(q.pop(6, 3, &mut out), 7);
+        assert_eq!(out.packets(), [b"m", b"v", b"m"]);
+        assert_eq!(q.len(), 5);
     }
 
     #[test]

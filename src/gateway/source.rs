@@ -11,8 +11,10 @@
 //! `metadata_interval`, the gateway would make the bursts it exists to
 //! avoid. So when a source's metadata goes out as a whole (first sight, a
 //! restart), its next periodic resend is brought forward by the source's
-//! own [`lead`](Source::lead), and the resend a new TMAX calls for is
-//! [`scheduled`](Source::schedule_metadata) a source-dependent delay later.
+//! own [`lead`](Source::lead): sources that started together resend apart
+//! from then on. A new TMAX (known from a source's second report on, in
+//! phase with every source that started with it) is not worth a resend of
+//! its own: the next periodic one carries it, within `metadata_interval`.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -170,26 +172,6 @@ impl Source {
     /// the host's hash, so sources that start together resend apart.
     pub(super) fn lead(&self, interval_s: u32) -> u32 {
         (self.host_key % u64::from((interval_s / 2).max(1))) as u32
-    }
-
-    /// Makes every metadata of the source due some seconds from now (a
-    /// source-dependent delay within half of `interval_s`), not at once:
-    /// for a new TMAX, which every source learns at its second report, in
-    /// phase with the others that started with it.
-    pub(super) fn schedule_metadata(&mut self, now_s: u32, interval_s: u32) {
-        let delay = 1 + self.lead(interval_s);
-        let at = (now_s + delay).saturating_sub(interval_s);
-        for t in self
-            .states
-            .iter_mut()
-            .map(|s| &mut s.meta_at)
-            .chain(std::iter::once(&mut self.heartbeat_meta_at))
-        {
-            if *t != series::NEVER {
-                *t = (*t).min(at);
-            }
-        }
-        self.template = None;
     }
 
     /// Forgets metrics not reported for a long time (a list entry that went
