@@ -15,33 +15,63 @@
 //! of them.
 
 use std::collections::{HashMap, VecDeque};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::packets::{PacketBatch, PacketKind, SlotKey};
 
-/// Emptied slots kept for reuse past a drained queue (their buffers are
-/// kept too); more are freed.
-const KEEP_FREE: usize = 4096;
+/// What a drained queue keeps for the next burst; more is freed (and given
+/// back to the system).
+const KEEP_SLOTS: usize = 4096;
+const KEEP_BYTES: usize = 1 << 20;
+
+/// Where a pending packet's bytes lie in the queue's arena (`len` 0: none).
+#[derive(Clone, Copy, Default)]
+struct Span {
+    start: u32,
+    len: u32,
+}
 
 /// One (host, metric) with something to send.
 struct Slot {
     key: SlotKey,
-    metadata: Option<Vec<u8>>,
-    value: Option<Vec<u8>>,
-    /// When it was first queued (its age is the queue's latency).
-    since: Instant,
+    metadata: Span,
+    value: Span,
+    /// When it was first queued, in ms from the queue's epoch (its age is
+    /// the queue's latency).
+    since_ms: u32,
 }
 
 /// Pending packets of one send channel, conflated per (host, metric).
-#[derive(Default)]
+///
+/// Packets are stored back to back in one arena: a pending packet costs
+/// its bytes plus about 70 bytes of bookkeeping, and a drained queue gives
+/// the memory of a burst back at once. A replaced or sent packet's bytes
+/// stay in the arena as garbage until the queue drains, or until garbage
+/// outgrows what is live (then the live packets are moved together).
 pub struct SendQueue {
+    epoch: Instant,
+    arena: Vec<u8>,
+    garbage: usize,
     slots: Vec<Slot>,
     free: Vec<u32>,
-    /// Spare packet buffers (a popped packet's, for the next push).
-    spare: Vec<Vec<u8>>,
     line: VecDeque<u32>,
     index: HashMap<SlotKey, u32, foldhash::fast::RandomState>,
     packets: usize,
+}
+
+impl Default for SendQueue {
+    fn default() -> SendQueue {
+        SendQueue {
+            epoch: Instant::now(),
+            arena: Vec::new(),
+            garbage: 0,
+            slots: Vec::new(),
+            free: Vec::new(),
+            line: VecDeque::new(),
+            index: HashMap::default(),
+            packets: 0,
+        }
+    }
 }
 
 impl SendQueue {
@@ -50,11 +80,12 @@ impl SendQueue {
         let at = match self.index.get(&key) {
             Some(&at) => at,
             None => {
+                let since_ms = now.saturating_duration_since(self.epoch).as_millis();
                 let slot = Slot {
                     key,
-                    metadata: None,
-                    value: None,
-                    since: now,
+                    metadata: Span::default(),
+                    value: Span::default(),
+                    since_ms: since_ms.min(u128::from(u32::MAX)) as u32,
                 };
                 let at = match self.free.pop() {
                     Some(at) => {
@@ -71,17 +102,27 @@ impl SendQueue {
                 at
             }
         };
+        if self.arena.len() + bytes.len() > u32::MAX as usize {
+            self.compact();
+        }
+        let span = Span {
+            start: self.arena.len() as u32,
+            len: bytes.len() as u32,
+        };
+        self.arena.extend_from_slice(bytes);
         let slot = &mut self.slots[at as usize];
         let place = match kind {
             PacketKind::Metadata => &mut slot.metadata,
             PacketKind::Value => &mut slot.value,
         };
-        let conflated = place.is_some();
-        let buf = place.get_or_insert_with(|| self.spare.pop().unwrap_or_default());
-        buf.clear();
-        buf.extend_from_slice(bytes);
+        let conflated = place.len > 0;
+        self.garbage += place.len as usize;
+        *place = span;
         if !conflated {
             self.packets += 1;
+        }
+        if self.garbage > KEEP_BYTES && self.garbage > self.arena.len() / 2 {
+            self.compact();
         }
         conflated
     }
@@ -107,18 +148,20 @@ impl SendQueue {
                 break;
             };
             let slot = &mut self.slots[at as usize];
-            if let Some(p) = slot.metadata.take() {
-                out.push(&p);
-                self.spare.push(p);
+            if slot.metadata.len > 0 {
+                out.push(span_bytes(&self.arena, slot.metadata));
+                self.garbage += slot.metadata.len as usize;
+                slot.metadata = Span::default();
                 spent += metadata_cost;
                 packets += 1;
-                if spent >= budget && slot.value.is_some() {
+                if spent >= budget && slot.value.len > 0 {
                     break;
                 }
             }
-            if let Some(p) = slot.value.take() {
-                out.push(&p);
-                self.spare.push(p);
+            if slot.value.len > 0 {
+                out.push(span_bytes(&self.arena, slot.value));
+                self.garbage += slot.value.len as usize;
+                slot.value = Span::default();
                 spent += 1;
                 packets += 1;
             }
@@ -129,7 +172,7 @@ impl SendQueue {
         }
         self.packets -= packets;
         if self.line.is_empty() {
-            self.trim();
+            self.drained();
         }
         spent
     }
@@ -139,9 +182,8 @@ impl SendQueue {
         let n = self.packets;
         self.line.clear();
         self.index.clear();
-        self.slots.clear();
-        self.free.clear();
         self.packets = 0;
+        self.drained();
         n
     }
 
@@ -154,24 +196,77 @@ impl SendQueue {
         self.packets == 0
     }
 
-    /// When the oldest pending slot was queued.
+    /// When the oldest pending slot was queued (to the millisecond).
     pub fn oldest(&self) -> Option<Instant> {
-        self.line.front().map(|&at| self.slots[at as usize].since)
+        self.line.front().map(|&at| {
+            self.epoch + Duration::from_millis(u64::from(self.slots[at as usize].since_ms))
+        })
     }
 
-    /// After a burst drained: frees what only the burst needed.
-    fn trim(&mut self) {
-        if self.slots.len() > KEEP_FREE {
+    /// Bytes the queue holds now (arena and bookkeeping).
+    #[cfg(test)]
+    fn footprint(&self) -> usize {
+        self.arena.capacity()
+            + self.slots.capacity() * std::mem::size_of::<Slot>()
+            + self.index.capacity() * (std::mem::size_of::<(SlotKey, u32)>() + 1)
+            + self.line.capacity() * 4
+    }
+
+    /// Moves the live packets together, in line order.
+    fn compact(&mut self) {
+        let live = self.arena.len() - self.garbage;
+        let mut arena = Vec::with_capacity(live.max(KEEP_BYTES));
+        for &at in &self.line {
+            let slot = &mut self.slots[at as usize];
+            for span in [&mut slot.metadata, &mut slot.value] {
+                if span.len > 0 {
+                    let start = arena.len() as u32;
+                    arena.extend_from_slice(span_bytes(&self.arena, *span));
+                    span.start = start;
+                }
+            }
+        }
+        self.arena = arena;
+        self.garbage = 0;
+    }
+
+    /// Nothing is pending: the arena starts over, and what only a burst
+    /// needed is freed.
+    fn drained(&mut self) {
+        self.arena.clear();
+        self.garbage = 0;
+        let mut freed = false;
+        if self.arena.capacity() > KEEP_BYTES {
+            self.arena.shrink_to(KEEP_BYTES);
+            freed = true;
+        }
+        if self.slots.len() > KEEP_SLOTS {
             self.slots.clear();
             self.free.clear();
-            self.slots.shrink_to(KEEP_FREE);
-            self.index.shrink_to(KEEP_FREE);
-            self.line.shrink_to(KEEP_FREE);
+            self.slots.shrink_to(KEEP_SLOTS);
+            self.free.shrink_to(KEEP_SLOTS);
+            self.index.shrink_to(KEEP_SLOTS);
+            self.line.shrink_to(KEEP_SLOTS);
+            freed = true;
         }
-        if self.spare.len() > KEEP_FREE {
-            self.spare.truncate(KEEP_FREE);
-            self.spare.shrink_to(KEEP_FREE);
+        if freed {
+            give_back_memory();
         }
+    }
+}
+
+fn span_bytes(arena: &[u8], span: Span) -> &[u8] {
+    &arena[span.start as usize..(span.start + span.len) as usize]
+}
+
+/// Returns freed heap memory to the system: glibc keeps what a burst freed
+/// (its mmap threshold grows with the blocks it frees), so a gateway that
+/// once queued a site's first reports would keep that memory for good.
+fn give_back_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free memory of the allocator.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
@@ -273,28 +368,42 @@ mod tests {
         let mut q = SendQueue::default();
         let t0 = Instant::now();
         for round in 0..1000u64 {
-            let t = t0 + std::time::Duration::from_millis(round);
+            let t = t0 + Duration::from_millis(round);
             for m in 0..50 {
                 q.push(key(7, m), PacketKind::Value, &round.to_be_bytes(), t);
             }
         }
         assert_eq!(q.len(), 50);
-        assert_eq!(q.oldest(), Some(t0));
+        let oldest = q.oldest().unwrap();
+        assert!(oldest <= t0 && t0 - oldest < Duration::from_millis(1));
         let out = drain(&mut q, 100);
         assert!(out.iter().all(|p| p == &999u64.to_be_bytes()));
     }
 
     #[test]
-    fn slots_and_buffers_are_reused_and_trimmed() {
+    fn a_drained_queue_gives_its_burst_back_and_garbage_is_compacted() {
         let mut q = SendQueue::default();
         let t = Instant::now();
-        for m in 0..(KEEP_FREE as u64 * 2) {
-            q.push(key(1, m), PacketKind::Metadata, b"m", t);
+        let meta = [b'm'; 300];
+        for m in 0..(KEEP_SLOTS as u64 * 4) {
+            q.push(key(1, m), PacketKind::Metadata, &meta, t);
             q.push(key(1, m), PacketKind::Value, b"v", t);
         }
-        assert_eq!(q.len(), KEEP_FREE * 4);
-        assert_eq!(drain(&mut q, usize::MAX).len(), KEEP_FREE * 4);
-        assert!(q.slots.is_empty() && q.spare.len() <= KEEP_FREE);
+        assert_eq!(q.len(), KEEP_SLOTS * 8);
+        let big = q.footprint();
+        assert!(big > KEEP_SLOTS * 4 * 300, "{big}");
+        assert_eq!(drain(&mut q, usize::MAX).len(), KEEP_SLOTS * 8);
+        assert!(q.footprint() < big / 2, "{} of {big}", q.footprint());
+        // Values replaced over and over: the arena does not grow with them.
+        for round in 0..10_000u64 {
+            for m in 0..10 {
+                q.push(key(2, m), PacketKind::Value, &[b'x'; 200], t);
+            }
+            assert!(q.arena.len() <= 2 * KEEP_BYTES + 4000, "round {round}");
+        }
+        assert_eq!(q.len(), 10);
+        let out = drain(&mut q, usize::MAX);
+        assert!(out.iter().all(|p| p == &[b'x'; 200]));
         assert!(!q.push(key(1, 1), PacketKind::Value, b"again", t));
         assert_eq!(q.clear(), 1);
         assert!(q.is_empty());
