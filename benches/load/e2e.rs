@@ -557,7 +557,12 @@ fn gateway(bin: &Path, gmond_port: u16, servers: usize, extra: &str) -> Gateway 
 /// (`datagrams` >= offered - drops at its socket) and, when the gateway
 /// logs its queue, `send_queue=0`. Returns when the first of the two was
 /// logged (everything was sent by then), or None after `timeout`.
-fn drained(gw: &Gateway, after: Instant, offered: u64, timeout: Duration) -> Option<Instant> {
+pub(crate) fn drained(
+    gw: &Gateway,
+    after: Instant,
+    offered: u64,
+    timeout: Duration,
+) -> Option<Instant> {
     let t0 = Instant::now();
     loop {
         let want = offered.saturating_sub(gw.socket_drops());

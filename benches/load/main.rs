@@ -2,25 +2,33 @@
 //!
 //! Replays real xrootd records (tests/data/records) from many simulated
 //! servers, each its own loopback address and each report with new numbers
-//! (16 variants per record), over UDP, and measures at a counting sink that
-//! stands in for gmond:
+//! (16 variants per record, and a tod that rises by one per report, so
+//! that the sink knows which report a packet's uptime comes from), over
+//! UDP, and measures at a counting sink that stands in for gmond:
 //!
 //! * raw: the loopback limit, pre-encoded value packets blasted to the sink
 //!   with no gateway (one `send` per packet, and `sendmmsg` batches);
 //! * serve at full speed and at chosen offered rates: records/s, metric
-//!   packets/s, datagrams lost (gateway socket drops plus records whose last
-//!   value packet never arrived), p50/p99 latency from a record's send to
-//!   its last value packet, the gateway's CPU and peak RSS;
+//!   packets/s, records whose last value packet never arrived, as lost (no
+//!   later report of the same server arrived either) or superseded (a
+//!   later one did: the gateway's conflating send queue replaced the old
+//!   values by newer ones, as it should under overload), the gateway's
+//!   `packets_conflated`, socket drops, p50/p99 latency from a record's
+//!   send to its last value packet (records that arrived), the gateway's
+//!   CPU and peak RSS;
 //! * receive and parse: XRootD's `mpxstats -f flat` and ours, records/s;
 //! * the traditional chain: `mpxstats -f flat | perl` running the real
 //!   `gmetric` once per value;
 //! * memory: two reports from each of 10,000 sources (steady state, with
-//!   their templates), bytes per tracked (host, metric) pair.
+//!   their templates), bytes per tracked (host, metric) pair: from VmRSS
+//!   once the gateway's counters show everything read and its send queue
+//!   empty, and from the peak (VmHWM).
 //!
 //! `cargo bench --bench load` runs everything (about 3 minutes);
 //! `cargo bench --bench load -- --help` lists the options. Under
 //! `cargo test` (no `--bench` argument) it runs a smoke pass in seconds and
-//! checks that every part works and that nothing is lost at a low rate.
+//! checks that every part works, that no serve run loses a record, and that
+//! at a low rate none is lost or superseded either.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
@@ -31,7 +39,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use xrd2ganglia::config::{FileConfig, Overrides, validate};
+use xrd2ganglia::config::{FileConfig, Overrides, Settings, validate};
 use xrd2ganglia::events::{Counters, Events};
 use xrd2ganglia::ganglia::xdr::{self, Packet};
 use xrd2ganglia::gateway::Pipeline;
@@ -261,6 +269,18 @@ struct Records {
     last_name: Vec<String>,
     /// `mpxstats -f flat` lines of each fixture.
     flat_lines: Vec<usize>,
+    /// Per fixture: where the digits of the `tod` attribute lie (the same
+    /// in every variant), and their number.
+    tod_at: Vec<std::ops::Range<usize>>,
+    tod_base: Vec<u64>,
+    /// Per fixture: the last value packet's value minus the report's
+    /// sequence number (the last metric is uptime, tod - tos, and each
+    /// report's tod is its fixture's plus its number): how the sink tells
+    /// which report of a server a completion belongs to.
+    seq_offset: Vec<i64>,
+    /// The sequence number the next [`offer`] starts at (each report of a
+    /// server has a higher one than the last, across runs).
+    next_seq: AtomicU64,
     /// Server i sends fixture `i % FIXTURES.len()` from `server_ip(i)`.
     servers: usize,
 }
@@ -301,6 +321,14 @@ fn vary(record: &[u8], seed: u64) -> Vec<u8> {
     out
 }
 
+/// The digits of the `tod="..."` attribute of a record.
+fn tod_digits(record: &[u8]) -> Option<std::ops::Range<usize>> {
+    let key = b" tod=\"";
+    let start = record.windows(key.len()).position(|w| w == key)? + key.len();
+    let len = record[start..].iter().position(|b| !b.is_ascii_digit())?;
+    (len > 0 && record.get(start + len) == Some(&b'"')).then_some(start..start + len)
+}
+
 fn server_ip(i: usize) -> Ipv4Addr {
     Ipv4Addr::new(127, 10 + (i >> 16) as u8, (i >> 8) as u8, i as u8)
 }
@@ -325,6 +353,10 @@ impl Records {
             packets: Vec::new(),
             last_name: Vec::new(),
             flat_lines: Vec::new(),
+            tod_at: Vec::new(),
+            tod_base: Vec::new(),
+            seq_offset: Vec::new(),
+            next_seq: AtomicU64::new(0),
             servers,
         };
         for name in FIXTURES {
@@ -353,12 +385,90 @@ impl Records {
                 .expect("a value packet");
             r.variants
                 .push((0..VARIANTS).map(|seed| vary(&data, seed)).collect());
+            let tod_at = tod_digits(&data).unwrap_or_else(|| panic!("{name}: no tod attribute"));
+            r.tod_base.push(
+                std::str::from_utf8(&data[tod_at.clone()])
+                    .ok()
+                    .and_then(|t| t.parse().ok())
+                    .expect("tod"),
+            );
+            assert!(
+                r.variants[r.variants.len() - 1]
+                    .iter()
+                    .all(|v| tod_digits(v) == Some(tod_at.clone())),
+                "{name}: the variants moved tod"
+            );
+            r.tod_at.push(tod_at);
             r.data.push(data);
             r.packets.push(packets);
             r.last_name.push(last);
             r.flat_lines.push(flat.lines().count());
+            let fixture = r.data.len() - 1;
+            r.seq_offset.push(r.find_seq_offset(fixture, &settings));
         }
         r
+    }
+
+    /// Report `seq` of `fixture` (variant `variant`) with its tod stamped,
+    /// into `buf`.
+    fn stamp(&self, fixture: usize, variant: usize, seq: u64, buf: &mut Vec<u8>) {
+        let variants = &self.variants[fixture];
+        buf.clear();
+        buf.extend_from_slice(&variants[variant % variants.len()]);
+        let at = self.tod_at[fixture].clone();
+        let mut tod = self.tod_base[fixture] + seq;
+        for b in buf[at].iter_mut().rev() {
+            *b = b'0' + (tod % 10) as u8;
+            tod /= 10;
+        }
+        assert_eq!(tod, 0, "tod outgrew its digits");
+    }
+
+    /// The value of `fixture`'s last value packet minus the report's
+    /// sequence number, checked over a few reports: the sink relies on it.
+    fn find_seq_offset(&self, fixture: usize, settings: &Settings) -> i64 {
+        let counters = Counters::default();
+        let mut events = Events::new(&counters, Duration::from_secs(3600));
+        let mut pipeline = Pipeline::new(settings);
+        let from = SocketAddr::from((server_ip(0), 40000));
+        let t0 = Instant::now();
+        let mut buf = Vec::new();
+        let mut offset = None;
+        for (k, seq) in [0u64, 1, 2, 7, 1000].into_iter().enumerate() {
+            self.stamp(fixture, k, seq, &mut buf);
+            pipeline.encode(
+                &buf,
+                from,
+                t0 + Duration::from_millis(100 * k as u64),
+                settings,
+                &mut events,
+            );
+            let last = pipeline
+                .packets()
+                .filter_map(|p| match xdr::decode(p) {
+                    Ok(Packet::Value { id, value, .. }) => Some((id.name, value.to_string())),
+                    _ => None,
+                })
+                .last()
+                .expect("a value packet");
+            assert_eq!(last.0, self.last_name[fixture], "{}", FIXTURES[fixture]);
+            let v: i64 = last.1.parse().unwrap_or_else(|_| {
+                panic!(
+                    "{}: last value {:?} ({}) is not a number",
+                    FIXTURES[fixture], last.1, last.0
+                )
+            });
+            let o = v - seq as i64;
+            assert!(
+                offset.is_none_or(|x| x == o),
+                "{}: the last value packet ({}) does not follow tod, so the sink cannot \
+                 tell reports apart",
+                FIXTURES[fixture],
+                last.0
+            );
+            offset = Some(o);
+        }
+        offset.expect("offset")
     }
 
     fn fixture_of(&self, server: usize) -> usize {
@@ -425,14 +535,23 @@ struct SinkCounts {
     packets: AtomicU64,
     values: AtomicU64,
     metadata: AtomicU64,
+    /// Records whose last value packet arrived.
     completed: AtomicU64,
+    /// Records whose last value packet did not arrive, but a later
+    /// record's of the same server did (replaced in the gateway's send
+    /// queue, or dropped before it).
+    superseded: AtomicU64,
 }
+
+/// Records sent and not yet completed, per server: (sequence number, send
+/// time), oldest first.
+type Pending = Vec<Mutex<VecDeque<(u64, Instant)>>>;
 
 struct Sink {
     socket: UdpSocket,
     counts: Arc<SinkCounts>,
-    /// Send times of records not yet completed, per server.
-    pending: Arc<Vec<Mutex<VecDeque<Instant>>>>,
+    /// Records not yet completed, per server.
+    pending: Arc<Pending>,
     latencies: Arc<Mutex<Vec<u32>>>,
     stop: Arc<AtomicBool>,
     thread: Option<thread::JoinHandle<()>>,
@@ -442,8 +561,12 @@ impl Sink {
     fn start(records: &Records, mode: SinkMode) -> Sink {
         let socket = big_buffers(UdpSocket::bind("127.0.0.1:0").expect("sink"));
         let counts = Arc::new(SinkCounts::default());
-        let pending: Arc<Vec<Mutex<VecDeque<Instant>>>> =
+        let pending: Arc<Pending> =
             Arc::new((0..records.servers).map(|_| Mutex::default()).collect());
+        let fixture_of: Vec<usize> = (0..records.servers)
+            .map(|s| records.fixture_of(s))
+            .collect();
+        let seq_offset = records.seq_offset.clone();
         let latencies = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
         let server_of: HashMap<String, usize> = (0..records.servers)
@@ -500,12 +623,30 @@ impl Sink {
                     else {
                         continue;
                     };
-                    // A server's records are handled in order: this is its
-                    // oldest one still pending. (Under overload, when the
-                    // gateway's socket drops some, the count stays right
-                    // and latencies are only indicative.)
-                    let sent = pending[server].lock().expect("pending").pop_front();
-                    if let Some(sent) = sent {
+                    // Which report this is: its value (uptime) follows the
+                    // report's stamped tod.
+                    let Some(seq) = value_of(&buf[..n])
+                        .and_then(|v| std::str::from_utf8(v).ok()?.trim().parse::<i64>().ok())
+                        .and_then(|v| u64::try_from(v - seq_offset[fixture_of[server]]).ok())
+                    else {
+                        continue;
+                    };
+                    // A (host, metric) leaves the gateway in order: the
+                    // server's earlier records still pending will never
+                    // complete (their last value was replaced by this one).
+                    let mut q = pending[server].lock().expect("pending");
+                    let mut superseded = 0;
+                    while q.front().is_some_and(|&(s, _)| s < seq) {
+                        q.pop_front();
+                        superseded += 1;
+                    }
+                    counts.superseded.fetch_add(superseded, Ordering::Relaxed);
+                    // Not pending: a record from before the measured window.
+                    if let Some(&(s, sent)) = q.front()
+                        && s == seq
+                    {
+                        q.pop_front();
+                        drop(q);
                         counts.completed.fetch_add(1, Ordering::Relaxed);
                         let us = now.duration_since(sent).as_micros().min(u32::MAX as u128);
                         latencies.lock().expect("latencies").push(us as u32);
@@ -540,12 +681,21 @@ impl Sink {
         }
     }
 
+    /// Records sent and neither completed nor superseded.
+    fn outstanding(&self) -> u64 {
+        self.pending
+            .iter()
+            .map(|q| q.lock().expect("pending").len() as u64)
+            .sum()
+    }
+
     fn reset(&self) {
         for c in [
             &self.counts.packets,
             &self.counts.values,
             &self.counts.metadata,
             &self.counts.completed,
+            &self.counts.superseded,
         ] {
             c.store(0, Ordering::Relaxed);
         }
@@ -579,6 +729,19 @@ fn header(p: &[u8]) -> Option<(u32, &[u8], &[u8])> {
     let (host, at) = string(4)?;
     let (name, _) = string(at)?;
     Some((id, host, name))
+}
+
+/// The value string of a string value packet (id 133): after the host,
+/// the name, the spoof flag and the format string.
+fn value_of(p: &[u8]) -> Option<&[u8]> {
+    let word = |at: usize| -> Option<usize> {
+        Some(u32::from_be_bytes(p.get(at..at + 4)?.try_into().ok()?) as usize)
+    };
+    let skip = |at: usize| -> Option<usize> { Some(at + 4 + word(at)?.div_ceil(4) * 4) };
+    let at = skip(skip(4)?)? + 4; // host, name, spoof
+    let at = skip(at)?; // format
+    let len = word(at)?;
+    p.get(at + 4..at + 4 + len)
 }
 
 fn big_buffers(socket: UdpSocket) -> UdpSocket {
@@ -662,7 +825,16 @@ struct Run {
     sink_drops: u64,
     /// Packets the gateway could not send (its send_errors counter).
     send_errors: Option<u64>,
+    /// Records lost: serve runs, their last value never arrived and no
+    /// later record of the server did; other runs, sent minus handled.
     not_forwarded: u64,
+    /// Serve runs: records whose last value never arrived but a later
+    /// record's of the same server did (only its newer value was sent).
+    superseded: Option<u64>,
+    /// Serve runs: the gateway's `packets_conflated` (packets replaced in
+    /// its send queue by newer ones of the same metric) over the measured
+    /// run: its final counters minus its last line before the run.
+    conflated: Option<u64>,
     p50_us: Option<u32>,
     p99_us: Option<u32>,
     cpu_pct: Option<f64>,
@@ -828,13 +1000,14 @@ impl GwLog {
 }
 
 impl Gateway {
-    /// The gateway of the throughput runs: sending to the sink unpaced.
-    fn start(bin: &Path, sink_port: u16, extra: &str) -> Gateway {
+    /// The gateway of the throughput runs: sending to the sink unpaced,
+    /// its counters logged every `stats_interval` seconds (0: at stop only).
+    fn start(bin: &Path, sink_port: u16, stats_interval: u32) -> Gateway {
         Gateway::start_config(bin, |_, port| {
             format!(
                 "listen = [\"127.0.0.1:{port}\"]\n\
-                 metadata_interval = 1800\nstats_interval = 0\nself_metrics_interval = 0\n\
-                 max_send_rate = 0\nrecv_buffer = 33554432\nmax_sources = 20000\nstate_file = \"\"\n{extra}\n\
+                 metadata_interval = 1800\nstats_interval = {stats_interval}\nself_metrics_interval = 0\n\
+                 max_send_rate = 0\nrecv_buffer = 33554432\nmax_sources = 20000\nstate_file = \"\"\n\
                  [[channel]]\nhost = \"127.0.0.1\"\nport = {sink_port}\n"
             )
         })
@@ -912,15 +1085,10 @@ impl Gateway {
         (status, took)
     }
 
-    /// Stops the gateway (SIGTERM) and returns one of its final counters.
-    fn stop(mut self, counter: &str) -> Option<u64> {
+    /// Stops the gateway (SIGTERM) and returns its final counters line.
+    fn stop(mut self) -> Option<LogLine> {
         self.terminate(Duration::from_secs(30));
-        self.log
-            .all()
-            .iter()
-            .rev()
-            .find(|l| l.stopped)?
-            .get(counter)
+        self.log.all().into_iter().rev().find(|l| l.stopped)
     }
 
     fn cpu_ticks(&self) -> u64 {
@@ -985,20 +1153,26 @@ fn clock_ticks() -> f64 {
 }
 
 /// Sends records round robin over the servers at `rate` records/s (None: as
-/// fast as possible) for `duration`, noting each send time for the sink.
+/// fast as possible) for `duration`, noting each one's sequence number and
+/// send time for the sink. Each report carries its sequence number in its
+/// tod (base + number, rising from one call to the next).
 fn offer(
     records: &Records,
     sockets: &[UdpSocket],
     to: SocketAddr,
     rate: Option<u64>,
     duration: Duration,
-    pending: Option<&[Mutex<VecDeque<Instant>>]>,
+    pending: Option<&Pending>,
 ) -> u64 {
     let t0 = Instant::now();
+    let first = records.next_seq.load(Ordering::Relaxed);
+    let mut buf = Vec::with_capacity(4096);
     let mut i = 0u64;
     loop {
         let now = Instant::now();
         if now.duration_since(t0) >= duration {
+            let rounds = i.div_ceil(sockets.len() as u64);
+            records.next_seq.store(first + rounds, Ordering::Relaxed);
             return i;
         }
         if let Some(rate) = rate {
@@ -1012,13 +1186,24 @@ fn offer(
             }
         }
         let server = (i as usize) % sockets.len();
-        let variants = &records.variants[records.fixture_of(server)];
-        let data = &variants[(i as usize / sockets.len()) % variants.len()];
+        let round = i / sockets.len() as u64;
+        let seq = first + round;
+        records.stamp(records.fixture_of(server), round as usize, seq, &mut buf);
+        // Pending before it is sent (the sink may see its packets first).
         if let Some(p) = pending {
-            p[server].lock().expect("pending").push_back(Instant::now());
+            p[server]
+                .lock()
+                .expect("pending")
+                .push_back((seq, Instant::now()));
         }
-        if sockets[server].send_to(data, to).is_ok() {
+        if sockets[server].send_to(&buf, to).is_ok() {
             i += 1;
+        } else if let Some(p) = pending {
+            // Not sent: sent again next turn, pending once.
+            let mut q = p[server].lock().expect("pending");
+            if q.back().is_some_and(|&(s, _)| s == seq) {
+                q.pop_back();
+            }
         }
     }
 }
@@ -1033,7 +1218,9 @@ fn serve(
     mode: SinkMode,
 ) -> Run {
     let sink = Sink::start(records, mode);
-    let gw = Gateway::start(bin, sink.port(), "");
+    // Counters every second: the last line before the measured window is
+    // the baseline of its packets_conflated (the warm-up's are not its).
+    let gw = Gateway::start(bin, sink.port(), 1);
     let to = gw.addr();
     let sockets = records.sockets();
     // Warm up: every server's first record (metadata) and a second one.
@@ -1049,6 +1236,17 @@ fn serve(
     }
     sink.settle(Duration::from_millis(300));
     sink.reset();
+    // The gateway is idle: its next counters line is the baseline.
+    let settled = Instant::now();
+    let baseline = loop {
+        if let Some(l) = gw.log.since(settled).into_iter().next() {
+            break Some(l);
+        }
+        if settled.elapsed() > Duration::from_secs(3) {
+            break None;
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
     let drops_before = gw.socket_drops();
     let cpu_before = gw.cpu_ticks();
     let t0 = Instant::now();
@@ -1062,8 +1260,11 @@ fn serve(
     sink.settle(Duration::from_millis(300));
     let cpu = (gw.cpu_ticks() - cpu_before) as f64 / clock_ticks();
     let (socket_drops, peak_rss) = (gw.socket_drops() - drops_before, gw.status_kib("VmHWM:"));
-    let send_errors = gw.stop("send_errors");
+    let last = gw.stop();
+    let counter = |k: &str| last.as_ref().and_then(|l| l.get(k));
     let completed = sink.counts.completed.load(Ordering::Relaxed);
+    let superseded = sink.counts.superseded.load(Ordering::Relaxed);
+    let lost = sink.outstanding();
     let mut lat = sink.latencies.lock().expect("latencies").clone();
     lat.sort_unstable();
     let pct = |p: f64| (!lat.is_empty()).then(|| lat[((lat.len() - 1) as f64 * p) as usize]);
@@ -1076,12 +1277,23 @@ fn serve(
         completed,
         socket_drops,
         sink_drops: kernel_drops(sink.port()),
-        send_errors,
-        not_forwarded: sent.saturating_sub(completed),
+        send_errors: counter("send_errors"),
+        not_forwarded: lost,
+        superseded: Some(superseded),
+        conflated: counter("packets_conflated").map(|c| {
+            c.saturating_sub(
+                baseline
+                    .as_ref()
+                    .and_then(|l| l.get("packets_conflated"))
+                    .unwrap_or(0),
+            )
+        }),
         p50_us: pct(0.50),
         p99_us: pct(0.99),
         cpu_pct: Some(100.0 * cpu / elapsed.as_secs_f64()),
-        cpu_us_per_record: (completed > 0).then(|| cpu * 1e6 / completed as f64),
+        // Per record the gateway read: a superseded one was parsed and
+        // queued as much as one that arrived.
+        cpu_us_per_record: (sent > socket_drops).then(|| cpu * 1e6 / (sent - socket_drops) as f64),
         peak_rss_kib: Some(peak_rss),
     }
 }
@@ -1236,14 +1448,30 @@ struct Memory {
     sources: usize,
     pairs: u64,
     rss_before_kib: u64,
+    /// VmRSS once the gateway had read every datagram and its send queue
+    /// was empty.
     rss_after_kib: u64,
+    /// VmHWM then: the peak, send queue and receive bursts included.
     peak_kib: u64,
+    /// Seconds from the last datagram sent to the gateway's counters
+    /// showing everything read and `send_queue=0`; None: not within the
+    /// timeout (the RSS was read anyway).
+    drained_after: Option<f64>,
 }
 
 impl Memory {
+    fn per_pair(&self, kib: u64) -> f64 {
+        (kib.saturating_sub(self.rss_before_kib) * 1024) as f64 / self.pairs.max(1) as f64
+    }
+
+    /// Steady state: RSS growth per pair once the send queue is empty.
     fn bytes_per_pair(&self) -> f64 {
-        (self.rss_after_kib.saturating_sub(self.rss_before_kib) * 1024) as f64
-            / self.pairs.max(1) as f64
+        self.per_pair(self.rss_after_kib)
+    }
+
+    /// Peak RSS growth per pair.
+    fn peak_bytes_per_pair(&self) -> f64 {
+        self.per_pair(self.peak_kib)
     }
 }
 
@@ -1257,13 +1485,16 @@ fn memory(bin: &Path, o: &Options) -> Memory {
     let sink = UdpSocket::bind("127.0.0.1:0").expect("sink");
     // Nobody reads the sink: memory is the question, and the packets are
     // dropped by the kernel at the sink without slowing the gateway.
-    let gw = Gateway::start(bin, sink.local_addr().map(|a| a.port()).unwrap_or(9), "");
+    // Counters every second: the run waits for `send_queue=0`.
+    let gw = Gateway::start(bin, sink.local_addr().map(|a| a.port()).unwrap_or(9), 1);
     let to = gw.addr();
+    let t0 = Instant::now();
+    let mut offered = 0u64;
     let reports = &records.variants[fixture][..2];
     // The first source grows the per-record buffers to size.
     let s = UdpSocket::bind((server_ip(0), 0)).expect("bind");
     for data in reports {
-        let _ = s.send_to(data, to);
+        offered += u64::from(s.send_to(data, to).is_ok());
     }
     thread::sleep(Duration::from_millis(300));
     let before = gw.status_kib("VmRSS:");
@@ -1272,7 +1503,7 @@ fn memory(bin: &Path, o: &Options) -> Memory {
             continue;
         };
         for data in reports {
-            let _ = s.send_to(data, to);
+            offered += u64::from(s.send_to(data, to).is_ok());
         }
         if i % 100 == 0 {
             // Let the gateway keep up, so every source is tracked.
@@ -1281,16 +1512,21 @@ fn memory(bin: &Path, o: &Options) -> Memory {
             }
         }
     }
+    let sent_at = Instant::now();
     while gw.rx_queue() > 0 {
         thread::sleep(Duration::from_millis(10));
     }
-    thread::sleep(Duration::from_millis(300));
+    // The send queue may still hold packets when the socket is empty: wait
+    // for a counters line with every datagram read and `send_queue=0`
+    // (and the next one the same).
+    let drained = e2e::drained(&gw, t0, offered, Duration::from_secs(60));
     Memory {
         sources: o.sources,
         pairs: per_source * o.sources as u64,
         rss_before_kib: before,
         rss_after_kib: gw.status_kib("VmRSS:"),
         peak_kib: gw.status_kib("VmHWM:"),
+        drained_after: drained.map(|t| t.saturating_duration_since(sent_at).as_secs_f64()),
     }
 }
 
@@ -1338,13 +1574,16 @@ impl Report {
             return;
         }
         println!();
+        let some = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_else(|| "-".into());
         println!(
-            "{:<42} {:>10} {:>10} {:>11} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9}",
+            "{:<42} {:>10} {:>10} {:>11} {:>8} {:>10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9}",
             "run",
             "offered/s",
             "records/s",
             "packets/s",
             "lost",
+            "superseded",
+            "conflated",
             "drops",
             "sendfail",
             "sinkdrop",
@@ -1355,7 +1594,7 @@ impl Report {
         );
         for r in self.runs() {
             println!(
-                "{:<42} {:>10} {:>10.0} {:>11.0} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9}",
+                "{:<42} {:>10} {:>10.0} {:>11.0} {:>8} {:>10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9}",
                 r.label,
                 r.offered_rps
                     .map(|v| format!("{v:.0}"))
@@ -1363,20 +1602,28 @@ impl Report {
                 r.achieved_rps,
                 r.packets_ps,
                 r.not_forwarded,
+                some(r.superseded),
+                some(r.conflated),
                 r.socket_drops,
-                r.send_errors
-                    .map(|v| v.to_string())
-                    .unwrap_or_else(|| "-".into()),
+                some(r.send_errors),
                 r.sink_drops,
                 opt(r.p50_us),
                 opt(r.p99_us),
                 r.cpu_pct
                     .map(|v| format!("{v:.0}"))
                     .unwrap_or_else(|| "-".into()),
-                r.peak_rss_kib
-                    .map(|v| v.to_string())
-                    .unwrap_or_else(|| "-".into()),
+                some(r.peak_rss_kib),
             );
+        }
+        if self.serve_max.is_some() || !self.paced.is_empty() {
+            for line in [
+                "serve runs: lost: a record's last value packet never arrived, nor a later record's of its server",
+                "            superseded: it never arrived but a later record's did (only newer values were sent)",
+                "            conflated: the gateway's packets_conflated in the run (final minus before, warm-up excluded)",
+                "            p50/p99: over the records that arrived",
+            ] {
+                println!("  {line}");
+            }
         }
         println!();
         println!("ratios (targets in brackets):");
@@ -1388,7 +1635,7 @@ impl Report {
         }
         if let Some(us) = self.serve_max.as_ref().and_then(|s| s.cpu_us_per_record) {
             println!(
-                "  serve flat out: gateway CPU per forwarded record {:>6.1} us",
+                "  serve flat out: gateway CPU per record read {:>6.1} us (arrived or superseded)",
                 us
             );
         }
@@ -1418,14 +1665,25 @@ impl Report {
         }
         if let Some(m) = &self.memory {
             println!(
-                "  memory: {} sources x {} metrics = {} pairs; RSS {} -> {} KiB (peak {}): {:.0} bytes per pair [< 300]",
+                "  memory: {} sources x {} metrics = {} pairs; VmRSS before {} KiB; {}",
                 m.sources,
                 m.pairs / m.sources.max(1) as u64,
                 m.pairs,
                 m.rss_before_kib,
+                match m.drained_after {
+                    Some(s) => format!("all read and send_queue=0 {s:.1} s after the last send"),
+                    None => "NOT drained within 60 s (send_queue not 0): RSS read anyway".into(),
+                }
+            );
+            println!(
+                "    steady (VmRSS, queue empty)   {:>8} KiB: {:>6.0} bytes per pair [< 300]",
                 m.rss_after_kib,
-                m.peak_kib,
                 m.bytes_per_pair()
+            );
+            println!(
+                "    peak (VmHWM)                  {:>8} KiB: {:>6.0} bytes per pair",
+                m.peak_kib,
+                m.peak_bytes_per_pair()
             );
         }
         if let Some(e) = &self.gmond {
@@ -1433,8 +1691,10 @@ impl Report {
         }
     }
 
-    /// What the smoke pass must show: every part ran, and at a low rate the
-    /// gateway forwarded every record.
+    /// What the smoke pass must show: every part ran, no serve run lost a
+    /// record (flat out, superseded ones are fine: that is overload), and
+    /// at a low rate the gateway forwarded every record, none superseded
+    /// (the send queue must not hold values back without overload).
     fn check_smoke(&self) {
         let mut failed = Vec::new();
         for r in [&self.raw_send, &self.raw_mmsg, &self.serve_max]
@@ -1445,11 +1705,35 @@ impl Report {
                 failed.push(format!("{}: no packets arrived", r.label));
             }
         }
+        if let Some(r) = &self.serve_max
+            && r.not_forwarded > 0
+        {
+            failed.push(format!(
+                "{}: {} of {} records lost ({} arrived, {} superseded, {} socket drops)",
+                r.label,
+                r.not_forwarded,
+                r.sent,
+                r.completed,
+                r.superseded.unwrap_or(0),
+                r.socket_drops
+            ));
+        }
         for r in &self.paced {
-            if r.completed == 0 || r.not_forwarded > 0 || r.socket_drops > 0 {
+            if r.completed == 0
+                || r.not_forwarded > 0
+                || r.superseded != Some(0)
+                || r.socket_drops > 0
+            {
                 failed.push(format!(
-                    "{}: {} of {} records forwarded, {} socket drops",
-                    r.label, r.completed, r.sent, r.socket_drops
+                    "{}: {} of {} records arrived, {} lost, {} superseded, {} socket drops",
+                    r.label,
+                    r.completed,
+                    r.sent,
+                    r.not_forwarded,
+                    r.superseded
+                        .map(|v| v.to_string())
+                        .unwrap_or_else(|| "?".into()),
+                    r.socket_drops
                 ));
             }
             if r.p99_us.is_none() {
@@ -1464,10 +1748,13 @@ impl Report {
                 failed.push(format!("{}: nothing came out", r.label));
             }
         }
-        if let Some(m) = &self.memory
-            && m.rss_after_kib == 0
-        {
-            failed.push("memory: no RSS read".into());
+        if let Some(m) = &self.memory {
+            if m.rss_after_kib == 0 {
+                failed.push("memory: no RSS read".into());
+            }
+            if m.drained_after.is_none() {
+                failed.push("memory: the gateway's send queue did not drain".into());
+            }
         }
         if let Some(e) = &self.gmond {
             failed.extend(e.smoke_failures());
