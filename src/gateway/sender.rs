@@ -16,11 +16,9 @@
 //! goes out, paced, until the queue is empty or the deadline passes; the
 //! rest is counted as unsent and logged.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-use tokio::sync::{Notify, watch};
-use tokio::task::JoinHandle;
 
 use crate::config::Settings;
 use crate::events::{Counters, Events};
@@ -40,18 +38,40 @@ const UNPACED_CHUNK: usize = 256;
 /// alternating (README, "Delivery into gmond").
 pub const METADATA_COST: usize = 2;
 
+/// The shortest pause between two sends: a thread's sleep is about this
+/// precise, so packets leave in runs of rate x this (45 at 45,000/s).
+const TICK: Duration = Duration::from_millis(1);
+
 /// One send channel's queue, and how its sender is woken.
 pub struct Lane {
     channel: SendChannel,
-    queue: Mutex<SendQueue>,
-    wake: Notify,
+    state: Mutex<LaneState>,
+    /// Signalled when the queue stops being empty, and at stop.
+    wake: Condvar,
+}
+
+struct LaneState {
+    queue: SendQueue,
+    /// Set at stop: send until the queue is empty or this instant.
+    deadline: Option<Instant>,
 }
 
 impl Lane {
-    fn queue(&self) -> MutexGuard<'_, SendQueue> {
+    fn lock(&self) -> MutexGuard<'_, LaneState> {
         // A panic while holding the lock leaves a queue that is still
         // consistent (every method restores its invariants before returning).
-        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn new(channel: SendChannel) -> Lane {
+        Lane {
+            channel,
+            state: Mutex::new(LaneState {
+                queue: SendQueue::default(),
+                deadline: None,
+            }),
+            wake: Condvar::new(),
+        }
     }
 }
 
@@ -77,9 +97,9 @@ impl Outbox {
         }
         for lane in &self.lanes {
             let (conflated, was_empty) = {
-                let mut q = lane.queue();
-                let was_empty = q.is_empty();
-                (q.push_batch(batch, now), was_empty)
+                let mut state = lane.lock();
+                let was_empty = state.queue.is_empty();
+                (state.queue.push_batch(batch, now), was_empty)
             };
             if was_empty {
                 lane.wake.notify_one();
@@ -91,9 +111,9 @@ impl Outbox {
     pub fn stats(&self, now: Instant) -> QueueStats {
         let mut s = QueueStats::default();
         for lane in &self.lanes {
-            let q = lane.queue();
-            s.packets += q.len();
-            if let Some(t) = q.oldest() {
+            let state = lane.lock();
+            s.packets += state.queue.len();
+            if let Some(t) = state.queue.oldest() {
                 s.oldest = s.oldest.max(now.saturating_duration_since(t));
             }
         }
@@ -105,32 +125,16 @@ impl Outbox {
     pub(super) fn idle(channels: Vec<SendChannel>) -> Outbox {
         let lanes = channels
             .into_iter()
-            .map(|channel| {
-                Arc::new(Lane {
-                    channel,
-                    queue: Mutex::new(SendQueue::default()),
-                    wake: Notify::new(),
-                })
-            })
+            .map(|c| Arc::new(Lane::new(c)))
             .collect();
         Outbox { lanes }
-    }
-
-    /// The channels' labels, for the start-up log.
-    pub fn labels(&self) -> Vec<String> {
-        self.lanes
-            .iter()
-            .map(|l| l.channel.label().to_string())
-            .collect()
     }
 }
 
 /// The senders of one set of channels (replaced whole by a reload).
 pub struct Senders {
     pub outbox: Arc<Outbox>,
-    /// None while running; the drain deadline once stopping.
-    stop: watch::Sender<Option<Instant>>,
-    tasks: Vec<JoinHandle<()>>,
+    threads: Vec<JoinHandle<()>>,
 }
 
 /// Pacing as configured.
@@ -143,7 +147,9 @@ struct Pace {
 }
 
 impl Senders {
-    /// Starts a sender task per channel.
+    /// Starts a sender per channel, each on a thread of its own: pacing
+    /// needs sleeps finer than the async timer's millisecond, and a sender
+    /// woken on a receive task's worker would wait for that task to yield.
     pub fn start(
         settings: &Settings,
         channels: Vec<SendChannel>,
@@ -153,105 +159,93 @@ impl Senders {
             rate: settings.max_send_rate,
             burst: settings.send_burst.max(1),
         };
-        let (stop, stop_rx) = watch::channel(None);
         let lanes: Vec<Arc<Lane>> = channels
             .into_iter()
-            .map(|channel| {
-                Arc::new(Lane {
-                    channel,
-                    queue: Mutex::new(SendQueue::default()),
-                    wake: Notify::new(),
-                })
-            })
+            .map(|c| Arc::new(Lane::new(c)))
             .collect();
-        let tasks = lanes
+        let log_interval = settings.log_interval;
+        let threads = lanes
             .iter()
-            .map(|lane| {
-                tokio::spawn(send_loop(
-                    lane.clone(),
-                    pace,
-                    counters.clone(),
-                    settings.log_interval,
-                    stop_rx.clone(),
-                ))
+            .filter_map(|lane| {
+                let (lane, counters) = (lane.clone(), counters.clone());
+                let spawned = std::thread::Builder::new()
+                    .name("xrd2ganglia-send".into())
+                    .spawn(move || send_loop(&lane, pace, &counters, log_interval));
+                match spawned {
+                    Ok(t) => Some(t),
+                    Err(e) => {
+                        tracing::error!("cannot start a sender thread: {e}");
+                        None
+                    }
+                }
             })
             .collect();
         Senders {
             outbox: Arc::new(Outbox { lanes }),
-            stop,
-            tasks,
+            threads,
         }
     }
 
-    /// Sends what is queued until `deadline`, then stops the tasks.
+    /// Sends what is queued until `deadline`, then stops the senders.
     pub async fn drain(self, deadline: Instant) {
-        let _ = self.stop.send(Some(deadline));
-        for t in self.tasks {
-            let _ = t.await;
+        for lane in &self.outbox.lanes {
+            lane.lock().deadline = Some(deadline);
+            lane.wake.notify_all();
         }
+        let threads = self.threads;
+        let _ = tokio::task::spawn_blocking(move || {
+            for t in threads {
+                let _ = t.join();
+            }
+        })
+        .await;
     }
 }
 
 /// One channel's sender: takes packets from the lane's queue as the token
-/// bucket allows and sends them.
-async fn send_loop(
-    lane: Arc<Lane>,
-    pace: Pace,
-    counters: Arc<Counters>,
-    log_interval: Duration,
-    mut stop: watch::Receiver<Option<Instant>>,
-) {
-    let mut events = Events::new(&counters, log_interval);
+/// bucket allows and sends them, until stopped and drained.
+fn send_loop(lane: &Lane, pace: Pace, counters: &Counters, log_interval: Duration) {
+    let mut events = Events::new(counters, log_interval);
     let mut out = Outgoing::default();
     let mut tokens = pace.burst as f64;
     let mut filled_at = Instant::now();
     loop {
-        let deadline = *stop.borrow_and_update();
-        let pending = lane.queue().len();
-        if pending == 0 {
-            if deadline.is_some() {
+        let mut state = lane.lock();
+        while state.queue.is_empty() {
+            if state.deadline.is_some() {
                 return;
             }
-            tokio::select! {
-                _ = lane.wake.notified() => {}
-                _ = stop.changed() => {}
-            }
-            continue;
+            state = lane.wake.wait(state).unwrap_or_else(|e| e.into_inner());
         }
         let now = Instant::now();
-        if let Some(d) = deadline
-            && now >= d
-        {
-            let unsent = lane.queue().clear();
+        if state.deadline.is_some_and(|d| now >= d) {
+            let unsent = state.queue.clear();
+            drop(state);
             events.unsent_at_stop(lane.channel.label(), unsent);
             return;
         }
         let budget = if pace.rate == 0 {
             UNPACED_CHUNK
         } else {
+            // An idle bucket fills up to the burst, no further.
             let elapsed = now.saturating_duration_since(filled_at).as_secs_f64();
             tokens = (tokens + elapsed * pace.rate as f64).min(pace.burst as f64);
             filled_at = now;
             if tokens < 1.0 {
-                // The timer's granularity is about a millisecond: a wait
-                // shorter than that comes back with a millisecond's tokens.
+                drop(state);
                 let wait = Duration::from_secs_f64((1.0 - tokens) / pace.rate as f64);
-                tokio::select! {
-                    _ = tokio::time::sleep(wait) => {}
-                    _ = stop.changed() => {}
-                }
+                std::thread::sleep(wait.max(TICK.min(Duration::from_secs_f64(
+                    pace.burst as f64 / 2.0 / pace.rate as f64,
+                ))));
                 continue;
             }
             tokens as usize
         };
         out.clear();
-        let spent = lane.queue().pop(budget, METADATA_COST, &mut out);
+        let spent = state.queue.pop(budget, METADATA_COST, &mut out);
+        drop(state);
         tokens -= spent as f64;
         send(&lane.channel, &out, &mut events);
-        if pace.rate == 0 {
-            // Let the receive tasks in between chunks.
-            tokio::task::yield_now().await;
-        }
     }
 }
 
