@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! socket ──> receive ──> pipeline ──────────────> queue ──> sender ──> gmond
-//!            (a task per (parse, map, source      (one per  (a task per
+//!            (a task per (parse, map, source      (one per  (a thread per
 //!             socket)     state, packets)          channel,  channel, token
 //!                                                  conflating) bucket)
 //! ```
@@ -16,7 +16,7 @@
 //!   are built in one place ([`packets`]).
 //! * [`queue`]: per channel, at most one pending metadata and one pending
 //!   value per (host, metric); newer replaces older.
-//! * [`sender`]: per channel, paced by a token bucket (`max_send_rate`,
+//! * [`sender`]: a thread per channel, paced by a token bucket (`max_send_rate`,
 //!   `send_burst`); at stop, drains for at most `drain_timeout`.
 //!
 //! Beside them: [`requests`] hears gmond's metadata requests (136) and

@@ -29,7 +29,7 @@
 //!   `gateway/source.rs`; counter continuity and changed-only sending in
 //!   `gateway/series.rs`; every packet built in [`gateway::packets`]) and
 //!   queues the packets for each send channel (`gateway/queue.rs`: one
-//!   pending metadata and value per host and metric); a sender task per
+//!   pending metadata and value per host and metric); a sender thread per
 //!   channel paces them to gmond (`gateway/sender.rs`).
 //!   [`gateway::state`] keeps counters across gateway restarts;
 //!   [`gateway::requests`] hears gmond's metadata requests (136).

@@ -138,8 +138,9 @@ impl Pipeline {
         outbox.queue(&self.batch, now, events);
     }
 
-    /// Answers a metadata request through the send queues; returns whether
-    /// it did ([`answer`](Self::answer)).
+    /// Answers what gmond asked for through the send queues: one host
+    /// ([`answer`](Self::answer)) or, after a quiet spell, every host
+    /// ([`answer_everything`](Self::answer_everything)); counts it.
     pub fn handle_request(
         &mut self,
         request: &Ask,

@@ -1,4 +1,4 @@
-//! The senders: one task per send channel, pacing its queue to gmond.
+//! The senders: one thread per send channel, pacing its queue to gmond.
 //!
 //! gmond reads one datagram at a time, in one thread, from a socket with
 //! the system's default receive buffer (about 250 small datagrams), and
