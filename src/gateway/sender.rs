@@ -39,7 +39,7 @@ const UNPACED_CHUNK: usize = 256;
 pub const METADATA_COST: usize = 2;
 
 /// The shortest pause between two sends: a thread's sleep is about this
-/// precise, so packets leave in runs of rate x this (45 at 45,000/s).
+/// precise, so packets leave in runs of rate x this (40 at 40,000/s).
 const TICK: Duration = Duration::from_millis(1);
 
 /// One send channel's queue, and how its sender is woken.
