@@ -407,6 +407,11 @@ proptest::proptest! {
         if let Some(fast) = fast_tokens(&text) {
             proptest::prop_assert_eq!(fast, reference_tokens(&text));
         }
+        // Text that starts with `{` is the JSON form (tests/json.rs holds
+        // that path to its own reference); the XML reference reads XML only.
+        if is_json(text.as_bytes()) {
+            return Ok(());
+        }
         let mut parser = SummaryParser::new();
         let got = parser.parse(text.as_bytes()).map(|r| format!("{r:?}"));
         let mut reference = Scratch::default();
