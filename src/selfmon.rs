@@ -21,7 +21,30 @@ struct SelfMetric {
     value: fn(&Snapshot, Option<u64>) -> Option<u64>,
 }
 
+/// A cumulative counter (slope positive: graphed as a rate).
 const fn counter(
+    name: &'static str,
+    units: &'static str,
+    title: &'static str,
+    desc: &'static str,
+    value: fn(&Snapshot, Option<u64>) -> Option<u64>,
+) -> SelfMetric {
+    metric(Slope::Positive, name, units, title, desc, value)
+}
+
+/// A level (slope both).
+const fn gauge(
+    name: &'static str,
+    units: &'static str,
+    title: &'static str,
+    desc: &'static str,
+    value: fn(&Snapshot, Option<u64>) -> Option<u64>,
+) -> SelfMetric {
+    metric(Slope::Both, name, units, title, desc, value)
+}
+
+const fn metric(
+    slope: Slope,
     name: &'static str,
     units: &'static str,
     title: &'static str,
@@ -31,7 +54,7 @@ const fn counter(
     SelfMetric {
         name,
         units,
-        slope: Slope::Positive,
+        slope,
         title,
         desc,
         value,
@@ -187,23 +210,6 @@ const SELF_METRICS: &[SelfMetric] = &[
         |s, _| Some(s.send_queue_age_ms),
     ),
 ];
-
-const fn gauge(
-    name: &'static str,
-    units: &'static str,
-    title: &'static str,
-    desc: &'static str,
-    value: fn(&Snapshot, Option<u64>) -> Option<u64>,
-) -> SelfMetric {
-    SelfMetric {
-        name,
-        units,
-        slope: Slope::Both,
-        title,
-        desc,
-        value,
-    }
-}
 
 /// Encodes the self-metrics packets.
 pub struct SelfReporter {
