@@ -62,6 +62,10 @@ pub struct FileConfig {
     pub state_file: Option<PathBuf>,
     pub state_interval: Option<u64>,
     pub metadata_requests: Option<Vec<String>>,
+    pub send: Option<bool>,
+    pub xml_listen: Option<Vec<String>>,
+    pub xml_allow: Option<Vec<String>>,
+    pub cluster_name: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -92,6 +96,10 @@ pub struct Overrides {
     /// `--state-file`: replaces `state_file` (empty: no state kept), so the
     /// shipped config runs from a checkout, where /var/lib is not ours.
     pub state_file: Option<PathBuf>,
+    /// `--xml-listen`: replaces `xml_listen`.
+    pub xml_listen: Vec<String>,
+    /// `--no-send`: `send = false`.
+    pub no_send: bool,
 }
 
 /// Validated settings.
@@ -140,7 +148,21 @@ pub struct Settings {
     /// Where gmond's metadata requests (136) are heard: unicast addresses
     /// to bind, or multicast groups to join (with their port).
     pub metadata_requests: Vec<SocketAddr>,
+    /// Whether packets go to gmond at all (`send = false`: only the XML
+    /// port has the data; `channels` is then empty).
+    pub send: bool,
+    /// Where gmetad polls the gateway for gmond's XML.
+    pub xml_listen: Vec<SocketAddr>,
+    /// Who may poll it.
+    pub xml_allow: Vec<IpNet>,
+    /// The CLUSTER NAME of that XML.
+    pub cluster_name: String,
 }
+
+/// Who may poll `xml_listen` unless `xml_allow` says otherwise.
+pub const DEFAULT_XML_ALLOW: &[&str] = &["127.0.0.0/8", "::1/128"];
+/// The CLUSTER NAME of the XML unless `cluster_name` says otherwise.
+pub const DEFAULT_CLUSTER_NAME: &str = "XRootD";
 
 impl Settings {
     /// Whether metadata requests are listened for (sources then keep their
@@ -219,22 +241,81 @@ pub fn validate(
         return Err(bad(key, &listen_src, "at least one address is needed"));
     }
 
-    let mut allow = Vec::new();
-    for a in file.allow.iter().flatten() {
-        let net: IpNet = a
-            .parse()
-            .or_else(|_| a.parse::<std::net::IpAddr>().map(IpNet::from))
-            .map_err(|_| {
-                bad(
-                    "allow",
-                    a,
-                    "not a network (10.0.0.0/8, 2001:db8::/32) or address",
-                )
-            })?;
-        allow.push(net);
-    }
+    let allow = networks("allow", file.allow.iter().flatten())?;
 
-    let (channels, channels_from) = channels(&file, overrides)?;
+    let send = file.send.unwrap_or(true) && !overrides.no_send;
+    let (channels, channels_from) = if send {
+        channels(&file, overrides)?
+    } else {
+        let key = if overrides.no_send {
+            "--no-send"
+        } else {
+            "send = false"
+        };
+        if !overrides.send.is_empty() {
+            return Err(bad("--send", &overrides.send, format!("contradicts {key}")));
+        }
+        (Vec::new(), key.to_string())
+    };
+    let xml_key = if overrides.xml_listen.is_empty() {
+        "xml_listen"
+    } else {
+        "--xml-listen"
+    };
+    let xml_src = if overrides.xml_listen.is_empty() {
+        file.xml_listen.clone().unwrap_or_default()
+    } else {
+        overrides.xml_listen.clone()
+    };
+    let mut xml_listen = Vec::new();
+    for l in &xml_src {
+        let addr: SocketAddr = l.parse().map_err(|_| {
+            bad(
+                xml_key,
+                l,
+                "not an ADDRESS:PORT (gmond's XML port is 8649; write IPv6 as [::1]:8649)",
+            )
+        })?;
+        xml_listen.push(addr);
+    }
+    if !send && xml_listen.is_empty() {
+        return Err(ConfigError(format!(
+            "{channels_from} and no xml_listen: the data would go nowhere (poll the gateway with xml_listen, or send to gmond)"
+        )));
+    }
+    let xml_allow = match &file.xml_allow {
+        None => networks(
+            "xml_allow",
+            DEFAULT_XML_ALLOW
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .iter(),
+        )?,
+        Some(list) if list.is_empty() => {
+            return Err(bad(
+                "xml_allow",
+                list,
+                "no client could poll; leave it out for loopback only, or name the gmetad hosts' networks",
+            ));
+        }
+        Some(list) => networks("xml_allow", list.iter())?,
+    };
+    let cluster_name = file
+        .cluster_name
+        .clone()
+        .unwrap_or_else(|| DEFAULT_CLUSTER_NAME.to_string());
+    if cluster_name.is_empty()
+        || cluster_name.len() > crate::ganglia::sanitize::MAX_TEXT
+        || cluster_name.contains('/')
+        || cluster_name.chars().any(char::is_control)
+    {
+        return Err(bad(
+            "cluster_name",
+            &cluster_name,
+            "must be 1 to 256 characters, without '/' or control characters (gmetad and ganglia-web use it in paths)",
+        ));
+    }
 
     let template =
         |key: &str, value: Option<String>, default: &str| -> Result<Template, ConfigError> {
@@ -337,6 +418,13 @@ pub fn validate(
         }
         metadata_requests.push(addr);
     }
+    if !send && !metadata_requests.is_empty() {
+        return Err(bad(
+            "metadata_requests",
+            &file.metadata_requests,
+            format!("only applies when sending to gmond ({channels_from})"),
+        ));
+    }
     let positive = |key: &str, v: Option<usize>, default: usize| -> Result<usize, ConfigError> {
         match v.unwrap_or(default) {
             0 => Err(bad(key, 0, "must be at least 1")),
@@ -371,7 +459,30 @@ pub fn validate(
         state_file,
         state_interval: Duration::from_secs(state_interval),
         metadata_requests,
+        send,
+        xml_listen,
+        xml_allow,
+        cluster_name,
     })
+}
+
+/// Networks (`10.0.0.0/8`) or single addresses, for `key`.
+fn networks<'a>(
+    key: &str,
+    list: impl Iterator<Item = &'a String>,
+) -> Result<Vec<IpNet>, ConfigError> {
+    list.map(|a| {
+        a.parse()
+            .or_else(|_| a.parse::<std::net::IpAddr>().map(IpNet::from))
+            .map_err(|_| {
+                bad(
+                    key,
+                    a,
+                    "not a network (10.0.0.0/8, 2001:db8::/32) or address",
+                )
+            })
+    })
+    .collect()
 }
 
 fn channels(
@@ -538,7 +649,19 @@ impl fmt::Display for Settings {
                     .map(|a| a.to_string())
                     .collect()
             )
-        )
+        )?;
+        writeln!(f, "send = {}", self.send)?;
+        writeln!(
+            f,
+            "xml_listen = [{}]",
+            list(self.xml_listen.iter().map(|a| a.to_string()).collect())
+        )?;
+        writeln!(
+            f,
+            "xml_allow = [{}]",
+            list(self.xml_allow.iter().map(|a| a.to_string()).collect())
+        )?;
+        writeln!(f, "cluster_name = {:?}", self.cluster_name)
     }
 }
 
@@ -614,6 +737,10 @@ mod tests {
             "state_file",
             "state_interval",
             "metadata_requests",
+            "send",
+            "xml_listen",
+            "xml_allow",
+            "cluster_name",
         ] {
             assert!(
                 text.contains(key),
@@ -692,10 +819,16 @@ mod tests {
                 listen: vec!["127.0.0.1:2".into()],
                 send: vec!["127.0.0.1:3".into(), "[::1]:4".into()],
                 state_file: Some("here/state".into()),
+                xml_listen: vec!["127.0.0.1:8659".into()],
+                no_send: false,
             },
         )
         .unwrap();
         assert_eq!(s.state_file, Some(PathBuf::from("here/state")));
+        assert_eq!(
+            s.xml_listen,
+            ["127.0.0.1:8659".parse::<SocketAddr>().unwrap()]
+        );
         assert_eq!(s.listen, ["127.0.0.1:2".parse::<SocketAddr>().unwrap()]);
         assert_eq!(
             s.channels,
@@ -812,5 +945,70 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert_eq!(e, "--send = \"nope\": \"nope\" is not HOST:PORT");
+    }
+
+    #[test]
+    fn xml_port_settings_and_their_errors() {
+        let s = from_text_with_send("");
+        assert!(s.send && s.xml_listen.is_empty());
+        assert_eq!(s.cluster_name, "XRootD");
+        let ips = |s: &Settings, ip: &str| {
+            s.xml_allow
+                .iter()
+                .any(|n| n.contains(&ip.parse::<std::net::IpAddr>().unwrap()))
+        };
+        // Loopback only, unless said otherwise.
+        assert!(ips(&s, "127.0.0.1") && ips(&s, "::1") && !ips(&s, "10.0.0.1"));
+        let s = from(
+            "send = false\nxml_listen = [\"0.0.0.0:8649\"]\nxml_allow = [\"10.0.0.0/8\", \"192.0.2.7\"]\ncluster_name = \"T2 Site\"",
+        )
+        .unwrap();
+        assert!(!s.send && s.channels.is_empty());
+        assert_eq!(s.channels_from, "send = false");
+        assert!(ips(&s, "10.9.9.9") && ips(&s, "192.0.2.7") && !ips(&s, "127.0.0.1"));
+        assert_eq!(s.cluster_name, "T2 Site");
+        assert!(
+            s.to_string()
+                .contains("send = false\nxml_listen = [\"0.0.0.0:8649\"]"),
+            "{s}"
+        );
+
+        assert_eq!(
+            err("send = false"),
+            "send = false and no xml_listen: the data would go nowhere (poll the gateway with xml_listen, or send to gmond)"
+        );
+        assert!(
+            err("xml_listen = [\"8649\"]")
+                .starts_with("xml_listen = \"8649\": not an ADDRESS:PORT")
+        );
+        assert!(err("xml_allow = []").contains("no client could poll"));
+        assert!(
+            err("xml_allow = [\"nowhere\"]").starts_with("xml_allow = \"nowhere\": not a network")
+        );
+        assert!(err("cluster_name = \"a/b\"").contains("without '/'"));
+        assert!(err("cluster_name = \"\"").starts_with("cluster_name"));
+        assert!(
+            err("send = false\nxml_listen = [\"127.0.0.1:1\"]\nmetadata_requests = [\"0.0.0.0:8650\"]")
+                .contains("only applies when sending to gmond")
+        );
+        // --no-send on the command line, and --send with it is a contradiction.
+        let no_send = |send: Vec<String>| {
+            validate(
+                FileConfig::parse("xml_listen = [\"127.0.0.1:1\"]", Path::new("t")).unwrap(),
+                "t".into(),
+                &Overrides {
+                    send,
+                    no_send: true,
+                    ..Default::default()
+                },
+            )
+        };
+        assert!(no_send(vec![]).is_ok_and(|s| !s.send && s.channels_from == "--no-send"));
+        assert!(
+            no_send(vec!["127.0.0.1:9".into()])
+                .unwrap_err()
+                .to_string()
+                .contains("contradicts --no-send")
+        );
     }
 }

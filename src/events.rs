@@ -42,6 +42,20 @@ pub struct Counters {
     pub send_queue: AtomicU64,
     /// Age of the oldest of them, milliseconds (a gauge).
     pub send_queue_age_ms: AtomicU64,
+    /// Documents written to gmetad on `xml_listen`.
+    pub xml_polls: AtomicU64,
+    /// Connections to `xml_listen` from outside `xml_allow`, closed.
+    pub xml_denied: AtomicU64,
+    /// Polls closed unanswered (too many at once) or abandoned (the client
+    /// stalled or timed out).
+    pub xml_dropped: AtomicU64,
+    /// Hosts in the last document (a gauge).
+    pub xml_hosts: AtomicU64,
+    /// Hosts in the last document written as NAME@ADDRESS because another
+    /// address had their name (a gauge).
+    pub xml_renamed: AtomicU64,
+    /// Hosts the XML table forgot to stay within `max_sources`.
+    pub xml_hosts_evicted: AtomicU64,
 }
 
 /// A copy of the counters at one moment.
@@ -67,6 +81,12 @@ pub struct Snapshot {
     pub packets_unsent: u64,
     pub send_queue: u64,
     pub send_queue_age_ms: u64,
+    pub xml_polls: u64,
+    pub xml_denied: u64,
+    pub xml_dropped: u64,
+    pub xml_hosts: u64,
+    pub xml_renamed: u64,
+    pub xml_hosts_evicted: u64,
 }
 
 impl Counters {
@@ -92,6 +112,12 @@ impl Counters {
             packets_unsent: self.packets_unsent.load(Relaxed),
             send_queue: self.send_queue.load(Relaxed),
             send_queue_age_ms: self.send_queue_age_ms.load(Relaxed),
+            xml_polls: self.xml_polls.load(Relaxed),
+            xml_denied: self.xml_denied.load(Relaxed),
+            xml_dropped: self.xml_dropped.load(Relaxed),
+            xml_hosts: self.xml_hosts.load(Relaxed),
+            xml_renamed: self.xml_renamed.load(Relaxed),
+            xml_hosts_evicted: self.xml_hosts_evicted.load(Relaxed),
         }
     }
 
@@ -110,7 +136,8 @@ impl fmt::Display for Snapshot {
             "datagrams={} records={} denied={} parse_errors={} values_rejected={} metrics_dropped_cap={} \
              metadata_packets={} value_packets={} send_errors={} send_refused={} receive_errors={} sources={} \
              sources_evicted={} restarts={} metadata_requests={} requests_answered={} \
-             packets_conflated={} packets_unsent={} send_queue={} send_queue_age_ms={}",
+             packets_conflated={} packets_unsent={} send_queue={} send_queue_age_ms={} \
+             xml_polls={} xml_denied={} xml_dropped={} xml_hosts={} xml_renamed={} xml_hosts_evicted={}",
             self.datagrams,
             self.records,
             self.denied,
@@ -130,7 +157,13 @@ impl fmt::Display for Snapshot {
             self.packets_conflated,
             self.packets_unsent,
             self.send_queue,
-            self.send_queue_age_ms
+            self.send_queue_age_ms,
+            self.xml_polls,
+            self.xml_denied,
+            self.xml_dropped,
+            self.xml_hosts,
+            self.xml_renamed,
+            self.xml_hosts_evicted
         )
     }
 }
@@ -335,6 +368,19 @@ impl<'c> Events<'c> {
                 channel,
                 count,
                 "drain_timeout passed at stop: {count} queued packets not sent"
+            );
+        }
+    }
+
+    /// Hosts the XML table evicted to stay within `max_sources` (logged
+    /// as such evictions are: at most once per `log_interval`).
+    pub fn xml_hosts_evicted(&self, count: usize) {
+        if count > 0 {
+            self.counters
+                .xml_hosts_evicted
+                .fetch_add(count as u64, Relaxed);
+            tracing::warn!(
+                "xml table: {count} hosts heard from longest ago forgotten to stay within max_sources (counted as xml_hosts_evicted)"
             );
         }
     }

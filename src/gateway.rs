@@ -27,7 +27,7 @@
 
 use std::future::Future;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -44,6 +44,7 @@ use packets::PacketBatch;
 use receive::Receiver;
 use sender::{Outbox, Senders};
 use state::StateStore;
+use table::HostTable;
 
 pub use pipeline::Pipeline;
 
@@ -84,12 +85,29 @@ pub struct Sockets {
     pub reports: Vec<std::net::UdpSocket>,
     /// Where gmond's metadata requests arrive (`metadata_requests`).
     pub requests: Vec<std::net::UdpSocket>,
+    /// Where gmetad polls for gmond's XML (`xml_listen`).
+    pub xml: Vec<std::net::TcpListener>,
 }
 
 /// Settings and send queues in force; replaced whole by a reload.
 struct Active {
     settings: Settings,
     outbox: Arc<Outbox>,
+    /// What the XML port writes (when `xml_listen` is set); the same
+    /// table across reloads.
+    table: Option<Arc<HostTable>>,
+}
+
+impl Active {
+    /// Sends a batch (queues it for every channel) and takes it into the
+    /// XML table: what `ip` (the record's sender) reported, at `now`.
+    fn deliver(&self, batch: &PacketBatch, ip: IpAddr, now: Instant, events: &Events<'_>) {
+        self.outbox.queue(batch, now, events);
+        if let Some(table) = &self.table {
+            let evicted = table.take(batch, ip, now);
+            events.xml_hosts_evicted(evicted);
+        }
+    }
 }
 
 /// A new configuration for a running gateway (SIGHUP): everything but the
@@ -119,7 +137,9 @@ pub async fn run(
     let Sockets {
         reports: sockets,
         requests: request_sockets,
+        xml: xml_listeners,
     } = sockets;
+    let table = (!xml_listeners.is_empty()).then(|| Arc::new(HostTable::new(settings.max_sources)));
     let store = Arc::new(open_state(&settings, sockets.len()));
     let save_every = settings.state_interval;
     let fds: Vec<RawFd> = sockets.iter().map(|s| s.as_raw_fd()).collect();
@@ -127,7 +147,11 @@ pub async fn run(
     let drain_timeout = settings.drain_timeout;
     let mut senders = Senders::start(&settings, channels, counters.clone());
     let outbox = senders.outbox.clone();
-    let (active_tx, active_rx) = watch::channel(Arc::new(Active { settings, outbox }));
+    let (active_tx, active_rx) = watch::channel(Arc::new(Active {
+        settings,
+        outbox,
+        table: table.clone(),
+    }));
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = Vec::new();
     let mut request_queues = Vec::new();
@@ -155,6 +179,17 @@ pub async fn run(
             stop_rx.clone(),
         )));
     }
+    if let Some(table) = &table {
+        for listener in xml_listeners {
+            tasks.push(tokio::spawn(xml_port::serve(
+                listener,
+                table.clone(),
+                active_rx.clone(),
+                counters.clone(),
+                stop_rx.clone(),
+            )));
+        }
+    }
     if store.path().is_some() {
         tasks.push(tokio::spawn(save_state(
             store.clone(),
@@ -179,7 +214,7 @@ pub async fn run(
                 let new = Senders::start(&r.settings, r.channels, counters.clone());
                 let old = std::mem::replace(&mut senders, new);
                 let outbox = senders.outbox.clone();
-                let _ = active_tx.send(Arc::new(Active { settings: r.settings, outbox }));
+                let _ = active_tx.send(Arc::new(Active { settings: r.settings, outbox, table: table.clone() }));
                 retired.push(tokio::spawn(old.drain(Instant::now() + drain_timeout)));
                 tracing::info!("configuration reloaded");
             }
@@ -210,6 +245,20 @@ pub async fn run(
     set_queue(&counters, &senders_outbox);
     tracing::info!("stopped; counters: {}", counters.snapshot());
     Ok(())
+}
+
+/// This host's address for the XML port's gateway host: its first
+/// non-loopback IPv4 address (gmond would show the address its packets
+/// come from), else loopback.
+fn local_ip() -> IpAddr {
+    if_addrs::get_if_addrs()
+        .ok()
+        .and_then(|list| {
+            list.into_iter()
+                .map(|i| i.ip())
+                .find(|ip| ip.is_ipv4() && !ip.is_loopback())
+        })
+        .unwrap_or(IpAddr::from([127, 0, 0, 1]))
 }
 
 /// Notes the send queues' length and age in the counters (gauges).
@@ -298,6 +347,7 @@ async fn report_self(
     log_tick.tick().await;
     send_tick.tick().await;
     let mut reporter = SelfReporter::new(crate::ganglia::local_hostname());
+    let self_ip = local_ip();
     let mut batch = PacketBatch::default();
     let events = Events::new(&counters, active.borrow().settings.log_interval);
     let mut metadata_at: Option<Instant> = None;
@@ -319,7 +369,7 @@ async fn report_self(
                 }
                 let tmax = ((send_every.as_secs_f64() * 1.5).ceil() as u32).max(1);
                 reporter.encode(&mut batch, &counters.snapshot(), drops.read(), with_metadata, tmax, a.settings.dmax);
-                a.outbox.queue(&batch, now, &events);
+                a.deliver(&batch, self_ip, now, &events);
             }
         }
     }
@@ -337,4 +387,6 @@ mod sender;
 mod series;
 mod source;
 pub mod state;
+pub mod table;
 mod template;
+pub mod xml_port;

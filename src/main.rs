@@ -44,6 +44,12 @@ struct ConfigArgs {
     /// Keep counter state in FILE instead of the config's `state_file` ("": keep none).
     #[arg(long, value_name = "FILE")]
     state_file: Option<PathBuf>,
+    /// Serve gmond's XML for gmetad on ADDR:PORT instead of the config's `xml_listen` (repeatable).
+    #[arg(long, value_name = "ADDR:PORT")]
+    xml_listen: Vec<String>,
+    /// Send nothing to gmond (`send = false`): gmetad polls the gateway on `xml_listen`.
+    #[arg(long, conflicts_with = "send")]
+    no_send: bool,
 }
 
 impl ConfigArgs {
@@ -52,6 +58,8 @@ impl ConfigArgs {
             listen: self.listen.clone(),
             send: self.send.clone(),
             state_file: self.state_file.clone(),
+            xml_listen: self.xml_listen.clone(),
+            no_send: self.no_send,
         };
         config::load(self.config.as_deref(), &overrides)
     }
@@ -396,6 +404,19 @@ fn serve(config: ConfigArgs) -> ExitCode {
             }
         }
     }
+    let mut xml_listeners = Vec::new();
+    for addr in &settings.xml_listen {
+        match gateway::xml_port::bind(*addr) {
+            Ok(l) => xml_listeners.push(l),
+            Err(e) => {
+                eprintln!(
+                    "xrd2ganglia: cannot listen for gmetad on {addr} (xml_listen): {e}{}",
+                    in_use_hint(&e, addr).replace("-lunp", "-ltnp")
+                );
+                return ExitCode::from(CANNOT_START);
+            }
+        }
+    }
     let channels = match gateway::open_channels(&settings) {
         Ok(c) => c,
         Err(e) => {
@@ -408,6 +429,7 @@ fn serve(config: ConfigArgs) -> ExitCode {
         channels = ?channels.iter().map(|c| c.label().to_string()).collect::<Vec<_>>(),
         channels_from = %settings.channels_from,
         metadata_requests = ?settings.metadata_requests,
+        xml_listen = ?settings.xml_listen,
         send_values = if settings.value_heartbeat.is_some() { "changed" } else { "all" },
         state_file = %settings.state_file.as_deref().unwrap_or(Path::new("")).display(),
         config = %settings.source,
@@ -434,6 +456,7 @@ fn serve(config: ConfigArgs) -> ExitCode {
             gateway::Sockets {
                 reports: sockets,
                 requests: request_sockets,
+                xml: xml_listeners,
             },
             channels,
             Arc::new(Counters::default()),
@@ -458,6 +481,7 @@ fn serve(config: ConfigArgs) -> ExitCode {
 #[derive(PartialEq)]
 struct RestartOnly {
     listen: Vec<SocketAddr>,
+    xml_listen: Vec<SocketAddr>,
     recv_buffer: usize,
     state_file: Option<PathBuf>,
 }
@@ -466,6 +490,7 @@ impl RestartOnly {
     fn of(settings: &config::Settings) -> RestartOnly {
         RestartOnly {
             listen: settings.listen.clone(),
+            xml_listen: settings.xml_listen.clone(),
             recv_buffer: settings.recv_buffer,
             state_file: settings.state_file.clone(),
         }
@@ -476,7 +501,9 @@ impl RestartOnly {
 /// channels open) replaces the running one, an invalid one is refused with
 /// the reason and the old one keeps running. The listening sockets are not
 /// rebound and the state file stays the one owned: a changed `listen`,
-/// `recv_buffer` or `state_file` needs a restart.
+/// `xml_listen`, `recv_buffer` or `state_file` needs a restart (and
+/// `send = false` is refused while no XML port is open: the data would go
+/// nowhere).
 async fn reload_on_sighup(
     config: ConfigArgs,
     running: RestartOnly,
@@ -502,9 +529,15 @@ async fn reload_on_sighup(
                 continue;
             }
         };
+        if !settings.send && running.xml_listen.is_empty() {
+            tracing::error!(
+                "SIGHUP: new configuration refused, the old one stays: send = false, and the running gateway has no xml_listen port (that takes a restart)"
+            );
+            continue;
+        }
         if RestartOnly::of(&settings) != running {
             tracing::warn!(
-                "SIGHUP: listen, recv_buffer and state_file changes take effect at the next restart"
+                "SIGHUP: listen, xml_listen, recv_buffer and state_file changes take effect at the next restart"
             );
         }
         tracing::info!(

@@ -209,6 +209,41 @@ const SELF_METRICS: &[SelfMetric] = &[
         "How long the oldest queued packet has waited: the delay the pacing adds.",
         |s, _| Some(s.send_queue_age_ms),
     ),
+    counter(
+        "xrd2ganglia.xml_polls",
+        "polls/s",
+        "XML polls answered",
+        "Documents written to gmetad (or another client) on xml_listen.",
+        |s, _| Some(s.xml_polls),
+    ),
+    counter(
+        "xrd2ganglia.xml_denied",
+        "connections/s",
+        "XML polls denied",
+        "Connections to xml_listen from outside xml_allow, closed at once.",
+        |s, _| Some(s.xml_denied),
+    ),
+    counter(
+        "xrd2ganglia.xml_dropped",
+        "polls/s",
+        "XML polls dropped",
+        "Polls closed unanswered (too many at once) or abandoned (the client stalled).",
+        |s, _| Some(s.xml_dropped),
+    ),
+    gauge(
+        "xrd2ganglia.xml_hosts",
+        "hosts",
+        "Hosts in the XML",
+        "Hosts in the last document written on xml_listen.",
+        |s, _| Some(s.xml_hosts),
+    ),
+    gauge(
+        "xrd2ganglia.xml_renamed",
+        "hosts",
+        "Hosts renamed in the XML",
+        "Hosts written as NAME@ADDRESS in the last document because another address had their name.",
+        |s, _| Some(s.xml_renamed),
+    ),
 ];
 
 /// Encodes the self-metrics packets.

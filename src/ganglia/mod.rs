@@ -4,6 +4,22 @@ pub mod channel;
 pub mod gmond_conf;
 pub mod sanitize;
 pub mod xdr;
+pub mod xml;
+
+/// `v` in decimal, written at the end of `buf` (no allocation: per value on
+/// the hot path, and per attribute when writing gmond's XML).
+pub fn format_u64(buf: &mut [u8; 20], mut v: u64) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    &buf[i..]
+}
 
 /// This host's name as gethostname(2) gives it (what gmetric puts in the
 /// host field of an unspoofed packet: not shortened, no DNS).

@@ -355,6 +355,54 @@ fn get_metric_id(cur: &mut Cursor<&[u8]>) -> Result<OwnedMetricId, DecodeError> 
     })
 }
 
+/// A value packet's value, borrowed from the packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueRef<'a> {
+    /// A 133 string: the text as sent.
+    Text(&'a [u8]),
+    /// A 132 uint (the heartbeat's).
+    UInt(u32),
+}
+
+/// Reads a 132 or 133 value packet without copying: the XML port's table
+/// reads every value packet the gateway sends ([`decode`] allocates).
+/// Other packets, and names that are not UTF-8, are errors.
+pub fn decode_value(bytes: &[u8]) -> Result<(MetricId<'_>, ValueRef<'_>), DecodeError> {
+    let mut at = 0;
+    let word = |at: &mut usize| -> Result<u32, DecodeError> {
+        let w = bytes.get(*at..*at + 4).ok_or(DecodeError::Truncated)?;
+        *at += 4;
+        Ok(u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
+    };
+    let string = |at: &mut usize| -> Result<&[u8], DecodeError> {
+        let len = word(at)? as usize;
+        let s = bytes.get(*at..*at + len).ok_or(DecodeError::BadString)?;
+        *at += len.div_ceil(4) * 4;
+        Ok(s)
+    };
+    fn text(b: &[u8]) -> Result<&str, DecodeError> {
+        std::str::from_utf8(b).map_err(|_| DecodeError::BadString)
+    }
+    let id = word(&mut at)?;
+    let host = text(string(&mut at)?)?;
+    let name = text(string(&mut at)?)?;
+    let spoof = word(&mut at)? != 0;
+    string(&mut at)?; // fmt
+    let value = match id {
+        ID_STRING => ValueRef::Text(string(&mut at)?),
+        ID_UINT => ValueRef::UInt(word(&mut at)?),
+        other => return Err(DecodeError::UnknownId(other)),
+    };
+    if at != bytes.len() {
+        return Err(if at > bytes.len() {
+            DecodeError::Truncated
+        } else {
+            DecodeError::TrailingBytes(bytes.len() - at)
+        });
+    }
+    Ok((MetricId { host, name, spoof }, value))
+}
+
 impl fmt::Display for Packet {
     /// One field per line, for `--dry-run` and test failure messages.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -563,5 +611,23 @@ mod tests {
         let n = m.len();
         m[n - 4..].copy_from_slice(&[0xff; 4]);
         assert_eq!(decode(&m), Err(DecodeError::Truncated));
+    }
+
+    #[test]
+    fn decode_value_borrows_what_decode_reads() {
+        let mut text = Vec::new();
+        encode_string_value(&mut text, &ID, "4242");
+        assert_eq!(decode_value(&text), Ok((ID, ValueRef::Text(b"4242"))));
+        let mut uint = Vec::new();
+        encode_uint_value(&mut uint, &ID, 1_700_000_000);
+        assert_eq!(decode_value(&uint), Ok((ID, ValueRef::UInt(1_700_000_000))));
+        for cut in 0..text.len() {
+            assert!(decode_value(&text[..cut]).is_err(), "cut at {cut}");
+        }
+        text.extend_from_slice(&[0; 4]);
+        assert_eq!(decode_value(&text), Err(DecodeError::TrailingBytes(4)));
+        let mut req = Vec::new();
+        encode_metadata_request(&mut req, &ID);
+        assert!(decode_value(&req).is_err());
     }
 }

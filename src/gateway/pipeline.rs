@@ -18,6 +18,7 @@ use crate::events::Events;
 use crate::mapping::{MappedRecord, Mapper};
 use crate::summary::SummaryParser;
 
+use super::Active;
 use super::packets::{PacketBatch, SlotKey};
 use super::requests::{self, Ask, Request};
 use super::sender::Outbox;
@@ -123,19 +124,19 @@ impl Pipeline {
         }
     }
 
-    /// Handles one datagram: encodes its packets and queues them for every
-    /// send channel (never waits: the senders pace them out).
-    pub fn handle(
+    /// Handles one datagram: encodes its packets, queues them for every
+    /// send channel (never waits: the senders pace them out) and takes
+    /// them into the XML table.
+    pub(super) fn handle(
         &mut self,
         datagram: &[u8],
         from: SocketAddr,
         now: Instant,
-        settings: &Settings,
-        outbox: &Outbox,
+        active: &Active,
         events: &mut Events<'_>,
     ) {
-        self.encode(datagram, from, now, settings, events);
-        outbox.queue(&self.batch, now, events);
+        self.encode(datagram, from, now, &active.settings, events);
+        active.deliver(&self.batch, from.ip(), now, events);
     }
 
     /// Answers what gmond asked for through the send queues: one host

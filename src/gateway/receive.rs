@@ -71,21 +71,15 @@ impl Receiver {
                     events = Events::new(&self.counters, current.settings.log_interval);
                 }
                 r = socket.recv_from(&mut buf) => match r {
-                    Ok((n, from)) => self.pipeline.handle(&buf[..n], from, Instant::now(), &current.settings, &current.outbox, &mut events),
+                    Ok((n, from)) => self.pipeline.handle(&buf[..n], from, Instant::now(), &current, &mut events),
                     Err(e) => events.receive_failed(local, &e),
                 },
             }
         }
         // Finish what the kernel has already queued for us.
         while let Ok((n, from)) = socket.try_recv_from(&mut buf) {
-            self.pipeline.handle(
-                &buf[..n],
-                from,
-                Instant::now(),
-                &current.settings,
-                &current.outbox,
-                &mut events,
-            );
+            self.pipeline
+                .handle(&buf[..n], from, Instant::now(), &current, &mut events);
         }
         self.pipeline.hand_in_state();
     }

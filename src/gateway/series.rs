@@ -171,18 +171,7 @@ pub(super) fn parse_u64(text: &[u8]) -> Option<u64> {
     Some(v)
 }
 
-pub(super) fn format_u64(buf: &mut [u8; 20], mut v: u64) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    &buf[i..]
-}
+pub(super) use crate::ganglia::format_u64;
 
 fn fnv32(bytes: &[u8]) -> u32 {
     let mut h: u32 = 0x811c_9dc5;

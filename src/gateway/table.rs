@@ -1,0 +1,534 @@
+//! What a gmond would hold, kept by the gateway itself for gmetad to poll
+//! ([`super::xml_port`]).
+//!
+//! The table is fed the same packet batches as the send queues (the
+//! receive tasks' records and the gateway's own metrics), so the XML port
+//! shows exactly what a gmond fed by the gateway would show: the same
+//! names, values (counters already continuous), TMAX and DMAX, with
+//! changed-only sending's values as gmond would hold them. Per host: its
+//! name, real address, last report and start (the heartbeat); per metric:
+//! its metadata (interned: hosts share it) and its last value.
+//!
+//! **Receiving never waits on a poll.** Hosts live in shards, each behind
+//! its own lock. A batch takes one shard's lock (a record is one host);
+//! a poll takes each host's shard for as long as it takes to write that
+//! one host into a buffer, and writes to the socket with no lock held.
+//!
+//! **Bounded.** A metric leaves after its DMAX without a value (gmond counts
+//! from the last metadata; here the last value, which is what the
+//! gateway's periodic metadata keeps alive there), a host when its last
+//! metric has left; the hosts are capped (`max_sources`, the oldest report
+//! leaving first).
+//!
+//! **Two addresses, one name.** gmetad keys hosts by NAME, so two HOSTs of
+//! one NAME would merge into one set of RRDs, each overwriting the other.
+//! Here the first of them to be heard keeps the name while it reports (TN
+//! within 4 x TMAX, gmetad's "up"); the others are written as
+//! `NAME@ADDRESS`, and counted. A server that moved to a new address takes
+//! its name back once the old address has stopped reporting.
+
+use std::collections::{HashMap, HashSet};
+use std::io;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use compact_str::CompactString;
+use foldhash::fast::RandomState;
+
+use crate::ganglia::xdr::{self, Packet, Slope, ValueRef};
+use crate::ganglia::xml;
+
+use super::packets::{HEARTBEAT, PacketBatch, PacketKind};
+
+/// Shards of the host table: a poll holds one for one host at a time.
+const SHARDS: usize = 64;
+/// The host TMAX gmond writes (its `host_tmax`); a host's is at least this.
+const HOST_TMAX: u32 = 20;
+/// gmetad counts a host as up while its TN is under 4 x its TMAX.
+const UP_FACTOR: u32 = 4;
+/// Output is handed to the socket in pieces of about this size.
+const CHUNK: usize = 64 * 1024;
+
+/// A metric's metadata, shared by every host that sends it alike.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Meta {
+    name: Box<str>,
+    value_type: Box<str>,
+    units: Box<str>,
+    slope: &'static str,
+    /// In the order gmond writes them (the packet's reversed), without
+    /// the SPOOF_* elements that only address the packet.
+    extra: Box<[(Box<str>, Box<str>)]>,
+}
+
+/// One metric of one host.
+struct Entry {
+    meta: Option<Arc<Meta>>,
+    value: CompactString,
+    /// Table seconds of its last value; `NEVER` before the first.
+    value_at: u32,
+    tmax: u32,
+    dmax: u32,
+}
+
+const NEVER: u32 = u32::MAX;
+
+struct Host {
+    /// NAME as gmond shows it: the spoof string's after the first ':'.
+    name: Box<str>,
+    /// The spoof string's address part (IPv6 with '-'), for a renamed host.
+    spoof_ip: Box<str>,
+    /// The sender's real address.
+    ip: IpAddr,
+    first_seen: u32,
+    reported: u32,
+    /// Unix seconds the program started (the heartbeat's value).
+    started: u32,
+    /// Metric name key -> entry.
+    metrics: HashMap<u64, Entry, RandomState>,
+}
+
+impl Host {
+    /// The TMAX written for the host: gmond's, or more for servers that
+    /// report less often (so gmetad does not count them down between reports).
+    fn tmax(&self) -> u32 {
+        self.metrics
+            .values()
+            .map(|e| e.tmax)
+            .max()
+            .unwrap_or(0)
+            .max(HOST_TMAX)
+    }
+}
+
+type Shard = HashMap<u64, Host, RandomState>;
+
+/// The hosts and metrics to write for gmetad.
+pub struct HostTable {
+    shards: Box<[Mutex<Shard>]>,
+    metas: Mutex<HashSet<Arc<Meta>, RandomState>>,
+    /// Size of `metas` after its last sweep.
+    metas_swept: AtomicUsize,
+    epoch: Instant,
+    /// Unix seconds at `epoch`: GMOND_STARTED of an unspoofed host (the
+    /// gateway's own), whose packets carry no heartbeat.
+    epoch_unix: u32,
+    hosts: AtomicUsize,
+    max_hosts: usize,
+    evicting: AtomicBool,
+}
+
+/// What one document held.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Written {
+    pub hosts: usize,
+    pub metrics: usize,
+    pub bytes: usize,
+    /// Hosts written as `NAME@ADDRESS` (their name was another's).
+    pub renamed: usize,
+}
+
+/// The document's cluster, and the DMAX written for its hosts.
+pub struct ClusterInfo<'a> {
+    pub name: &'a str,
+    pub host_dmax: u32,
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+impl HostTable {
+    /// A table for at most `max_hosts` hosts (a few more, briefly: the
+    /// oldest are evicted in bulk).
+    pub fn new(max_hosts: usize) -> HostTable {
+        HostTable {
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            metas: Mutex::default(),
+            metas_swept: AtomicUsize::new(0),
+            epoch: Instant::now(),
+            epoch_unix: unix_now().min(u64::from(u32::MAX)) as u32,
+            hosts: AtomicUsize::new(0),
+            max_hosts: max_hosts.max(1),
+            evicting: AtomicBool::new(false),
+        }
+    }
+
+    fn secs(&self, at: Instant) -> u32 {
+        let s = at.saturating_duration_since(self.epoch).as_secs();
+        s.min(u64::from(NEVER - 1)) as u32
+    }
+
+    fn shard(&self, host_key: u64) -> MutexGuard<'_, Shard> {
+        let shard = &self.shards[(host_key % SHARDS as u64) as usize];
+        // A panic elsewhere while holding it leaves consistent data.
+        shard.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Hosts held now.
+    pub fn hosts(&self) -> usize {
+        self.hosts.load(Relaxed)
+    }
+
+    /// Takes in a batch of packets sent on behalf of `ip` (the record's
+    /// sender, or this host for the gateway's own metrics) at `now`.
+    /// Returns how many hosts were evicted to stay within the cap.
+    pub fn take(&self, batch: &PacketBatch, ip: IpAddr, now: Instant) -> usize {
+        let now_s = self.secs(now);
+        let ip = ip.to_canonical();
+        let mut held: Option<(u64, MutexGuard<'_, Shard>)> = None;
+        for (key, kind, packet) in batch.entries() {
+            if held
+                .as_ref()
+                .is_none_or(|(k, _)| *k % SHARDS as u64 != key.host % SHARDS as u64)
+            {
+                // One lock at a time: never wait for a shard holding another.
+                drop(held.take());
+                held = Some((key.host, self.shard(key.host)));
+            }
+            let Some((_, shard)) = held.as_mut() else {
+                continue;
+            };
+            match kind {
+                PacketKind::Value => {
+                    let Ok((id, value)) = xdr::decode_value(packet) else {
+                        continue;
+                    };
+                    let host = self.host(shard, key.host, id.host, id.spoof, ip, now_s);
+                    host.reported = now_s;
+                    if id.name == HEARTBEAT {
+                        if let ValueRef::UInt(started) = value {
+                            host.started = started;
+                        }
+                        continue;
+                    }
+                    let ValueRef::Text(text) = value else {
+                        continue;
+                    };
+                    let entry = host.metrics.entry(key.metric).or_insert_with(Entry::new);
+                    entry.value.clear();
+                    match std::str::from_utf8(text) {
+                        Ok(t) => entry.value.push_str(t),
+                        Err(_) => entry.value.push_str(&String::from_utf8_lossy(text)),
+                    }
+                    entry.value_at = now_s;
+                }
+                PacketKind::Metadata => {
+                    let Ok(Packet::Metadata {
+                        id,
+                        value_type,
+                        name,
+                        units,
+                        slope,
+                        tmax,
+                        dmax,
+                        extra,
+                    }) = xdr::decode(packet)
+                    else {
+                        continue;
+                    };
+                    if name == HEARTBEAT {
+                        continue;
+                    }
+                    let meta = self.intern(Meta {
+                        name: name.into(),
+                        value_type: value_type.into(),
+                        units: units.into(),
+                        slope: Slope::from_u32(slope).map_or("unspecified", Slope::as_str),
+                        extra: extra
+                            .into_iter()
+                            .rev()
+                            .filter(|(k, _)| !k.starts_with("SPOOF_"))
+                            .map(|(k, v)| (k.into(), v.into()))
+                            .collect(),
+                    });
+                    let host = self.host(shard, key.host, &id.host, id.spoof, ip, now_s);
+                    let entry = host.metrics.entry(key.metric).or_insert_with(Entry::new);
+                    entry.meta = Some(meta);
+                    entry.tmax = tmax;
+                    entry.dmax = dmax;
+                }
+            }
+        }
+        drop(held);
+        if self.hosts.load(Relaxed) > self.eviction_mark() {
+            return self.evict();
+        }
+        0
+    }
+
+    /// The host of `key`, made from the packet's host string if new.
+    fn host<'s>(
+        &self,
+        shard: &'s mut Shard,
+        key: u64,
+        spoof_host: &str,
+        spoof: bool,
+        ip: IpAddr,
+        now_s: u32,
+    ) -> &'s mut Host {
+        let host = shard.entry(key).or_insert_with(|| {
+            self.hosts.fetch_add(1, Relaxed);
+            // gmond's rule: a spoofed host string is `ip:name`, split at
+            // the first ':' after its first character.
+            let (spoof_ip, name) = match spoof_host.get(1..).and_then(|s| s.find(':')) {
+                Some(at) if spoof => (&spoof_host[..at + 1], &spoof_host[at + 2..]),
+                _ => (spoof_host, spoof_host),
+            };
+            Host {
+                name: name.into(),
+                spoof_ip: spoof_ip.into(),
+                ip,
+                first_seen: now_s,
+                reported: now_s,
+                started: if spoof { 0 } else { self.epoch_unix },
+                metrics: HashMap::default(),
+            }
+        });
+        host.ip = ip;
+        host
+    }
+
+    fn intern(&self, meta: Meta) -> Arc<Meta> {
+        let mut metas = self.metas.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = metas.get(&meta) {
+            return m.clone();
+        }
+        // Metadata no host uses any more (a renamed metric, an expired
+        // list entry) goes when the set has doubled since the last sweep.
+        if metas.len() >= 2 * self.metas_swept.load(Relaxed).max(1024) {
+            metas.retain(|m| Arc::strong_count(m) > 1);
+            self.metas_swept.store(metas.len(), Relaxed);
+        }
+        let meta = Arc::new(meta);
+        metas.insert(meta.clone());
+        meta
+    }
+
+    /// Over this many hosts, the oldest are evicted down to the cap (in
+    /// bulk: one scan per quarter of the cap, not one per new host).
+    fn eviction_mark(&self) -> usize {
+        self.max_hosts + (self.max_hosts / 4).max(16)
+    }
+
+    /// Evicts the hosts heard from longest ago, down to the cap; returns
+    /// how many.
+    fn evict(&self) -> usize {
+        if self.evicting.swap(true, Relaxed) {
+            return 0;
+        }
+        let mut ages: Vec<u32> = Vec::with_capacity(self.hosts.load(Relaxed));
+        for shard in self.shards.iter() {
+            let shard = shard.lock().unwrap_or_else(|e| e.into_inner());
+            ages.extend(shard.values().map(|h| h.reported));
+        }
+        let mut evicted = 0;
+        let excess = ages.len().saturating_sub(self.max_hosts);
+        if excess > 0 {
+            let (_, cutoff, _) = ages.select_nth_unstable(excess - 1);
+            let cutoff = *cutoff;
+            for shard in self.shards.iter() {
+                let mut shard = shard.lock().unwrap_or_else(|e| e.into_inner());
+                let before = shard.len();
+                shard.retain(|_, h| {
+                    evicted >= excess || h.reported > cutoff || {
+                        evicted += 1;
+                        false
+                    }
+                });
+                self.hosts.fetch_sub(before - shard.len(), Relaxed);
+            }
+        }
+        self.evicting.store(false, Relaxed);
+        evicted
+    }
+
+    /// Writes the whole document to `sink`, a piece at a time, first
+    /// dropping what is past its DMAX.
+    pub fn write(
+        &self,
+        cluster: &ClusterInfo<'_>,
+        now: Instant,
+        sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
+    ) -> io::Result<Written> {
+        let now_s = self.secs(now);
+        let unix = unix_now();
+        let hosts = self.expire_and_list(now_s);
+        let names = resolve_names(&hosts, now_s);
+
+        let mut written = Written {
+            renamed: names.iter().filter(|n| n.is_some()).count(),
+            ..Written::default()
+        };
+        let mut out = Vec::with_capacity(CHUNK + 16 * 1024);
+        xml::start(
+            &mut out,
+            &xml::Cluster {
+                name: cluster.name,
+                localtime: unix,
+            },
+        );
+        let mut ip = String::new();
+        for (listed, rename) in hosts.iter().zip(&names) {
+            {
+                let shard = self.shard(listed.key);
+                let Some(host) = shard.get(&listed.key) else {
+                    continue;
+                };
+                let mut extra: Vec<(&str, &str)> = Vec::new();
+                ip.clear();
+                use std::fmt::Write;
+                let _ = write!(ip, "{}", host.ip);
+                let tn = now_s.saturating_sub(host.reported);
+                xml::host_start(
+                    &mut out,
+                    &xml::Host {
+                        name: rename.as_deref().unwrap_or(&host.name),
+                        ip: &ip,
+                        reported: unix.saturating_sub(u64::from(tn)),
+                        tn: u64::from(tn),
+                        tmax: host.tmax(),
+                        dmax: cluster.host_dmax,
+                        started: u64::from(host.started),
+                    },
+                );
+                let mut order: Vec<(&Meta, &Entry)> = host
+                    .metrics
+                    .values()
+                    .filter(|e| e.value_at != NEVER)
+                    .filter_map(|e| Some((e.meta.as_deref()?, e)))
+                    .collect();
+                order.sort_unstable_by(|a, b| a.0.name.cmp(&b.0.name));
+                for (m, e) in &order {
+                    extra.clear();
+                    extra.extend(m.extra.iter().map(|(k, v)| (&**k, &**v)));
+                    xml::metric(
+                        &mut out,
+                        &xml::Metric {
+                            name: &m.name,
+                            val: e.value.as_bytes(),
+                            value_type: &m.value_type,
+                            units: &m.units,
+                            tn: u64::from(now_s.saturating_sub(e.value_at)),
+                            tmax: e.tmax,
+                            dmax: e.dmax,
+                            slope: m.slope,
+                            extra: &extra,
+                        },
+                    );
+                }
+                written.metrics += order.len();
+                xml::host_end(&mut out);
+                written.hosts += 1;
+            }
+            if out.len() >= CHUNK {
+                written.bytes += out.len();
+                sink(&out)?;
+                out.clear();
+            }
+        }
+        xml::finish(&mut out);
+        written.bytes += out.len();
+        sink(&out)?;
+        Ok(written)
+    }
+
+    /// Drops metrics past their DMAX and hosts left without metrics; lists
+    /// the rest, sorted by name.
+    fn expire_and_list(&self, now_s: u32) -> Vec<Listed> {
+        let mut list = Vec::with_capacity(self.hosts.load(Relaxed));
+        for shard in self.shards.iter() {
+            let mut shard = shard.lock().unwrap_or_else(|e| e.into_inner());
+            let before = shard.len();
+            shard.retain(|key, host| {
+                host.metrics.retain(|_, e| {
+                    let at = if e.value_at == NEVER {
+                        host.first_seen
+                    } else {
+                        e.value_at
+                    };
+                    e.dmax == 0 || now_s.saturating_sub(at) <= e.dmax
+                });
+                if host.metrics.is_empty() {
+                    return false;
+                }
+                list.push(Listed {
+                    key: *key,
+                    name: host.name.clone(),
+                    spoof_ip: host.spoof_ip.clone(),
+                    first_seen: host.first_seen,
+                    reported: host.reported,
+                    tmax: host.tmax(),
+                });
+                true
+            });
+            self.hosts.fetch_sub(before - shard.len(), Relaxed);
+        }
+        list.sort_unstable_by(|a, b| a.name.cmp(&b.name).then(a.first_seen.cmp(&b.first_seen)));
+        list
+    }
+}
+
+impl Entry {
+    fn new() -> Entry {
+        Entry {
+            meta: None,
+            value: CompactString::default(),
+            value_at: NEVER,
+            tmax: 0,
+            dmax: 0,
+        }
+    }
+}
+
+/// A host as listed before writing.
+struct Listed {
+    key: u64,
+    name: Box<str>,
+    spoof_ip: Box<str>,
+    first_seen: u32,
+    reported: u32,
+    tmax: u32,
+}
+
+/// For each listed host (sorted by name), the name to write instead of its
+/// own when another host has it (None: its own).
+fn resolve_names(hosts: &[Listed], now_s: u32) -> Vec<Option<String>> {
+    let mut names = vec![None; hosts.len()];
+    let mut start = 0;
+    while start < hosts.len() {
+        let end = start
+            + hosts[start..]
+                .iter()
+                .take_while(|h| h.name == hosts[start].name)
+                .count();
+        if end - start > 1 {
+            let group = &hosts[start..end];
+            let up = |h: &Listed| now_s.saturating_sub(h.reported) < UP_FACTOR * h.tmax;
+            // Sorted by first_seen within a name: the first one up keeps
+            // it; with none up, the last to report.
+            let keeper = group.iter().position(up).unwrap_or_else(|| {
+                group
+                    .iter()
+                    .enumerate()
+                    .max_by_key(|(_, h)| h.reported)
+                    .map_or(0, |(i, _)| i)
+            });
+            for (i, h) in group.iter().enumerate() {
+                if i != keeper {
+                    names[start + i] = Some(format!("{}@{}", h.name, h.spoof_ip));
+                }
+            }
+        }
+        start = end;
+    }
+    names
+}
+
+#[cfg(test)]
+mod tests;

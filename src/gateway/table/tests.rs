@@ -1,0 +1,367 @@
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::*;
+use crate::config::{FileConfig, Overrides, Settings, validate};
+use crate::events::{Counters, Events};
+use crate::ganglia::xdr::Packet;
+use crate::gateway::Pipeline;
+
+fn settings(extra: &str) -> Settings {
+    let file = FileConfig::parse(extra, std::path::Path::new("t")).unwrap();
+    validate(
+        file,
+        "test".into(),
+        &Overrides {
+            send: vec!["127.0.0.1:9".into()],
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+fn record(host: &str, tos: u32, inb: u64) -> String {
+    format!(
+        r#"<statistics tod="1700000100" ver="v5.5.3" src="{host}:1094" tos="{tos}" pgm="xrootd" ins="anon" pid="77" site="T2_X"><stats id="link"><num>3</num><in>{inb}</in></stats><stats id="ofs"><role>server</role></stats></statistics>"#
+    )
+}
+
+/// Runs `datagram` from `from` through a pipeline and into the table.
+fn feed(p: &mut Pipeline, s: &Settings, t: &HostTable, datagram: &str, from: &str, at: Instant) {
+    let counters = Counters::default();
+    let mut ev = Events::new(&counters, Duration::from_secs(60));
+    let from: std::net::SocketAddr = from.parse().unwrap();
+    p.encode(datagram.as_bytes(), from, at, s, &mut ev);
+    t.take(&p.batch, from.ip(), at);
+}
+
+/// host NAME -> (host attributes, metric NAME -> (attributes + extras)).
+type Doc = BTreeMap<
+    String,
+    (
+        BTreeMap<String, String>,
+        BTreeMap<String, BTreeMap<String, String>>,
+    ),
+>;
+
+fn document(t: &HostTable, at: Instant) -> (Doc, Written, String) {
+    let mut text = Vec::new();
+    let cluster = ClusterInfo {
+        name: "XRootD",
+        host_dmax: 3600,
+    };
+    let w = t
+        .write(&cluster, at, &mut |piece| {
+            text.extend_from_slice(piece);
+            Ok(())
+        })
+        .unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert_eq!(w.bytes, text.len());
+    let opts = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..Default::default()
+    };
+    let doc = roxmltree::Document::parse_with_options(&text, opts).unwrap();
+    let attrs = |n: roxmltree::Node<'_, '_>| -> BTreeMap<String, String> {
+        n.attributes()
+            .map(|a| (a.name().to_string(), a.value().to_string()))
+            .collect()
+    };
+    let mut out = Doc::new();
+    for h in doc.descendants().filter(|n| n.has_tag_name("HOST")) {
+        let mut metrics = BTreeMap::new();
+        for m in h.children().filter(|n| n.has_tag_name("METRIC")) {
+            let mut a = attrs(m);
+            for e in m.descendants().filter(|n| n.has_tag_name("EXTRA_ELEMENT")) {
+                a.insert(
+                    format!("extra:{}", e.attribute("NAME").unwrap()),
+                    e.attribute("VAL").unwrap().to_string(),
+                );
+            }
+            metrics.insert(a["NAME"].clone(), a);
+        }
+        let a = attrs(h);
+        assert!(
+            out.insert(a["NAME"].clone(), (a, metrics)).is_none(),
+            "two HOSTs of one NAME"
+        );
+    }
+    (out, w, text)
+}
+
+#[test]
+fn a_record_is_written_as_gmond_would_hold_it() {
+    let s = settings("");
+    let mut p = Pipeline::new(&s);
+    let t = HostTable::new(100);
+    let t0 = Instant::now();
+    feed(
+        &mut p,
+        &s,
+        &t,
+        &record("ds1.example.org", 1_700_000_000, 1024),
+        "10.0.0.5:1",
+        t0,
+    );
+    let (doc, w, _) = document(&t, t0 + Duration::from_secs(2));
+    assert_eq!((w.hosts, w.renamed), (1, 0));
+    let (host, metrics) = &doc["ds1.example.org"];
+    assert_eq!(host["IP"], "10.0.0.5");
+    assert_eq!(host["GMOND_STARTED"], "1700000000");
+    assert_eq!(host["TN"], "2");
+    assert_eq!(host["TMAX"], "60");
+    assert_eq!(host["DMAX"], "3600");
+    let m = &metrics["xrootd.link.in"];
+    assert_eq!(m["VAL"], "1024");
+    assert_eq!(m["TYPE"], "double");
+    assert_eq!(m["SLOPE"], "positive");
+    assert_eq!(m["UNITS"], "bytes/s");
+    assert_eq!(m["TN"], "2");
+    assert_eq!(m["TMAX"], "60");
+    assert_eq!(m["DMAX"], "3600");
+    assert_eq!(m["extra:GROUP"], "xrootd.link");
+    assert!(!m["extra:TITLE"].is_empty() && !m["extra:DESC"].is_empty());
+    // The packet's addressing is not the metric's: no SPOOF_HOST.
+    assert!(!m.contains_key("extra:SPOOF_HOST"), "{m:?}");
+    assert_eq!(metrics["xrootd.ofs.role"]["VAL"], "server");
+    assert_eq!(metrics["xrootd.ofs.role"]["TYPE"], "string");
+    // Every metric the record became, and only those: the heartbeat is not one.
+    let sent: std::collections::BTreeSet<String> = p
+        .packets()
+        .filter_map(|b| match xdr::decode(b) {
+            Ok(Packet::Metadata { name, .. }) if name != HEARTBEAT => Some(name),
+            _ => None,
+        })
+        .collect();
+    assert!(sent.len() >= 10, "{sent:?}");
+    assert!(sent.iter().eq(metrics.keys()), "{sent:?}");
+    assert_eq!(metrics.len(), w.metrics);
+}
+
+#[test]
+fn values_follow_the_last_report_and_counters_stay_continuous() {
+    let s = settings("");
+    let mut p = Pipeline::new(&s);
+    let t = HostTable::new(100);
+    let t0 = Instant::now();
+    let at = |s| t0 + Duration::from_secs(s);
+    feed(
+        &mut p,
+        &s,
+        &t,
+        &record("a", 1_700_000_000, 5000),
+        "10.0.0.5:1",
+        at(0),
+    );
+    feed(
+        &mut p,
+        &s,
+        &t,
+        &record("a", 1_700_000_000, 6000),
+        "10.0.0.5:1",
+        at(10),
+    );
+    // Restarted: the counter starts from zero, the document continues.
+    feed(
+        &mut p,
+        &s,
+        &t,
+        &record("a", 1_700_000_500, 70),
+        "10.0.0.5:1",
+        at(20),
+    );
+    let (doc, ..) = document(&t, at(21));
+    let (host, metrics) = &doc["a"];
+    assert_eq!(metrics["xrootd.link.in"]["VAL"], "6070");
+    assert_eq!(metrics["xrootd.link.in"]["TN"], "1");
+    assert_eq!(host["GMOND_STARTED"], "1700000500");
+    // TMAX follows the report interval (1.5 x 10 s), as in the metadata.
+    assert_eq!(metrics["xrootd.link.in"]["TMAX"], "15");
+}
+
+#[test]
+fn metrics_and_hosts_past_dmax_leave_the_document() {
+    let s = settings("dmax = 120\nmetadata_interval = 60");
+    let mut p = Pipeline::new(&s);
+    let t = HostTable::new(100);
+    let t0 = Instant::now();
+    let at = |s| t0 + Duration::from_secs(s);
+    let rec = |with_ofs: bool| {
+        let ofs = if with_ofs {
+            "<stats id=\"ofs\"><role>server</role></stats>"
+        } else {
+            ""
+        };
+        format!(
+            r#"<statistics tod="1" ver="v5.5.3" src="s:1094" tos="1700000000" pgm="xrootd" ins="anon" pid="7" site="X"><stats id="link"><num>1</num></stats>{ofs}</statistics>"#
+        )
+    };
+    feed(&mut p, &s, &t, &rec(true), "10.0.0.6:1", at(0));
+    feed(&mut p, &s, &t, &rec(false), "10.0.0.6:1", at(100));
+    let (doc, ..) = document(&t, at(110));
+    assert!(doc["s"].1.contains_key("xrootd.ofs.role"));
+    // The role's last value is 121 s old: past DMAX. The link's is 21 s old.
+    let (doc, ..) = document(&t, at(121));
+    assert!(!doc["s"].1.contains_key("xrootd.ofs.role"));
+    assert!(doc["s"].1.contains_key("xrootd.link.num"));
+    // Nothing reported for DMAX: the host goes too.
+    let (doc, w, _) = document(&t, at(300));
+    assert!(doc.is_empty() && w.hosts == 0, "{doc:?}");
+    assert_eq!(t.hosts(), 0);
+}
+
+#[test]
+fn two_addresses_claiming_one_name_are_kept_apart() {
+    let s = settings("");
+    let mut p = Pipeline::new(&s);
+    let t = HostTable::new(100);
+    let t0 = Instant::now();
+    let at = |s| t0 + Duration::from_secs(s);
+    for i in 0..3 {
+        feed(
+            &mut p,
+            &s,
+            &t,
+            &record("same", 1_700_000_000, 10),
+            "10.0.0.1:1",
+            at(i * 10),
+        );
+        feed(
+            &mut p,
+            &s,
+            &t,
+            &record("same", 1_700_000_000, 99),
+            "10.0.0.2:1",
+            at(i * 10 + 1),
+        );
+    }
+    let (doc, w, _) = document(&t, at(25));
+    assert_eq!(w.renamed, 1);
+    // The first heard keeps the name; the other is named by its address.
+    assert_eq!(doc["same"].0["IP"], "10.0.0.1");
+    assert_eq!(doc["same"].1["xrootd.link.in"]["VAL"], "10");
+    assert_eq!(doc["same@10.0.0.2"].0["IP"], "10.0.0.2");
+    assert_eq!(doc["same@10.0.0.2"].1["xrootd.link.in"]["VAL"], "99");
+    // The first stops (moved to the second address): once it is down for
+    // gmetad (TN over 4 x its TMAX: 60 s, the default, as its metadata
+    // said), the name goes to the one reporting.
+    for i in 3..27 {
+        feed(
+            &mut p,
+            &s,
+            &t,
+            &record("same", 1_700_000_000, 99),
+            "10.0.0.2:1",
+            at(i * 10 + 1),
+        );
+    }
+    // 10.0.0.1's TN is 239 s: still up.
+    let (doc, _, _) = document(&t, at(259));
+    assert_eq!(doc["same"].0["IP"], "10.0.0.1");
+    let (doc, w, _) = document(&t, at(262));
+    assert_eq!(w.renamed, 1);
+    assert_eq!(doc["same"].0["IP"], "10.0.0.2");
+    assert_eq!(doc["same@10.0.0.1"].0["IP"], "10.0.0.1");
+}
+
+#[test]
+fn an_ipv6_sender_is_written_with_its_real_address() {
+    let s = settings("");
+    let mut p = Pipeline::new(&s);
+    let t = HostTable::new(100);
+    let t0 = Instant::now();
+    feed(
+        &mut p,
+        &s,
+        &t,
+        &record("v6", 1_700_000_000, 1),
+        "[2001:db8::7]:1",
+        t0,
+    );
+    feed(
+        &mut p,
+        &s,
+        &t,
+        &record("v4m", 1_700_000_000, 1),
+        "[::ffff:10.1.2.3]:1",
+        t0,
+    );
+    let (doc, ..) = document(&t, t0);
+    assert_eq!(doc["v6"].0["IP"], "2001:db8::7");
+    assert_eq!(doc["v4m"].0["IP"], "10.1.2.3");
+}
+
+#[test]
+fn hosts_are_capped_the_longest_silent_leaving_first() {
+    let s = settings("");
+    let mut p = Pipeline::new(&s);
+    let t = HostTable::new(10);
+    let t0 = Instant::now();
+    let mut evicted = 0;
+    for i in 0..60u64 {
+        let counters = Counters::default();
+        let mut ev = Events::new(&counters, Duration::from_secs(60));
+        let from: std::net::SocketAddr = format!("10.0.1.{i}:1").parse().unwrap();
+        let at = t0 + Duration::from_secs(i);
+        p.encode(
+            record(&format!("h{i}"), 1_700_000_000, 1).as_bytes(),
+            from,
+            at,
+            &s,
+            &mut ev,
+        );
+        evicted += t.take(&p.batch, from.ip(), at);
+        assert!(t.hosts() <= 10 + 16, "{} hosts", t.hosts());
+    }
+    assert!(evicted >= 60 - 26, "{evicted}");
+    assert_eq!(t.hosts() + evicted, 60);
+    let (doc, ..) = document(&t, t0 + Duration::from_secs(60));
+    assert!(
+        doc.contains_key("h59") && !doc.contains_key("h0"),
+        "{:?}",
+        doc.keys()
+    );
+}
+
+#[test]
+fn a_big_document_is_written_in_pieces() {
+    let s = settings("");
+    let mut p = Pipeline::new(&s);
+    let t = HostTable::new(10_000);
+    let t0 = Instant::now();
+    for i in 0..2000u32 {
+        let from = format!("10.{}.{}.{}:1", i >> 16, (i >> 8) & 255, i & 255);
+        feed(
+            &mut p,
+            &s,
+            &t,
+            &record(&format!("h{i}"), 1_700_000_000, 1),
+            &from,
+            t0,
+        );
+    }
+    let mut pieces = Vec::new();
+    let cluster = ClusterInfo {
+        name: "XRootD",
+        host_dmax: 0,
+    };
+    let w = t
+        .write(&cluster, t0, &mut |piece| {
+            pieces.push(piece.len());
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(w.hosts, 2000);
+    assert_eq!(pieces.iter().sum::<usize>(), w.bytes);
+    assert!(pieces.len() > 5, "{pieces:?}");
+    // A piece is at most one host past the chunk size.
+    assert!(pieces.iter().all(|&n| n < CHUNK + 8 * 1024), "{pieces:?}");
+    // A failing client stops the writing at once.
+    let mut calls = 0;
+    let r = t.write(&cluster, t0, &mut |_| {
+        calls += 1;
+        Err(io::Error::new(io::ErrorKind::TimedOut, "stalled"))
+    });
+    assert!(r.is_err() && calls == 1);
+}
