@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::{Gateway, Gmetad, Gmond, Scratch, Xrootd, free_port};
+use common::{Gateway, Gmetad, Gmond, Scratch, Xrootd, free_port, replay};
 
 const QUIET: &str = "stats_interval = 0\nself_metrics_interval = 0\nlog_interval = 1\n";
 
@@ -29,186 +29,13 @@ fn link_record(host: &str, tos: u64, pid: u32, inb: u64, tmo: u64) -> String {
     )
 }
 
-/// An xrootd replayed by the test: its byte counter grows at `rate` per
-/// second of a clock that runs while `running`, and starts from zero again
-/// at each restart (new pid).
-struct Replayed {
-    ip: &'static str,
-    host: &'static str,
-    pid: u32,
-    tos: u64,
-    /// Seconds counted since its (re)start.
-    counted: f64,
-    /// Where its C `int` timeout counter starts: xrootd prints it with %d,
-    /// so past 2^31 it reads negative, and it wraps at 2^32.
-    tmo_base: u64,
-}
-
-impl Replayed {
-    fn record(&self, rate: f64) -> String {
-        let reading = (self.counted * rate) as u64;
-        let tmo = (self.tmo_base + reading / 100) as u32 as i32;
-        format!(
-            r#"<statistics tod="{}" ver="v5.5.3" src="{}:1094" tos="{}" pgm="xrootd" ins="anon" pid="{}" site="T2_TEST"><stats id="link"><num>3</num><in>{reading}</in><tmo>{tmo}</tmo></stats></statistics>"#,
-            unix_now(),
-            self.host,
-            self.tos,
-            self.pid
-        )
-    }
-
-    fn restart(&mut self) {
-        self.pid += 1;
-        self.tos += 100;
-        self.counted = 0.0;
-    }
-}
-
-/// Sends both servers' records every 250 ms for `secs` seconds.
-fn replay(gw: &Gateway, servers: &mut [Replayed], rate: f64, secs: f64) {
-    let tick = Duration::from_millis(250);
-    let end = Instant::now() + Duration::from_secs_f64(secs);
-    while Instant::now() < end {
-        for s in servers.iter_mut() {
-            s.counted += tick.as_secs_f64();
-            gw.send_as(s.ip, s.record(rate).as_bytes());
-        }
-        std::thread::sleep(tick);
-    }
-}
-
-/// Longest run of unknown rows between the first and the last known one.
-fn longest_gap(rows: &[(u64, Option<f64>)]) -> usize {
-    let first = rows.iter().position(|(_, v)| v.is_some());
-    let last = rows.iter().rposition(|(_, v)| v.is_some());
-    let (Some(first), Some(last)) = (first, last) else {
-        return usize::MAX;
-    };
-    let (mut longest, mut run) = (0, 0);
-    for (_, v) in &rows[first..=last] {
-        if v.is_none() {
-            run += 1;
-            longest = longest.max(run);
-        } else {
-            run = 0;
-        }
-    }
-    longest
-}
-
 #[test]
 fn restarts_of_xrootd_and_of_the_gateway_draw_no_spike_in_host_or_summary_rrds() {
-    const RATE: f64 = 1000.0;
     let gmond = Gmond::start();
     let gmetad = Gmetad::start(gmond.xml_port, 1);
-    let dir = Scratch::new("continuity");
-    let config = format!(
-        "{QUIET}metadata_interval = 5\ndmax = 0\nstate_interval = 1\nstate_file = {:?}\n",
-        dir.path().join("state").display().to_string()
-    );
-    let gw_port = free_port();
-    let mut gw = Gateway::start_on(gw_port, gmond.port, &config);
-    let tos = unix_now() - 1000;
-    let mut servers = [
-        Replayed {
-            ip: "127.0.8.1",
-            host: "a.example",
-            pid: 100,
-            tos,
-            counted: 1000.0,
-            tmo_base: 0,
-        },
-        Replayed {
-            ip: "127.0.8.2",
-            host: "b.example",
-            pid: 200,
-            tos,
-            counted: 5000.0,
-            // 80 short of 2^32 at the start: at 10/s it wraps 8 s in.
-            tmo_base: (1u64 << 32) - 80 - 50_000,
-        },
-    ];
-    let start = unix_now();
-    replay(&gw, &mut servers, RATE, 6.0);
-    // a.example restarts: its counters start from zero.
-    servers[0].restart();
-    replay(&gw, &mut servers, RATE, 6.0);
-    // The gateway restarts, and a.example restarts again while it is down.
-    assert!(gw.proc.terminate().success(), "{}", gw.proc.log_text());
-    servers[0].restart();
-    gw = Gateway::start_on(gw_port, gmond.port, &config);
-    replay(&gw, &mut servers, RATE, 6.0);
-    assert!(
-        gw.proc.log_text().contains("2 sources restored"),
-        "{}",
-        gw.proc.log_text()
-    );
-    let end = unix_now();
-
-    let cluster = "xrd2ganglia-test";
-    let checks = [
-        (
-            "a.example",
-            gmetad.rrd_path(cluster, "a.example", "xrootd.link.in"),
-            RATE,
-        ),
-        (
-            "b.example",
-            gmetad.rrd_path(cluster, "b.example", "xrootd.link.in"),
-            RATE,
-        ),
-        (
-            "summary",
-            gmetad.summary_rrd_path(cluster, "xrootd.link.in"),
-            2.0 * RATE,
-        ),
-        (
-            "a.example tmo",
-            gmetad.rrd_path(cluster, "a.example", "xrootd.link.tmo"),
-            RATE / 100.0,
-        ),
-        (
-            "b.example tmo (wraps)",
-            gmetad.rrd_path(cluster, "b.example", "xrootd.link.tmo"),
-            RATE / 100.0,
-        ),
-        (
-            "summary tmo",
-            gmetad.summary_rrd_path(cluster, "xrootd.link.tmo"),
-            2.0 * RATE / 100.0,
-        ),
-    ];
-    for (what, path, rate) in &checks {
-        gmetad.wait_for_update(path, end, Duration::from_secs(15));
-        let rows = gmetad.fetch(path, start, end);
-        let known: Vec<f64> = rows.iter().filter_map(|(_, v)| *v).collect();
-        assert!(
-            known.len() >= 12,
-            "{what}: only {} known rows: {rows:?}",
-            known.len()
-        );
-        let max = known.iter().cloned().fold(0.0, f64::max);
-        let mean = known.iter().sum::<f64>() / known.len() as f64;
-        eprintln!(
-            "{what}: {} rows, max {max:.1}/s, mean {mean:.1}/s (true {rate}/s)",
-            known.len()
-        );
-        // Polls and sends are not in step and gmetad stamps whole seconds: a
-        // row may hold up to about two seconds' worth. A restart or wrap
-        // spike would be ~4.3e9.
-        assert!(
-            max <= 3.0 * rate,
-            "{what}: rate {max} over the true {rate}: {rows:?}"
-        );
-        assert!(
-            mean > 0.6 * rate && mean < 1.4 * rate,
-            "{what}: mean rate {mean}, true {rate}: {rows:?}"
-        );
-        assert!(
-            longest_gap(&rows) <= 1,
-            "{what}: a gap of more than one step: {rows:?}"
-        );
-    }
+    replay::restarts_draw_no_spike(&gmetad, "xrd2ganglia-test", "", &|port, config| {
+        Gateway::start_on(port, gmond.port, config)
+    });
 }
 
 #[test]

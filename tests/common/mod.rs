@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod replay;
+
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::io::Read;
@@ -218,11 +220,7 @@ tcp_accept_channel {{ port = {xml_port}  bind = 127.0.0.1 }}
 
     /// gmond's XML, as text.
     pub fn xml_text(&self) -> String {
-        let mut s = TcpStream::connect(("127.0.0.1", self.xml_port)).expect("connect to gmond");
-        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        let mut buf = Vec::new();
-        s.read_to_end(&mut buf).expect("read gmond XML");
-        String::from_utf8_lossy(&buf).into_owned()
+        read_xml(self.xml_port)
     }
 
     /// gmond's XML, parsed (panics if it is not well-formed).
@@ -364,11 +362,25 @@ impl GangliaXml {
     }
 }
 
+/// Everything a TCP server on 127.0.0.1:`port` writes before it closes
+/// (gmond's XML port, or the gateway's).
+pub fn read_xml(port: u16) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port))
+        .unwrap_or_else(|e| panic!("connect to 127.0.0.1:{port}: {e}"));
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf)
+        .unwrap_or_else(|e| panic!("read XML from 127.0.0.1:{port}: {e}"));
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
 /// The gateway binary.
 pub struct Gateway {
     pub proc: Proc,
     pub port: u16,
     pub config: PathBuf,
+    /// Its XML port, when started with one ([`Gateway::start_xml`]).
+    pub xml_port: Option<u16>,
     _dir: Scratch,
 }
 
@@ -380,6 +392,38 @@ impl Gateway {
     }
 
     pub fn start_on(port: u16, gmond_port: u16, config: &str) -> Gateway {
+        Self::launch(
+            port,
+            &["--send".into(), format!("127.0.0.1:{gmond_port}")],
+            config,
+        )
+    }
+
+    /// `serve` with an XML port on 127.0.0.1:`xml_port` for gmetad, and
+    /// sending to gmond on 127.0.0.1:`gmond_port`, or to no gmond at all
+    /// (`--no-send`).
+    pub fn start_xml(port: u16, xml_port: u16, gmond_port: Option<u16>, config: &str) -> Gateway {
+        let mut args = vec!["--xml-listen".to_string(), format!("127.0.0.1:{xml_port}")];
+        match gmond_port {
+            Some(p) => args.extend(["--send".to_string(), format!("127.0.0.1:{p}")]),
+            None => args.push("--no-send".into()),
+        }
+        let mut g = Self::launch(port, &args, config);
+        g.xml_port = Some(xml_port);
+        g
+    }
+
+    /// The gateway's XML document, as text.
+    pub fn xml_text(&self) -> String {
+        read_xml(self.xml_port.expect("a gateway started with an XML port"))
+    }
+
+    /// The gateway's XML document, parsed (panics if not well-formed).
+    pub fn xml(&self) -> GangliaXml {
+        GangliaXml::parse(&self.xml_text())
+    }
+
+    fn launch(port: u16, args: &[String], config: &str) -> Gateway {
         let dir = Scratch::new("gw");
         let conf = dir.path().join("xrd2ganglia.toml");
         // Each gateway keeps its counter state in its own scratch directory
@@ -398,13 +442,14 @@ impl Gateway {
             .arg(&conf)
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .args(["--listen", &format!("[::1]:{port}")])
-            .args(["--send", &format!("127.0.0.1:{gmond_port}")])
+            .args(args)
             .args(["--log-level", "debug"]);
         let proc = spawn("xrd2ganglia", cmd, &dir.path().join("serve.log"));
         let g = Gateway {
             proc,
             port,
             config: conf,
+            xml_port: None,
             _dir: dir,
         };
         let deadline = Instant::now() + Duration::from_secs(10);
