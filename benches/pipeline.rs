@@ -2,8 +2,8 @@
 //! a loaded data server, a manager cmsd with its node list, a server with
 //! spaces and quotas, a loaded proxy cache): parse (and the quick-xml
 //! reference parse it replaces), parse+map, parse+map+encode (the packets
-//! of one steady-state report). Throughput is reported as records/s and
-//! bytes/s.
+//! of one steady-state report), and xml-table (those packets into the XML
+//! port's host table). Throughput is reported as records/s and bytes/s.
 //!
 //! `cargo bench --bench pipeline`; under `cargo test` each runs once.
 
@@ -14,6 +14,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use xrd2ganglia::config::{FileConfig, Overrides, validate};
 use xrd2ganglia::events::{Counters, Events};
 use xrd2ganglia::gateway::Pipeline;
+use xrd2ganglia::gateway::table::HostTable;
 use xrd2ganglia::mapping::{
     DEFAULT_GROUP_TEMPLATE, DEFAULT_NAME_TEMPLATE, MappedRecord, Mapper, Template,
 };
@@ -106,6 +107,24 @@ fn bench(c: &mut Criterion) {
                 })
             });
             assert_eq!(pipeline.fast_path_hits() > 0, fast, "{label}");
+            if fast {
+                // What the XML port adds per report: its packets into the
+                // host table (a thousand other hosts in it).
+                let table = HostTable::new(10_000);
+                let ip: std::net::IpAddr = "192.0.2.1".parse().unwrap();
+                for i in 0..1000u32 {
+                    let other = std::net::SocketAddr::from(([10, 0, (i >> 8) as u8, i as u8], 1));
+                    let mut p = Pipeline::new(&settings);
+                    p.encode(&d, other, t0, &settings, &mut events);
+                    table.take(p.batch(), other.ip(), t0);
+                }
+                let mut first = Pipeline::new(&settings);
+                first.encode(&d, from, t0, &settings, &mut events);
+                table.take(first.batch(), ip, t0);
+                g.bench_function("xml-table", |b| {
+                    b.iter(|| table.take(std::hint::black_box(pipeline.batch()), ip, t0))
+                });
+            }
         }
         g.finish();
     }

@@ -319,21 +319,24 @@ fn ceiling_packets(hosts: usize, per_host: usize) -> (Vec<Vec<u8>>, Vec<Vec<u8>>
 
 /// N servers, each its own 127.x address and socket; server s's k-th
 /// report is variant k % 16 of its fixture.
-struct Fleet<'r> {
-    records: &'r Records,
+pub(crate) struct Fleet<'r> {
+    pub(crate) records: &'r Records,
     sockets: Vec<UdpSocket>,
     to: SocketAddr,
     /// Reports sent, per server.
-    sent: Vec<u32>,
+    pub(crate) sent: Vec<u32>,
     /// When each server's last report was sent.
-    last: Vec<Option<Instant>>,
+    pub(crate) last: Vec<Option<Instant>>,
+    /// When each server sent each of its reports (to judge a document
+    /// polled while they send).
+    pub(crate) history: Vec<Vec<Instant>>,
     /// The next server in the round.
     next: usize,
     total: u64,
 }
 
 impl<'r> Fleet<'r> {
-    fn new(records: &'r Records, to: SocketAddr) -> Fleet<'r> {
+    pub(crate) fn new(records: &'r Records, to: SocketAddr) -> Fleet<'r> {
         let n = records.servers;
         Fleet {
             records,
@@ -341,13 +344,19 @@ impl<'r> Fleet<'r> {
             to,
             sent: vec![0; n],
             last: vec![None; n],
+            history: vec![Vec::new(); n],
             next: 0,
             total: 0,
         }
     }
 
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.sockets.len()
+    }
+
+    /// Reports sent, by every server.
+    pub(crate) fn total(&self) -> u64 {
+        self.total
     }
 
     fn send(&mut self, s: usize) {
@@ -355,7 +364,9 @@ impl<'r> Fleet<'r> {
         let data = &variants[self.sent[s] as usize % variants.len()];
         if self.sockets[s].send_to(data, self.to).is_ok() {
             self.sent[s] += 1;
-            self.last[s] = Some(Instant::now());
+            let now = Instant::now();
+            self.last[s] = Some(now);
+            self.history[s].push(now);
             self.total += 1;
         }
     }
@@ -374,7 +385,7 @@ impl<'r> Fleet<'r> {
 
     /// Reports round robin at `rps` for `duration`: every server reports
     /// every n / rps seconds, the phases spread evenly over that interval.
-    fn run(&mut self, rps: f64, duration: Duration) {
+    pub(crate) fn run(&mut self, rps: f64, duration: Duration) {
         let t0 = Instant::now();
         let mut i = 0u64;
         while t0.elapsed() < duration {
@@ -400,14 +411,14 @@ type Values = Vec<(String, String)>;
 /// The metric values a host's last record becomes: a private pipeline fed
 /// the same reports (cached per fixture and count: hosts of one fixture
 /// that sent as many reports send the same values).
-struct Expect<'r> {
+pub(crate) struct Expect<'r> {
     records: &'r Records,
     settings: Settings,
     cache: HashMap<(usize, u32), Rc<Values>>,
 }
 
 impl<'r> Expect<'r> {
-    fn new(records: &'r Records) -> Expect<'r> {
+    pub(crate) fn new(records: &'r Records) -> Expect<'r> {
         let settings = validate(
             FileConfig::default(),
             "load".into(),
@@ -484,7 +495,7 @@ impl Check {
         self.hosts > 0 && self.metrics_present == self.metrics
     }
 
-    fn all_last(&self) -> bool {
+    pub(crate) fn all_last(&self) -> bool {
         self.hosts > 0 && self.hosts_all_last == self.hosts
     }
 }
@@ -492,7 +503,12 @@ impl Check {
 /// Compares gmond's XML with what every server's last report became.
 /// With `poll_at`, also each host's lag: (poll time - its last report's
 /// send time) - its TN.
-fn check(fleet: &Fleet, expect: &mut Expect, xml: &Xml, poll_at: Option<Instant>) -> Check {
+pub(crate) fn check(
+    fleet: &Fleet,
+    expect: &mut Expect,
+    xml: &Xml,
+    poll_at: Option<Instant>,
+) -> Check {
     let mut c = Check {
         hosts: fleet.len(),
         xml_bytes: xml.bytes,
@@ -553,7 +569,7 @@ fn check(fleet: &Fleet, expect: &mut Expect, xml: &Xml, poll_at: Option<Instant>
 /// `serve` with DEFAULT delivery settings: only the listen address, the
 /// channel to gmond, a state file in its temp dir, room for the sources,
 /// counters logged every second, and `extra`.
-fn gateway(bin: &Path, gmond_port: u16, servers: usize, extra: &str) -> Gateway {
+pub(crate) fn gateway(bin: &Path, gmond_port: u16, servers: usize, extra: &str) -> Gateway {
     Gateway::start_config(bin, |dir, port| {
         format!(
             "listen = [\"127.0.0.1:{port}\"]\nstate_file = {:?}\nmax_sources = {}\n\

@@ -49,6 +49,7 @@ use mmsg::{CountSink, MmsgSender};
 mod e2e;
 mod gmond;
 mod mmsg;
+mod xml;
 
 /// The records replayed, round robin over the simulated servers: an idle and
 /// a loaded data server, a manager cmsd with its node list, a proxy cache,
@@ -66,7 +67,8 @@ const USAGE: &str = "cargo bench --bench load -- [options]
                     (value packets/s)
   --sustain SECS    measured length of the sustained gmond run (default 20)
   --down SECS       how long gmond stays stopped in the restart run (default 10)
-  --only LIST       runs to do: raw,serve,rates,parse,chain,memory,gmond
+  --xml-rps R       records/s of the xml run (default 500)
+  --only LIST       runs to do: raw,serve,rates,parse,chain,memory,gmond,xml
   --smoke           the quick pass cargo test runs (gmond runs with 200
                     servers; fails on any drop at gmond or missing or
                     stale metric)";
@@ -81,6 +83,7 @@ struct Options {
     ceiling: Option<f64>,
     sustain: Duration,
     down: Duration,
+    xml_rps: f64,
     only: Vec<String>,
     smoke: bool,
 }
@@ -97,6 +100,7 @@ impl Options {
             gmond_servers: 1000,
             ceiling: None,
             sustain: Duration::from_secs(20),
+            xml_rps: 500.0,
             down: Duration::from_secs(10),
             only: Vec::new(),
             smoke: !bench,
@@ -116,6 +120,7 @@ impl Options {
                 "--sources" => o.sources = number(&value()) as usize,
                 "--gmond-servers" => o.gmond_servers = number(&value()) as usize,
                 "--ceiling" => o.ceiling = Some(number(&value())),
+                "--xml-rps" => o.xml_rps = number(&value()),
                 "--sustain" => o.sustain = Duration::from_secs_f64(number(&value())),
                 "--down" => o.down = Duration::from_secs_f64(number(&value())),
                 "--rates" => o.rates = value().split(',').map(|r| number(r) as u64).collect(),
@@ -227,7 +232,26 @@ fn main() {
         report.chain = chain(&records, &o);
     }
     if o.runs("memory") {
-        report.memory = Some(memory(&bin, &o));
+        report.memory = Some(memory(&bin, &o, false));
+    }
+    if o.runs("xml") {
+        if report.memory.is_none() {
+            report.memory = Some(memory(&bin, &o, false));
+        }
+        report.memory_xml = Some(memory(&bin, &o, true));
+        let (servers, rps) = if o.smoke {
+            (200, 100.0)
+        } else {
+            (o.gmond_servers, o.xml_rps)
+        };
+        let sustain = if o.smoke {
+            Duration::from_secs(6)
+        } else {
+            o.sustain
+        };
+        let t = Instant::now();
+        report.xml = Some(xml::run(&bin, servers, rps, sustain));
+        println!("load: xml took {:.1} s", t.elapsed().as_secs_f64());
     }
     if o.runs("gmond") {
         let e = e2e::run(
@@ -1003,11 +1027,16 @@ impl Gateway {
     /// The gateway of the throughput runs: sending to the sink unpaced,
     /// its counters logged every `stats_interval` seconds (0: at stop only).
     fn start(bin: &Path, sink_port: u16, stats_interval: u32) -> Gateway {
+        Self::start_with(bin, sink_port, stats_interval, "")
+    }
+
+    /// Like `start`, with `extra` top-level settings.
+    fn start_with(bin: &Path, sink_port: u16, stats_interval: u32, extra: &str) -> Gateway {
         Gateway::start_config(bin, |_, port| {
             format!(
                 "listen = [\"127.0.0.1:{port}\"]\n\
                  metadata_interval = 1800\nstats_interval = {stats_interval}\nself_metrics_interval = 0\n\
-                 max_send_rate = 0\nrecv_buffer = 33554432\nmax_sources = 20000\nstate_file = \"\"\n\
+                 max_send_rate = 0\nrecv_buffer = 33554432\nmax_sources = 20000\nstate_file = \"\"\n{extra}\n\
                  [[channel]]\nhost = \"127.0.0.1\"\nport = {sink_port}\n"
             )
         })
@@ -1457,6 +1486,18 @@ struct Memory {
     /// showing everything read and `send_queue=0`; None: not within the
     /// timeout (the RSS was read anyway).
     drained_after: Option<f64>,
+    /// With an XML port: one poll of the whole document once drained.
+    poll: Option<DocPoll>,
+}
+
+/// One poll of the gateway's XML document.
+#[derive(Clone, Debug, Default)]
+struct DocPoll {
+    bytes: usize,
+    /// Connect to the last byte.
+    secs: f64,
+    /// VmHWM after it (the document is written in pieces: no copy of it).
+    peak_kib: u64,
 }
 
 impl Memory {
@@ -1478,7 +1519,7 @@ impl Memory {
 /// Two reports of a loaded data server from each of `o.sources` sources
 /// (the second leaves the source in steady state, its template made): RSS
 /// growth per tracked (host, metric) pair.
-fn memory(bin: &Path, o: &Options) -> Memory {
+fn memory(bin: &Path, o: &Options, xml: bool) -> Memory {
     let records = Records::load(1);
     let fixture = 1; // ds_loaded
     let per_source = records.packets[fixture].len() as u64 - 1; // minus the heartbeat
@@ -1486,7 +1527,14 @@ fn memory(bin: &Path, o: &Options) -> Memory {
     // Nobody reads the sink: memory is the question, and the packets are
     // dropped by the kernel at the sink without slowing the gateway.
     // Counters every second: the run waits for `send_queue=0`.
-    let gw = Gateway::start(bin, sink.local_addr().map(|a| a.port()).unwrap_or(9), 1);
+    let xml_port = free_port();
+    let extra = if xml {
+        format!("xml_listen = [\"127.0.0.1:{xml_port}\"]")
+    } else {
+        String::new()
+    };
+    let sink_port = sink.local_addr().map(|a| a.port()).unwrap_or(9);
+    let gw = Gateway::start_with(bin, sink_port, 1, &extra);
     let to = gw.addr();
     let t0 = Instant::now();
     let mut offered = 0u64;
@@ -1520,13 +1568,34 @@ fn memory(bin: &Path, o: &Options) -> Memory {
     // for a counters line with every datagram read and `send_queue=0`
     // (and the next one the same).
     let drained = e2e::drained(&gw, t0, offered, Duration::from_secs(60));
+    let (rss_after_kib, peak_kib) = (gw.status_kib("VmRSS:"), gw.status_kib("VmHWM:"));
+    let poll = xml.then(|| {
+        use std::io::Read;
+        let t = Instant::now();
+        let mut bytes = 0;
+        if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", xml_port)) {
+            let mut buf = vec![0u8; 1 << 16];
+            while let Ok(n) = s.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                bytes += n;
+            }
+        }
+        DocPoll {
+            bytes,
+            secs: t.elapsed().as_secs_f64(),
+            peak_kib: gw.status_kib("VmHWM:"),
+        }
+    });
     Memory {
         sources: o.sources,
         pairs: per_source * o.sources as u64,
         rss_before_kib: before,
-        rss_after_kib: gw.status_kib("VmRSS:"),
-        peak_kib: gw.status_kib("VmHWM:"),
+        rss_after_kib,
+        peak_kib,
         drained_after: drained.map(|t| t.saturating_duration_since(sent_at).as_secs_f64()),
+        poll,
     }
 }
 
@@ -1544,6 +1613,9 @@ struct Report {
     chain: Option<Run>,
     memory: Option<Memory>,
     gmond: Option<e2e::E2e>,
+    /// The memory run again, with an XML port, and one poll of it.
+    memory_xml: Option<Memory>,
+    xml: Option<xml::XmlRun>,
 }
 
 impl Report {
@@ -1686,8 +1758,32 @@ impl Report {
                 m.peak_bytes_per_pair()
             );
         }
+        if let Some(m) = &self.memory_xml {
+            println!(
+                "  memory with an XML port (last values kept for gmetad): {} pairs",
+                m.pairs
+            );
+            println!(
+                "    steady (VmRSS, queue empty)   {:>8} KiB: {:>6.0} bytes per pair [< 300]",
+                m.rss_after_kib,
+                m.bytes_per_pair()
+            );
+            if let Some(p) = &m.poll {
+                println!(
+                    "    one poll: {} bytes ({:.1} MB) in {:.2} s; VmHWM after it {} KiB ({:.0} bytes per pair)",
+                    p.bytes,
+                    p.bytes as f64 / 1e6,
+                    p.secs,
+                    p.peak_kib,
+                    m.per_pair(p.peak_kib)
+                );
+            }
+        }
         if let Some(e) = &self.gmond {
             e.print();
+        }
+        if let Some(x) = &self.xml {
+            x.print();
         }
     }
 
@@ -1758,6 +1854,15 @@ impl Report {
         }
         if let Some(e) = &self.gmond {
             failed.extend(e.smoke_failures());
+        }
+        if let Some(x) = &self.xml {
+            failed.extend(x.problems());
+        }
+        if let Some(m) = &self.memory_xml {
+            match &m.poll {
+                Some(p) if p.bytes > 0 => {}
+                _ => failed.push("memory with an XML port: the poll got nothing".into()),
+            }
         }
         if !failed.is_empty() {
             eprintln!("load smoke failed:\n  {}", failed.join("\n  "));

@@ -533,6 +533,12 @@ impl Pipeline {
         self.batch.iter()
     }
 
+    /// The last [`encode`](Self::encode)'s packets with their keys, as
+    /// the send queues and the XML table take them.
+    pub fn batch(&self) -> &PacketBatch {
+        &self.batch
+    }
+
     /// The metrics of the last record that took the full path, as mapped
     /// (for `dump`'s notes; `dump` turns the fast path off).
     pub fn mapped(&self) -> &MappedRecord {
