@@ -373,7 +373,7 @@ impl<'c> Events<'c> {
     }
 
     /// Hosts the XML table evicted to stay within `max_sources` (logged
-    /// as such evictions are: at most once per `log_interval`).
+    /// each time: evictions come in bulk, a quarter of the cap at once).
     pub fn xml_hosts_evicted(&self, count: usize) {
         if count > 0 {
             self.counters

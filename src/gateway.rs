@@ -19,6 +19,10 @@
 //! * [`sender`]: a thread per channel, paced by a token bucket (`max_send_rate`,
 //!   `send_burst`); at stop, drains for at most `drain_timeout`.
 //!
+//! With `xml_listen`, each batch also goes into the [`table`] (what a gmond
+//! would hold, for gmetad), and [`xml_port`] writes it as gmond's XML to
+//! each poll: gmetad polls the gateway, with or without a gmond.
+//!
 //! Beside them: [`requests`] hears gmond's metadata requests (136) and
 //! hands them to the receive tasks, whose answers go through the same
 //! queues; [`state`] keeps counter continuity across gateway restarts; a

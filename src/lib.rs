@@ -19,7 +19,7 @@
 //! * [`mapping`]: variables + catalog + naming settings -> Ganglia metrics for
 //!   one spoofed host (names, values, sanitising). Pure.
 //! * [`ganglia`]: the Ganglia side: [`ganglia::xdr`] encodes and decodes gmond
-//!   packets, [`ganglia::channel`] sends them, [`ganglia::gmond_conf`] reads
+//!   packets, [`ganglia::xml`] writes gmond's XML document, [`ganglia::channel`] sends them, [`ganglia::gmond_conf`] reads
 //!   `udp_send_channel`s from gmond.conf, [`ganglia::sanitize`] makes strings
 //!   safe for gmond's XML.
 //! * [`gateway`]: the `serve` daemon, one file per step: a receive task
@@ -32,7 +32,10 @@
 //!   pending metadata and value per host and metric); a sender thread per
 //!   channel paces them to gmond (`gateway/sender.rs`).
 //!   [`gateway::state`] keeps counters across gateway restarts;
-//!   [`gateway::requests`] hears gmond's metadata requests (136).
+//!   [`gateway::requests`] hears gmond's metadata requests (136). With
+//!   `xml_listen`, the same packets also go into [`gateway::table`] (what
+//!   a gmond would hold), which [`gateway::xml_port`] writes for gmetad as
+//!   gmond's XML ([`ganglia::xml`]).
 //! * [`gmetric`]: `xrd2ganglia gmetric`, a drop-in for Ganglia's gmetric on
 //!   the same encoder, channels and gmond.conf reader.
 //! * [`mpxstats`]: `xrd2ganglia mpxstats`, XRootD's mpxstats on our parser.

@@ -125,7 +125,7 @@ pub(super) async fn serve(
                 name: &a.settings.cluster_name,
                 host_dmax: a.settings.dmax,
             };
-            match write_document(stream, &table, &cluster) {
+            match write_document(stream, &table, &cluster, STALL_TIMEOUT, POLL_DEADLINE) {
                 Ok(w) => {
                     counters.xml_polls.fetch_add(1, Relaxed);
                     counters.xml_hosts.store(w.hosts as u64, Relaxed);
@@ -155,29 +155,163 @@ fn write_document(
     stream: std::net::TcpStream,
     table: &HostTable,
     cluster: &ClusterInfo<'_>,
+    stall: Duration,
+    deadline: Duration,
 ) -> io::Result<super::table::Written> {
     stream.set_nonblocking(false)?;
-    stream.set_write_timeout(Some(STALL_TIMEOUT))?;
     let started = Instant::now();
     let mut to = &stream;
     let written = table.write(cluster, Instant::now(), &mut |piece| {
-        if started.elapsed() > POLL_DEADLINE {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!("not taken within {} s", POLL_DEADLINE.as_secs()),
-            ));
-        }
-        to.write_all(piece).map_err(|e| {
-            if e.kind() == io::ErrorKind::WouldBlock {
-                io::Error::new(
+        let mut rest = piece;
+        while !rest.is_empty() {
+            // Each write may wait for the client up to `stall`, and never
+            // past the deadline.
+            let left = deadline.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                return Err(io::Error::new(
                     io::ErrorKind::TimedOut,
-                    format!("nothing taken for {} s", STALL_TIMEOUT.as_secs()),
-                )
-            } else {
-                e
+                    format!("not taken within {} s", deadline.as_secs_f64()),
+                ));
             }
-        })
+            let wait = stall.min(left).max(Duration::from_millis(1));
+            stream.set_write_timeout(Some(wait))?;
+            match to.write(rest) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => rest = &rest[n..],
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    if wait == stall {
+                        return Err(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            format!("nothing taken for {} s", stall.as_secs_f64()),
+                        ));
+                    }
+                    // The deadline came first: said at the loop's top.
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     })?;
     let _ = stream.shutdown(Shutdown::Write);
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{FileConfig, Overrides, validate};
+    use crate::events::Events;
+    use crate::gateway::Pipeline;
+
+    /// A table whose document is far bigger than the socket buffers.
+    fn big_table() -> HostTable {
+        let s = validate(
+            FileConfig::default(),
+            "t".into(),
+            &Overrides {
+                send: vec!["127.0.0.1:9".into()],
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let counters = Counters::default();
+        let mut ev = Events::new(&counters, Duration::from_secs(60));
+        let t = HostTable::new(100_000);
+        let mut p = Pipeline::new(&s);
+        let t0 = Instant::now();
+        let vars: String = (0..40).map(|v| format!("<v{v}>{v}</v{v}>")).collect();
+        for i in 0..4000u32 {
+            let rec = format!(
+                r#"<statistics tod="1" ver="v5.5.3" src="h{i}:1094" tos="1700000000" pgm="xrootd" ins="anon" pid="7" site="X"><stats id="bench">{vars}</stats></statistics>"#
+            );
+            let from = SocketAddr::from(([10, 9, (i >> 8) as u8, i as u8], 1));
+            p.encode(rec.as_bytes(), from, t0, &s, &mut ev);
+            t.take(p.batch(), from.ip(), t0);
+        }
+        t
+    }
+
+    #[test]
+    fn a_client_that_stops_reading_is_dropped() {
+        let table = big_table();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        let cluster = ClusterInfo {
+            name: "X",
+            host_dmax: 0,
+        };
+        let t = Instant::now();
+        let r = write_document(
+            server,
+            &table,
+            &cluster,
+            Duration::from_millis(500),
+            POLL_DEADLINE,
+        );
+        let e = r.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
+        assert_eq!(e.to_string(), "nothing taken for 0.5 s");
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+        drop(client);
+    }
+
+    #[test]
+    fn a_client_too_slow_overall_is_dropped_and_a_reader_gets_it_all() {
+        let table = big_table();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let cluster = ClusterInfo {
+            name: "X",
+            host_dmax: 0,
+        };
+        // A reader that takes a little every 100 ms: never stalled, too slow.
+        let given_up = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop = given_up.clone();
+        let slow = std::thread::spawn(move || {
+            use std::io::Read;
+            let mut c = std::net::TcpStream::connect(addr).unwrap();
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = c.read(&mut buf) {
+                if n == 0 || stop.load(Relaxed) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let (server, _) = listener.accept().unwrap();
+        let t = Instant::now();
+        let e = write_document(
+            server,
+            &table,
+            &cluster,
+            STALL_TIMEOUT,
+            Duration::from_secs(1),
+        )
+        .unwrap_err();
+        assert_eq!(e.to_string(), "not taken within 1 s");
+        assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+        given_up.store(true, Relaxed);
+        slow.join().unwrap();
+        // A client that reads gets the whole document.
+        let reader = std::thread::spawn(move || {
+            use std::io::Read;
+            let mut c = std::net::TcpStream::connect(addr).unwrap();
+            let mut text = String::new();
+            c.read_to_string(&mut text).unwrap();
+            text
+        });
+        let (server, _) = listener.accept().unwrap();
+        let w = write_document(server, &table, &cluster, STALL_TIMEOUT, POLL_DEADLINE).unwrap();
+        let text = reader.join().unwrap();
+        assert_eq!((w.hosts, text.len()), (4000, w.bytes));
+        assert!(w.bytes > 20_000_000, "{}", w.bytes);
+        assert!(text.ends_with("</GANGLIA_XML>\n"));
+    }
 }

@@ -365,3 +365,25 @@ fn a_big_document_is_written_in_pieces() {
     });
     assert!(r.is_err() && calls == 1);
 }
+
+#[test]
+fn an_xrootd_and_a_cmsd_from_one_address_are_one_host() {
+    let s = settings("");
+    let mut p = Pipeline::new(&s);
+    let t = HostTable::new(100);
+    let t0 = Instant::now();
+    feed(
+        &mut p,
+        &s,
+        &t,
+        &record("rdr", 1_700_000_000, 1),
+        "10.0.0.8:1",
+        t0,
+    );
+    let cmsd = r#"<statistics tod="1" ver="v5.5.3" src="rdr:1213" tos="1700000001" pgm="cmsd" ins="anon" pid="8" site="X"><stats id="cmsm"><role>manager</role></stats></statistics>"#;
+    feed(&mut p, &s, &t, cmsd, "10.0.0.8:2", t0);
+    let (doc, w, _) = document(&t, t0);
+    assert_eq!(w.hosts, 1, "{:?}", doc.keys());
+    let metrics = &doc["rdr"].1;
+    assert!(metrics.contains_key("xrootd.link.in") && metrics.contains_key("cmsd.cmsm.role"));
+}
