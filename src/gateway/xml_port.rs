@@ -205,34 +205,19 @@ fn write_document(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{FileConfig, Overrides, validate};
-    use crate::events::Events;
-    use crate::gateway::Pipeline;
+    use crate::gateway::tests::Rig;
 
     /// A table whose document is far bigger than the socket buffers.
     fn big_table() -> HostTable {
-        let s = validate(
-            FileConfig::default(),
-            "t".into(),
-            &Overrides {
-                send: vec!["127.0.0.1:9".into()],
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        let counters = Counters::default();
-        let mut ev = Events::new(&counters, Duration::from_secs(60));
-        let t = HostTable::new(100_000);
-        let mut p = Pipeline::new(&s);
-        let t0 = Instant::now();
+        let (t, mut r) = (HostTable::new(100_000), Rig::new(""));
         let vars: String = (0..40).map(|v| format!("<v{v}>{v}</v{v}>")).collect();
         for i in 0..4000u32 {
             let rec = format!(
                 r#"<statistics tod="1" ver="v5.5.3" src="h{i}:1094" tos="1700000000" pgm="xrootd" ins="anon" pid="7" site="X"><stats id="bench">{vars}</stats></statistics>"#
             );
             let from = SocketAddr::from(([10, 9, (i >> 8) as u8, i as u8], 1));
-            p.encode(rec.as_bytes(), from, t0, &s, &mut ev);
-            t.take(p.batch(), from.ip(), t0);
+            let at = r.at(0);
+            t.take(r.feed_at(rec, from, at).p.batch(), from.ip(), at);
         }
         t
     }

@@ -1,24 +1,8 @@
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use super::*;
-use crate::config::{FileConfig, Overrides, Settings, validate};
-use crate::events::{Counters, Events};
 use crate::ganglia::xdr::Packet;
-use crate::gateway::Pipeline;
-
-fn settings(extra: &str) -> Settings {
-    let file = FileConfig::parse(extra, std::path::Path::new("t")).unwrap();
-    validate(
-        file,
-        "test".into(),
-        &Overrides {
-            send: vec!["127.0.0.1:9".into()],
-            ..Default::default()
-        },
-    )
-    .unwrap()
-}
+use crate::gateway::tests::Rig;
 
 fn record(host: &str, tos: u32, inb: u64) -> String {
     format!(
@@ -26,13 +10,12 @@ fn record(host: &str, tos: u32, inb: u64) -> String {
     )
 }
 
-/// Runs `datagram` from `from` through a pipeline and into the table.
-fn feed(p: &mut Pipeline, s: &Settings, t: &HostTable, datagram: &str, from: &str, at: Instant) {
-    let counters = Counters::default();
-    let mut ev = Events::new(&counters, Duration::from_secs(60));
-    let from: std::net::SocketAddr = from.parse().unwrap();
-    p.encode(datagram.as_bytes(), from, at, s, &mut ev);
-    t.take(&p.batch, from.ip(), at);
+/// Runs `datagram` from `from` through the rig's pipeline, `secs` seconds
+/// in, and its packets into the table.
+fn feed(r: &mut Rig, t: &HostTable, datagram: &str, from: &str, secs: u64) {
+    r.feed(datagram, from, secs);
+    let ip = from.parse::<std::net::SocketAddr>().unwrap().ip();
+    t.take(r.p.batch(), ip, r.at(secs));
 }
 
 /// host NAME -> (host attributes, metric NAME -> (attributes + extras)).
@@ -92,19 +75,16 @@ fn document(t: &HostTable, at: Instant) -> (Doc, Written, String) {
 
 #[test]
 fn a_record_is_written_as_gmond_would_hold_it() {
-    let s = settings("");
-    let mut p = Pipeline::new(&s);
-    let t = HostTable::new(100);
-    let t0 = Instant::now();
+    // The table first: its clock starts before the pipeline's.
+    let (t, mut r) = (HostTable::new(100), Rig::new(""));
     feed(
-        &mut p,
-        &s,
+        &mut r,
         &t,
         &record("ds1.example.org", 1_700_000_000, 1024),
         "10.0.0.5:1",
-        t0,
+        0,
     );
-    let (doc, w, _) = document(&t, t0 + Duration::from_secs(2));
+    let (doc, w, _) = document(&t, r.at(2));
     assert_eq!((w.hosts, w.renamed), (1, 0));
     let (host, metrics) = &doc["ds1.example.org"];
     assert_eq!(host["IP"], "10.0.0.5");
@@ -127,10 +107,11 @@ fn a_record_is_written_as_gmond_would_hold_it() {
     assert_eq!(metrics["xrootd.ofs.role"]["VAL"], "server");
     assert_eq!(metrics["xrootd.ofs.role"]["TYPE"], "string");
     // Every metric the record became, and only those: the heartbeat is not one.
-    let sent: std::collections::BTreeSet<String> = p
+    let sent: std::collections::BTreeSet<String> = r
         .packets()
-        .filter_map(|b| match xdr::decode(b) {
-            Ok(Packet::Metadata { name, .. }) if name != HEARTBEAT => Some(name),
+        .into_iter()
+        .filter_map(|p| match p {
+            Packet::Metadata { name, .. } if name != HEARTBEAT => Some(name),
             _ => None,
         })
         .collect();
@@ -141,37 +122,31 @@ fn a_record_is_written_as_gmond_would_hold_it() {
 
 #[test]
 fn values_follow_the_last_report_and_counters_stay_continuous() {
-    let s = settings("");
-    let mut p = Pipeline::new(&s);
-    let t = HostTable::new(100);
-    let t0 = Instant::now();
-    let at = |s| t0 + Duration::from_secs(s);
+    // The table first: its clock starts before the pipeline's.
+    let (t, mut r) = (HostTable::new(100), Rig::new(""));
     feed(
-        &mut p,
-        &s,
+        &mut r,
         &t,
         &record("a", 1_700_000_000, 5000),
         "10.0.0.5:1",
-        at(0),
+        0,
     );
     feed(
-        &mut p,
-        &s,
+        &mut r,
         &t,
         &record("a", 1_700_000_000, 6000),
         "10.0.0.5:1",
-        at(10),
+        10,
     );
     // Restarted: the counter starts from zero, the document continues.
     feed(
-        &mut p,
-        &s,
+        &mut r,
         &t,
         &record("a", 1_700_000_500, 70),
         "10.0.0.5:1",
-        at(20),
+        20,
     );
-    let (doc, ..) = document(&t, at(21));
+    let (doc, ..) = document(&t, r.at(21));
     let (host, metrics) = &doc["a"];
     assert_eq!(metrics["xrootd.link.in"]["VAL"], "6070");
     assert_eq!(metrics["xrootd.link.in"]["TN"], "1");
@@ -182,11 +157,10 @@ fn values_follow_the_last_report_and_counters_stay_continuous() {
 
 #[test]
 fn metrics_and_hosts_past_dmax_leave_the_document() {
-    let s = settings("dmax = 120\nmetadata_interval = 60");
-    let mut p = Pipeline::new(&s);
-    let t = HostTable::new(100);
-    let t0 = Instant::now();
-    let at = |s| t0 + Duration::from_secs(s);
+    let (t, mut r) = (
+        HostTable::new(100),
+        Rig::new("dmax = 120\nmetadata_interval = 60"),
+    );
     let rec = |with_ofs: bool| {
         let ofs = if with_ofs {
             "<stats id=\"ofs\"><role>server</role></stats>"
@@ -197,46 +171,41 @@ fn metrics_and_hosts_past_dmax_leave_the_document() {
             r#"<statistics tod="1" ver="v5.5.3" src="s:1094" tos="1700000000" pgm="xrootd" ins="anon" pid="7" site="X"><stats id="link"><num>1</num></stats>{ofs}</statistics>"#
         )
     };
-    feed(&mut p, &s, &t, &rec(true), "10.0.0.6:1", at(0));
-    feed(&mut p, &s, &t, &rec(false), "10.0.0.6:1", at(100));
-    let (doc, ..) = document(&t, at(110));
+    feed(&mut r, &t, &rec(true), "10.0.0.6:1", 0);
+    feed(&mut r, &t, &rec(false), "10.0.0.6:1", 100);
+    let (doc, ..) = document(&t, r.at(110));
     assert!(doc["s"].1.contains_key("xrootd.ofs.role"));
     // The role's last value is 121 s old: past DMAX. The link's is 21 s old.
-    let (doc, ..) = document(&t, at(121));
+    let (doc, ..) = document(&t, r.at(121));
     assert!(!doc["s"].1.contains_key("xrootd.ofs.role"));
     assert!(doc["s"].1.contains_key("xrootd.link.num"));
     // Nothing reported for DMAX: the host goes too.
-    let (doc, w, _) = document(&t, at(300));
+    let (doc, w, _) = document(&t, r.at(300));
     assert!(doc.is_empty() && w.hosts == 0, "{doc:?}");
     assert_eq!(t.hosts(), 0);
 }
 
 #[test]
 fn two_addresses_claiming_one_name_are_kept_apart() {
-    let s = settings("");
-    let mut p = Pipeline::new(&s);
-    let t = HostTable::new(100);
-    let t0 = Instant::now();
-    let at = |s| t0 + Duration::from_secs(s);
+    // The table first: its clock starts before the pipeline's.
+    let (t, mut r) = (HostTable::new(100), Rig::new(""));
     for i in 0..3 {
         feed(
-            &mut p,
-            &s,
+            &mut r,
             &t,
             &record("same", 1_700_000_000, 10),
             "10.0.0.1:1",
-            at(i * 10),
+            i * 10,
         );
         feed(
-            &mut p,
-            &s,
+            &mut r,
             &t,
             &record("same", 1_700_000_000, 99),
             "10.0.0.2:1",
-            at(i * 10 + 1),
+            i * 10 + 1,
         );
     }
-    let (doc, w, _) = document(&t, at(25));
+    let (doc, w, _) = document(&t, r.at(25));
     assert_eq!(w.renamed, 1);
     // The first heard keeps the name; the other is named by its address.
     assert_eq!(doc["same"].0["IP"], "10.0.0.1");
@@ -248,18 +217,17 @@ fn two_addresses_claiming_one_name_are_kept_apart() {
     // said), the name goes to the one reporting.
     for i in 3..27 {
         feed(
-            &mut p,
-            &s,
+            &mut r,
             &t,
             &record("same", 1_700_000_000, 99),
             "10.0.0.2:1",
-            at(i * 10 + 1),
+            i * 10 + 1,
         );
     }
     // 10.0.0.1's TN is 239 s: still up.
-    let (doc, _, _) = document(&t, at(259));
+    let (doc, _, _) = document(&t, r.at(259));
     assert_eq!(doc["same"].0["IP"], "10.0.0.1");
-    let (doc, w, _) = document(&t, at(262));
+    let (doc, w, _) = document(&t, r.at(262));
     assert_eq!(w.renamed, 1);
     assert_eq!(doc["same"].0["IP"], "10.0.0.2");
     assert_eq!(doc["same@10.0.0.1"].0["IP"], "10.0.0.1");
@@ -267,56 +235,45 @@ fn two_addresses_claiming_one_name_are_kept_apart() {
 
 #[test]
 fn an_ipv6_sender_is_written_with_its_real_address() {
-    let s = settings("");
-    let mut p = Pipeline::new(&s);
-    let t = HostTable::new(100);
-    let t0 = Instant::now();
+    // The table first: its clock starts before the pipeline's.
+    let (t, mut r) = (HostTable::new(100), Rig::new(""));
     feed(
-        &mut p,
-        &s,
+        &mut r,
         &t,
         &record("v6", 1_700_000_000, 1),
         "[2001:db8::7]:1",
-        t0,
+        0,
     );
     feed(
-        &mut p,
-        &s,
+        &mut r,
         &t,
         &record("v4m", 1_700_000_000, 1),
         "[::ffff:10.1.2.3]:1",
-        t0,
+        0,
     );
-    let (doc, ..) = document(&t, t0);
+    let (doc, ..) = document(&t, r.at(0));
     assert_eq!(doc["v6"].0["IP"], "2001:db8::7");
     assert_eq!(doc["v4m"].0["IP"], "10.1.2.3");
 }
 
 #[test]
 fn hosts_are_capped_the_longest_silent_leaving_first() {
-    let s = settings("");
-    let mut p = Pipeline::new(&s);
-    let t = HostTable::new(10);
-    let t0 = Instant::now();
+    // The table first: its clock starts before the pipeline's.
+    let (t, mut r) = (HostTable::new(10), Rig::new(""));
     let mut evicted = 0;
     for i in 0..60u64 {
-        let counters = Counters::default();
-        let mut ev = Events::new(&counters, Duration::from_secs(60));
-        let from: std::net::SocketAddr = format!("10.0.1.{i}:1").parse().unwrap();
-        let at = t0 + Duration::from_secs(i);
-        p.encode(
-            record(&format!("h{i}"), 1_700_000_000, 1).as_bytes(),
-            from,
-            at,
-            &s,
-            &mut ev,
+        r.feed(
+            record(&format!("h{i}"), 1_700_000_000, 1),
+            &format!("10.0.1.{i}:1"),
+            i,
         );
-        evicted += t.take(&p.batch, from.ip(), at);
+        let ip = std::net::IpAddr::from([10, 0, 1, i as u8]);
+        evicted += t.take(r.p.batch(), ip, r.at(i));
         assert!(t.hosts() <= 10 + 16, "{} hosts", t.hosts());
     }
     assert!(evicted >= 60 - 26, "{evicted}");
     assert_eq!(t.hosts() + evicted, 60);
-    let (doc, ..) = document(&t, t0 + Duration::from_secs(60));
+    let (doc, ..) = document(&t, r.at(60));
     assert!(
         doc.contains_key("h59") && !doc.contains_key("h0"),
         "{:?}",
@@ -326,19 +283,16 @@ fn hosts_are_capped_the_longest_silent_leaving_first() {
 
 #[test]
 fn a_big_document_is_written_in_pieces() {
-    let s = settings("");
-    let mut p = Pipeline::new(&s);
-    let t = HostTable::new(10_000);
-    let t0 = Instant::now();
+    // The table first: its clock starts before the pipeline's.
+    let (t, mut r) = (HostTable::new(10_000), Rig::new(""));
     for i in 0..2000u32 {
         let from = format!("10.{}.{}.{}:1", i >> 16, (i >> 8) & 255, i & 255);
         feed(
-            &mut p,
-            &s,
+            &mut r,
             &t,
             &record(&format!("h{i}"), 1_700_000_000, 1),
             &from,
-            t0,
+            0,
         );
     }
     let mut pieces = Vec::new();
@@ -347,7 +301,7 @@ fn a_big_document_is_written_in_pieces() {
         host_dmax: 0,
     };
     let w = t
-        .write(&cluster, t0, &mut |piece| {
+        .write(&cluster, r.at(0), &mut |piece| {
             pieces.push(piece.len());
             Ok(())
         })
@@ -359,30 +313,27 @@ fn a_big_document_is_written_in_pieces() {
     assert!(pieces.iter().all(|&n| n < CHUNK + 8 * 1024), "{pieces:?}");
     // A failing client stops the writing at once.
     let mut calls = 0;
-    let r = t.write(&cluster, t0, &mut |_| {
+    let result = t.write(&cluster, r.at(0), &mut |_| {
         calls += 1;
         Err(io::Error::new(io::ErrorKind::TimedOut, "stalled"))
     });
-    assert!(r.is_err() && calls == 1);
+    assert!(result.is_err() && calls == 1);
 }
 
 #[test]
 fn an_xrootd_and_a_cmsd_from_one_address_are_one_host() {
-    let s = settings("");
-    let mut p = Pipeline::new(&s);
-    let t = HostTable::new(100);
-    let t0 = Instant::now();
+    // The table first: its clock starts before the pipeline's.
+    let (t, mut r) = (HostTable::new(100), Rig::new(""));
     feed(
-        &mut p,
-        &s,
+        &mut r,
         &t,
         &record("rdr", 1_700_000_000, 1),
         "10.0.0.8:1",
-        t0,
+        0,
     );
     let cmsd = r#"<statistics tod="1" ver="v5.5.3" src="rdr:1213" tos="1700000001" pgm="cmsd" ins="anon" pid="8" site="X"><stats id="cmsm"><role>manager</role></stats></statistics>"#;
-    feed(&mut p, &s, &t, cmsd, "10.0.0.8:2", t0);
-    let (doc, w, _) = document(&t, t0);
+    feed(&mut r, &t, cmsd, "10.0.0.8:2", 0);
+    let (doc, w, _) = document(&t, r.at(0));
     assert_eq!(w.hosts, 1, "{:?}", doc.keys());
     let metrics = &doc["rdr"].1;
     assert!(metrics.contains_key("xrootd.link.in") && metrics.contains_key("cmsd.cmsm.role"));

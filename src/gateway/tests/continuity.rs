@@ -1,0 +1,125 @@
+//! Counters stay continuous (restarts, resets, wraps, gateway restarts);
+//! changed-only sending.
+
+use std::sync::Arc;
+
+use super::super::state::StateStore;
+use super::{Rig, link_record, metric_tmaxes};
+
+#[test]
+fn counters_stay_continuous_across_restarts_resets_and_wraps() {
+    for fast in [true, false] {
+        let mut r = Rig::new("");
+        r.p.set_fast_path(fast);
+        let top = i64::from(u32::MAX) - 99;
+        // Readings as xrootd sends them (tmo is a C int: -100 is 2^32 - 100).
+        let steps: [(u32, u64, i64, &str, &str); 8] = [
+            (77, 1000, 5, "1000", "5"),
+            (77, 2000, 6, "2000", "6"),
+            (77, 3000, 7, "3000", "7"),
+            // Restart (new pid): readings from zero, sent on from 3000 / 7.
+            (78, 100, 1, "3100", "8"),
+            (78, 300, 2, "3300", "9"),
+            // A reset without a restart: continues as well.
+            (78, 50, 3, "3350", "10"),
+            // The int counter climbs to 2^32 - 100 (sent as xrootd's %d)...
+            (78, 60, top - (1 << 32), "3360", &(top + 7).to_string()),
+            // ...and wraps past 2^32 to 20: +120.
+            (78, 70, 20, "3370", &(top + 127).to_string()),
+        ];
+        for (i, (pid, inb, tmo, want_in, want_tmo)) in steps.iter().enumerate() {
+            let rec = link_record(1_700_000_000, *pid, *inb, *tmo, 4);
+            let v = r.feed(rec, "10.0.0.1:40000", 10 * (i as u64 + 1)).values();
+            assert_eq!(v["xrootd.link.in"], *want_in, "step {i}, fast path {fast}");
+            assert_eq!(
+                v["xrootd.link.tmo"], *want_tmo,
+                "step {i}, fast path {fast}"
+            );
+            // A gauge goes as it came.
+            assert_eq!(v["xrootd.link.num"], "4", "step {i}");
+        }
+    }
+}
+
+#[test]
+fn changed_only_sends_unchanged_values_on_the_heartbeat_and_grows_tmax() {
+    let mut r = Rig::new("send_values = \"changed\"\nvalue_heartbeat = 45\n");
+    // Report n (10 s apart) with link.in at `inb`: the value packets sent.
+    let mut report = |n: u64, inb: u64| {
+        let rec = link_record(1_700_000_000, 77, inb, 5, 4);
+        r.feed(rec, "10.0.0.1:40000", 10 * n);
+        (r.values(), r.packets())
+    };
+    assert_eq!(report(1, 1000).0.len(), 12);
+    // The interval is now known: TMAX = 1.5 x 10 + 45; metadata goes out
+    // with it (and takes its values along) with the periodic resend,
+    // within 60 s of the first.
+    let mut n = 2;
+    let tmaxes = loop {
+        let tmaxes = metric_tmaxes(&report(n, 1000).1);
+        if !tmaxes.is_empty() || n > 7 {
+            break tmaxes;
+        }
+        n += 1;
+    };
+    assert!(
+        !tmaxes.is_empty() && tmaxes.iter().all(|t| *t == 60),
+        "{tmaxes:?}"
+    );
+    // Nothing changed: only the host heartbeat goes out...
+    for n in n + 1..n + 4 {
+        let (v, all) = report(n, 1000);
+        assert!(v.is_empty() && all.len() == 1, "report {n}: {all:?}");
+    }
+    // ...but what changed does.
+    let v = report(n + 4, 1500).0;
+    assert_eq!(v.keys().collect::<Vec<_>>(), ["xrootd.link.in"]);
+    // 45 s (and more) after they were last sent, unchanged values go out again.
+    let v = report(n + 5, 1500).0;
+    assert!(
+        v.contains_key("xrootd.link.num") && !v.contains_key("xrootd.link.in"),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn counter_state_survives_a_gateway_restart_through_the_state_file() {
+    let dir = std::env::temp_dir().join(format!("x2g-gwstate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("state");
+    let _ = std::fs::remove_file(&path);
+    // A gateway on that state file: its rig, restored from the file.
+    let gateway = || {
+        let (store, read) = StateStore::open(&path, 1);
+        let mut r = Rig::new("");
+        r.p.keep_state(Arc::new(store), 0);
+        (r, read)
+    };
+    let save = |r: &Rig| {
+        r.p.hand_in_state();
+        r.p.store.as_ref().unwrap().0.save().unwrap();
+    };
+    let from = "10.0.0.1:40000";
+    // First gateway: an xrootd restart gives link.in an offset of 5000.
+    let (mut first, _) = gateway();
+    first.feed(link_record(1_700_000_000, 77, 5000, 1, 4), from, 10);
+    first.feed(link_record(1_700_000_000, 78, 100, 1, 4), from, 20);
+    save(&first);
+
+    // Second gateway, same xrootd: the offset is still applied.
+    let (mut second, read) = gateway();
+    assert_eq!(read, Ok(1));
+    let v = second
+        .feed(link_record(1_700_000_000, 78, 200, 1, 4), from, 10)
+        .values();
+    assert_eq!(v["xrootd.link.in"], "5200");
+    save(&second);
+
+    // Third gateway: the xrootd restarted while no gateway ran.
+    let (mut third, _) = gateway();
+    let v = third
+        .feed(link_record(1_700_000_000, 79, 30, 1, 4), from, 10)
+        .values();
+    assert_eq!(v["xrootd.link.in"], "5230");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,381 @@
+//! The gateway's pipeline, driven with chosen instants: one [`Rig`] per
+//! test holds what a receive task holds (settings, pipeline, counters).
+//!
+//! * here: what a record becomes, bad input, sources and their bounds;
+//! * [`fast_path`]: the template fast path equals the full path;
+//! * [`continuity`]: counters through restarts and wraps, changed-only
+//!   sending, the state file;
+//! * [`requests`]: gmond's metadata requests, and metadata spread over time.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use super::Pipeline;
+use super::source::{Source, Sources};
+use crate::config::{FileConfig, Overrides, Settings, validate};
+use crate::events::{Counters, Events, Snapshot};
+use crate::ganglia::xdr::{self, Packet, Value, decode};
+
+mod continuity;
+mod fast_path;
+mod requests;
+
+/// Settings from config text (sending to a port nobody reads).
+pub(in crate::gateway) fn settings(extra: &str) -> Settings {
+    let file = FileConfig::parse(extra, std::path::Path::new("t")).unwrap();
+    validate(
+        file,
+        "test".into(),
+        &Overrides {
+            send: vec!["127.0.0.1:9".into()],
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+/// What a receive task holds: settings, a pipeline, counters.
+pub(in crate::gateway) struct Rig {
+    pub s: Settings,
+    pub p: Pipeline,
+    pub counters: Counters,
+}
+
+impl Rig {
+    pub fn new(config: &str) -> Rig {
+        let s = settings(config);
+        Rig {
+            p: Pipeline::new(&s),
+            s,
+            counters: Counters::default(),
+        }
+    }
+
+    /// `secs` seconds after the pipeline's start.
+    pub fn at(&self, secs: u64) -> Instant {
+        self.p.epoch + Duration::from_secs(secs)
+    }
+
+    /// One datagram from `from` (`ADDR:PORT`), `secs` seconds in; the
+    /// packets it became are the pipeline's.
+    pub fn feed(&mut self, datagram: impl AsRef<[u8]>, from: &str, secs: u64) -> &mut Rig {
+        let at = self.at(secs);
+        self.feed_at(datagram, from.parse().unwrap(), at)
+    }
+
+    pub fn feed_at(
+        &mut self,
+        datagram: impl AsRef<[u8]>,
+        from: SocketAddr,
+        at: Instant,
+    ) -> &mut Rig {
+        let mut ev = Events::new(&self.counters, Duration::from_secs(60));
+        self.p.encode(datagram.as_ref(), from, at, &self.s, &mut ev);
+        self
+    }
+
+    /// The last record's packets, decoded.
+    pub fn packets(&self) -> Vec<Packet> {
+        self.p.packets().map(|b| decode(b).unwrap()).collect()
+    }
+
+    /// The last record's value packets: name -> value text.
+    pub fn values(&self) -> BTreeMap<String, String> {
+        self.packets()
+            .into_iter()
+            .filter_map(|p| match p {
+                Packet::Value {
+                    id,
+                    value: Value::Str(v),
+                    ..
+                } => Some((id.name, v)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// How many metadata packets the last record became.
+    pub fn metadata_count(&self) -> usize {
+        self.packets()
+            .iter()
+            .filter(|p| matches!(p, Packet::Metadata { .. }))
+            .count()
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        self.counters.snapshot()
+    }
+}
+
+const REC: &str = r#"<statistics tod="1700000100" ver="v5.5.3" src="ds1.example.org:1094" tos="1700000000" pgm="xrootd" ins="anon" pid="77" site="T2_X"><stats id="link"><num>3</num><in>1024</in></stats></statistics>"#;
+
+/// A record of link counters, as xrootd `pid` started at `tos` sends it.
+fn link_record(tos: u32, pid: u32, inb: u64, tmo: i64, num: u32) -> String {
+    format!(
+        r#"<statistics tod="1700000100" ver="v5.5.3" src="ds1.example.org:1094" tos="{tos}" pgm="xrootd" ins="anon" pid="{pid}" site="T2_X"><stats id="link"><num>{num}</num><in>{inb}</in><tmo>{tmo}</tmo></stats></statistics>"#
+    )
+}
+
+/// A captured real record (`tests/data/records`).
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/records")
+            .join(format!("{name}.xml")),
+    )
+    .unwrap()
+}
+
+/// The TMAX of every metric's metadata among `packets` (not the heartbeat's).
+fn metric_tmaxes(packets: &[Packet]) -> Vec<u32> {
+    packets
+        .iter()
+        .filter_map(|p| match p {
+            Packet::Metadata { tmax, name, .. } if name != "heartbeat" => Some(*tmax),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn first_record_sends_metadata_then_values_only() {
+    let mut r = Rig::new("");
+    r.feed(REC, "10.0.0.1:40000", 0);
+    let packets = r.packets();
+    // heartbeat value, then metadata + value per metric.
+    let names: Vec<String> = packets
+        .iter()
+        .map(|p| match p {
+            Packet::Metadata { name, .. } => format!("M {name}"),
+            Packet::Value { id, .. } => format!("V {}", id.name),
+            Packet::MetadataRequest { .. } => "R".into(),
+        })
+        .collect();
+    assert_eq!(
+        &names[..4],
+        ["M heartbeat", "V heartbeat", "M xrootd.tod", "V xrootd.tod"]
+    );
+    // The heartbeat's metadata is gmetric -H's (gmond asks for it otherwise).
+    match &packets[0] {
+        Packet::Metadata {
+            value_type,
+            slope,
+            tmax,
+            dmax,
+            extra,
+            ..
+        } => {
+            assert_eq!(
+                (value_type.as_str(), *slope, *tmax, *dmax),
+                ("uint32", 0, 0, 0)
+            );
+            assert_eq!(extra[1], ("SPOOF_HEARTBEAT".into(), "yes".into()));
+        }
+        other => panic!("{other:?}"),
+    }
+    // The heartbeat, then 8 header attributes + link.num + link.in + derived uptime.
+    assert_eq!(packets.len(), 2 + 2 * 11);
+    assert!(names.contains(&"M xrootd.link.in".to_string()));
+    assert!(names.contains(&"M xrootd.uptime".to_string()));
+    match &packets[1] {
+        Packet::Value {
+            id,
+            value,
+            packet_id,
+            ..
+        } => {
+            assert_eq!(
+                (id.host.as_str(), id.spoof),
+                ("10.0.0.1:ds1.example.org", true)
+            );
+            assert_eq!((*packet_id, value), (132, &Value::UInt(1_700_000_000)));
+        }
+        other => panic!("{other:?}"),
+    }
+    match packets
+        .iter()
+        .find(|p| matches!(p, Packet::Metadata { name, .. } if name == "xrootd.link.in"))
+        .unwrap()
+    {
+        Packet::Metadata {
+            value_type,
+            units,
+            slope,
+            tmax,
+            dmax,
+            extra,
+            ..
+        } => {
+            assert_eq!(
+                (value_type.as_str(), units.as_str(), *slope, *tmax, *dmax),
+                ("double", "bytes/s", 1, 60, 3600)
+            );
+            let keys: Vec<_> = extra.iter().map(|(k, _)| k.as_str()).collect();
+            assert_eq!(keys, ["SPOOF_HOST", "GROUP", "DESC", "TITLE"]);
+            assert_eq!(extra[0].1, "10.0.0.1:ds1.example.org");
+            assert_eq!(extra[1].1, "xrootd.link");
+            assert_eq!(extra[3].1, "xrootd: Bytes received");
+        }
+        _ => unreachable!(),
+    }
+    for b in r.p.packets() {
+        assert!(b.len() <= xdr::MAX_PACKET);
+    }
+
+    // Second record 15 s later: TMAX is now known (23 s). It goes out with
+    // the next periodic metadata, not at once (every source started with
+    // this one would do the same), within the metadata interval (60 s):
+    // one record carries all of it, the others values only (12: heartbeat
+    // + 11).
+    let mut with_metadata = Vec::new();
+    for n in 1..=4u64 {
+        let secs = 15 * n;
+        let packets = r.feed(REC, "10.0.0.1:40000", secs).packets();
+        let tmaxes = metric_tmaxes(&packets);
+        if n == 1 {
+            assert!(tmaxes.is_empty(), "{tmaxes:?}");
+        }
+        if tmaxes.is_empty() {
+            assert!(
+                packets.iter().all(|p| matches!(p, Packet::Value { .. })),
+                "{packets:?}"
+            );
+            assert_eq!(packets.len(), 12);
+        } else {
+            assert_eq!(tmaxes, [23; 11], "at {secs} s");
+            with_metadata.push(secs);
+        }
+    }
+    assert_eq!(with_metadata.len(), 1, "{with_metadata:?}");
+
+    // A metadata_interval after that: metadata again.
+    r.feed(REC, "10.0.0.1:40000", with_metadata[0] + 61);
+    assert_eq!(r.metadata_count(), 12);
+    let snap = r.snapshot();
+    assert_eq!((snap.datagrams, snap.records, snap.parse_errors), (6, 6, 0));
+}
+
+#[test]
+fn bad_and_denied_datagrams_are_counted_and_send_nothing() {
+    let mut r = Rig::new("allow = [\"10.0.0.0/8\"]");
+    assert_eq!(r.feed(REC, "192.0.2.1:1", 0).p.packets().count(), 0);
+    assert_eq!(
+        r.feed(b"<statistics><stats", "10.0.0.1:1", 0)
+            .p
+            .packets()
+            .count(),
+        0
+    );
+    assert!(r.feed(REC, "10.0.0.1:1", 0).p.packets().count() > 0);
+    let snap = r.snapshot();
+    assert_eq!(
+        (snap.datagrams, snap.denied, snap.parse_errors, snap.records),
+        (3, 1, 1, 1)
+    );
+}
+
+#[test]
+fn xrootd_and_cmsd_on_one_host_are_separate_sources() {
+    let mut r = Rig::new("");
+    r.feed(REC, "10.0.0.1:1", 0);
+    r.feed(
+        REC.replace("pgm=\"xrootd\"", "pgm=\"cmsd\""),
+        "10.0.0.1:2",
+        0,
+    );
+    assert_eq!(r.p.sources(), 2);
+    let names: Vec<String> = r
+        .packets()
+        .into_iter()
+        .filter_map(|p| match p {
+            Packet::Metadata { name, .. } => Some(name),
+            _ => None,
+        })
+        .collect();
+    assert!(names.contains(&"cmsd.link.in".to_string()), "{names:?}");
+}
+
+#[test]
+fn metrics_per_source_are_capped() {
+    let mut r = Rig::new("max_metrics_per_source = 5");
+    r.feed(REC, "10.0.0.1:1", 0);
+    // heartbeat (metadata + value) + 5 metrics x (metadata + value)
+    assert_eq!(r.p.packets().count(), 12);
+    assert_eq!(r.snapshot().metrics_dropped_cap, 6);
+}
+
+#[test]
+fn sources_are_bounded_with_lru_eviction() {
+    let mut sources = Sources::default();
+    let t0 = Instant::now();
+    for i in 0..1000u32 {
+        let ip = IpAddr::from((0x0a00_0000 + i).to_be_bytes());
+        sources.get_or_insert(ip, "xrootd", t0 + Duration::from_millis(i as u64), 100, 4);
+        assert!(sources.len <= 100);
+    }
+    // The most recent one is still there.
+    let last = IpAddr::from((0x0a00_0000u32 + 999).to_be_bytes());
+    assert!(sources.by_ip.contains_key(&last));
+    assert_eq!(
+        sources.len,
+        sources.by_ip.values().map(Vec::len).sum::<usize>()
+    );
+}
+
+#[test]
+fn largest_metadata_fits_a_packet() {
+    // Longest name, host, group, title and description the caps allow.
+    let long = "x".repeat(600);
+    let rec = format!(
+        "<statistics pgm=\"{long}\" ins=\"{long}\" site=\"{long}\" src=\"{long}:1\"><stats id=\"{long}\"><{long}>1</{long}></stats></statistics>"
+    );
+    let mut r = Rig::new(
+        "group_name = \"{pgm}.{ins}.{site}.{section}\"\nmetric_name = \"{pgm}.{ins}.{site}.{var}\"",
+    );
+    r.feed(rec, "[2001:db8:1:2:3:4:5:6]:1", 0);
+    // Every name is cut to the same 128 bytes: one metric (its metadata and
+    // value, once: a name repeated in a record is sent once) and the
+    // heartbeat (metadata and value).
+    assert_eq!(r.p.packets().count(), 4);
+    for b in r.p.packets() {
+        assert!(b.len() <= xdr::MAX_PACKET, "{}", b.len());
+    }
+}
+
+#[test]
+fn tmax_follows_the_interval_but_not_one_lost_report() {
+    let t0 = Instant::now();
+    let mut src = Source::new("xrootd", t0, 4);
+    let at = |s: u64| t0 + Duration::from_secs(s);
+    assert_eq!(src.observe(at(0), 60), 60);
+    assert_eq!(src.observe(at(15), 60), 23);
+    // One report lost: a 30 s gap does not move TMAX.
+    assert_eq!(src.observe(at(45), 60), 23);
+    assert_eq!(src.observe(at(60), 60), 23);
+    // Faster reports are followed at once.
+    assert_eq!(src.observe(at(65), 60), 8);
+    // Slower ones after three in a row.
+    assert_eq!(src.observe(at(85), 60), 8);
+    assert_eq!(src.observe(at(105), 60), 8);
+    assert_eq!(src.observe(at(125), 60), 30);
+    // Scheduling jitter is rounded away.
+    assert_eq!(src.observe(at(145) + Duration::from_millis(300), 60), 30);
+}
+
+#[test]
+fn a_restart_is_noticed_and_resends_every_metadata() {
+    let mut r = Rig::new("");
+    for secs in [0, 15, 30] {
+        r.feed(REC, "10.0.0.1:40000", secs);
+    }
+    assert_eq!(r.metadata_count(), 0);
+    // New tos and pid: the xrootd restarted.
+    let restarted = REC
+        .replace("tos=\"1700000000\"", "tos=\"1700000050\"")
+        .replace("pid=\"77\"", "pid=\"78\"");
+    r.feed(restarted, "10.0.0.1:40000", 45);
+    assert_eq!(r.metadata_count(), 12);
+    let snap = r.snapshot();
+    assert_eq!((snap.restarts, snap.sources), (1, 1));
+}
