@@ -10,12 +10,39 @@ fn record(host: &str, tos: u32, inb: u64) -> String {
     )
 }
 
-/// Runs `datagram` from `from` through the rig's pipeline, `secs` seconds
-/// in, and its packets into the table.
-fn feed(r: &mut Rig, t: &HostTable, datagram: &str, from: &str, secs: u64) {
-    r.feed(datagram, from, secs);
-    let ip = from.parse::<std::net::SocketAddr>().unwrap().ip();
-    t.take(r.p.batch(), ip, r.at(secs));
+/// A host table fed by a pipeline, on one clock.
+struct Table {
+    t: HostTable,
+    r: Rig,
+}
+
+impl Table {
+    fn new(config: &str, max_hosts: usize) -> Table {
+        // The table first: its clock starts before the pipeline's, so
+        // `secs` seconds in are as many for both.
+        let t = HostTable::new(max_hosts);
+        Table {
+            t,
+            r: Rig::new(config),
+        }
+    }
+
+    /// `datagram` from `from`, `secs` seconds in, through the pipeline
+    /// and into the table.
+    fn feed(&mut self, datagram: &str, from: &str, secs: u64) {
+        self.r.feed(datagram, from, secs);
+        let ip = from.parse::<std::net::SocketAddr>().unwrap().ip();
+        self.t.take(self.r.p.batch(), ip, self.r.at(secs));
+    }
+
+    /// A [`record`] of `host`.
+    fn report(&mut self, host: &str, tos: u32, inb: u64, from: &str, secs: u64) {
+        self.feed(&record(host, tos, inb), from, secs);
+    }
+
+    fn document(&self, secs: u64) -> (Doc, Written, String) {
+        document(&self.t, self.r.at(secs))
+    }
 }
 
 /// host NAME -> (host attributes, metric NAME -> (attributes + extras)).
@@ -75,16 +102,9 @@ fn document(t: &HostTable, at: Instant) -> (Doc, Written, String) {
 
 #[test]
 fn a_record_is_written_as_gmond_would_hold_it() {
-    // The table first: its clock starts before the pipeline's.
-    let (t, mut r) = (HostTable::new(100), Rig::new(""));
-    feed(
-        &mut r,
-        &t,
-        &record("ds1.example.org", 1_700_000_000, 1024),
-        "10.0.0.5:1",
-        0,
-    );
-    let (doc, w, _) = document(&t, r.at(2));
+    let mut x = Table::new("", 100);
+    x.report("ds1.example.org", 1_700_000_000, 1024, "10.0.0.5:1", 0);
+    let (doc, w, _) = x.document(2);
     assert_eq!((w.hosts, w.renamed), (1, 0));
     let (host, metrics) = &doc["ds1.example.org"];
     assert_eq!(host["IP"], "10.0.0.5");
@@ -107,14 +127,14 @@ fn a_record_is_written_as_gmond_would_hold_it() {
     assert_eq!(metrics["xrootd.ofs.role"]["VAL"], "server");
     assert_eq!(metrics["xrootd.ofs.role"]["TYPE"], "string");
     // Every metric the record became, and only those: the heartbeat is not one.
-    let sent: std::collections::BTreeSet<String> = r
-        .packets()
-        .into_iter()
-        .filter_map(|p| match p {
-            Packet::Metadata { name, .. } if name != HEARTBEAT => Some(name),
-            _ => None,
-        })
-        .collect();
+    let sent: std::collections::BTreeSet<String> =
+        x.r.packets()
+            .into_iter()
+            .filter_map(|p| match p {
+                Packet::Metadata { name, .. } if name != HEARTBEAT => Some(name),
+                _ => None,
+            })
+            .collect();
     assert!(sent.len() >= 10, "{sent:?}");
     assert!(sent.iter().eq(metrics.keys()), "{sent:?}");
     assert_eq!(metrics.len(), w.metrics);
@@ -122,31 +142,12 @@ fn a_record_is_written_as_gmond_would_hold_it() {
 
 #[test]
 fn values_follow_the_last_report_and_counters_stay_continuous() {
-    // The table first: its clock starts before the pipeline's.
-    let (t, mut r) = (HostTable::new(100), Rig::new(""));
-    feed(
-        &mut r,
-        &t,
-        &record("a", 1_700_000_000, 5000),
-        "10.0.0.5:1",
-        0,
-    );
-    feed(
-        &mut r,
-        &t,
-        &record("a", 1_700_000_000, 6000),
-        "10.0.0.5:1",
-        10,
-    );
+    let mut x = Table::new("", 100);
+    x.report("a", 1_700_000_000, 5000, "10.0.0.5:1", 0);
+    x.report("a", 1_700_000_000, 6000, "10.0.0.5:1", 10);
     // Restarted: the counter starts from zero, the document continues.
-    feed(
-        &mut r,
-        &t,
-        &record("a", 1_700_000_500, 70),
-        "10.0.0.5:1",
-        20,
-    );
-    let (doc, ..) = document(&t, r.at(21));
+    x.report("a", 1_700_000_500, 70, "10.0.0.5:1", 20);
+    let (doc, ..) = x.document(21);
     let (host, metrics) = &doc["a"];
     assert_eq!(metrics["xrootd.link.in"]["VAL"], "6070");
     assert_eq!(metrics["xrootd.link.in"]["TN"], "1");
@@ -157,10 +158,7 @@ fn values_follow_the_last_report_and_counters_stay_continuous() {
 
 #[test]
 fn metrics_and_hosts_past_dmax_leave_the_document() {
-    let (t, mut r) = (
-        HostTable::new(100),
-        Rig::new("dmax = 120\nmetadata_interval = 60"),
-    );
+    let mut x = Table::new("dmax = 120\nmetadata_interval = 60", 100);
     let rec = |with_ofs: bool| {
         let ofs = if with_ofs {
             "<stats id=\"ofs\"><role>server</role></stats>"
@@ -171,41 +169,28 @@ fn metrics_and_hosts_past_dmax_leave_the_document() {
             r#"<statistics tod="1" ver="v5.5.3" src="s:1094" tos="1700000000" pgm="xrootd" ins="anon" pid="7" site="X"><stats id="link"><num>1</num></stats>{ofs}</statistics>"#
         )
     };
-    feed(&mut r, &t, &rec(true), "10.0.0.6:1", 0);
-    feed(&mut r, &t, &rec(false), "10.0.0.6:1", 100);
-    let (doc, ..) = document(&t, r.at(110));
+    x.feed(&rec(true), "10.0.0.6:1", 0);
+    x.feed(&rec(false), "10.0.0.6:1", 100);
+    let (doc, ..) = x.document(110);
     assert!(doc["s"].1.contains_key("xrootd.ofs.role"));
     // The role's last value is 121 s old: past DMAX. The link's is 21 s old.
-    let (doc, ..) = document(&t, r.at(121));
+    let (doc, ..) = x.document(121);
     assert!(!doc["s"].1.contains_key("xrootd.ofs.role"));
     assert!(doc["s"].1.contains_key("xrootd.link.num"));
     // Nothing reported for DMAX: the host goes too.
-    let (doc, w, _) = document(&t, r.at(300));
+    let (doc, w, _) = x.document(300);
     assert!(doc.is_empty() && w.hosts == 0, "{doc:?}");
-    assert_eq!(t.hosts(), 0);
+    assert_eq!(x.t.hosts(), 0);
 }
 
 #[test]
 fn two_addresses_claiming_one_name_are_kept_apart() {
-    // The table first: its clock starts before the pipeline's.
-    let (t, mut r) = (HostTable::new(100), Rig::new(""));
+    let mut x = Table::new("", 100);
     for i in 0..3 {
-        feed(
-            &mut r,
-            &t,
-            &record("same", 1_700_000_000, 10),
-            "10.0.0.1:1",
-            i * 10,
-        );
-        feed(
-            &mut r,
-            &t,
-            &record("same", 1_700_000_000, 99),
-            "10.0.0.2:1",
-            i * 10 + 1,
-        );
+        x.report("same", 1_700_000_000, 10, "10.0.0.1:1", i * 10);
+        x.report("same", 1_700_000_000, 99, "10.0.0.2:1", i * 10 + 1);
     }
-    let (doc, w, _) = document(&t, r.at(25));
+    let (doc, w, _) = x.document(25);
     assert_eq!(w.renamed, 1);
     // The first heard keeps the name; the other is named by its address.
     assert_eq!(doc["same"].0["IP"], "10.0.0.1");
@@ -216,18 +201,12 @@ fn two_addresses_claiming_one_name_are_kept_apart() {
     // gmetad (TN over 4 x its TMAX: 60 s, the default, as its metadata
     // said), the name goes to the one reporting.
     for i in 3..27 {
-        feed(
-            &mut r,
-            &t,
-            &record("same", 1_700_000_000, 99),
-            "10.0.0.2:1",
-            i * 10 + 1,
-        );
+        x.report("same", 1_700_000_000, 99, "10.0.0.2:1", i * 10 + 1);
     }
     // 10.0.0.1's TN is 239 s: still up.
-    let (doc, _, _) = document(&t, r.at(259));
+    let (doc, _, _) = x.document(259);
     assert_eq!(doc["same"].0["IP"], "10.0.0.1");
-    let (doc, w, _) = document(&t, r.at(262));
+    let (doc, w, _) = x.document(262);
     assert_eq!(w.renamed, 1);
     assert_eq!(doc["same"].0["IP"], "10.0.0.2");
     assert_eq!(doc["same@10.0.0.1"].0["IP"], "10.0.0.1");
@@ -235,45 +214,31 @@ fn two_addresses_claiming_one_name_are_kept_apart() {
 
 #[test]
 fn an_ipv6_sender_is_written_with_its_real_address() {
-    // The table first: its clock starts before the pipeline's.
-    let (t, mut r) = (HostTable::new(100), Rig::new(""));
-    feed(
-        &mut r,
-        &t,
-        &record("v6", 1_700_000_000, 1),
-        "[2001:db8::7]:1",
-        0,
-    );
-    feed(
-        &mut r,
-        &t,
-        &record("v4m", 1_700_000_000, 1),
-        "[::ffff:10.1.2.3]:1",
-        0,
-    );
-    let (doc, ..) = document(&t, r.at(0));
+    let mut x = Table::new("", 100);
+    x.report("v6", 1_700_000_000, 1, "[2001:db8::7]:1", 0);
+    x.report("v4m", 1_700_000_000, 1, "[::ffff:10.1.2.3]:1", 0);
+    let (doc, ..) = x.document(0);
     assert_eq!(doc["v6"].0["IP"], "2001:db8::7");
     assert_eq!(doc["v4m"].0["IP"], "10.1.2.3");
 }
 
 #[test]
 fn hosts_are_capped_the_longest_silent_leaving_first() {
-    // The table first: its clock starts before the pipeline's.
-    let (t, mut r) = (HostTable::new(10), Rig::new(""));
+    let mut x = Table::new("", 10);
     let mut evicted = 0;
     for i in 0..60u64 {
-        r.feed(
+        x.r.feed(
             record(&format!("h{i}"), 1_700_000_000, 1),
             &format!("10.0.1.{i}:1"),
             i,
         );
         let ip = std::net::IpAddr::from([10, 0, 1, i as u8]);
-        evicted += t.take(r.p.batch(), ip, r.at(i));
-        assert!(t.hosts() <= 10 + 16, "{} hosts", t.hosts());
+        evicted += x.t.take(x.r.p.batch(), ip, x.r.at(i));
+        assert!(x.t.hosts() <= 10 + 16, "{} hosts", x.t.hosts());
     }
     assert!(evicted >= 60 - 26, "{evicted}");
-    assert_eq!(t.hosts() + evicted, 60);
-    let (doc, ..) = document(&t, r.at(60));
+    assert_eq!(x.t.hosts() + evicted, 60);
+    let (doc, ..) = x.document(60);
     assert!(
         doc.contains_key("h59") && !doc.contains_key("h0"),
         "{:?}",
@@ -283,25 +248,18 @@ fn hosts_are_capped_the_longest_silent_leaving_first() {
 
 #[test]
 fn a_big_document_is_written_in_pieces() {
-    // The table first: its clock starts before the pipeline's.
-    let (t, mut r) = (HostTable::new(10_000), Rig::new(""));
+    let mut x = Table::new("", 10_000);
     for i in 0..2000u32 {
         let from = format!("10.{}.{}.{}:1", i >> 16, (i >> 8) & 255, i & 255);
-        feed(
-            &mut r,
-            &t,
-            &record(&format!("h{i}"), 1_700_000_000, 1),
-            &from,
-            0,
-        );
+        x.feed(&record(&format!("h{i}"), 1_700_000_000, 1), &from, 0);
     }
     let mut pieces = Vec::new();
     let cluster = ClusterInfo {
         name: "XRootD",
         host_dmax: 0,
     };
-    let w = t
-        .write(&cluster, r.at(0), &mut |piece| {
+    let w =
+        x.t.write(&cluster, x.r.at(0), &mut |piece| {
             pieces.push(piece.len());
             Ok(())
         })
@@ -313,7 +271,7 @@ fn a_big_document_is_written_in_pieces() {
     assert!(pieces.iter().all(|&n| n < CHUNK + 8 * 1024), "{pieces:?}");
     // A failing client stops the writing at once.
     let mut calls = 0;
-    let result = t.write(&cluster, r.at(0), &mut |_| {
+    let result = x.t.write(&cluster, x.r.at(0), &mut |_| {
         calls += 1;
         Err(io::Error::new(io::ErrorKind::TimedOut, "stalled"))
     });
@@ -322,18 +280,11 @@ fn a_big_document_is_written_in_pieces() {
 
 #[test]
 fn an_xrootd_and_a_cmsd_from_one_address_are_one_host() {
-    // The table first: its clock starts before the pipeline's.
-    let (t, mut r) = (HostTable::new(100), Rig::new(""));
-    feed(
-        &mut r,
-        &t,
-        &record("rdr", 1_700_000_000, 1),
-        "10.0.0.8:1",
-        0,
-    );
+    let mut x = Table::new("", 100);
+    x.report("rdr", 1_700_000_000, 1, "10.0.0.8:1", 0);
     let cmsd = r#"<statistics tod="1" ver="v5.5.3" src="rdr:1213" tos="1700000001" pgm="cmsd" ins="anon" pid="8" site="X"><stats id="cmsm"><role>manager</role></stats></statistics>"#;
-    feed(&mut r, &t, cmsd, "10.0.0.8:2", 0);
-    let (doc, w, _) = document(&t, r.at(0));
+    x.feed(cmsd, "10.0.0.8:2", 0);
+    let (doc, w, _) = x.document(0);
     assert_eq!(w.hosts, 1, "{:?}", doc.keys());
     let metrics = &doc["rdr"].1;
     assert!(metrics.contains_key("xrootd.link.in") && metrics.contains_key("cmsd.cmsm.role"));
