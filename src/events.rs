@@ -1,170 +1,27 @@
 //! Every internal event the gateway counts and logs, defined once.
 //!
-//! Counters are shared by all receive tasks (relaxed atomics, no locks).
+//! Counters are shared by all receive tasks (relaxed atomics, no locks);
+//! each is defined once, in the table of `events/counters.rs`.
 //! Log lines about bad input are rate-limited per (reason, sender): the first
 //! one in each `log_interval` is logged, with how many were suppressed since.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use crate::summary::ParseError;
 
-/// Gateway-wide counters.
-#[derive(Debug, Default)]
-pub struct Counters {
-    pub datagrams: AtomicU64,
-    pub records: AtomicU64,
-    pub denied: AtomicU64,
-    pub parse_errors: AtomicU64,
-    pub values_rejected: AtomicU64,
-    pub metrics_dropped_cap: AtomicU64,
-    pub metadata_packets: AtomicU64,
-    pub value_packets: AtomicU64,
-    pub send_errors: AtomicU64,
-    pub send_refused: AtomicU64,
-    pub receive_errors: AtomicU64,
-    pub sources_evicted: AtomicU64,
-    /// Sources tracked now (a gauge).
-    pub sources: AtomicU64,
-    /// Restarts of xrootd/cmsd noticed (tos or pid changed).
-    pub restarts: AtomicU64,
-    /// gmond metadata requests (136) heard, and answered.
-    pub metadata_requests: AtomicU64,
-    pub requests_answered: AtomicU64,
-    /// Queued packets replaced by a newer one of the same (host, metric).
-    pub packets_conflated: AtomicU64,
-    /// Queued packets dropped at stop (`drain_timeout` passed).
-    pub packets_unsent: AtomicU64,
-    /// Packets waiting in the send queues now (a gauge).
-    pub send_queue: AtomicU64,
-    /// Age of the oldest of them, milliseconds (a gauge).
-    pub send_queue_age_ms: AtomicU64,
-    /// Documents written to gmetad on `xml_listen`.
-    pub xml_polls: AtomicU64,
-    /// Connections to `xml_listen` from outside `xml_allow`, closed.
-    pub xml_denied: AtomicU64,
-    /// Polls closed unanswered (too many at once) or abandoned (the client
-    /// stalled or timed out).
-    pub xml_dropped: AtomicU64,
-    /// Hosts in the last document (a gauge).
-    pub xml_hosts: AtomicU64,
-    /// Hosts in the last document written as NAME@ADDRESS because another
-    /// address had their name (a gauge).
-    pub xml_renamed: AtomicU64,
-    /// Hosts the XML table forgot to stay within `max_sources`.
-    pub xml_hosts_evicted: AtomicU64,
-}
+mod counters;
 
-/// A copy of the counters at one moment.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Snapshot {
-    pub datagrams: u64,
-    pub records: u64,
-    pub denied: u64,
-    pub parse_errors: u64,
-    pub values_rejected: u64,
-    pub metrics_dropped_cap: u64,
-    pub metadata_packets: u64,
-    pub value_packets: u64,
-    pub send_errors: u64,
-    pub send_refused: u64,
-    pub receive_errors: u64,
-    pub sources_evicted: u64,
-    pub sources: u64,
-    pub restarts: u64,
-    pub metadata_requests: u64,
-    pub requests_answered: u64,
-    pub packets_conflated: u64,
-    pub packets_unsent: u64,
-    pub send_queue: u64,
-    pub send_queue_age_ms: u64,
-    pub xml_polls: u64,
-    pub xml_denied: u64,
-    pub xml_dropped: u64,
-    pub xml_hosts: u64,
-    pub xml_renamed: u64,
-    pub xml_hosts_evicted: u64,
-}
+pub use counters::{COUNTERS, CounterKind, CounterSpec, Counters, KERNEL_DROPS, Snapshot};
 
 impl Counters {
-    pub fn snapshot(&self) -> Snapshot {
-        Snapshot {
-            datagrams: self.datagrams.load(Relaxed),
-            records: self.records.load(Relaxed),
-            denied: self.denied.load(Relaxed),
-            parse_errors: self.parse_errors.load(Relaxed),
-            values_rejected: self.values_rejected.load(Relaxed),
-            metrics_dropped_cap: self.metrics_dropped_cap.load(Relaxed),
-            metadata_packets: self.metadata_packets.load(Relaxed),
-            value_packets: self.value_packets.load(Relaxed),
-            send_errors: self.send_errors.load(Relaxed),
-            send_refused: self.send_refused.load(Relaxed),
-            receive_errors: self.receive_errors.load(Relaxed),
-            sources_evicted: self.sources_evicted.load(Relaxed),
-            sources: self.sources.load(Relaxed),
-            restarts: self.restarts.load(Relaxed),
-            metadata_requests: self.metadata_requests.load(Relaxed),
-            requests_answered: self.requests_answered.load(Relaxed),
-            packets_conflated: self.packets_conflated.load(Relaxed),
-            packets_unsent: self.packets_unsent.load(Relaxed),
-            send_queue: self.send_queue.load(Relaxed),
-            send_queue_age_ms: self.send_queue_age_ms.load(Relaxed),
-            xml_polls: self.xml_polls.load(Relaxed),
-            xml_denied: self.xml_denied.load(Relaxed),
-            xml_dropped: self.xml_dropped.load(Relaxed),
-            xml_hosts: self.xml_hosts.load(Relaxed),
-            xml_renamed: self.xml_renamed.load(Relaxed),
-            xml_hosts_evicted: self.xml_hosts_evicted.load(Relaxed),
-        }
-    }
-
     /// Sets the send-queue gauges.
     pub fn set_queue(&self, packets: usize, oldest: Duration) {
         self.send_queue.store(packets as u64, Relaxed);
         self.send_queue_age_ms
             .store(oldest.as_millis().min(u128::from(u64::MAX)) as u64, Relaxed);
-    }
-}
-
-impl fmt::Display for Snapshot {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "datagrams={} records={} denied={} parse_errors={} values_rejected={} metrics_dropped_cap={} \
-             metadata_packets={} value_packets={} send_errors={} send_refused={} receive_errors={} sources={} \
-             sources_evicted={} restarts={} metadata_requests={} requests_answered={} \
-             packets_conflated={} packets_unsent={} send_queue={} send_queue_age_ms={} \
-             xml_polls={} xml_denied={} xml_dropped={} xml_hosts={} xml_renamed={} xml_hosts_evicted={}",
-            self.datagrams,
-            self.records,
-            self.denied,
-            self.parse_errors,
-            self.values_rejected,
-            self.metrics_dropped_cap,
-            self.metadata_packets,
-            self.value_packets,
-            self.send_errors,
-            self.send_refused,
-            self.receive_errors,
-            self.sources,
-            self.sources_evicted,
-            self.restarts,
-            self.metadata_requests,
-            self.requests_answered,
-            self.packets_conflated,
-            self.packets_unsent,
-            self.send_queue,
-            self.send_queue_age_ms,
-            self.xml_polls,
-            self.xml_denied,
-            self.xml_dropped,
-            self.xml_hosts,
-            self.xml_renamed,
-            self.xml_hosts_evicted
-        )
     }
 }
 

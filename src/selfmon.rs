@@ -2,249 +2,16 @@
 //!
 //! Sent unspoofed (as gmetric does: host = this host's name, spoof 0), so
 //! gmond files them under the address the packets come from, the gateway's.
-//! Counters are cumulative (slope positive, graphed as rates); `sources` is
-//! a gauge. Kernel receive drops of the listening sockets are read from
+//! Which metrics, with their units and titles, is the counters' table
+//! ([`crate::events::COUNTERS`]): counters are cumulative (slope positive,
+//! graphed as rates), gauges slope both. Kernel receive drops of the listening sockets are read from
 //! /proc/net/udp and udp6 (the `drops` column of our sockets' inodes).
 
 use std::os::fd::RawFd;
 
-use crate::events::Snapshot;
+use crate::events::{CounterKind, KERNEL_DROPS, Snapshot};
 use crate::ganglia::xdr::{self, Metadata, MetricId, Slope};
 use crate::gateway::packets::{PacketBatch, PacketKind, SlotKey};
-
-struct SelfMetric {
-    name: &'static str,
-    units: &'static str,
-    slope: Slope,
-    title: &'static str,
-    desc: &'static str,
-    value: fn(&Snapshot, Option<u64>) -> Option<u64>,
-}
-
-/// A cumulative counter (slope positive: graphed as a rate).
-const fn counter(
-    name: &'static str,
-    units: &'static str,
-    title: &'static str,
-    desc: &'static str,
-    value: fn(&Snapshot, Option<u64>) -> Option<u64>,
-) -> SelfMetric {
-    metric(Slope::Positive, name, units, title, desc, value)
-}
-
-/// A level (slope both).
-const fn gauge(
-    name: &'static str,
-    units: &'static str,
-    title: &'static str,
-    desc: &'static str,
-    value: fn(&Snapshot, Option<u64>) -> Option<u64>,
-) -> SelfMetric {
-    metric(Slope::Both, name, units, title, desc, value)
-}
-
-const fn metric(
-    slope: Slope,
-    name: &'static str,
-    units: &'static str,
-    title: &'static str,
-    desc: &'static str,
-    value: fn(&Snapshot, Option<u64>) -> Option<u64>,
-) -> SelfMetric {
-    SelfMetric {
-        name,
-        units,
-        slope,
-        title,
-        desc,
-        value,
-    }
-}
-
-const SELF_METRICS: &[SelfMetric] = &[
-    counter(
-        "xrd2ganglia.datagrams",
-        "datagrams/s",
-        "Datagrams received",
-        "UDP datagrams received on the listening sockets.",
-        |s, _| Some(s.datagrams),
-    ),
-    counter(
-        "xrd2ganglia.records",
-        "records/s",
-        "Records handled",
-        "Summary records parsed and forwarded.",
-        |s, _| Some(s.records),
-    ),
-    counter(
-        "xrd2ganglia.denied",
-        "datagrams/s",
-        "Datagrams denied",
-        "Datagrams from senders outside `allow`.",
-        |s, _| Some(s.denied),
-    ),
-    counter(
-        "xrd2ganglia.parse_errors",
-        "datagrams/s",
-        "Datagrams rejected",
-        "Datagrams that were not summary records.",
-        |s, _| Some(s.parse_errors),
-    ),
-    counter(
-        "xrd2ganglia.values_rejected",
-        "values/s",
-        "Values rejected",
-        "Variables whose value could not be sent for its type.",
-        |s, _| Some(s.values_rejected),
-    ),
-    counter(
-        "xrd2ganglia.metrics_dropped_cap",
-        "metrics/s",
-        "Metrics over the cap",
-        "New metrics not sent because a source had max_metrics_per_source.",
-        |s, _| Some(s.metrics_dropped_cap),
-    ),
-    counter(
-        "xrd2ganglia.metadata_packets",
-        "packets/s",
-        "Metadata packets",
-        "Metadata packets (128) encoded for gmond.",
-        |s, _| Some(s.metadata_packets),
-    ),
-    counter(
-        "xrd2ganglia.value_packets",
-        "packets/s",
-        "Value packets",
-        "Value packets (133, 132) encoded for gmond.",
-        |s, _| Some(s.value_packets),
-    ),
-    counter(
-        "xrd2ganglia.send_errors",
-        "errors/s",
-        "Send errors",
-        "Sends to gmond that failed.",
-        |s, _| Some(s.send_errors),
-    ),
-    counter(
-        "xrd2ganglia.send_refused",
-        "packets/s",
-        "Sends refused",
-        "Sends after which gmond was found not listening.",
-        |s, _| Some(s.send_refused),
-    ),
-    counter(
-        "xrd2ganglia.receive_errors",
-        "errors/s",
-        "Receive errors",
-        "Receive calls that failed.",
-        |s, _| Some(s.receive_errors),
-    ),
-    counter(
-        "xrd2ganglia.sources_evicted",
-        "sources/s",
-        "Sources evicted",
-        "Sources forgotten because max_sources was reached.",
-        |s, _| Some(s.sources_evicted),
-    ),
-    counter(
-        "xrd2ganglia.restarts",
-        "restarts/s",
-        "Restarts noticed",
-        "xrootd/cmsd restarts noticed (new start time or pid).",
-        |s, _| Some(s.restarts),
-    ),
-    counter(
-        "xrd2ganglia.metadata_requests",
-        "requests/s",
-        "Metadata requests",
-        "gmond metadata requests (136) heard on metadata_requests.",
-        |s, _| Some(s.metadata_requests),
-    ),
-    counter(
-        "xrd2ganglia.requests_answered",
-        "requests/s",
-        "Requests answered",
-        "gmond metadata requests answered with every metadata of the host asked about.",
-        |s, _| Some(s.requests_answered),
-    ),
-    counter(
-        "xrd2ganglia.kernel_drops",
-        "datagrams/s",
-        "Kernel drops",
-        "Datagrams the kernel dropped because the receive buffer was full.",
-        |_, d| d,
-    ),
-    counter(
-        "xrd2ganglia.packets_conflated",
-        "packets/s",
-        "Packets conflated",
-        "Queued packets replaced by a newer one of the same host and metric before they were sent.",
-        |s, _| Some(s.packets_conflated),
-    ),
-    counter(
-        "xrd2ganglia.packets_unsent",
-        "packets/s",
-        "Packets unsent at stop",
-        "Queued packets dropped at stop because drain_timeout passed.",
-        |s, _| Some(s.packets_unsent),
-    ),
-    gauge(
-        "xrd2ganglia.sources",
-        "sources",
-        "Sources tracked",
-        "xrootd/cmsd instances the gateway tracks now.",
-        |s, _| Some(s.sources),
-    ),
-    gauge(
-        "xrd2ganglia.send_queue",
-        "packets",
-        "Send queue",
-        "Packets waiting in the send queues (all channels), paced to max_send_rate.",
-        |s, _| Some(s.send_queue),
-    ),
-    gauge(
-        "xrd2ganglia.send_queue_age",
-        "ms",
-        "Send queue age",
-        "How long the oldest queued packet has waited: the delay the pacing adds.",
-        |s, _| Some(s.send_queue_age_ms),
-    ),
-    counter(
-        "xrd2ganglia.xml_polls",
-        "polls/s",
-        "XML polls answered",
-        "Documents written to gmetad (or another client) on xml_listen.",
-        |s, _| Some(s.xml_polls),
-    ),
-    counter(
-        "xrd2ganglia.xml_denied",
-        "connections/s",
-        "XML polls denied",
-        "Connections to xml_listen from outside xml_allow, closed at once.",
-        |s, _| Some(s.xml_denied),
-    ),
-    counter(
-        "xrd2ganglia.xml_dropped",
-        "polls/s",
-        "XML polls dropped",
-        "Polls closed unanswered (too many at once) or abandoned (the client stalled).",
-        |s, _| Some(s.xml_dropped),
-    ),
-    gauge(
-        "xrd2ganglia.xml_hosts",
-        "hosts",
-        "Hosts in the XML",
-        "Hosts in the last document written on xml_listen.",
-        |s, _| Some(s.xml_hosts),
-    ),
-    gauge(
-        "xrd2ganglia.xml_renamed",
-        "hosts",
-        "Hosts renamed in the XML",
-        "Hosts written as NAME@ADDRESS in the last document because another address had their name.",
-        |s, _| Some(s.xml_renamed),
-    ),
-];
 
 /// Encodes the self-metrics packets.
 pub struct SelfReporter {
@@ -273,18 +40,19 @@ impl SelfReporter {
     ) {
         batch.clear();
         let mut text = String::new();
-        for m in SELF_METRICS {
-            let Some(v) = (m.value)(snap, drops) else {
+        let counters = snap.each().map(|(spec, v)| (spec, Some(v)));
+        for (m, v) in counters.chain([(&KERNEL_DROPS, drops)]) {
+            let Some(v) = v else {
                 continue;
             };
             let id = MetricId {
                 host: &self.host,
-                name: m.name,
+                name: m.metric,
                 spoof: false,
             };
             let key = SlotKey {
                 host: self.host_key,
-                metric: crate::mapping::name_key(m.name),
+                metric: crate::mapping::name_key(m.metric),
             };
             if with_metadata {
                 let extra = [
@@ -292,15 +60,14 @@ impl SelfReporter {
                     ("DESC", m.desc),
                     ("TITLE", m.title),
                 ];
-                let value_type = if m.slope == Slope::Positive {
-                    "double"
-                } else {
-                    "uint32"
+                let (value_type, slope) = match m.kind {
+                    CounterKind::Counter => ("double", Slope::Positive),
+                    CounterKind::Gauge => ("uint32", Slope::Both),
                 };
                 let meta = Metadata {
                     value_type,
                     units: m.units,
-                    slope: m.slope,
+                    slope,
                     tmax,
                     dmax,
                     extra: &extra,
@@ -413,7 +180,8 @@ mod tests {
         let mut batch = PacketBatch::default();
         r.encode(&mut batch, &snap, Some(2), true, 90, 0);
         let decoded: Vec<Packet> = batch.iter().map(|p| decode(p).unwrap()).collect();
-        assert_eq!(decoded.len(), 2 * SELF_METRICS.len());
+        // Every counter of the table, and the kernel's drops.
+        assert_eq!(decoded.len(), 2 * (crate::events::COUNTERS.len() + 1));
         let value = |name: &str| {
             decoded.iter().find_map(|p| match p {
                 Packet::Value { id, value, .. } if id.name == name => {
@@ -430,9 +198,52 @@ mod tests {
         assert!(decoded.iter().any(|p| matches!(p, Packet::Metadata { name, slope: 3, value_type, .. } if name == "xrd2ganglia.sources" && value_type == "uint32")));
         // Without kernel drops (no /proc), that metric is left out; values only.
         r.encode(&mut batch, &snap, None, false, 90, 0);
-        assert_eq!(batch.len(), SELF_METRICS.len() - 1);
+        assert_eq!(batch.len(), crate::events::COUNTERS.len());
         // Each packet is keyed by its own metric: none conflates another.
         let keys: std::collections::HashSet<_> = batch.entries().map(|(k, _, _)| k).collect();
         assert_eq!(keys.len(), batch.len());
+    }
+}
+
+#[cfg(test)]
+mod table_tests {
+    use crate::events::{COUNTERS, Counters};
+    use std::sync::atomic::Ordering::Relaxed;
+
+    /// The table makes the log line, the snapshot and the metrics alike:
+    /// each counter shows under its own name with its own value.
+    #[test]
+    fn each_counter_is_logged_and_sent_under_its_own_name() {
+        let c = Counters::default();
+        c.datagrams.store(7, Relaxed);
+        c.send_queue_age_ms.store(250, Relaxed);
+        c.xml_hosts_evicted.store(3, Relaxed);
+        let line = c.snapshot().to_string();
+        assert!(line.starts_with("datagrams=7 records=0 "), "{line}");
+        assert!(line.contains(" send_queue_age_ms=250 "), "{line}");
+        assert!(line.ends_with(" xml_hosts_evicted=3"), "{line}");
+        assert_eq!(line.split(' ').count(), COUNTERS.len());
+        let names: std::collections::HashSet<_> = COUNTERS.iter().map(|c| c.metric).collect();
+        assert_eq!(names.len(), COUNTERS.len());
+        assert!(names.contains("xrd2ganglia.send_queue_age"));
+        assert!(
+            COUNTERS
+                .iter()
+                .all(|c| !c.units.is_empty() && !c.title.is_empty() && c.desc.ends_with('.'))
+        );
+    }
+
+    #[test]
+    fn readme_lists_every_self_metric() {
+        let readme = include_str!("../README.md");
+        let at = readme.find("## Watching the gateway").unwrap();
+        let section = &readme[at..at + readme[at..].find("\n## Architecture").unwrap()];
+        for c in COUNTERS.iter().chain([&crate::events::KERNEL_DROPS]) {
+            let name = c.metric.trim_start_matches("xrd2ganglia.");
+            assert!(
+                section.contains(&format!("`{name}`")),
+                "README's Watching the gateway does not list {name}"
+            );
+        }
     }
 }

@@ -1,0 +1,145 @@
+//! Every counter of the gateway, defined once: the table at the bottom
+//! makes the shared atomics ([`Counters`]), their copy ([`Snapshot`]), the
+//! `counters:` log line (its `Display`) and the gateway's own Ganglia
+//! metrics ([`COUNTERS`], sent by [`crate::selfmon`]).
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// How a counter is graphed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CounterKind {
+    /// Cumulative: sent with slope positive, graphed as a rate.
+    Counter,
+    /// A level (slope both).
+    Gauge,
+}
+
+/// One counter, as logged and as a Ganglia metric of the gateway's host.
+#[derive(Debug)]
+pub struct CounterSpec {
+    /// Its name in the `counters:` log line.
+    pub field: &'static str,
+    pub kind: CounterKind,
+    /// Its Ganglia metric name.
+    pub metric: &'static str,
+    pub units: &'static str,
+    pub title: &'static str,
+    pub desc: &'static str,
+}
+
+macro_rules! counters {
+    ($($field:ident: $kind:ident $metric:literal, $units:literal, $title:literal, $desc:literal;)*) => {
+        /// Gateway-wide counters, shared by every task (relaxed atomics, no locks).
+        #[derive(Debug, Default)]
+        pub struct Counters {
+            $(#[doc = $desc] pub $field: AtomicU64,)*
+        }
+
+        /// A copy of the counters at one moment.
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub struct Snapshot {
+            $(#[doc = $desc] pub $field: u64,)*
+        }
+
+        impl Counters {
+            pub fn snapshot(&self) -> Snapshot {
+                Snapshot { $($field: self.$field.load(Relaxed),)* }
+            }
+        }
+
+        impl Snapshot {
+            /// Every counter's definition and value, in table order.
+            pub fn each(&self) -> impl Iterator<Item = (&'static CounterSpec, u64)> {
+                COUNTERS.iter().zip([$(self.$field),*])
+            }
+        }
+
+        /// Every counter, in table order.
+        pub const COUNTERS: &[CounterSpec] = &[$(CounterSpec {
+            field: stringify!($field),
+            kind: CounterKind::$kind,
+            metric: concat!("xrd2ganglia.", $metric),
+            units: $units,
+            title: $title,
+            desc: $desc,
+        },)*];
+    };
+}
+
+impl fmt::Display for Snapshot {
+    /// `name=value` for every counter, space-separated (the log line).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, (spec, v)) in self.each().enumerate() {
+            let sep = if i == 0 { "" } else { " " };
+            write!(f, "{sep}{}={v}", spec.field)?;
+        }
+        Ok(())
+    }
+}
+
+/// Not a counter of ours: the kernel's drops at the listening sockets,
+/// read from /proc when the metrics are sent ([`crate::selfmon`]).
+pub const KERNEL_DROPS: CounterSpec = CounterSpec {
+    field: "kernel_drops",
+    kind: CounterKind::Counter,
+    metric: "xrd2ganglia.kernel_drops",
+    units: "datagrams/s",
+    title: "Kernel drops",
+    desc: "Datagrams the kernel dropped because the receive buffer was full.",
+};
+
+counters! {
+    datagrams: Counter "datagrams", "datagrams/s", "Datagrams received",
+        "UDP datagrams received on the listening sockets.";
+    records: Counter "records", "records/s", "Records handled",
+        "Summary records parsed and forwarded.";
+    denied: Counter "denied", "datagrams/s", "Datagrams denied",
+        "Datagrams from senders outside `allow`.";
+    parse_errors: Counter "parse_errors", "datagrams/s", "Datagrams rejected",
+        "Datagrams that were not summary records.";
+    values_rejected: Counter "values_rejected", "values/s", "Values rejected",
+        "Variables whose value could not be sent for its type.";
+    metrics_dropped_cap: Counter "metrics_dropped_cap", "metrics/s", "Metrics over the cap",
+        "New metrics not sent because a source had max_metrics_per_source.";
+    metadata_packets: Counter "metadata_packets", "packets/s", "Metadata packets",
+        "Metadata packets (128) encoded for gmond.";
+    value_packets: Counter "value_packets", "packets/s", "Value packets",
+        "Value packets (133, 132) encoded for gmond.";
+    send_errors: Counter "send_errors", "errors/s", "Send errors",
+        "Sends to gmond that failed.";
+    send_refused: Counter "send_refused", "packets/s", "Sends refused",
+        "Sends after which gmond was found not listening.";
+    receive_errors: Counter "receive_errors", "errors/s", "Receive errors",
+        "Receive calls that failed.";
+    sources_evicted: Counter "sources_evicted", "sources/s", "Sources evicted",
+        "Sources forgotten because max_sources was reached.";
+    sources: Gauge "sources", "sources", "Sources tracked",
+        "xrootd/cmsd instances the gateway tracks now.";
+    restarts: Counter "restarts", "restarts/s", "Restarts noticed",
+        "xrootd/cmsd restarts noticed (new start time or pid).";
+    metadata_requests: Counter "metadata_requests", "requests/s", "Metadata requests",
+        "gmond metadata requests (136) heard on metadata_requests.";
+    requests_answered: Counter "requests_answered", "requests/s", "Requests answered",
+        "gmond metadata requests answered with every metadata of the host asked about.";
+    packets_conflated: Counter "packets_conflated", "packets/s", "Packets conflated",
+        "Queued packets replaced by a newer one of the same host and metric before they were sent.";
+    packets_unsent: Counter "packets_unsent", "packets/s", "Packets unsent at stop",
+        "Queued packets dropped at stop because drain_timeout passed.";
+    send_queue: Gauge "send_queue", "packets", "Send queue",
+        "Packets waiting in the send queues (all channels), paced to max_send_rate.";
+    send_queue_age_ms: Gauge "send_queue_age", "ms", "Send queue age",
+        "How long the oldest queued packet has waited: the delay the pacing adds.";
+    xml_polls: Counter "xml_polls", "polls/s", "XML polls answered",
+        "Documents written to gmetad (or another client) on xml_listen.";
+    xml_denied: Counter "xml_denied", "connections/s", "XML polls denied",
+        "Connections to xml_listen from outside xml_allow, closed at once.";
+    xml_dropped: Counter "xml_dropped", "polls/s", "XML polls dropped",
+        "Polls closed unanswered (too many at once) or abandoned (the client stalled).";
+    xml_hosts: Gauge "xml_hosts", "hosts", "Hosts in the XML",
+        "Hosts in the last document written on xml_listen.";
+    xml_renamed: Gauge "xml_renamed", "hosts", "Hosts renamed in the XML",
+        "Hosts written as NAME@ADDRESS in the last document because another address had their name.";
+    xml_hosts_evicted: Counter "xml_hosts_evicted", "hosts/s", "XML hosts evicted",
+        "Hosts the XML table forgot to stay within max_sources, the longest silent first.";
+}
