@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use crate::config::Settings;
 use crate::events::{Counters, Events};
-use crate::ganglia::xdr::{self, Packet, Slope};
+use crate::ganglia::xdr::{self, Metadata, Packet};
 use crate::gateway::Pipeline;
 
 /// One metric as gmond would get it.
@@ -47,23 +47,13 @@ pub struct Row {
     pub packet: u32,
 }
 
-#[derive(Clone, Debug, Default)]
-struct Meta {
-    value_type: String,
-    slope: u32,
-    units: String,
-    group: String,
-    title: String,
-    tmax: u32,
-    dmax: u32,
-}
-
 /// Turns records into rows, remembering metadata between records.
 pub struct Dumper {
     pipeline: Pipeline,
     settings: Settings,
     counters: Counters,
-    metadata: HashMap<(String, String), Meta>,
+    /// The last metadata of each (host, metric), kept as decoded.
+    metadata: HashMap<(String, String), Metadata<'static>>,
     started: Instant,
 }
 
@@ -119,67 +109,37 @@ impl Dumper {
         let mut rows = Vec::new();
         for bytes in self.pipeline.packets() {
             match xdr::decode(bytes) {
-                Ok(Packet::Metadata {
-                    id,
-                    value_type,
-                    units,
-                    slope,
-                    tmax,
-                    dmax,
-                    extra,
-                    ..
-                }) => {
-                    let get = |k: &str| {
-                        extra
-                            .iter()
-                            .find(|(n, _)| n == k)
-                            .map(|(_, v)| v.clone())
-                            .unwrap_or_default()
-                    };
-                    let meta = Meta {
-                        value_type,
-                        slope,
-                        units,
-                        group: get("GROUP"),
-                        title: get("TITLE"),
-                        tmax,
-                        dmax,
-                    };
-                    self.metadata.insert((id.host, id.name), meta);
+                Ok(Packet::Metadata { id, meta }) => {
+                    let key = (id.host.into_owned(), id.name.into_owned());
+                    self.metadata.insert(key, meta.into_owned());
                 }
-                Ok(Packet::Value {
-                    id,
-                    packet_id,
-                    value,
-                    ..
-                }) => {
+                Ok(packet @ Packet::Value { .. }) => {
+                    let packet_id = packet.packet_id();
+                    let Packet::Value { id, value, .. } = packet else {
+                        continue;
+                    };
                     let meta = self
                         .metadata
-                        .get(&(id.host.clone(), id.name.clone()))
-                        .cloned()
-                        .unwrap_or_else(|| Meta {
-                            // The heartbeat has no metadata: gmond needs none for it.
-                            value_type: "uint32".into(),
-                            ..Meta::default()
-                        });
+                        .get(&(id.host.to_string(), id.name.to_string()));
                     let (var, unknown, original) = notes
-                        .get(id.name.as_str())
+                        .get(id.name.as_ref())
                         .copied()
                         .unwrap_or(("", false, None));
+                    let text = |f: for<'m> fn(&'m Metadata<'static>) -> &'m str, default: &str| {
+                        meta.map_or(default, f).to_string()
+                    };
                     rows.push(Row {
-                        host: id.host,
-                        name: id.name,
+                        host: id.host.into_owned(),
+                        name: id.name.into_owned(),
                         value: value.to_string(),
-                        value_type: meta.value_type,
-                        slope: Slope::from_u32(meta.slope)
-                            .map(Slope::as_str)
-                            .unwrap_or("?")
-                            .to_string(),
-                        units: meta.units,
-                        group: meta.group,
-                        title: meta.title,
-                        tmax: meta.tmax,
-                        dmax: meta.dmax,
+                        // The heartbeat has no metadata: gmond needs none for it.
+                        value_type: text(|m| &m.value_type, "uint32"),
+                        slope: text(|m| m.slope.as_str(), "zero"),
+                        units: text(|m| &m.units, ""),
+                        group: text(|m| m.extra("GROUP").unwrap_or(""), ""),
+                        title: text(|m| m.extra("TITLE").unwrap_or(""), ""),
+                        tmax: meta.map_or(0, |m| m.tmax),
+                        dmax: meta.map_or(0, |m| m.dmax),
                         var: var.to_string(),
                         unknown,
                         sanitized: original.is_some(),
@@ -187,7 +147,7 @@ impl Dumper {
                         packet: packet_id,
                     });
                 }
-                Ok(Packet::MetadataRequest { .. }) | Err(_) => {}
+                Ok(Packet::Request { .. }) | Err(_) => {}
             }
         }
         Ok(rows)

@@ -10,7 +10,9 @@
 use std::os::fd::RawFd;
 
 use crate::events::{CounterKind, KERNEL_DROPS, Snapshot};
-use crate::ganglia::xdr::{self, Metadata, MetricId, Slope};
+use std::borrow::Cow::Borrowed;
+
+use crate::ganglia::xdr::{self, Metadata, MetricId, Packet, Slope};
 use crate::gateway::packets::{PacketBatch, PacketKind, SlotKey};
 
 /// Encodes the self-metrics packets.
@@ -45,42 +47,38 @@ impl SelfReporter {
             let Some(v) = v else {
                 continue;
             };
-            let id = MetricId {
-                host: &self.host,
-                name: m.metric,
-                spoof: false,
-            };
+            let id = MetricId::new(&self.host, m.metric, false);
             let key = SlotKey {
                 host: self.host_key,
                 metric: crate::mapping::name_key(m.metric),
             };
             if with_metadata {
                 let extra = [
-                    ("GROUP", "xrd2ganglia"),
-                    ("DESC", m.desc),
-                    ("TITLE", m.title),
+                    (Borrowed("GROUP"), Borrowed("xrd2ganglia")),
+                    (Borrowed("DESC"), Borrowed(m.desc)),
+                    (Borrowed("TITLE"), Borrowed(m.title)),
                 ];
                 let (value_type, slope) = match m.kind {
                     CounterKind::Counter => ("double", Slope::Positive),
                     CounterKind::Gauge => ("uint32", Slope::Both),
                 };
-                let meta = Metadata {
-                    value_type,
-                    units: m.units,
-                    slope,
-                    tmax,
-                    dmax,
-                    extra: &extra,
+                let packet = Packet::Metadata {
+                    id: id.clone(),
+                    meta: Metadata {
+                        value_type: Borrowed(value_type),
+                        units: Borrowed(m.units),
+                        slope,
+                        tmax,
+                        dmax,
+                        extra: Borrowed(&extra),
+                    },
                 };
-                batch.push(key, PacketKind::Metadata, |out| {
-                    xdr::encode_metadata(out, &id, &meta)
-                });
+                batch.push(key, PacketKind::Metadata, |out| xdr::encode(out, &packet));
             }
             text.clear();
             text.push_str(&v.to_string());
-            batch.push(key, PacketKind::Value, |out| {
-                xdr::encode_string_value(out, &id, &text)
-            });
+            let packet = Packet::string_value(id, &text);
+            batch.push(key, PacketKind::Value, |out| xdr::encode(out, &packet));
         }
     }
 }
@@ -195,7 +193,7 @@ mod tests {
         assert_eq!(value("xrd2ganglia.records").as_deref(), Some("9"));
         assert_eq!(value("xrd2ganglia.kernel_drops").as_deref(), Some("2"));
         assert_eq!(value("xrd2ganglia.sources").as_deref(), Some("3"));
-        assert!(decoded.iter().any(|p| matches!(p, Packet::Metadata { name, slope: 3, value_type, .. } if name == "xrd2ganglia.sources" && value_type == "uint32")));
+        assert!(decoded.iter().any(|p| matches!(p, Packet::Metadata { id, meta } if id.name == "xrd2ganglia.sources" && meta.slope == Slope::Both && meta.value_type == "uint32")));
         // Without kernel drops (no /proc), that metric is left out; values only.
         r.encode(&mut batch, &snap, None, false, 90, 0);
         assert_eq!(batch.len(), crate::events::COUNTERS.len());

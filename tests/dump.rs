@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::{Gateway, Scratch, free_port, send_from};
 use serde_json::Value;
-use xrd2ganglia::ganglia::xdr::{Packet, Slope, decode};
+use xrd2ganglia::ganglia::xdr::{Metadata, Packet, decode};
 
 const CONFIG: &str = "stats_interval = 0\nself_metrics_interval = 0\n";
 
@@ -27,53 +27,36 @@ fn sent_by_serve(record: &[u8]) -> BTreeMap<Key, BTreeMap<&'static str, String>>
         .unwrap();
     let gw = Gateway::start(sink.local_addr().unwrap().port(), CONFIG);
     gw.send(record);
-    let mut meta: BTreeMap<Key, (String, u32, String, String, u32, u32)> = BTreeMap::new();
+    let mut meta: BTreeMap<Key, Metadata<'static>> = BTreeMap::new();
     let mut out = BTreeMap::new();
     let mut buf = [0u8; 2048];
     while let Ok((n, _)) = sink.recv_from(&mut buf) {
-        match decode(&buf[..n]).unwrap() {
-            Packet::Metadata {
-                id,
-                value_type,
-                units,
-                slope,
-                tmax,
-                dmax,
-                extra,
-                ..
-            } => {
-                let group = extra
-                    .iter()
-                    .find(|(k, _)| k == "GROUP")
-                    .map(|(_, v)| v.clone())
-                    .unwrap_or_default();
-                meta.insert(
-                    (id.host, id.name),
-                    (value_type, slope, units, group, tmax, dmax),
-                );
+        match decode(&buf[..n]).unwrap().into_owned() {
+            Packet::Metadata { id, meta: m } => {
+                meta.insert((id.host.into_owned(), id.name.into_owned()), m);
             }
             Packet::Value { id, value, .. } => {
-                let key = (id.host.clone(), id.name.clone());
-                let (t, s, u, g, tmax, dmax) = meta.get(&key).cloned().unwrap_or((
-                    "uint32".into(),
-                    0,
-                    String::new(),
-                    String::new(),
-                    0,
-                    0,
-                ));
+                let key = (id.host.into_owned(), id.name.into_owned());
+                let m = meta.get(&key);
+                let text = |f: for<'m> fn(&'m Metadata<'static>) -> String, default: &str| {
+                    m.map_or(default.to_string(), f)
+                };
                 let fields = BTreeMap::from([
                     ("value", value.to_string()),
-                    ("type", t),
-                    ("slope", Slope::from_u32(s).unwrap().as_str().to_string()),
-                    ("units", u),
-                    ("group", g),
-                    ("tmax", tmax.to_string()),
-                    ("dmax", dmax.to_string()),
+                    // The heartbeat has no metadata.
+                    ("type", text(|m| m.value_type.to_string(), "uint32")),
+                    ("slope", text(|m| m.slope.as_str().to_string(), "zero")),
+                    ("units", text(|m| m.units.to_string(), "")),
+                    (
+                        "group",
+                        text(|m| m.extra("GROUP").unwrap_or("").to_string(), ""),
+                    ),
+                    ("tmax", text(|m| m.tmax.to_string(), "0")),
+                    ("dmax", text(|m| m.dmax.to_string(), "0")),
                 ]);
                 out.insert(key, fields);
             }
-            Packet::MetadataRequest { .. } => {}
+            Packet::Request { .. } => {}
         }
     }
     drop(gw);

@@ -28,8 +28,10 @@ use std::rc::Rc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use std::borrow::Cow::Borrowed;
 use xrd2ganglia::config::{FileConfig, Overrides, Settings, validate};
 use xrd2ganglia::events::{Counters, Events};
+
 use xrd2ganglia::ganglia::xdr::{self, Metadata, MetricId, Packet, Slope};
 use xrd2ganglia::gateway::Pipeline;
 
@@ -283,31 +285,29 @@ fn ceiling_packets(hosts: usize, per_host: usize) -> (Vec<Vec<u8>>, Vec<Vec<u8>>
         let host = format!("10.99.{}.{}:ceiling{h}.example.org", h / 256, h % 256);
         for m in 0..per_host {
             let name = format!("xrootd.ceiling.metric{m:03}");
-            let id = MetricId {
-                host: &host,
-                name: &name,
-                spoof: true,
-            };
-            let mut p = Vec::new();
-            xdr::encode_metadata(
-                &mut p,
-                &id,
-                &Metadata {
-                    value_type: "double",
-                    units: "bytes/s",
+            let id = MetricId::new(&host, &name, true);
+            let extra = [
+                (Borrowed("SPOOF_HOST"), Borrowed(host.as_str())),
+                (Borrowed("GROUP"), Borrowed("xrootd.ceiling")),
+                (Borrowed("TITLE"), Borrowed("ceiling metric")),
+            ];
+            let packet = Packet::Metadata {
+                id: id.clone(),
+                meta: Metadata {
+                    value_type: Borrowed("double"),
+                    units: Borrowed("bytes/s"),
                     slope: Slope::Both,
                     tmax: 60,
                     dmax: 0,
-                    extra: &[
-                        ("SPOOF_HOST", &host),
-                        ("GROUP", "xrootd.ceiling"),
-                        ("TITLE", "ceiling metric"),
-                    ],
+                    extra: Borrowed(&extra),
                 },
-            );
+            };
+            let mut p = Vec::new();
+            xdr::encode(&mut p, &packet);
             meta.push(p);
             let mut p = Vec::new();
-            xdr::encode_string_value(&mut p, &id, &format!("{}", 1_000_000 + h * 1000 + m));
+            let value = format!("{}", 1_000_000 + h * 1000 + m);
+            xdr::encode(&mut p, &Packet::string_value(id, &value));
             values.push(p);
         }
     }
@@ -460,7 +460,7 @@ impl<'r> Expect<'r> {
                         .packets()
                         .filter_map(|p| match xdr::decode(p) {
                             Ok(Packet::Value { id, value, .. }) if id.name != "heartbeat" => {
-                                Some((id.name, value.to_string()))
+                                Some((id.name.into_owned(), value.to_string()))
                             }
                             _ => None,
                         })

@@ -403,7 +403,7 @@ impl Records {
                 .iter()
                 .rev()
                 .find_map(|p| match xdr::decode(p) {
-                    Ok(Packet::Value { id, .. }) => Some(id.name),
+                    Ok(Packet::Value { id, .. }) => Some(id.name.into_owned()),
                     _ => None,
                 })
                 .expect("a value packet");
@@ -470,7 +470,9 @@ impl Records {
             let last = pipeline
                 .packets()
                 .filter_map(|p| match xdr::decode(p) {
-                    Ok(Packet::Value { id, value, .. }) => Some((id.name, value.to_string())),
+                    Ok(Packet::Value { id, value, .. }) => {
+                        Some((id.name.into_owned(), value.to_string()))
+                    }
                     _ => None,
                 })
                 .last()

@@ -47,12 +47,10 @@ fuzz_target!(|data: &[u8]| {
     for p in pipeline.packets() {
         assert!(p.len() <= xdr::MAX_PACKET, "packet of {} bytes", p.len());
         match xdr::decode(p).expect("our own packet decodes") {
-            Packet::Metadata {
-                id, units, extra, ..
-            } => {
+            Packet::Metadata { id, meta } => {
                 assert!(sanitize::is_clean_name(&id.name), "{:?}", id.name);
-                assert!(sanitize::is_clean_text(&units, sanitize::MAX_TEXT));
-                for (k, v) in extra {
+                assert!(sanitize::is_clean_text(&meta.units, sanitize::MAX_TEXT));
+                for (k, v) in meta.extra.iter() {
                     assert!(
                         !k.contains(['"', '<', '&']) && !v.contains(['"', '<', '&']),
                         "{k}={v:?}"
@@ -68,7 +66,7 @@ fuzz_target!(|data: &[u8]| {
                 );
                 assert!(value.to_string().len() <= sanitize::MAX_VALUE);
             }
-            Packet::MetadataRequest { .. } => unreachable!(),
+            Packet::Request { .. } => unreachable!(),
         }
     }
 });

@@ -14,12 +14,17 @@
 //! gmetric sends 128 + 133 for every metric; gmond reads at most
 //! `max_udp_msg_len` = 1472 bytes and gmetric keeps packets to
 //! [`MAX_PACKET`] = 1464 (1500 - IP - UDP headers), so we do too.
-//! Other value ids (129-131, 134, 135) are decoded but never sent.
+//! Other value ids (129-131, 134, 135) are decoded (and encoded, for
+//! tests) but never sent.
+//!
+//! One [`Packet`] type serves both directions: its text borrows (from the
+//! caller when encoding, from the datagram when decoding) and
+//! [`Packet::into_owned`] keeps it. Encoding writes RFC 4506 by hand (see
+//! [`append_string`]); a golden table of (packet, bytes) in the tests drives
+//! the encoder, the decoder and the one-field-per-line text alike.
 
+use std::borrow::Cow;
 use std::fmt;
-use std::io::Cursor;
-
-use xdr_codec::unpack;
 
 /// Largest datagram we send (and the largest gmetric sends).
 pub const MAX_PACKET: usize = 1464;
@@ -72,54 +77,227 @@ impl Slope {
     }
 }
 
+/// Text in a packet: borrowed while encoding or decoding, owned when kept.
+pub type Text<'a> = Cow<'a, str>;
+
 /// Which host a metric belongs to. `spoof` is set when `host` is an
 /// `ip:name` string naming another host than the sender.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct MetricId<'a> {
-    pub host: &'a str,
-    pub name: &'a str,
+    pub host: Text<'a>,
+    pub name: Text<'a>,
     pub spoof: bool,
 }
 
-/// The body of a 128 packet after the metric id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+impl<'a> MetricId<'a> {
+    pub fn new(host: &'a str, name: &'a str, spoof: bool) -> MetricId<'a> {
+        MetricId {
+            host: Cow::Borrowed(host),
+            name: Cow::Borrowed(name),
+            spoof,
+        }
+    }
+
+    pub fn into_owned(self) -> MetricId<'static> {
+        MetricId {
+            host: Cow::Owned(self.host.into_owned()),
+            name: Cow::Owned(self.name.into_owned()),
+            spoof: self.spoof,
+        }
+    }
+}
+
+/// The body of a 128 packet after the metric id (whose name it repeats).
+#[derive(Clone, Debug, PartialEq)]
 pub struct Metadata<'a> {
     /// `string`, `uint32`, `double`, ... (gmond copies it into TYPE="").
-    pub value_type: &'a str,
-    pub units: &'a str,
+    pub value_type: Text<'a>,
+    pub units: Text<'a>,
     pub slope: Slope,
     pub tmax: u32,
     pub dmax: u32,
     /// Extra data in send order: SPOOF_HOST, SPOOF_HEARTBEAT, CLUSTER, GROUP, DESC, TITLE.
-    pub extra: &'a [(&'a str, &'a str)],
+    pub extra: Cow<'a, [(Text<'a>, Text<'a>)]>,
 }
 
-/// Appends a 128 gmetadata_full packet.
-pub fn encode_metadata(out: &mut Vec<u8>, id: &MetricId<'_>, meta: &Metadata<'_>) {
-    put_u32(out, ID_METADATA);
-    put_metric_id(out, id);
-    put_str(out, meta.value_type);
-    put_str(out, id.name);
-    put_str(out, meta.units);
-    put_u32(out, meta.slope as u32);
-    put_u32(out, meta.tmax);
-    put_u32(out, meta.dmax);
-    put_u32(out, meta.extra.len() as u32);
-    for (k, v) in meta.extra {
-        put_str(out, k);
-        put_str(out, v);
+impl Metadata<'_> {
+    pub fn into_owned(self) -> Metadata<'static> {
+        let own = |t: &Text<'_>| -> Text<'static> { Cow::Owned(t.to_string()) };
+        Metadata {
+            value_type: own(&self.value_type),
+            units: own(&self.units),
+            slope: self.slope,
+            tmax: self.tmax,
+            dmax: self.dmax,
+            extra: Cow::Owned(self.extra.iter().map(|(k, v)| (own(k), own(v))).collect()),
+        }
+    }
+
+    /// The value of extra element `key`, if any.
+    pub fn extra(&self, key: &str) -> Option<&str> {
+        self.extra
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_ref())
     }
 }
 
-/// Appends a 133 gmetric_string packet with format `%s`, as gmetric does for
-/// every type (gmond converts by the metadata's type).
-pub fn encode_string_value(out: &mut Vec<u8>, id: &MetricId<'_>, value: &str) {
-    encode_string_value_prefix(out, id);
-    put_str(out, value);
+/// A value packet's value; its variant is its packet id (129-135).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value<'a> {
+    UShort(u16),
+    Short(i16),
+    Int(i32),
+    UInt(u32),
+    Str(Text<'a>),
+    Float(f32),
+    Double(f64),
 }
 
-/// A 133 packet up to its value: [`encode_string_value`] is this followed
-/// by [`append_string`] of the value (cached per metric on the fast path).
+impl Value<'_> {
+    pub fn packet_id(&self) -> u32 {
+        match self {
+            Value::UShort(_) => ID_USHORT,
+            Value::Short(_) => ID_SHORT,
+            Value::Int(_) => ID_INT,
+            Value::UInt(_) => ID_UINT,
+            Value::Str(_) => ID_STRING,
+            Value::Float(_) => ID_FLOAT,
+            Value::Double(_) => ID_DOUBLE,
+        }
+    }
+}
+
+impl fmt::Display for Value<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::UShort(v) => write!(f, "{v}"),
+            Value::Short(v) => write!(f, "{v}"),
+            Value::Int(v) => write!(f, "{v}"),
+            Value::UInt(v) => write!(f, "{v}"),
+            Value::Str(v) => write!(f, "{v}"),
+            Value::Float(v) => write!(f, "{v}"),
+            Value::Double(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+/// A gmond packet, either direction.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Packet<'a> {
+    /// 128 gmetadata_full.
+    Metadata {
+        id: MetricId<'a>,
+        meta: Metadata<'a>,
+    },
+    /// 129-135 gmetric_*: `fmt` is gmetric's printf format (`%s`, `%u`).
+    Value {
+        id: MetricId<'a>,
+        fmt: Text<'a>,
+        value: Value<'a>,
+    },
+    /// 136 gmetadata_request.
+    Request { id: MetricId<'a> },
+}
+
+impl<'a> Packet<'a> {
+    /// A 133 `%s` value, as gmetric sends every value.
+    pub fn string_value(id: MetricId<'a>, value: &'a str) -> Packet<'a> {
+        Packet::Value {
+            id,
+            fmt: Cow::Borrowed("%s"),
+            value: Value::Str(Cow::Borrowed(value)),
+        }
+    }
+
+    /// A 132 `%u` value (gmond reads a heartbeat's value as an unsigned int).
+    pub fn uint_value(id: MetricId<'a>, value: u32) -> Packet<'a> {
+        Packet::Value {
+            id,
+            fmt: Cow::Borrowed("%u"),
+            value: Value::UInt(value),
+        }
+    }
+
+    pub fn id(&self) -> &MetricId<'a> {
+        match self {
+            Packet::Metadata { id, .. } | Packet::Value { id, .. } | Packet::Request { id } => id,
+        }
+    }
+
+    /// The packet id on the wire.
+    pub fn packet_id(&self) -> u32 {
+        match self {
+            Packet::Metadata { .. } => ID_METADATA,
+            Packet::Value { value, .. } => value.packet_id(),
+            Packet::Request { .. } => ID_METADATA_REQUEST,
+        }
+    }
+
+    pub fn into_owned(self) -> Packet<'static> {
+        let own = |t: Text<'_>| -> Text<'static> { Cow::Owned(t.into_owned()) };
+        match self {
+            Packet::Metadata { id, meta } => Packet::Metadata {
+                id: id.into_owned(),
+                meta: meta.into_owned(),
+            },
+            Packet::Value { id, fmt, value } => Packet::Value {
+                id: id.into_owned(),
+                fmt: own(fmt),
+                value: match value {
+                    Value::Str(s) => Value::Str(own(s)),
+                    Value::UShort(v) => Value::UShort(v),
+                    Value::Short(v) => Value::Short(v),
+                    Value::Int(v) => Value::Int(v),
+                    Value::UInt(v) => Value::UInt(v),
+                    Value::Float(v) => Value::Float(v),
+                    Value::Double(v) => Value::Double(v),
+                },
+            },
+            Packet::Request { id } => Packet::Request {
+                id: id.into_owned(),
+            },
+        }
+    }
+}
+
+/// Appends `packet`'s bytes.
+pub fn encode(out: &mut Vec<u8>, packet: &Packet<'_>) {
+    put_u32(out, packet.packet_id());
+    put_metric_id(out, packet.id());
+    match packet {
+        Packet::Metadata { id, meta } => {
+            put_str(out, &meta.value_type);
+            put_str(out, &id.name);
+            put_str(out, &meta.units);
+            put_u32(out, meta.slope as u32);
+            put_u32(out, meta.tmax);
+            put_u32(out, meta.dmax);
+            put_u32(out, meta.extra.len() as u32);
+            for (k, v) in meta.extra.iter() {
+                put_str(out, k);
+                put_str(out, v);
+            }
+        }
+        Packet::Value { fmt, value, .. } => {
+            put_str(out, fmt);
+            match value {
+                Value::UShort(v) => put_u32(out, u32::from(*v)),
+                Value::Short(v) => put_u32(out, i32::from(*v) as u32),
+                Value::Int(v) => put_u32(out, *v as u32),
+                Value::UInt(v) => put_u32(out, *v),
+                Value::Str(v) => put_str(out, v),
+                Value::Float(v) => put_u32(out, v.to_bits()),
+                Value::Double(v) => out.extend_from_slice(&v.to_bits().to_be_bytes()),
+            }
+        }
+        Packet::Request { .. } => {}
+    }
+}
+
+/// A 133 `%s` packet up to its value: [`encode`] of a
+/// [`Packet::string_value`] is this followed by [`append_string`] of the
+/// value (cached per metric on the fast path).
 pub fn encode_string_value_prefix(out: &mut Vec<u8>, id: &MetricId<'_>) {
     put_u32(out, ID_STRING);
     put_metric_id(out, id);
@@ -137,24 +315,9 @@ pub fn append_string(out: &mut Vec<u8>, s: &[u8]) {
     }
 }
 
-/// Appends a 132 gmetric_uint packet with format `%u`. gmond reads a spoofed
-/// heartbeat's value as an unsigned int for GMOND_STARTED, so heartbeats use this.
-pub fn encode_uint_value(out: &mut Vec<u8>, id: &MetricId<'_>, value: u32) {
-    put_u32(out, ID_UINT);
-    put_metric_id(out, id);
-    put_str(out, "%u");
-    put_u32(out, value);
-}
-
-/// Appends a 136 gmetadata_request packet.
-pub fn encode_metadata_request(out: &mut Vec<u8>, id: &MetricId<'_>) {
-    put_u32(out, ID_METADATA_REQUEST);
-    put_metric_id(out, id);
-}
-
 fn put_metric_id(out: &mut Vec<u8>, id: &MetricId<'_>) {
-    put_str(out, id.host);
-    put_str(out, id.name);
+    put_str(out, &id.host);
+    put_str(out, &id.name);
     put_u32(out, id.spoof as u32);
 }
 
@@ -173,62 +336,6 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
     append_string(out, s.as_bytes());
 }
 
-/// A decoded packet (owned; used by tests, `--dry-run` and for gmond's 136 requests).
-#[derive(Clone, Debug, PartialEq)]
-pub enum Packet {
-    Metadata {
-        id: OwnedMetricId,
-        value_type: String,
-        name: String,
-        units: String,
-        slope: u32,
-        tmax: u32,
-        dmax: u32,
-        extra: Vec<(String, String)>,
-    },
-    Value {
-        id: OwnedMetricId,
-        packet_id: u32,
-        fmt: String,
-        value: Value,
-    },
-    MetadataRequest {
-        id: OwnedMetricId,
-    },
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct OwnedMetricId {
-    pub host: String,
-    pub name: String,
-    pub spoof: bool,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub enum Value {
-    UShort(u16),
-    Short(i16),
-    Int(i32),
-    UInt(u32),
-    Str(String),
-    Float(f32),
-    Double(f64),
-}
-
-impl fmt::Display for Value {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Value::UShort(v) => write!(f, "{v}"),
-            Value::Short(v) => write!(f, "{v}"),
-            Value::Int(v) => write!(f, "{v}"),
-            Value::UInt(v) => write!(f, "{v}"),
-            Value::Str(v) => write!(f, "{v}"),
-            Value::Float(v) => write!(f, "{v}"),
-            Value::Double(v) => write!(f, "{v}"),
-        }
-    }
-}
-
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DecodeError {
     /// The datagram ended inside the packet.
@@ -239,6 +346,10 @@ pub enum DecodeError {
     BadString,
     /// Bytes left after the packet.
     TrailingBytes(usize),
+    /// A metadata packet's slope is none of gmond's (0-5).
+    UnknownSlope(u32),
+    /// A metadata packet names another metric in its body than in its id.
+    NamesDiffer,
 }
 
 impl fmt::Display for DecodeError {
@@ -248,386 +359,165 @@ impl fmt::Display for DecodeError {
             DecodeError::UnknownId(id) => write!(f, "unknown packet id {id}"),
             DecodeError::BadString => write!(f, "string longer than the packet"),
             DecodeError::TrailingBytes(n) => write!(f, "{n} bytes after the packet"),
+            DecodeError::UnknownSlope(s) => write!(f, "unknown slope {s}"),
+            DecodeError::NamesDiffer => write!(f, "metadata names two metrics"),
         }
     }
 }
 
 impl std::error::Error for DecodeError {}
 
-pub fn decode(bytes: &[u8]) -> Result<Packet, DecodeError> {
-    let mut cur = Cursor::new(bytes);
-    let id = get_u32(&mut cur)?;
+/// Reads one packet; its text borrows from `bytes` (text that is not
+/// UTF-8 is read lossily, as an owned copy).
+pub fn decode(bytes: &[u8]) -> Result<Packet<'_>, DecodeError> {
+    let mut r = Reader { bytes, at: 0 };
+    let id = r.u32()?;
     let packet = match id {
         ID_METADATA => {
-            let mid = get_metric_id(&mut cur)?;
-            let value_type = get_str(&mut cur)?;
-            let name = get_str(&mut cur)?;
-            let units = get_str(&mut cur)?;
-            let slope = get_u32(&mut cur)?;
-            let tmax = get_u32(&mut cur)?;
-            let dmax = get_u32(&mut cur)?;
-            let n = get_u32(&mut cur)? as usize;
+            let mid = r.metric_id()?;
+            let value_type = r.text()?;
+            if r.text()? != mid.name {
+                return Err(DecodeError::NamesDiffer);
+            }
+            let units = r.text()?;
+            let slope = r.u32()?;
+            let slope = Slope::from_u32(slope).ok_or(DecodeError::UnknownSlope(slope))?;
+            let (tmax, dmax) = (r.u32()?, r.u32()?);
+            let n = r.u32()? as usize;
             // Each pair takes at least 8 bytes: refuse counts the packet cannot hold.
             if n > bytes.len() / 8 {
                 return Err(DecodeError::Truncated);
             }
             let mut extra = Vec::with_capacity(n);
             for _ in 0..n {
-                extra.push((get_str(&mut cur)?, get_str(&mut cur)?));
+                extra.push((r.text()?, r.text()?));
             }
             Packet::Metadata {
                 id: mid,
-                value_type,
-                name,
-                units,
-                slope,
-                tmax,
-                dmax,
-                extra,
+                meta: Metadata {
+                    value_type,
+                    units,
+                    slope,
+                    tmax,
+                    dmax,
+                    extra: Cow::Owned(extra),
+                },
             }
         }
         ID_USHORT..=ID_DOUBLE => {
-            let mid = get_metric_id(&mut cur)?;
-            let fmt = get_str(&mut cur)?;
+            let mid = r.metric_id()?;
+            let fmt = r.text()?;
             let value = match id {
-                ID_USHORT => Value::UShort(get_u32(&mut cur)? as u16),
-                ID_SHORT => Value::Short(get_u32(&mut cur)? as i16),
-                ID_INT => Value::Int(get_u32(&mut cur)? as i32),
-                ID_UINT => Value::UInt(get_u32(&mut cur)?),
-                ID_STRING => Value::Str(get_str(&mut cur)?),
-                ID_FLOAT => Value::Float(f32::from_bits(get_u32(&mut cur)?)),
+                ID_USHORT => Value::UShort(r.u32()? as u16),
+                ID_SHORT => Value::Short(r.u32()? as i16),
+                ID_INT => Value::Int(r.u32()? as i32),
+                ID_UINT => Value::UInt(r.u32()?),
+                ID_STRING => Value::Str(r.text()?),
+                ID_FLOAT => Value::Float(f32::from_bits(r.u32()?)),
                 _ => {
-                    let hi = get_u32(&mut cur)? as u64;
-                    let lo = get_u32(&mut cur)? as u64;
+                    let hi = u64::from(r.u32()?);
+                    let lo = u64::from(r.u32()?);
                     Value::Double(f64::from_bits(hi << 32 | lo))
                 }
             };
             Packet::Value {
                 id: mid,
-                packet_id: id,
                 fmt,
                 value,
             }
         }
-        ID_METADATA_REQUEST => Packet::MetadataRequest {
-            id: get_metric_id(&mut cur)?,
-        },
+        ID_METADATA_REQUEST => Packet::Request { id: r.metric_id()? },
         other => return Err(DecodeError::UnknownId(other)),
     };
-    let rest = bytes.len() - cur.position() as usize;
-    if rest != 0 {
-        return Err(DecodeError::TrailingBytes(rest));
+    if r.at != bytes.len() {
+        return Err(DecodeError::TrailingBytes(bytes.len() - r.at));
     }
     Ok(packet)
 }
 
-fn get_u32(cur: &mut Cursor<&[u8]>) -> Result<u32, DecodeError> {
-    unpack::<_, u32>(cur).map_err(|_| DecodeError::Truncated)
+/// A cursor over a datagram, bounds-checked at every read.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
 }
 
-/// An XDR string, bounds-checked by hand: xdr-codec's `unpack_opaque_flex`
-/// accepts a short read, so a truncated packet would decode.
-fn get_str(cur: &mut Cursor<&[u8]>) -> Result<String, DecodeError> {
-    let len = get_u32(cur)? as usize;
-    let bytes = *cur.get_ref();
-    let start = cur.position() as usize;
-    let remaining = bytes.len() - start;
-    if len > remaining {
-        return Err(if len > bytes.len() {
-            DecodeError::BadString
-        } else {
-            DecodeError::Truncated
-        });
-    }
-    let padded = len.div_ceil(4) * 4;
-    if padded > remaining {
-        return Err(DecodeError::Truncated);
-    }
-    cur.set_position((start + padded) as u64);
-    Ok(String::from_utf8_lossy(&bytes[start..start + len]).into_owned())
-}
-
-fn get_metric_id(cur: &mut Cursor<&[u8]>) -> Result<OwnedMetricId, DecodeError> {
-    Ok(OwnedMetricId {
-        host: get_str(cur)?,
-        name: get_str(cur)?,
-        spoof: get_u32(cur)? != 0,
-    })
-}
-
-/// A value packet's value, borrowed from the packet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ValueRef<'a> {
-    /// A 133 string: the text as sent.
-    Text(&'a [u8]),
-    /// A 132 uint (the heartbeat's).
-    UInt(u32),
-}
-
-/// Reads a 132 or 133 value packet without copying: the XML port's table
-/// reads every value packet the gateway sends ([`decode`] allocates).
-/// Other packets, and names that are not UTF-8, are errors.
-pub fn decode_value(bytes: &[u8]) -> Result<(MetricId<'_>, ValueRef<'_>), DecodeError> {
-    let mut at = 0;
-    let word = |at: &mut usize| -> Result<u32, DecodeError> {
-        let w = bytes.get(*at..*at + 4).ok_or(DecodeError::Truncated)?;
-        *at += 4;
+impl<'a> Reader<'a> {
+    fn u32(&mut self) -> Result<u32, DecodeError> {
+        let w = self
+            .bytes
+            .get(self.at..self.at + 4)
+            .ok_or(DecodeError::Truncated)?;
+        self.at += 4;
         Ok(u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
-    };
-    let string = |at: &mut usize| -> Result<&[u8], DecodeError> {
-        let len = word(at)? as usize;
-        let s = bytes.get(*at..*at + len).ok_or(DecodeError::BadString)?;
-        *at += len.div_ceil(4) * 4;
-        Ok(s)
-    };
-    fn text(b: &[u8]) -> Result<&str, DecodeError> {
-        std::str::from_utf8(b).map_err(|_| DecodeError::BadString)
     }
-    let id = word(&mut at)?;
-    let host = text(string(&mut at)?)?;
-    let name = text(string(&mut at)?)?;
-    let spoof = word(&mut at)? != 0;
-    string(&mut at)?; // fmt
-    let value = match id {
-        ID_STRING => ValueRef::Text(string(&mut at)?),
-        ID_UINT => ValueRef::UInt(word(&mut at)?),
-        other => return Err(DecodeError::UnknownId(other)),
-    };
-    if at != bytes.len() {
-        return Err(if at > bytes.len() {
-            DecodeError::Truncated
-        } else {
-            DecodeError::TrailingBytes(bytes.len() - at)
-        });
+
+    /// An XDR string, its padding included.
+    fn text(&mut self) -> Result<Text<'a>, DecodeError> {
+        let len = self.u32()? as usize;
+        let remaining = self.bytes.len() - self.at;
+        if len > remaining {
+            return Err(if len > self.bytes.len() {
+                DecodeError::BadString
+            } else {
+                DecodeError::Truncated
+            });
+        }
+        let padded = len.div_ceil(4) * 4;
+        if padded > remaining {
+            return Err(DecodeError::Truncated);
+        }
+        let s = &self.bytes[self.at..self.at + len];
+        self.at += padded;
+        Ok(String::from_utf8_lossy(s))
     }
-    Ok((MetricId { host, name, spoof }, value))
+
+    fn metric_id(&mut self) -> Result<MetricId<'a>, DecodeError> {
+        Ok(MetricId {
+            host: self.text()?,
+            name: self.text()?,
+            spoof: self.u32()? != 0,
+        })
+    }
 }
 
-impl fmt::Display for Packet {
+impl fmt::Display for Packet<'_> {
     /// One field per line, for `--dry-run` and test failure messages.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Packet::Metadata {
-                id,
-                value_type,
-                name,
-                units,
-                slope,
-                tmax,
-                dmax,
-                extra,
-            } => {
-                writeln!(f, "gmetadata_full (128)")?;
-                write_id(f, id)?;
-                writeln!(f, "  type   {value_type:?}")?;
-                writeln!(f, "  name   {name:?}")?;
-                writeln!(f, "  units  {units:?}")?;
-                let word = Slope::from_u32(*slope).map(Slope::as_str).unwrap_or("?");
-                writeln!(f, "  slope  {slope} ({word})")?;
-                writeln!(f, "  tmax   {tmax}")?;
-                writeln!(f, "  dmax   {dmax}")?;
-                for (k, v) in extra {
+            Packet::Metadata { .. } => writeln!(f, "gmetadata_full (128)")?,
+            Packet::Value { .. } => writeln!(f, "gmetric value ({})", self.packet_id())?,
+            Packet::Request { .. } => writeln!(f, "gmetadata_request (136)")?,
+        }
+        let id = self.id();
+        writeln!(f, "  host   {:?}", id.host)?;
+        writeln!(f, "  metric {:?}", id.name)?;
+        writeln!(f, "  spoof  {}", id.spoof)?;
+        match self {
+            Packet::Metadata { id, meta } => {
+                writeln!(f, "  type   {:?}", meta.value_type)?;
+                writeln!(f, "  name   {:?}", id.name)?;
+                writeln!(f, "  units  {:?}", meta.units)?;
+                writeln!(
+                    f,
+                    "  slope  {} ({})",
+                    meta.slope as u32,
+                    meta.slope.as_str()
+                )?;
+                writeln!(f, "  tmax   {}", meta.tmax)?;
+                writeln!(f, "  dmax   {}", meta.dmax)?;
+                for (k, v) in meta.extra.iter() {
                     writeln!(f, "  extra  {k}={v:?}")?;
                 }
                 Ok(())
             }
-            Packet::Value {
-                id,
-                packet_id,
-                fmt,
-                value,
-            } => {
-                writeln!(f, "gmetric value ({packet_id})")?;
-                write_id(f, id)?;
+            Packet::Value { fmt, value, .. } => {
                 writeln!(f, "  fmt    {fmt:?}")?;
                 writeln!(f, "  value  {:?}", value.to_string())
             }
-            Packet::MetadataRequest { id } => {
-                writeln!(f, "gmetadata_request (136)")?;
-                write_id(f, id)
-            }
+            Packet::Request { .. } => Ok(()),
         }
     }
-}
-
-fn write_id(f: &mut fmt::Formatter<'_>, id: &OwnedMetricId) -> fmt::Result {
-    writeln!(f, "  host   {:?}", id.host)?;
-    writeln!(f, "  metric {:?}", id.name)?;
-    writeln!(f, "  spoof  {}", id.spoof)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const ID: MetricId<'static> = MetricId {
-        host: "10.0.0.1:ds1",
-        name: "xrootd.link.in",
-        spoof: true,
-    };
-
-    #[test]
-    fn encoding_matches_xdr_codec() {
-        for text in ["", "a", "ab", "abc", "abcd", "abcde", "xrootd.link.in", "é"] {
-            let (mut ours, mut reference) = (Vec::new(), Vec::new());
-            put_str(&mut ours, text);
-            xdr_codec::pack_string(text, None, &mut reference).unwrap();
-            assert_eq!(ours, reference, "{text:?}");
-        }
-        for v in [0u32, 1, 133, 0x0102_0304, u32::MAX] {
-            let (mut ours, mut reference) = (Vec::new(), Vec::new());
-            put_u32(&mut ours, v);
-            xdr_codec::pack(&v, &mut reference).unwrap();
-            assert_eq!(ours, reference, "{v}");
-        }
-    }
-
-    fn hex(s: &str) -> Vec<u8> {
-        let s: String = s.split_whitespace().collect();
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
-
-    /// Exact bytes, worked out by hand from gm_protocol.x.
-    #[test]
-    fn encodes_exact_bytes_and_decodes_them_back() {
-        let mut out = Vec::new();
-        encode_string_value(&mut out, &ID, "42");
-        let expected = hex("00000085 \
-             0000000c 31302e302e302e313a647331 \
-             0000000e 78726f6f74642e6c696e6b2e696e 0000 \
-             00000001 \
-             00000002 2573 0000 \
-             00000002 3432 0000");
-        assert_eq!(out, expected);
-        assert_eq!(
-            decode(&out).unwrap(),
-            Packet::Value {
-                id: OwnedMetricId {
-                    host: "10.0.0.1:ds1".into(),
-                    name: "xrootd.link.in".into(),
-                    spoof: true
-                },
-                packet_id: 133,
-                fmt: "%s".into(),
-                value: Value::Str("42".into()),
-            }
-        );
-
-        out.clear();
-        let meta = Metadata {
-            value_type: "double",
-            units: "bytes/s",
-            slope: Slope::Positive,
-            tmax: 30,
-            dmax: 3600,
-            extra: &[("GROUP", "xrootd.link")],
-        };
-        encode_metadata(&mut out, &ID, &meta);
-        let mut expected = hex(
-            "00000080 0000000c 31302e302e302e313a647331 0000000e 78726f6f74642e6c696e6b2e696e 0000 00000001",
-        );
-        expected.extend(hex("00000006 646f75626c65 0000"));
-        expected.extend(hex("0000000e 78726f6f74642e6c696e6b2e696e 0000"));
-        expected.extend(hex("00000007 62797465732f73 00"));
-        expected.extend(hex("00000001 0000001e 00000e10 00000001"));
-        expected.extend(hex(
-            "00000005 47524f5550 000000 0000000b 78726f6f74642e6c696e6b 00",
-        ));
-        assert_eq!(out, expected);
-        match decode(&out).unwrap() {
-            Packet::Metadata {
-                value_type,
-                units,
-                slope,
-                tmax,
-                dmax,
-                extra,
-                ..
-            } => {
-                assert_eq!(
-                    (value_type.as_str(), units.as_str(), slope, tmax, dmax),
-                    ("double", "bytes/s", 1, 30, 3600)
-                );
-                assert_eq!(
-                    extra,
-                    vec![("GROUP".to_string(), "xrootd.link".to_string())]
-                );
-            }
-            other => panic!("{other:?}"),
-        }
-
-        out.clear();
-        encode_uint_value(&mut out, &ID, 1_700_000_000);
-        assert_eq!(
-            &out[out.len() - 12..],
-            &hex("00000002 2575 0000 6553f100")[..]
-        );
-        assert!(matches!(
-            decode(&out).unwrap(),
-            Packet::Value {
-                value: Value::UInt(1_700_000_000),
-                ..
-            }
-        ));
-
-        out.clear();
-        encode_metadata_request(&mut out, &ID);
-        assert_eq!(&out[..4], &hex("00000088")[..]);
-        assert!(matches!(
-            decode(&out).unwrap(),
-            Packet::MetadataRequest { .. }
-        ));
-    }
-
-    #[test]
-    fn decode_rejects_truncated_and_hostile_packets() {
-        let mut out = Vec::new();
-        encode_string_value(&mut out, &ID, "42");
-        for cut in 0..out.len() {
-            assert!(decode(&out[..cut]).is_err(), "cut at {cut}");
-        }
-        out.push(0);
-        assert_eq!(decode(&out), Err(DecodeError::TrailingBytes(1)));
-        assert_eq!(decode(&hex("00000099")), Err(DecodeError::UnknownId(0x99)));
-        // A string claiming 4 GiB.
-        assert!(decode(&hex("00000085 ffffffff 41414141")).is_err());
-        // A metadata packet claiming 2^32-1 extras.
-        let mut m = Vec::new();
-        encode_metadata(
-            &mut m,
-            &ID,
-            &Metadata {
-                value_type: "x",
-                units: "",
-                slope: Slope::Both,
-                tmax: 0,
-                dmax: 0,
-                extra: &[],
-            },
-        );
-        let n = m.len();
-        m[n - 4..].copy_from_slice(&[0xff; 4]);
-        assert_eq!(decode(&m), Err(DecodeError::Truncated));
-    }
-
-    #[test]
-    fn decode_value_borrows_what_decode_reads() {
-        let mut text = Vec::new();
-        encode_string_value(&mut text, &ID, "4242");
-        assert_eq!(decode_value(&text), Ok((ID, ValueRef::Text(b"4242"))));
-        let mut uint = Vec::new();
-        encode_uint_value(&mut uint, &ID, 1_700_000_000);
-        assert_eq!(decode_value(&uint), Ok((ID, ValueRef::UInt(1_700_000_000))));
-        for cut in 0..text.len() {
-            assert!(decode_value(&text[..cut]).is_err(), "cut at {cut}");
-        }
-        text.extend_from_slice(&[0; 4]);
-        assert_eq!(decode_value(&text), Err(DecodeError::TrailingBytes(4)));
-        let mut req = Vec::new();
-        encode_metadata_request(&mut req, &ID);
-        assert!(decode_value(&req).is_err());
-    }
-}
+pub(crate) mod tests;

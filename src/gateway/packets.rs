@@ -7,7 +7,9 @@
 //! or a value: the send queue ([`super::queue`]) keeps one of each per
 //! (host, metric).
 
-use crate::ganglia::xdr::{self, Metadata, MetricId};
+use std::borrow::Cow::Borrowed;
+
+use crate::ganglia::xdr::{self, Metadata, MetricId, Packet};
 use crate::mapping::{Metric, name_key};
 
 /// The (host, metric) a packet is about: hashes of the spoof string and of
@@ -106,27 +108,26 @@ impl PacketBatch {
 
     /// The heartbeat's metadata, as `gmetric -S HOST -H` sends it.
     pub fn heartbeat_metadata(&mut self, host: &str, host_key: u64) {
-        let id = MetricId {
-            host,
-            name: HEARTBEAT,
-            spoof: true,
-        };
-        let extra = [("SPOOF_HOST", host), ("SPOOF_HEARTBEAT", "yes")];
-        let meta = Metadata {
-            value_type: "uint32",
-            units: "",
-            slope: xdr::Slope::Zero,
-            tmax: 0,
-            dmax: 0,
-            extra: &extra,
+        let extra = [
+            (Borrowed("SPOOF_HOST"), Borrowed(host)),
+            (Borrowed("SPOOF_HEARTBEAT"), Borrowed("yes")),
+        ];
+        let packet = Packet::Metadata {
+            id: heartbeat_id(host),
+            meta: Metadata {
+                value_type: Borrowed("uint32"),
+                units: Borrowed(""),
+                slope: xdr::Slope::Zero,
+                tmax: 0,
+                dmax: 0,
+                extra: Borrowed(&extra),
+            },
         };
         let key = SlotKey {
             host: host_key,
             metric: heartbeat_key(),
         };
-        self.push(key, PacketKind::Metadata, |out| {
-            xdr::encode_metadata(out, &id, &meta)
-        });
+        self.push(key, PacketKind::Metadata, |out| xdr::encode(out, &packet));
     }
 
     /// The heartbeat's value: a 132 uint (gmond reads a heartbeat's value
@@ -137,9 +138,8 @@ impl PacketBatch {
             host: host_key,
             metric: heartbeat_key(),
         };
-        self.push(key, PacketKind::Value, |out| {
-            xdr::encode_uint_value(out, &heartbeat_id(host), started)
-        });
+        let packet = Packet::uint_value(heartbeat_id(host), started);
+        self.push(key, PacketKind::Value, |out| xdr::encode(out, &packet));
     }
 
     /// A metric's metadata (128); `title` is scratch space.
@@ -157,27 +157,27 @@ impl PacketBatch {
         title.clear();
         m.write_title(title, program);
         let extra = [
-            ("SPOOF_HOST", host),
-            ("GROUP", m.group),
-            ("DESC", m.desc()),
-            ("TITLE", title.as_str()),
+            (Borrowed("SPOOF_HOST"), Borrowed(host)),
+            (Borrowed("GROUP"), Borrowed(m.group)),
+            (Borrowed("DESC"), Borrowed(m.desc())),
+            (Borrowed("TITLE"), Borrowed(title.as_str())),
         ];
-        let meta = Metadata {
-            value_type: m.value_type(),
-            units: m.units(),
-            slope: m.slope(),
-            tmax,
-            dmax,
-            extra: &extra,
+        let packet = Packet::Metadata {
+            id: metric_id(host, m.name),
+            meta: Metadata {
+                value_type: Borrowed(m.value_type()),
+                units: Borrowed(m.units()),
+                slope: m.slope(),
+                tmax,
+                dmax,
+                extra: Borrowed(&extra),
+            },
         };
-        let id = metric_id(host, m.name);
         let key = SlotKey {
             host: host_key,
             metric: m.name_key,
         };
-        self.push(key, PacketKind::Metadata, |out| {
-            xdr::encode_metadata(out, &id, &meta)
-        });
+        self.push(key, PacketKind::Metadata, |out| xdr::encode(out, &packet));
     }
 
     /// A metric's value (133 `%s`).
@@ -217,11 +217,7 @@ impl PacketBatch {
 }
 
 fn metric_id<'a>(host: &'a str, name: &'a str) -> MetricId<'a> {
-    MetricId {
-        host,
-        name,
-        spoof: true,
-    }
+    MetricId::new(host, name, true)
 }
 
 fn heartbeat_id(host: &str) -> MetricId<'_> {
@@ -236,7 +232,7 @@ pub fn value_prefix(out: &mut Vec<u8>, host: &str, name: &str) {
 /// The heartbeat's value packet up to its value (what the template caches).
 pub fn heartbeat_prefix(out: &mut Vec<u8>, host: &str) {
     let start = out.len();
-    xdr::encode_uint_value(out, &heartbeat_id(host), 0);
+    xdr::encode(out, &Packet::uint_value(heartbeat_id(host), 0));
     out.truncate(out.len() - 4);
     debug_assert!(out.len() > start);
 }

@@ -144,9 +144,9 @@ pub fn parse(datagram: &[u8]) -> Option<Request> {
         return None;
     }
     match xdr::decode(datagram).ok()? {
-        Packet::MetadataRequest { id } => Some(Request {
-            host: id.host,
-            name: id.name,
+        Packet::Request { id } => Some(Request {
+            host: id.host.into_owned(),
+            name: id.name.into_owned(),
         }),
         _ => None,
     }
@@ -173,12 +173,8 @@ mod tests {
     #[test]
     fn reads_requests_and_nothing_else() {
         let mut out = Vec::new();
-        let id = MetricId {
-            host: "10.0.0.1:ds1.example.org",
-            name: "xrootd.link.in",
-            spoof: true,
-        };
-        xdr::encode_metadata_request(&mut out, &id);
+        let id = MetricId::new("10.0.0.1:ds1.example.org", "xrootd.link.in", true);
+        xdr::encode(&mut out, &Packet::Request { id: id.clone() });
         assert_eq!(
             parse(&out),
             Some(Request {
@@ -188,7 +184,7 @@ mod tests {
         );
         assert_eq!(parse(&out[..out.len() - 1]), None);
         let mut value = Vec::new();
-        xdr::encode_string_value(&mut value, &id, "5");
+        xdr::encode(&mut value, &Packet::string_value(id, "5"));
         assert_eq!(parse(&value), None);
         assert_eq!(parse(b""), None);
     }

@@ -37,10 +37,10 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use compact_str::CompactString;
 use foldhash::fast::RandomState;
 
-use crate::ganglia::xdr::{self, Packet, Slope, ValueRef};
+use crate::ganglia::xdr::{self, Packet, Value};
 use crate::ganglia::xml;
 
-use super::packets::{HEARTBEAT, PacketBatch, PacketKind};
+use super::packets::{HEARTBEAT, PacketBatch};
 
 /// Shards of the host table: a poll holds one for one host at a time.
 const SHARDS: usize = 64;
@@ -182,7 +182,7 @@ impl HostTable {
         let now_s = self.secs(now);
         let ip = ip.to_canonical();
         let mut held: Option<(u64, MutexGuard<'_, Shard>)> = None;
-        for (key, kind, packet) in batch.entries() {
+        for (key, _, packet) in batch.entries() {
             if held
                 .as_ref()
                 .is_none_or(|(k, _)| *k % SHARDS as u64 != key.host % SHARDS as u64)
@@ -194,65 +194,46 @@ impl HostTable {
             let Some((_, shard)) = held.as_mut() else {
                 continue;
             };
-            match kind {
-                PacketKind::Value => {
-                    let Ok((id, value)) = xdr::decode_value(packet) else {
-                        continue;
-                    };
-                    let host = self.host(shard, key.host, id.host, id.spoof, ip, now_s);
+            // Ours, so they decode; the text borrows from the batch.
+            let Ok(packet) = xdr::decode(packet) else {
+                continue;
+            };
+            match packet {
+                Packet::Value { id, value, .. } => {
+                    let host = self.host(shard, key.host, &id.host, id.spoof, ip, now_s);
                     host.reported = now_s;
-                    if id.name == HEARTBEAT {
-                        if let ValueRef::UInt(started) = value {
-                            host.started = started;
+                    match value {
+                        Value::UInt(started) if id.name == HEARTBEAT => host.started = started,
+                        Value::Str(text) if id.name != HEARTBEAT => {
+                            let entry = host.metrics.entry(key.metric).or_insert_with(Entry::new);
+                            entry.value.clear();
+                            entry.value.push_str(&text);
+                            entry.value_at = now_s;
                         }
-                        continue;
+                        _ => {}
                     }
-                    let ValueRef::Text(text) = value else {
-                        continue;
-                    };
-                    let entry = host.metrics.entry(key.metric).or_insert_with(Entry::new);
-                    entry.value.clear();
-                    match std::str::from_utf8(text) {
-                        Ok(t) => entry.value.push_str(t),
-                        Err(_) => entry.value.push_str(&String::from_utf8_lossy(text)),
-                    }
-                    entry.value_at = now_s;
                 }
-                PacketKind::Metadata => {
-                    let Ok(Packet::Metadata {
-                        id,
-                        value_type,
-                        name,
-                        units,
-                        slope,
-                        tmax,
-                        dmax,
-                        extra,
-                    }) = xdr::decode(packet)
-                    else {
-                        continue;
-                    };
-                    if name == HEARTBEAT {
-                        continue;
-                    }
-                    let meta = self.intern(Meta {
-                        name: name.into(),
-                        value_type: value_type.into(),
-                        units: units.into(),
-                        slope: Slope::from_u32(slope).map_or("unspecified", Slope::as_str),
-                        extra: extra
-                            .into_iter()
+                Packet::Metadata { id, meta } if id.name != HEARTBEAT => {
+                    let interned = self.intern(Meta {
+                        name: id.name.as_ref().into(),
+                        value_type: meta.value_type.as_ref().into(),
+                        units: meta.units.as_ref().into(),
+                        slope: meta.slope.as_str(),
+                        extra: meta
+                            .extra
+                            .iter()
                             .rev()
                             .filter(|(k, _)| !k.starts_with("SPOOF_"))
-                            .map(|(k, v)| (k.into(), v.into()))
+                            .map(|(k, v)| (k.as_ref().into(), v.as_ref().into()))
                             .collect(),
                     });
                     let host = self.host(shard, key.host, &id.host, id.spoof, ip, now_s);
                     let entry = host.metrics.entry(key.metric).or_insert_with(Entry::new);
-                    entry.meta = Some(meta);
-                    entry.tmax = tmax;
-                    entry.dmax = dmax;
+                    entry.meta = Some(interned);
+                    entry.tmax = meta.tmax;
+                    entry.dmax = meta.dmax;
                 }
+                _ => {}
             }
         }
         drop(held);

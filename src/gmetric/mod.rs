@@ -30,7 +30,9 @@ use std::path::Path;
 
 use crate::ganglia::channel::{ChannelSpec, SendChannel, Sent};
 use crate::ganglia::gmond_conf::{self, GmondConf};
-use crate::ganglia::xdr::{self, Metadata, MetricId, Slope};
+use std::borrow::Cow::Borrowed;
+
+use crate::ganglia::xdr::{self, Metadata, MetricId, Packet, Slope, Text};
 
 /// The gmetric version whose behaviour this reproduces.
 pub const GMETRIC_VERSION: &str = "3.7.2";
@@ -384,27 +386,27 @@ impl Metric {
 
     /// The 128 and 133 packets.
     fn encode(&self) -> (Vec<u8>, Vec<u8>) {
-        let id = MetricId {
-            host: &self.host,
-            name: &self.name,
-            spoof: self.spoof,
-        };
-        let extra: Vec<(&str, &str)> = self.extra.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let id = MetricId::new(&self.host, &self.name, self.spoof);
+        let extra: Vec<(Text<'_>, Text<'_>)> = self
+            .extra
+            .iter()
+            .map(|(k, v)| (Borrowed(*k), Borrowed(v.as_str())))
+            .collect();
         let mut metadata = Vec::new();
-        xdr::encode_metadata(
-            &mut metadata,
-            &id,
-            &Metadata {
-                value_type: &self.value_type,
-                units: &self.units,
+        let packet = Packet::Metadata {
+            id: id.clone(),
+            meta: Metadata {
+                value_type: Borrowed(&self.value_type),
+                units: Borrowed(&self.units),
                 slope: self.slope,
                 tmax: self.tmax,
                 dmax: self.dmax,
-                extra: &extra,
+                extra: Borrowed(&extra),
             },
-        );
+        };
+        xdr::encode(&mut metadata, &packet);
         let mut value = Vec::new();
-        xdr::encode_string_value(&mut value, &id, &self.value);
+        xdr::encode(&mut value, &Packet::string_value(id, &self.value));
         (metadata, value)
     }
 

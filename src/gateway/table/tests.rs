@@ -131,7 +131,7 @@ fn a_record_is_written_as_gmond_would_hold_it() {
         x.r.packets()
             .into_iter()
             .filter_map(|p| match p {
-                Packet::Metadata { name, .. } if name != HEARTBEAT => Some(name),
+                Packet::Metadata { id, .. } if id.name != HEARTBEAT => Some(id.name.into_owned()),
                 _ => None,
             })
             .collect();

@@ -15,7 +15,7 @@ use super::Pipeline;
 use super::source::{Source, Sources};
 use crate::config::{FileConfig, Overrides, Settings, validate};
 use crate::events::{Counters, Events, Snapshot};
-use crate::ganglia::xdr::{self, Packet, Value, decode};
+use crate::ganglia::xdr::{self, Packet, Slope, Value, decode};
 
 mod continuity;
 mod fast_path;
@@ -75,9 +75,12 @@ impl Rig {
         self
     }
 
-    /// The last record's packets, decoded.
-    pub fn packets(&self) -> Vec<Packet> {
-        self.p.packets().map(|b| decode(b).unwrap()).collect()
+    /// The last record's packets, decoded (and kept).
+    pub fn packets(&self) -> Vec<Packet<'static>> {
+        self.p
+            .packets()
+            .map(|b| decode(b).unwrap().into_owned())
+            .collect()
     }
 
     /// The last record's value packets: name -> value text.
@@ -89,7 +92,7 @@ impl Rig {
                     id,
                     value: Value::Str(v),
                     ..
-                } => Some((id.name, v)),
+                } => Some((id.name.into_owned(), v.into_owned())),
                 _ => None,
             })
             .collect()
@@ -132,7 +135,7 @@ fn metric_tmaxes(packets: &[Packet]) -> Vec<u32> {
     packets
         .iter()
         .filter_map(|p| match p {
-            Packet::Metadata { tmax, name, .. } if name != "heartbeat" => Some(*tmax),
+            Packet::Metadata { id, meta } if id.name != "heartbeat" => Some(meta.tmax),
             _ => None,
         })
         .collect()
@@ -147,9 +150,9 @@ fn first_record_sends_metadata_then_values_only() {
     let names: Vec<String> = packets
         .iter()
         .map(|p| match p {
-            Packet::Metadata { name, .. } => format!("M {name}"),
+            Packet::Metadata { id, .. } => format!("M {}", id.name),
             Packet::Value { id, .. } => format!("V {}", id.name),
-            Packet::MetadataRequest { .. } => "R".into(),
+            Packet::Request { .. } => "R".into(),
         })
         .collect();
     assert_eq!(
@@ -158,19 +161,12 @@ fn first_record_sends_metadata_then_values_only() {
     );
     // The heartbeat's metadata is gmetric -H's (gmond asks for it otherwise).
     match &packets[0] {
-        Packet::Metadata {
-            value_type,
-            slope,
-            tmax,
-            dmax,
-            extra,
-            ..
-        } => {
+        Packet::Metadata { meta, .. } => {
             assert_eq!(
-                (value_type.as_str(), *slope, *tmax, *dmax),
-                ("uint32", 0, 0, 0)
+                (&*meta.value_type, meta.slope, meta.tmax, meta.dmax),
+                ("uint32", Slope::Zero, 0, 0)
             );
-            assert_eq!(extra[1], ("SPOOF_HEARTBEAT".into(), "yes".into()));
+            assert_eq!(meta.extra[1], ("SPOOF_HEARTBEAT".into(), "yes".into()));
         }
         other => panic!("{other:?}"),
     }
@@ -179,43 +175,33 @@ fn first_record_sends_metadata_then_values_only() {
     assert!(names.contains(&"M xrootd.link.in".to_string()));
     assert!(names.contains(&"M xrootd.uptime".to_string()));
     match &packets[1] {
-        Packet::Value {
-            id,
-            value,
-            packet_id,
-            ..
-        } => {
-            assert_eq!(
-                (id.host.as_str(), id.spoof),
-                ("10.0.0.1:ds1.example.org", true)
-            );
-            assert_eq!((*packet_id, value), (132, &Value::UInt(1_700_000_000)));
+        p @ Packet::Value { id, value, .. } => {
+            assert_eq!((&*id.host, id.spoof), ("10.0.0.1:ds1.example.org", true));
+            assert_eq!((p.packet_id(), value), (132, &Value::UInt(1_700_000_000)));
         }
         other => panic!("{other:?}"),
     }
     match packets
         .iter()
-        .find(|p| matches!(p, Packet::Metadata { name, .. } if name == "xrootd.link.in"))
+        .find(|p| matches!(p, Packet::Metadata { id, .. } if id.name == "xrootd.link.in"))
         .unwrap()
     {
-        Packet::Metadata {
-            value_type,
-            units,
-            slope,
-            tmax,
-            dmax,
-            extra,
-            ..
-        } => {
+        Packet::Metadata { meta, .. } => {
             assert_eq!(
-                (value_type.as_str(), units.as_str(), *slope, *tmax, *dmax),
-                ("double", "bytes/s", 1, 60, 3600)
+                (
+                    &*meta.value_type,
+                    &*meta.units,
+                    meta.slope,
+                    meta.tmax,
+                    meta.dmax
+                ),
+                ("double", "bytes/s", Slope::Positive, 60, 3600)
             );
-            let keys: Vec<_> = extra.iter().map(|(k, _)| k.as_str()).collect();
+            let keys: Vec<_> = meta.extra.iter().map(|(k, _)| k.as_ref()).collect();
             assert_eq!(keys, ["SPOOF_HOST", "GROUP", "DESC", "TITLE"]);
-            assert_eq!(extra[0].1, "10.0.0.1:ds1.example.org");
-            assert_eq!(extra[1].1, "xrootd.link");
-            assert_eq!(extra[3].1, "xrootd: Bytes received");
+            assert_eq!(meta.extra[0].1, "10.0.0.1:ds1.example.org");
+            assert_eq!(meta.extra[1].1, "xrootd.link");
+            assert_eq!(meta.extra[3].1, "xrootd: Bytes received");
         }
         _ => unreachable!(),
     }
@@ -289,7 +275,7 @@ fn xrootd_and_cmsd_on_one_host_are_separate_sources() {
         .packets()
         .into_iter()
         .filter_map(|p| match p {
-            Packet::Metadata { name, .. } => Some(name),
+            Packet::Metadata { id, .. } => Some(id.name.into_owned()),
             _ => None,
         })
         .collect();
