@@ -355,32 +355,28 @@ impl Metric {
             extra.push(("TITLE", t.clone()));
         }
 
-        Ok(if heartbeat_mode {
-            Metric {
-                host,
-                spoof,
-                name,
-                value,
-                value_type,
-                units: String::new(),
-                slope: Slope::Zero,
-                tmax: 0,
-                dmax: 0,
-                extra,
-            }
+        // -H ignores -u -s -x -d: the heartbeat is always this.
+        let (units, slope, tmax, dmax) = if heartbeat_mode {
+            (String::new(), Slope::Zero, 0, 0)
         } else {
-            Metric {
-                host,
-                spoof,
-                name,
-                value,
-                value_type,
-                units: o.units.clone().unwrap_or_default(),
-                slope: slope(o.slope.as_deref().unwrap_or("both")),
-                tmax: o.tmax.unwrap_or(60),
-                dmax: o.dmax.unwrap_or(0),
-                extra,
-            }
+            (
+                o.units.clone().unwrap_or_default(),
+                slope(o.slope.as_deref().unwrap_or("both")),
+                o.tmax.unwrap_or(60),
+                o.dmax.unwrap_or(0),
+            )
+        };
+        Ok(Metric {
+            host,
+            spoof,
+            name,
+            value,
+            value_type,
+            units,
+            slope,
+            tmax,
+            dmax,
+            extra,
         })
     }
 

@@ -10,6 +10,15 @@ fn flat(record: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Each input fails to parse, for its reason.
+fn assert_errors(p: &mut SummaryParser, cases: &[(&[u8], &str)]) {
+    for (input, reason) in cases {
+        let text = String::from_utf8_lossy(input);
+        let err = p.parse(input).expect_err(&text);
+        assert_eq!(err.reason(), *reason, "{err} for {text:?}");
+    }
+}
+
 fn pairs(expected: &[(&str, &str)]) -> Vec<(String, String)> {
     expected
         .iter()
@@ -260,15 +269,7 @@ fn errors_say_what_is_wrong() {
         (br#"<statistics><stats id="link"><num>12"#, "truncated"),
         (br#"<statistics><stats id="link"><num"#, "malformed"),
     ];
-    for (input, reason) in cases {
-        let err = p.parse(input).expect_err(&String::from_utf8_lossy(input));
-        assert_eq!(
-            err.reason(),
-            *reason,
-            "{err} for {:?}",
-            String::from_utf8_lossy(input)
-        );
-    }
+    assert_errors(&mut p, cases);
     let deep = format!("<statistics>{}", "<a>".repeat(40));
     assert_eq!(p.parse(deep.as_bytes()).unwrap_err().reason(), "too_deep");
 }
