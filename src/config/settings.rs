@@ -1,0 +1,441 @@
+//! Validated settings: the file with the command line applied, typed.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ipnet::IpNet;
+
+use super::file::{ChannelConfig, DEFAULT_GMOND_CONF, DEFAULT_VALUE_HEARTBEAT, FileConfig};
+use super::{ConfigError, bad};
+use crate::ganglia::channel::ChannelSpec;
+use crate::ganglia::gmond_conf;
+use crate::mapping::Template;
+
+/// Where packets go when nothing says otherwise: a gmond on this host.
+pub const DEFAULT_SEND: (&str, u16) = ("127.0.0.1", 8649);
+
+/// Command-line settings that override the file.
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    pub listen: Vec<String>,
+    pub send: Vec<String>,
+    /// `--state-file`: replaces `state_file` (empty: no state kept), so the
+    /// shipped config runs from a checkout, where /var/lib is not ours.
+    pub state_file: Option<PathBuf>,
+    /// `--xml-listen`: replaces `xml_listen`.
+    pub xml_listen: Vec<String>,
+    /// `--no-send`: `send = false`.
+    pub no_send: bool,
+}
+
+/// Validated settings.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Where the settings came from (a file or "built-in defaults").
+    pub source: String,
+    pub listen: Vec<SocketAddr>,
+    /// Empty: every sender is accepted.
+    pub allow: Vec<IpNet>,
+    pub channels: Vec<ChannelSpec>,
+    /// Why these channels (for check-config and the start-up log).
+    pub channels_from: String,
+    pub metric_name: Template,
+    pub group_name: Template,
+    /// Metadata of each metric is resent at least this often.
+    pub metadata_interval: Duration,
+    /// TMAX before a source's report interval is known.
+    pub tmax: u32,
+    /// DMAX: gmond drops a metric this long after its last metadata (0: never).
+    pub dmax: u32,
+    pub max_sources: usize,
+    pub max_metrics_per_source: usize,
+    /// Receive socket buffer (SO_RCVBUF), bytes.
+    pub recv_buffer: usize,
+    /// At most one log line per sender and reason in this interval.
+    pub log_interval: Duration,
+    /// The gateway's counters are logged this often (0: never).
+    pub stats_interval: Duration,
+    /// The gateway's counters are sent to Ganglia this often (0: never).
+    pub self_metrics_interval: Duration,
+    /// Packets a channel's sender sends back to back at most (its token
+    /// bucket's size).
+    pub send_burst: usize,
+    /// Packets per second per channel, on average (0: unpaced).
+    pub max_send_rate: u64,
+    /// At stop, queued packets are sent for at most this long.
+    pub drain_timeout: Duration,
+    /// Changed-only sending: an unchanged value is sent again after this
+    /// many seconds. None: every value of every report is sent.
+    pub value_heartbeat: Option<u32>,
+    /// Where counter continuity is kept across gateway restarts (None: not kept).
+    pub state_file: Option<PathBuf>,
+    /// How often the state file is written (and at exit).
+    pub state_interval: Duration,
+    /// Where gmond's metadata requests (136) are heard: unicast addresses
+    /// to bind, or multicast groups to join (with their port).
+    pub metadata_requests: Vec<SocketAddr>,
+    /// Whether packets go to gmond at all (`send = false`: only the XML
+    /// port has the data; `channels` is then empty).
+    pub send: bool,
+    /// Where gmetad polls the gateway for gmond's XML.
+    pub xml_listen: Vec<SocketAddr>,
+    /// Who may poll it.
+    pub xml_allow: Vec<IpNet>,
+    /// The CLUSTER NAME of that XML.
+    pub cluster_name: String,
+    /// The file as it takes effect: defaults filled in, the command line
+    /// applied, the channels resolved (what `check-config` prints).
+    pub effective: FileConfig,
+}
+
+impl Settings {
+    /// Whether metadata requests are listened for (sources then keep their
+    /// last record, to answer from).
+    pub fn answers_requests(&self) -> bool {
+        !self.metadata_requests.is_empty()
+    }
+}
+
+/// The file, with the command line applied, as typed settings; every
+/// error names the key and the value.
+pub fn validate(
+    mut file: FileConfig,
+    source: String,
+    overrides: &Overrides,
+) -> Result<Settings, ConfigError> {
+    let listen_key = if overrides.listen.is_empty() {
+        "listen"
+    } else {
+        file.listen = overrides.listen.clone();
+        "--listen"
+    };
+    let listen = addresses(
+        listen_key,
+        &file.listen,
+        "not an ADDRESS:PORT (write IPv6 as [::]:3333)",
+    )?;
+    if listen.is_empty() {
+        return Err(bad(
+            listen_key,
+            &file.listen,
+            "at least one address is needed",
+        ));
+    }
+    let allow = networks("allow", &file.allow)?;
+
+    if overrides.no_send {
+        file.send = false;
+    }
+    let (channels, channels_from) = if file.send {
+        channels(&file, overrides)?
+    } else {
+        let key = if overrides.no_send {
+            "--no-send"
+        } else {
+            "send = false"
+        };
+        if !overrides.send.is_empty() {
+            return Err(bad("--send", &overrides.send, format!("contradicts {key}")));
+        }
+        (Vec::new(), key.to_string())
+    };
+    // What check-config prints: the channels in effect.
+    file.channel = channels
+        .iter()
+        .map(|c| ChannelConfig {
+            host: c.host.clone(),
+            port: c.port,
+            ttl: c.ttl,
+            mcast_if: c.mcast_if.clone(),
+            bind: c.bind.map(|b| b.to_string()),
+        })
+        .collect();
+
+    let xml_key = if overrides.xml_listen.is_empty() {
+        "xml_listen"
+    } else {
+        file.xml_listen = overrides.xml_listen.clone();
+        "--xml-listen"
+    };
+    let xml_listen = addresses(
+        xml_key,
+        &file.xml_listen,
+        "not an ADDRESS:PORT (gmond's XML port is 8649; write IPv6 as [::1]:8649)",
+    )?;
+    if !file.send && xml_listen.is_empty() {
+        return Err(ConfigError(format!(
+            "{channels_from} and no xml_listen: the data would go nowhere (poll the gateway with xml_listen, or send to gmond)"
+        )));
+    }
+    if file.xml_allow.is_empty() {
+        return Err(bad(
+            "xml_allow",
+            &file.xml_allow,
+            "no client could poll; leave it out for loopback only, or name the gmetad hosts' networks",
+        ));
+    }
+    let xml_allow = networks("xml_allow", &file.xml_allow)?;
+    let cluster_name = &file.cluster_name;
+    if cluster_name.is_empty()
+        || cluster_name.len() > crate::ganglia::sanitize::MAX_TEXT
+        || cluster_name.contains('/')
+        || cluster_name.chars().any(char::is_control)
+    {
+        return Err(bad(
+            "cluster_name",
+            cluster_name,
+            "must be 1 to 256 characters, without '/' or control characters (gmetad and ganglia-web use it in paths)",
+        ));
+    }
+
+    let template = |key: &str, v: &str| -> Result<Template, ConfigError> {
+        let t = Template::parse(v).map_err(|e| bad(key, v, e))?;
+        if key == "metric_name" && !t.uses_var() {
+            return Err(bad(
+                key,
+                v,
+                "must contain {var}, or every variable gets the same name",
+            ));
+        }
+        Ok(t)
+    };
+    let metric_name = template("metric_name", &file.metric_name)?;
+    if !metric_name.uses_pgm_and_ins() {
+        tracing::warn!(
+            template = metric_name.as_str(),
+            "metric_name lacks {{pgm}} or {{ins}}: an xrootd and a cmsd (or two instances) on one host will overwrite each other's metrics"
+        );
+    }
+    let group_name = template("group_name", &file.group_name)?;
+
+    let metadata_interval = file.metadata_interval;
+    if metadata_interval == 0 {
+        return Err(bad("metadata_interval", 0, "must be at least 1 second"));
+    }
+    let dmax = file.dmax;
+    if dmax != 0 && u64::from(dmax) <= metadata_interval {
+        return Err(bad(
+            "dmax",
+            dmax,
+            format!(
+                "must be 0 (never expire) or longer than metadata_interval ({metadata_interval} s): gmond drops a metric dmax seconds after its last metadata"
+            ),
+        ));
+    }
+    if file.tmax == 0 {
+        return Err(bad("tmax", 0, "must be at least 1 second"));
+    }
+    let value_heartbeat = match file.send_values.as_str() {
+        "all" => {
+            if let Some(h) = file.value_heartbeat {
+                return Err(bad(
+                    "value_heartbeat",
+                    h,
+                    "only applies with send_values = \"changed\"",
+                ));
+            }
+            None
+        }
+        "changed" => match file.value_heartbeat.unwrap_or(DEFAULT_VALUE_HEARTBEAT) {
+            0 => return Err(bad("value_heartbeat", 0, "must be at least 1 second")),
+            h => Some(h),
+        },
+        other => {
+            return Err(bad(
+                "send_values",
+                other,
+                "must be \"all\" (every value of every report) or \"changed\" (values that changed, and the rest every value_heartbeat)",
+            ));
+        }
+    };
+    let state_key = match &overrides.state_file {
+        Some(p) => {
+            file.state_file = p.clone();
+            "--state-file"
+        }
+        None => "state_file",
+    };
+    let state_file = match &file.state_file {
+        p if p.as_os_str().is_empty() => None,
+        p if p.is_dir() => {
+            return Err(bad(
+                state_key,
+                p.display().to_string(),
+                "is a directory; name a file in it",
+            ));
+        }
+        p => Some(p.clone()),
+    };
+    if file.state_interval == 0 {
+        return Err(bad("state_interval", 0, "must be at least 1 second"));
+    }
+    let metadata_requests = addresses(
+        "metadata_requests",
+        &file.metadata_requests,
+        "not an ADDRESS:PORT (a local address to listen on, or a multicast group such as 239.2.11.71:8649)",
+    )?;
+    if let Some(r) = metadata_requests.iter().find(|a| a.port() == 0) {
+        return Err(bad("metadata_requests", r.to_string(), "needs a port"));
+    }
+    if !file.send && !metadata_requests.is_empty() {
+        return Err(bad(
+            "metadata_requests",
+            &file.metadata_requests,
+            format!("only applies when sending to gmond ({channels_from})"),
+        ));
+    }
+    for (key, v) in [
+        ("max_sources", file.max_sources),
+        ("max_metrics_per_source", file.max_metrics_per_source),
+        ("recv_buffer", file.recv_buffer),
+        ("send_burst", file.send_burst),
+    ] {
+        if v == 0 {
+            return Err(bad(key, 0, "must be at least 1"));
+        }
+    }
+    let secs = Duration::from_secs;
+    Ok(Settings {
+        source,
+        listen,
+        allow,
+        channels,
+        channels_from,
+        metric_name,
+        group_name,
+        metadata_interval: secs(metadata_interval),
+        tmax: file.tmax,
+        dmax,
+        max_sources: file.max_sources,
+        max_metrics_per_source: file.max_metrics_per_source,
+        recv_buffer: file.recv_buffer,
+        log_interval: secs(file.log_interval.max(1)),
+        stats_interval: secs(file.stats_interval),
+        self_metrics_interval: secs(file.self_metrics_interval),
+        send_burst: file.send_burst,
+        max_send_rate: file.max_send_rate,
+        drain_timeout: secs(file.drain_timeout),
+        value_heartbeat,
+        state_file,
+        state_interval: secs(file.state_interval),
+        metadata_requests,
+        send: file.send,
+        xml_listen,
+        xml_allow,
+        cluster_name: file.cluster_name.clone(),
+        effective: file,
+    })
+}
+
+/// ADDRESS:PORT values of `key`.
+fn addresses(key: &str, list: &[String], why: &str) -> Result<Vec<SocketAddr>, ConfigError> {
+    list.iter()
+        .map(|a| a.parse().map_err(|_| bad(key, a, why)))
+        .collect()
+}
+
+/// Networks (`10.0.0.0/8`) or single addresses, for `key`.
+fn networks(key: &str, list: &[String]) -> Result<Vec<IpNet>, ConfigError> {
+    list.iter()
+        .map(|a| {
+            a.parse()
+                .or_else(|_| a.parse::<std::net::IpAddr>().map(IpNet::from))
+                .map_err(|_| {
+                    bad(
+                        key,
+                        a,
+                        "not a network (10.0.0.0/8, 2001:db8::/32) or address",
+                    )
+                })
+        })
+        .collect()
+}
+
+pub(super) fn channels(
+    file: &FileConfig,
+    overrides: &Overrides,
+) -> Result<(Vec<ChannelSpec>, String), ConfigError> {
+    if !overrides.send.is_empty() {
+        let list = overrides
+            .send
+            .iter()
+            .map(|s| ChannelSpec::parse_host_port(s).map_err(|e| bad("--send", s, e)))
+            .collect::<Result<Vec<_>, _>>()?;
+        return Ok((list, "--send".into()));
+    }
+    if !file.channel.is_empty() {
+        let mut list = Vec::new();
+        for c in &file.channel {
+            if c.port == 0 {
+                return Err(bad("channel.port", c.port, "not a port number"));
+            }
+            let bind = match &c.bind {
+                Some(b) => Some(
+                    b.parse()
+                        .map_err(|_| bad("channel.bind", b, "not an IP address"))?,
+                ),
+                None => None,
+            };
+            list.push(ChannelSpec {
+                host: c.host.clone(),
+                port: c.port,
+                ttl: c.ttl,
+                mcast_if: c.mcast_if.clone(),
+                bind,
+            });
+        }
+        return Ok((list, "[[channel]] in the config".into()));
+    }
+    let explicit = file.gmond_conf.is_some();
+    let gmond_path = file
+        .gmond_conf
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_GMOND_CONF));
+    if gmond_path.exists() {
+        let conf = gmond_conf::read(&gmond_path)
+            .map_err(|e| bad("gmond_conf", gmond_path.display().to_string(), e))?;
+        let list = conf
+            .send_channels
+            .iter()
+            .map(|c| {
+                ChannelSpec::from_gmond(c)
+                    .map_err(|e| bad("gmond_conf", gmond_path.display().to_string(), e))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if list.is_empty() {
+            return Err(bad(
+                "gmond_conf",
+                gmond_path.display().to_string(),
+                "has no udp_send_channel",
+            ));
+        }
+        return Ok((
+            list,
+            format!("udp_send_channel of {}", gmond_path.display()),
+        ));
+    }
+    if explicit {
+        return Err(bad(
+            "gmond_conf",
+            gmond_path.display().to_string(),
+            "file not found",
+        ));
+    }
+    Ok((
+        vec![ChannelSpec::unicast(DEFAULT_SEND.0, DEFAULT_SEND.1)],
+        format!("built-in default ({} not found)", gmond_path.display()),
+    ))
+}
+
+impl fmt::Display for Settings {
+    /// The effective settings, as `check-config` prints them: the file
+    /// with every default, the command line and the resolved channels.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "# effective settings (from {})", self.source)?;
+        writeln!(f, "# channels from {}", self.channels_from)?;
+        let text = toml::to_string(&self.effective).map_err(|_| fmt::Error)?;
+        f.write_str(&text)
+    }
+}
