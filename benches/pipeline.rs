@@ -16,7 +16,7 @@ use xrd2ganglia::events::{Counters, Events};
 use xrd2ganglia::gateway::Pipeline;
 use xrd2ganglia::gateway::table::HostTable;
 use xrd2ganglia::mapping::{
-    DEFAULT_GROUP_TEMPLATE, DEFAULT_NAME_TEMPLATE, MappedRecord, Mapper, Template,
+    DEFAULT_GROUP_TEMPLATE, DEFAULT_NAME_TEMPLATE, MappedRecord, Mapper, NameTemplate,
 };
 use xrd2ganglia::summary::SummaryParser;
 
@@ -64,8 +64,8 @@ fn bench(c: &mut Criterion) {
         });
 
         let mut mapper = Mapper::new(
-            Template::parse(DEFAULT_NAME_TEMPLATE).unwrap(),
-            Template::parse(DEFAULT_GROUP_TEMPLATE).unwrap(),
+            NameTemplate::parse(DEFAULT_NAME_TEMPLATE).unwrap(),
+            NameTemplate::parse(DEFAULT_GROUP_TEMPLATE).unwrap(),
         );
         let mut out = MappedRecord::default();
         let ip = "192.0.2.1".parse().unwrap();

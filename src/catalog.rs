@@ -21,7 +21,6 @@
 //! List entries are written with `i` for the index (`oss.paths.i.free`);
 //! [`LIST_KEYS`] says which field names an entry.
 
-use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use crate::ganglia::xdr::Slope;
@@ -1762,31 +1761,8 @@ pub static CATALOG: &[MetricSpec] = &[
     ),
 ];
 
-/// FNV-1a: the catalog's keys are short and fixed, looked up once per
-/// variable on the hot path; SipHash's DoS resistance buys nothing here.
-#[derive(Default)]
-struct Fnv(u64);
-
-impl std::hash::Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for b in bytes {
-            h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-        }
-        self.0 = h;
-    }
-}
-
-type FnvMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;
-
-static INDEX: LazyLock<FnvMap<&'static str, &'static MetricSpec>> =
+/// The catalog by name; FNV-hashed (short fixed keys, see [`crate::fnv`]).
+static INDEX: LazyLock<crate::fnv::FnvMap<&'static str, &'static MetricSpec>> =
     LazyLock::new(|| CATALOG.iter().map(|s| (s.var, s)).collect());
 
 /// The spec of a variable by its catalog name (`i` for list indexes).

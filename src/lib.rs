@@ -42,6 +42,7 @@
 //! * [`dump`]: `xrd2ganglia dump`, what `serve` would send, sent nowhere.
 //! * [`config`]: config file + CLI overrides -> validated [`config::Settings`].
 //! * [`events`]: every counted and logged internal event, defined once.
+//! * [`fnv`]: the crate's one non-keyed hash (name keys, catalog index).
 //! * [`selfmon`]: those counters (and kernel drops) as the gateway's own
 //!   Ganglia metrics.
 
@@ -49,6 +50,7 @@ pub mod catalog;
 pub mod config;
 pub mod dump;
 pub mod events;
+pub mod fnv;
 pub mod ganglia;
 pub mod gateway;
 pub mod gmetric;

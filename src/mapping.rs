@@ -16,227 +16,20 @@
 //!   values as integer text, positive-slope values only as integers.
 //!   Unknown numeric variables are sent as double/both, unknown text as
 //!   string/zero.
+//!
+//! One file per concern: [`naming`] (the name templates, list keys),
+//! [`host`] (the spoofed host), [`value`] (value checks and conversion),
+//! [`derived`] (CPU time and uptime, also used by the gateway's template);
+//! here, the mapping itself and its per-name cache.
 
 use std::collections::{HashMap, HashSet};
-use std::fmt::Write as _;
 use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 use std::net::IpAddr;
 
 use crate::catalog::{self, Kind, MetricSpec};
-use crate::ganglia::sanitize::{self, MAX_NAME, MAX_TEXT, MAX_VALUE};
+use crate::ganglia::sanitize::{self, MAX_NAME, MAX_TEXT};
 use crate::ganglia::xdr::Slope;
-use crate::summary::{Header, ListEntry, SummaryRecord};
-
-/// The default metric name template.
-pub const DEFAULT_NAME_TEMPLATE: &str = "{pgm}.{ins}.{var}";
-/// The default GROUP template.
-pub const DEFAULT_GROUP_TEMPLATE: &str = "{pgm}.{ins}.{section}";
-
-/// A compiled name template: dot-separated components of placeholders and text.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Template {
-    components: Vec<Vec<Token>>,
-    source: String,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Token {
-    Text(String),
-    Pgm,
-    Ins,
-    Site,
-    Section,
-    Var,
-}
-
-impl Template {
-    /// Placeholders: `{pgm}`, `{ins}`, `{site}`, `{section}`, `{var}`.
-    pub fn parse(source: &str) -> Result<Template, String> {
-        let mut components = Vec::new();
-        for part in source.split('.') {
-            let mut tokens = Vec::new();
-            let mut rest = part;
-            while !rest.is_empty() {
-                if let Some(after) = rest.strip_prefix('{') {
-                    let Some((name, tail)) = after.split_once('}') else {
-                        return Err(format!("unclosed '{{' in {source:?}"));
-                    };
-                    tokens.push(match name {
-                        "pgm" => Token::Pgm,
-                        "ins" => Token::Ins,
-                        "site" => Token::Site,
-                        "section" => Token::Section,
-                        "var" => Token::Var,
-                        other => {
-                            return Err(format!(
-                                "unknown placeholder {{{other}}} in {source:?} (known: {{pgm}} {{ins}} {{site}} {{section}} {{var}})"
-                            ));
-                        }
-                    });
-                    rest = tail;
-                } else {
-                    let end = rest.find('{').unwrap_or(rest.len());
-                    let text = &rest[..end];
-                    if !sanitize::is_clean_name(text) {
-                        return Err(format!(
-                            "{text:?} in {source:?}: only letters, digits, '_' and '-' may stand between placeholders"
-                        ));
-                    }
-                    tokens.push(Token::Text(text.to_string()));
-                    rest = &rest[end..];
-                }
-            }
-            components.push(tokens);
-        }
-        Ok(Template {
-            components,
-            source: source.to_string(),
-        })
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.source
-    }
-
-    pub fn uses_var(&self) -> bool {
-        self.has(&Token::Var)
-    }
-
-    pub fn uses_pgm_and_ins(&self) -> bool {
-        self.has(&Token::Pgm) && self.has(&Token::Ins)
-    }
-
-    fn has(&self, t: &Token) -> bool {
-        self.components.iter().flatten().any(|x| x == t)
-    }
-
-    /// Appends the expansion to `out`, dropping components that expand to nothing.
-    fn expand(&self, out: &mut String, parts: &Parts<'_>) {
-        let start = out.len();
-        for component in &self.components {
-            let before = out.len();
-            if before > start {
-                out.push('.');
-            }
-            let content = out.len();
-            for token in component {
-                match token {
-                    Token::Text(t) => out.push_str(t),
-                    Token::Pgm => out.push_str(parts.pgm),
-                    Token::Ins => out.push_str(parts.ins),
-                    Token::Site => out.push_str(parts.site),
-                    Token::Section => out.push_str(parts.section),
-                    Token::Var => out.push_str(parts.var),
-                }
-            }
-            if out.len() == content {
-                out.truncate(before);
-            }
-        }
-    }
-}
-
-/// Sanitised values for the placeholders.
-struct Parts<'p> {
-    pgm: &'p str,
-    ins: &'p str,
-    site: &'p str,
-    section: &'p str,
-    var: &'p str,
-}
-
-/// The host a record's metrics are filed under in gmond.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct HostIdentity {
-    /// `ip:name`, the metric_id host and SPOOF_HOST value.
-    pub spoof: String,
-    /// The NAME gmond shows.
-    pub name: String,
-    /// The IP text gmond keys the host by (colon-free, see [`ip_text`]).
-    pub ip: String,
-}
-
-/// The IP part of a spoof string. gmond splits the spoof string at its first
-/// ':' so an IPv6 literal cannot stand there: IPv4 (and IPv4-mapped IPv6)
-/// addresses are written as usual, other IPv6 addresses with '-' for ':'
-/// (the ipv6-literal.net convention, `2001-db8--1`).
-pub fn ip_text(out: &mut String, ip: IpAddr) {
-    let ip = match ip {
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => IpAddr::V6(v6),
-        },
-        v4 => v4,
-    };
-    let start = out.len();
-    let _ = write!(out, "{ip}");
-    if ip.is_ipv6() {
-        // SAFETY of the byte edit: ':' and '-' are both single ASCII bytes.
-        let replaced = out[start..].replace(':', "-");
-        out.truncate(start);
-        out.push_str(&replaced);
-    }
-}
-
-/// Works out the host identity of a record sent from `source`.
-pub fn host_identity(
-    header: &Header<'_>,
-    record: &SummaryRecord<'_>,
-    source: IpAddr,
-    out: &mut HostIdentity,
-) {
-    out.ip.clear();
-    ip_text(&mut out.ip, source);
-    out.name.clear();
-    // Only look further than `src` when it is missing (each look is a scan).
-    let name = header
-        .src
-        .map(src_host)
-        .filter(|n| !n.is_empty())
-        .or_else(|| record.get("host").filter(|n| !n.is_empty()))
-        .or_else(|| record.get("info.host").filter(|n| !n.is_empty()));
-    if let Some(name) = name {
-        sanitize::push_host(&mut out.name, name);
-    }
-    if out.name.is_empty() {
-        out.name.push_str(&out.ip);
-    }
-    out.spoof.clear();
-    out.spoof.push_str(&out.ip);
-    out.spoof.push(':');
-    out.spoof.push_str(&out.name);
-}
-
-/// `host:port` -> `host`; `[v6]:port` -> `v6`; anything else unchanged.
-fn src_host(src: &str) -> &str {
-    if let Some(rest) = src.strip_prefix('[') {
-        return rest.split_once(']').map(|(h, _)| h).unwrap_or(rest);
-    }
-    match src.rsplit_once(':') {
-        Some((host, port)) if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => host,
-        _ => src,
-    }
-}
-
-/// Why a variable's value was not sent.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BadValue {
-    NotANumber,
-    NotAnInteger,
-    OutOfRange,
-    NegativeCounter,
-}
-
-impl BadValue {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BadValue::NotANumber => "not a number",
-            BadValue::NotAnInteger => "not an integer",
-            BadValue::OutOfRange => "out of range",
-            BadValue::NegativeCounter => "negative counter",
-        }
-    }
-}
+use crate::summary::{ListEntry, SummaryRecord};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Span {
@@ -395,8 +188,8 @@ impl MappedRecord {
 
 /// Maps records; holds the settings and the reusable buffers.
 pub struct Mapper {
-    name: Template,
-    group: Template,
+    name: NameTemplate,
+    group: NameTemplate,
     /// Placeholder values of the current record, sanitised.
     pgm: String,
     ins: String,
@@ -427,11 +220,7 @@ pub struct Mapper {
 /// gateway's state file can name a metric by it. Maps keyed by it hash it
 /// again with a random seed.
 pub fn name_key(name: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in name.bytes() {
-        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-    }
-    h
+    crate::fnv::hash(name.as_bytes())
 }
 
 /// For maps whose keys are already keyed hashes (the name cache): uses
@@ -484,7 +273,7 @@ impl CachedNames {
 }
 
 impl Mapper {
-    pub fn new(name: Template, group: Template) -> Mapper {
+    pub fn new(name: NameTemplate, group: NameTemplate) -> Mapper {
         Mapper {
             name,
             group,
@@ -789,235 +578,18 @@ fn push_cached(a: &mut String, n: &CachedNames, value: Span, kind: Kind, keyed: 
     }
 }
 
-/// A list key or name component: `[A-Za-z0-9_-]`, '.' and '/' become '_'.
-fn push_key(out: &mut String, s: &str) {
-    let start = out.len();
-    sanitize::push_name(out, s, 64);
-    // SAFETY of the byte edit: sanitised text is ASCII.
-    let replaced: String = out[start..]
-        .chars()
-        .map(|c| if c == '.' { '_' } else { c })
-        .collect();
-    out.truncate(start);
-    out.push_str(&replaced);
-}
+mod derived;
+mod host;
+mod naming;
+mod value;
 
-/// Converts value text for a metric of `kind` (None: unknown variable) and
-/// appends the text to send. Returns the kind it is sent as.
-fn convert(out: &mut String, kind: Option<Kind>, text: &str) -> Result<Kind, BadValue> {
-    // Nearly every value: a plain non-negative integer that fits the kind,
-    // sent as it came (exactly what formatting the parsed number gives).
-    if let Some(kind) = kind
-        && kind != Kind::Text
-        && is_plain_integer(
-            text,
-            if matches!(kind, Kind::Counter32 | Kind::Gauge32) {
-                9
-            } else {
-                18
-            },
-        )
-    {
-        out.push_str(text);
-        return Ok(kind);
-    }
-    convert_general(out, kind, text)
-}
+pub(crate) use derived::{Derived, Role};
+pub use host::{HostIdentity, host_identity, ip_text};
+pub use naming::{DEFAULT_GROUP_TEMPLATE, DEFAULT_NAME_TEMPLATE, NameTemplate};
+pub use value::BadValue;
 
-/// [`convert`] for any text: parse, check, format.
-fn convert_general(out: &mut String, kind: Option<Kind>, text: &str) -> Result<Kind, BadValue> {
-    let Some(kind) = kind else {
-        // Unknown: a finite number goes as double/both, anything else as text.
-        return match text.trim().parse::<f64>() {
-            Ok(v) if v.is_finite() => {
-                push_number(out, text.trim(), v);
-                Ok(Kind::Gauge64)
-            }
-            _ => {
-                sanitize::push_text(out, text, MAX_VALUE);
-                Ok(Kind::Text)
-            }
-        };
-    };
-    match kind {
-        Kind::Text => {
-            sanitize::push_text(out, text, MAX_VALUE);
-        }
-        Kind::Counter32 | Kind::Gauge32 => {
-            let v = parse_integer(text)?;
-            // `%d` of an unsigned quantity past 2^31 prints negative: undo it.
-            let v = if (i32::MIN as i64..0).contains(&v) {
-                v as i32 as u32 as i64
-            } else {
-                v
-            };
-            if !(0..=u32::MAX as i64).contains(&v) {
-                return Err(if v < 0 && kind == Kind::Counter32 {
-                    BadValue::NegativeCounter
-                } else {
-                    BadValue::OutOfRange
-                });
-            }
-            let _ = write!(out, "{v}");
-        }
-        Kind::Counter64 => {
-            let v = parse_integer(text)?;
-            if v < 0 {
-                return Err(BadValue::NegativeCounter);
-            }
-            let _ = write!(out, "{v}");
-        }
-        Kind::Gauge64 | Kind::Timestamp => match parse_integer(text) {
-            Ok(v) => {
-                let _ = write!(out, "{v}");
-            }
-            Err(_) => match text.trim().parse::<f64>() {
-                Ok(v) if v.is_finite() => push_number(out, text.trim(), v),
-                _ => return Err(BadValue::NotANumber),
-            },
-        },
-    }
-    Ok(kind)
-}
-
-/// Decimal digits, at most `max_digits`, without a leading zero (`0` itself
-/// allowed): text that parses and prints back unchanged.
-fn is_plain_integer(text: &str, max_digits: usize) -> bool {
-    let b = text.as_bytes();
-    !b.is_empty()
-        && b.len() <= max_digits
-        && (b[0] != b'0' || b.len() == 1)
-        && b.iter().all(u8::is_ascii_digit)
-}
-
-/// Integer text (surrounding white space allowed).
-fn parse_integer(text: &str) -> Result<i64, BadValue> {
-    let t = text.trim();
-    if t.is_empty() {
-        return Err(BadValue::NotANumber);
-    }
-    match t.parse::<i64>() {
-        Ok(v) => Ok(v),
-        Err(e) => Err(match e.kind() {
-            std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => {
-                BadValue::OutOfRange
-            }
-            _ if t.parse::<f64>().is_ok_and(f64::is_finite) => BadValue::NotAnInteger,
-            _ => BadValue::NotANumber,
-        }),
-    }
-}
-
-/// A finite double: the sender's text when it is plain, else Rust's shortest form.
-fn push_number(out: &mut String, text: &str, v: f64) {
-    if text.len() <= 32
-        && text
-            .bytes()
-            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'e' | b'E' | b'+'))
-    {
-        out.push_str(text);
-    } else {
-        let _ = write!(out, "{v}");
-    }
-}
-
-/// Values derived from others: CPU time from proc s+u, uptime from tod-tos.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Derived {
-    usr_s: Option<u64>,
-    usr_u: Option<u64>,
-    sys_s: Option<u64>,
-    sys_u: Option<u64>,
-    tod: Option<i64>,
-    tos: Option<i64>,
-}
-
-/// Which input of [`Derived`] a variable is, decided once per name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Role {
-    None,
-    UsrS,
-    UsrU,
-    SysS,
-    SysU,
-    Tod,
-    Tos,
-}
-
-impl Role {
-    /// The role of a variable by its catalog name.
-    pub(crate) fn of(catalog_name: &str) -> Role {
-        match catalog_name {
-            "proc.usr.s" => Role::UsrS,
-            "proc.usr.u" => Role::UsrU,
-            "proc.sys.s" => Role::SysS,
-            "proc.sys.u" => Role::SysU,
-            "tod" => Role::Tod,
-            "tos" => Role::Tos,
-            _ => Role::None,
-        }
-    }
-}
-
-impl Derived {
-    pub(crate) fn note(&mut self, role: Role, value: &str) {
-        if role == Role::None {
-            return;
-        }
-        let unsigned = || {
-            parse_integer(value).ok().map(|v| {
-                if v < 0 {
-                    v as i32 as u32 as u64
-                } else {
-                    v as u64
-                }
-            })
-        };
-        match role {
-            Role::UsrS => self.usr_s = unsigned(),
-            Role::UsrU => self.usr_u = unsigned(),
-            Role::SysS => self.sys_s = unsigned(),
-            Role::SysU => self.sys_u = unsigned(),
-            Role::Tod => self.tod = parse_integer(value).ok(),
-            Role::Tos => self.tos = parse_integer(value).ok(),
-            Role::None => {}
-        }
-    }
-
-    /// (catalog name, value) of every derived variable these inputs give,
-    /// in send order (at most four).
-    pub(crate) fn computed(&self) -> impl Iterator<Item = (&'static str, u64)> {
-        let ms = |s: Option<u64>, u: Option<u64>| Some(s? * 1000 + u? / 1000);
-        let usr = ms(self.usr_s, self.usr_u);
-        let sys = ms(self.sys_s, self.sys_u);
-        let total = usr.zip(sys).map(|(u, s)| u + s);
-        let uptime = match (self.tod, self.tos) {
-            (Some(tod), Some(tos)) if tod >= tos && tos > 0 => Some((tod - tos) as u64),
-            _ => None,
-        };
-        [
-            (catalog::DERIVED_CPU_USR, usr),
-            (catalog::DERIVED_CPU_SYS, sys),
-            (catalog::DERIVED_CPU_TOTAL, total),
-            (catalog::DERIVED_UPTIME, uptime),
-        ]
-        .into_iter()
-        .filter_map(|(name, v)| Some((name, v?)))
-    }
-
-    /// [`computed`](Self::computed) as text; `text` holds the formatted values.
-    fn values<'t>(&self, text: &'t mut String) -> Vec<(&'static str, &'t str)> {
-        text.clear();
-        let mut ends: Vec<(&'static str, usize, usize)> = Vec::new();
-        for (name, v) in self.computed() {
-            let start = text.len();
-            let _ = write!(text, "{v}");
-            ends.push((name, start, text.len()));
-        }
-        let text: &'t str = text;
-        ends.into_iter().map(|(n, s, e)| (n, &text[s..e])).collect()
-    }
-}
+use naming::{Parts, push_key};
+use value::convert;
 
 #[cfg(test)]
 mod tests;

@@ -7,7 +7,7 @@ mod common;
 use std::path::Path;
 
 use xrd2ganglia::mapping::{
-    DEFAULT_GROUP_TEMPLATE, DEFAULT_NAME_TEMPLATE, MappedRecord, Mapper, Template,
+    DEFAULT_GROUP_TEMPLATE, DEFAULT_NAME_TEMPLATE, MappedRecord, Mapper, NameTemplate,
 };
 use xrd2ganglia::summary::SummaryParser;
 
@@ -49,8 +49,8 @@ fn flattening_matches_real_mpxstats() {
 fn every_real_variable_is_in_the_catalog_and_sent() {
     let mut parser = SummaryParser::new();
     let mut mapper = Mapper::new(
-        Template::parse(DEFAULT_NAME_TEMPLATE).unwrap(),
-        Template::parse(DEFAULT_GROUP_TEMPLATE).unwrap(),
+        NameTemplate::parse(DEFAULT_NAME_TEMPLATE).unwrap(),
+        NameTemplate::parse(DEFAULT_GROUP_TEMPLATE).unwrap(),
     );
     let mut out = MappedRecord::default();
     for name in fixtures() {
@@ -84,8 +84,8 @@ fn every_real_variable_is_in_the_catalog_and_sent() {
 fn real_list_entries_get_their_keys() {
     let mut parser = SummaryParser::new();
     let mut mapper = Mapper::new(
-        Template::parse(DEFAULT_NAME_TEMPLATE).unwrap(),
-        Template::parse(DEFAULT_GROUP_TEMPLATE).unwrap(),
+        NameTemplate::parse(DEFAULT_NAME_TEMPLATE).unwrap(),
+        NameTemplate::parse(DEFAULT_GROUP_TEMPLATE).unwrap(),
     );
     let mut out = MappedRecord::default();
     let names = |rec: &str,

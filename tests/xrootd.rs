@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use common::{Capture, Gateway, Gmond, Scratch, Xrootd, free_port};
 use xrd2ganglia::catalog::Kind;
 use xrd2ganglia::mapping::{
-    DEFAULT_GROUP_TEMPLATE, DEFAULT_NAME_TEMPLATE, MappedRecord, Mapper, Template,
+    DEFAULT_GROUP_TEMPLATE, DEFAULT_NAME_TEMPLATE, MappedRecord, Mapper, NameTemplate,
 };
 use xrd2ganglia::summary::SummaryParser;
 
@@ -36,8 +36,8 @@ fn expected(datagram: &[u8]) -> (String, Vec<(String, String, Kind)>) {
         .parse(datagram)
         .expect("xrootd sent a record we cannot parse");
     let mut mapper = Mapper::new(
-        Template::parse(DEFAULT_NAME_TEMPLATE).unwrap(),
-        Template::parse(DEFAULT_GROUP_TEMPLATE).unwrap(),
+        NameTemplate::parse(DEFAULT_NAME_TEMPLATE).unwrap(),
+        NameTemplate::parse(DEFAULT_GROUP_TEMPLATE).unwrap(),
     );
     let mut out = MappedRecord::default();
     mapper.map(&record, "127.0.0.1".parse().unwrap(), &mut out);

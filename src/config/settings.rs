@@ -11,7 +11,7 @@ use super::file::{ChannelConfig, DEFAULT_GMOND_CONF, DEFAULT_VALUE_HEARTBEAT, Fi
 use super::{ConfigError, bad};
 use crate::ganglia::channel::ChannelSpec;
 use crate::ganglia::gmond_conf;
-use crate::mapping::Template;
+use crate::mapping::NameTemplate;
 
 /// Where packets go when nothing says otherwise: a gmond on this host.
 pub const DEFAULT_SEND: (&str, u16) = ("127.0.0.1", 8649);
@@ -41,8 +41,8 @@ pub struct Settings {
     pub channels: Vec<ChannelSpec>,
     /// Why these channels (for check-config and the start-up log).
     pub channels_from: String,
-    pub metric_name: Template,
-    pub group_name: Template,
+    pub metric_name: NameTemplate,
+    pub group_name: NameTemplate,
     /// Metadata of each metric is resent at least this often.
     pub metadata_interval: Duration,
     /// TMAX before a source's report interval is known.
@@ -190,8 +190,8 @@ pub fn validate(
         ));
     }
 
-    let template = |key: &str, v: &str| -> Result<Template, ConfigError> {
-        let t = Template::parse(v).map_err(|e| bad(key, v, e))?;
+    let template = |key: &str, v: &str| -> Result<NameTemplate, ConfigError> {
+        let t = NameTemplate::parse(v).map_err(|e| bad(key, v, e))?;
         if key == "metric_name" && !t.uses_var() {
             return Err(bad(
                 key,

@@ -173,12 +173,10 @@ pub(super) fn parse_u64(text: &[u8]) -> Option<u64> {
 
 pub(super) use crate::ganglia::format_u64;
 
+/// The fingerprint of a value text: FNV-1a ([`crate::fnv`]), folded to 32 bits.
 fn fnv32(bytes: &[u8]) -> u32 {
-    let mut h: u32 = 0x811c_9dc5;
-    for b in bytes {
-        h = (h ^ u32::from(*b)).wrapping_mul(0x0100_0193);
-    }
-    h
+    let h = crate::fnv::hash(bytes);
+    (h ^ (h >> 32)) as u32
 }
 
 #[cfg(test)]

@@ -1,10 +1,11 @@
+use super::value::convert_general;
 use super::*;
 use crate::summary::SummaryParser;
 
 fn mapper() -> Mapper {
     Mapper::new(
-        Template::parse(DEFAULT_NAME_TEMPLATE).unwrap(),
-        Template::parse(DEFAULT_GROUP_TEMPLATE).unwrap(),
+        NameTemplate::parse(DEFAULT_NAME_TEMPLATE).unwrap(),
+        NameTemplate::parse(DEFAULT_GROUP_TEMPLATE).unwrap(),
     )
 }
 
@@ -235,10 +236,10 @@ fn derived_cpu_and_uptime() {
 
 #[test]
 fn templates() {
-    assert!(Template::parse("{pgm}.{nope}").is_err());
-    assert!(Template::parse("{pgm").is_err());
-    assert!(Template::parse("a b.{var}").is_err());
-    let t = Template::parse("xrd_{site}.{pgm}.{ins}.{var}").unwrap();
+    assert!(NameTemplate::parse("{pgm}.{nope}").is_err());
+    assert!(NameTemplate::parse("{pgm").is_err());
+    assert!(NameTemplate::parse("a b.{var}").is_err());
+    let t = NameTemplate::parse("xrd_{site}.{pgm}.{ins}.{var}").unwrap();
     let mut out = String::new();
     t.expand(
         &mut out,
@@ -252,7 +253,7 @@ fn templates() {
     );
     assert_eq!(out, "xrd_T2.xrootd.link.in");
     out.clear();
-    let t = Template::parse("{site}.{var}").unwrap();
+    let t = NameTemplate::parse("{site}.{var}").unwrap();
     t.expand(
         &mut out,
         &Parts {

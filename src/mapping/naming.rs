@@ -1,0 +1,135 @@
+//! Metric and group names: the templates (`metric_name`, `group_name`)
+//! and the list keys that stand for a list index in a name.
+
+use crate::ganglia::sanitize;
+
+/// The default metric name template.
+pub const DEFAULT_NAME_TEMPLATE: &str = "{pgm}.{ins}.{var}";
+/// The default GROUP template.
+pub const DEFAULT_GROUP_TEMPLATE: &str = "{pgm}.{ins}.{section}";
+
+/// A compiled name template: dot-separated components of placeholders and text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NameTemplate {
+    components: Vec<Vec<Token>>,
+    source: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Token {
+    Text(String),
+    Pgm,
+    Ins,
+    Site,
+    Section,
+    Var,
+}
+
+impl NameTemplate {
+    /// Placeholders: `{pgm}`, `{ins}`, `{site}`, `{section}`, `{var}`.
+    pub fn parse(source: &str) -> Result<NameTemplate, String> {
+        let mut components = Vec::new();
+        for part in source.split('.') {
+            let mut tokens = Vec::new();
+            let mut rest = part;
+            while !rest.is_empty() {
+                if let Some(after) = rest.strip_prefix('{') {
+                    let Some((name, tail)) = after.split_once('}') else {
+                        return Err(format!("unclosed '{{' in {source:?}"));
+                    };
+                    tokens.push(match name {
+                        "pgm" => Token::Pgm,
+                        "ins" => Token::Ins,
+                        "site" => Token::Site,
+                        "section" => Token::Section,
+                        "var" => Token::Var,
+                        other => {
+                            return Err(format!(
+                                "unknown placeholder {{{other}}} in {source:?} (known: {{pgm}} {{ins}} {{site}} {{section}} {{var}})"
+                            ));
+                        }
+                    });
+                    rest = tail;
+                } else {
+                    let end = rest.find('{').unwrap_or(rest.len());
+                    let text = &rest[..end];
+                    if !sanitize::is_clean_name(text) {
+                        return Err(format!(
+                            "{text:?} in {source:?}: only letters, digits, '_' and '-' may stand between placeholders"
+                        ));
+                    }
+                    tokens.push(Token::Text(text.to_string()));
+                    rest = &rest[end..];
+                }
+            }
+            components.push(tokens);
+        }
+        Ok(NameTemplate {
+            components,
+            source: source.to_string(),
+        })
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+
+    pub fn uses_var(&self) -> bool {
+        self.has(&Token::Var)
+    }
+
+    pub fn uses_pgm_and_ins(&self) -> bool {
+        self.has(&Token::Pgm) && self.has(&Token::Ins)
+    }
+
+    fn has(&self, t: &Token) -> bool {
+        self.components.iter().flatten().any(|x| x == t)
+    }
+
+    /// Appends the expansion to `out`, dropping components that expand to nothing.
+    pub(super) fn expand(&self, out: &mut String, parts: &Parts<'_>) {
+        let start = out.len();
+        for component in &self.components {
+            let before = out.len();
+            if before > start {
+                out.push('.');
+            }
+            let content = out.len();
+            for token in component {
+                match token {
+                    Token::Text(t) => out.push_str(t),
+                    Token::Pgm => out.push_str(parts.pgm),
+                    Token::Ins => out.push_str(parts.ins),
+                    Token::Site => out.push_str(parts.site),
+                    Token::Section => out.push_str(parts.section),
+                    Token::Var => out.push_str(parts.var),
+                }
+            }
+            if out.len() == content {
+                out.truncate(before);
+            }
+        }
+    }
+}
+
+/// Sanitised values for the placeholders.
+pub(super) struct Parts<'p> {
+    pub pgm: &'p str,
+    pub ins: &'p str,
+    pub site: &'p str,
+    pub section: &'p str,
+    pub var: &'p str,
+}
+
+/// A list key or name component: `[A-Za-z0-9_-]`, '.' and '/' become '_'.
+pub(super) fn push_key(out: &mut String, s: &str) {
+    let start = out.len();
+    sanitize::push_name(out, s, 64);
+    // SAFETY of the byte edit: sanitised text is ASCII.
+    let replaced: String = out[start..]
+        .chars()
+        .map(|c| if c == '.' { '_' } else { c })
+        .collect();
+    out.truncate(start);
+    out.push_str(&replaced);
+}

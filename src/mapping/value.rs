@@ -1,0 +1,152 @@
+//! A variable's value text as sent: checked and converted for its kind.
+//! `int` counters that wrapped negative are sent unsigned, 64-bit values as
+//! integer text, positive-slope values only as integers; unknown numeric
+//! variables as double, unknown text as string.
+
+use std::fmt::Write as _;
+
+use crate::catalog::Kind;
+use crate::ganglia::sanitize::{self, MAX_VALUE};
+
+/// Why a variable's value was not sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BadValue {
+    NotANumber,
+    NotAnInteger,
+    OutOfRange,
+    NegativeCounter,
+}
+
+impl BadValue {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BadValue::NotANumber => "not a number",
+            BadValue::NotAnInteger => "not an integer",
+            BadValue::OutOfRange => "out of range",
+            BadValue::NegativeCounter => "negative counter",
+        }
+    }
+}
+
+/// Converts value text for a metric of `kind` (None: unknown variable) and
+/// appends the text to send. Returns the kind it is sent as.
+pub(super) fn convert(out: &mut String, kind: Option<Kind>, text: &str) -> Result<Kind, BadValue> {
+    // Nearly every value: a plain non-negative integer that fits the kind,
+    // sent as it came (exactly what formatting the parsed number gives).
+    if let Some(kind) = kind
+        && kind != Kind::Text
+        && is_plain_integer(
+            text,
+            if matches!(kind, Kind::Counter32 | Kind::Gauge32) {
+                9
+            } else {
+                18
+            },
+        )
+    {
+        out.push_str(text);
+        return Ok(kind);
+    }
+    convert_general(out, kind, text)
+}
+
+/// [`convert`] for any text: parse, check, format.
+pub(super) fn convert_general(
+    out: &mut String,
+    kind: Option<Kind>,
+    text: &str,
+) -> Result<Kind, BadValue> {
+    let Some(kind) = kind else {
+        // Unknown: a finite number goes as double/both, anything else as text.
+        return match text.trim().parse::<f64>() {
+            Ok(v) if v.is_finite() => {
+                push_number(out, text.trim(), v);
+                Ok(Kind::Gauge64)
+            }
+            _ => {
+                sanitize::push_text(out, text, MAX_VALUE);
+                Ok(Kind::Text)
+            }
+        };
+    };
+    match kind {
+        Kind::Text => {
+            sanitize::push_text(out, text, MAX_VALUE);
+        }
+        Kind::Counter32 | Kind::Gauge32 => {
+            let v = parse_integer(text)?;
+            // `%d` of an unsigned quantity past 2^31 prints negative: undo it.
+            let v = if (i32::MIN as i64..0).contains(&v) {
+                v as i32 as u32 as i64
+            } else {
+                v
+            };
+            if !(0..=u32::MAX as i64).contains(&v) {
+                return Err(if v < 0 && kind == Kind::Counter32 {
+                    BadValue::NegativeCounter
+                } else {
+                    BadValue::OutOfRange
+                });
+            }
+            let _ = write!(out, "{v}");
+        }
+        Kind::Counter64 => {
+            let v = parse_integer(text)?;
+            if v < 0 {
+                return Err(BadValue::NegativeCounter);
+            }
+            let _ = write!(out, "{v}");
+        }
+        Kind::Gauge64 | Kind::Timestamp => match parse_integer(text) {
+            Ok(v) => {
+                let _ = write!(out, "{v}");
+            }
+            Err(_) => match text.trim().parse::<f64>() {
+                Ok(v) if v.is_finite() => push_number(out, text.trim(), v),
+                _ => return Err(BadValue::NotANumber),
+            },
+        },
+    }
+    Ok(kind)
+}
+
+/// Decimal digits, at most `max_digits`, without a leading zero (`0` itself
+/// allowed): text that parses and prints back unchanged.
+fn is_plain_integer(text: &str, max_digits: usize) -> bool {
+    let b = text.as_bytes();
+    !b.is_empty()
+        && b.len() <= max_digits
+        && (b[0] != b'0' || b.len() == 1)
+        && b.iter().all(u8::is_ascii_digit)
+}
+
+/// Integer text (surrounding white space allowed).
+pub(super) fn parse_integer(text: &str) -> Result<i64, BadValue> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Err(BadValue::NotANumber);
+    }
+    match t.parse::<i64>() {
+        Ok(v) => Ok(v),
+        Err(e) => Err(match e.kind() {
+            std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => {
+                BadValue::OutOfRange
+            }
+            _ if t.parse::<f64>().is_ok_and(f64::is_finite) => BadValue::NotAnInteger,
+            _ => BadValue::NotANumber,
+        }),
+    }
+}
+
+/// A finite double: the sender's text when it is plain, else Rust's shortest form.
+fn push_number(out: &mut String, text: &str, v: f64) {
+    if text.len() <= 32
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'e' | b'E' | b'+'))
+    {
+        out.push_str(text);
+    } else {
+        let _ = write!(out, "{v}");
+    }
+}
