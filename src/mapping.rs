@@ -17,9 +17,9 @@
 //!   Unknown numeric variables are sent as double/both, unknown text as
 //!   string/zero.
 //!
-//! One file per concern: [`naming`] (the name templates, list keys),
-//! [`host`] (the spoofed host), [`value`] (value checks and conversion),
-//! [`derived`] (CPU time and uptime, also used by the gateway's template);
+//! One file per concern: `naming.rs` (the name templates, list keys),
+//! `host.rs` (the spoofed host), `value.rs` (value checks and conversion),
+//! `derived.rs` (CPU time and uptime, also used by the gateway's template);
 //! here, the mapping itself and its per-name cache.
 
 use std::collections::{HashMap, HashSet};

@@ -9,7 +9,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::TempDir;
+use crate::Scratch;
 
 pub const GMOND: &str = "/usr/sbin/gmond";
 
@@ -33,13 +33,13 @@ pub struct Gmond {
     pub xml_port: u16,
     /// Appended to the file verbatim (a `udp_send_channel` for its 136s).
     sections: String,
-    dir: TempDir,
+    dir: Scratch,
 }
 
 impl Gmond {
     pub fn start(port: u16, xml_port: u16, sections: &str) -> Result<Gmond, String> {
         installed()?;
-        let dir = TempDir::new("gmond");
+        let dir = Scratch::new("gmond");
         let conf = dir.0.join("gmond.conf");
         // As the tests write it (tests/common/mod.rs): foreground, no
         // modules, muted (its own metrics are not wanted; 136 requests

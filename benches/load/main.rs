@@ -46,6 +46,12 @@ use xrd2ganglia::gateway::Pipeline;
 
 use mmsg::{CountSink, MmsgSender};
 
+// Free ports and scratch directories, as the tests have them.
+#[path = "../../tests/common/scratch.rs"]
+#[allow(dead_code)]
+mod scratch;
+use scratch::{Scratch, free_port};
+
 mod e2e;
 mod gmond;
 mod mmsg;
@@ -919,7 +925,7 @@ fn raw(records: &Records, o: &Options, mmsg: bool) -> Run {
 struct Gateway {
     child: Child,
     port: u16,
-    dir: TempDir,
+    dir: Scratch,
     log: GwLog,
     exited: bool,
 }
@@ -1046,7 +1052,7 @@ impl Gateway {
 
     /// `serve` with the config `config(its temp dir, its listen port)`.
     fn start_config(bin: &Path, config: impl FnOnce(&Path, u16) -> String) -> Gateway {
-        let dir = TempDir::new("gw");
+        let dir = Scratch::new("gw");
         let port = free_port();
         let conf = dir.0.join("xrd2ganglia.toml");
         std::fs::write(&conf, config(&dir.0, port)).expect("config");
@@ -1390,7 +1396,7 @@ fn chain(records: &Records, o: &Options) -> Option<Run> {
         }
     }
     let sink = Sink::start(records, SinkMode::Blocking);
-    let dir = TempDir::new("chain");
+    let dir = Scratch::new("chain");
     let conf = dir.0.join("gmond.conf");
     std::fs::write(
         &conf,
@@ -1877,26 +1883,6 @@ impl Report {
 // ---------------------------------------------------------------------------
 // Small helpers.
 
-/// A free loopback port, UDP and TCP, never the same twice in one run
-/// (gmond takes one of each, and we pick before it binds).
-fn free_port() -> u16 {
-    static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
-    loop {
-        let port = UdpSocket::bind("127.0.0.1:0")
-            .and_then(|s| s.local_addr())
-            .map(|a| a.port())
-            .expect("a free port");
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_err() {
-            continue;
-        }
-        let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
-        if !given.contains(&port) {
-            given.push(port);
-            return port;
-        }
-    }
-}
-
 /// Waits until process `pid` has a UDP socket on `port` (up to 10 s).
 fn listening(pid: u32, port: u16) -> bool {
     let t0 = Instant::now();
@@ -1927,27 +1913,5 @@ fn wait_timeout(child: &mut Child, timeout: Duration) -> Option<std::process::Ex
             return None;
         }
         thread::sleep(Duration::from_millis(2));
-    }
-}
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        static SEQ: AtomicU64 = AtomicU64::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "xrd2ganglia-load-{tag}-{}-{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }

@@ -7,6 +7,9 @@
 #![allow(dead_code)]
 
 pub mod replay;
+mod scratch;
+
+pub use scratch::{Scratch, free_port};
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -15,49 +18,6 @@ use std::net::{TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// A free loopback port (UDP and TCP), found by binding port 0. Never the
-/// same port twice in one test process: parallel tests would otherwise race
-/// for it between our probe and the daemon's bind.
-pub fn free_port() -> u16 {
-    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
-    loop {
-        let u = UdpSocket::bind("127.0.0.1:0").expect("bind udp");
-        let port = u.local_addr().unwrap().port();
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_err() {
-            continue;
-        }
-        let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
-        if !given.contains(&port) {
-            given.push(port);
-            return port;
-        }
-    }
-}
-
-/// A scratch directory removed on drop.
-pub struct Scratch(pub PathBuf);
-
-impl Scratch {
-    pub fn new(tag: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!(
-            "x2g-{tag}-{}-{}",
-            std::process::id(),
-            Instant::now().elapsed().as_nanos() ^ (free_port() as u128)
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// A child process killed on drop.
 pub struct Proc {
