@@ -105,12 +105,7 @@ pub fn validate(
     source: String,
     overrides: &Overrides,
 ) -> Result<Settings, ConfigError> {
-    let listen_key = if overrides.listen.is_empty() {
-        "listen"
-    } else {
-        file.listen = overrides.listen.clone();
-        "--listen"
-    };
+    let listen_key = replace(&mut file.listen, &overrides.listen, "listen", "--listen");
     let listen = addresses(
         listen_key,
         &file.listen,
@@ -153,12 +148,12 @@ pub fn validate(
         })
         .collect();
 
-    let xml_key = if overrides.xml_listen.is_empty() {
-        "xml_listen"
-    } else {
-        file.xml_listen = overrides.xml_listen.clone();
-        "--xml-listen"
-    };
+    let xml_key = replace(
+        &mut file.xml_listen,
+        &overrides.xml_listen,
+        "xml_listen",
+        "--xml-listen",
+    );
     let xml_listen = addresses(
         xml_key,
         &file.xml_listen,
@@ -327,6 +322,21 @@ pub fn validate(
         cluster_name: file.cluster_name.clone(),
         effective: file,
     })
+}
+
+/// A command-line list (`flag`, repeatable) replaces the file's (`key`);
+/// returns the name to cite in errors.
+fn replace(
+    file: &mut Vec<String>,
+    cli: &[String],
+    key: &'static str,
+    flag: &'static str,
+) -> &'static str {
+    if cli.is_empty() {
+        return key;
+    }
+    *file = cli.to_vec();
+    flag
 }
 
 /// ADDRESS:PORT values of `key`.
