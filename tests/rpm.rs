@@ -34,6 +34,50 @@ fn find_rpm(dir: &Path, suffix: &str) -> PathBuf {
     panic!("no *{suffix} under {}", dir.display());
 }
 
+/// What rpmlint may report, each explained in the spec's header: signing,
+/// packager and group are the site's (errors); the rest are warnings.
+const RPMLINT_ACCEPTED: &[(&str, &str)] = &[
+    ("E", "no-signature"),
+    ("E", "no-packager-tag"),
+    ("E", "no-group-tag"),
+    ("W", "no-url-tag"),
+    ("W", "invalid-url"),
+    ("W", "no-buildroot-tag"),
+    ("W", "invalid-license"),
+    ("W", "manpage-not-compressed"),
+    ("W", "no-manual-page-for-binary"),
+];
+
+fn rpmlint_accepts_only_the_explained(paths: &[PathBuf]) {
+    let out = Command::new("rpmlint")
+        .args(paths)
+        .output()
+        .expect("rpmlint (Debian package rpmlint; .ci/run installs it)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let spec = std::fs::read_to_string(&paths[0]).unwrap();
+    let mut reported = 0;
+    for line in text.lines() {
+        // `name.arch: E: code details` or `name.spec:7: W: code details`.
+        let Some((level, code)) = ["E", "W"].iter().find_map(|level| {
+            let rest = line.split(&format!(": {level}: ")).nth(1)?;
+            Some((*level, rest.split_whitespace().next()?))
+        }) else {
+            continue;
+        };
+        reported += 1;
+        assert!(
+            RPMLINT_ACCEPTED.contains(&(level, code)),
+            "rpmlint: {line}\n(not among the accepted; the whole report:)\n{text}"
+        );
+        assert!(
+            spec.contains(code),
+            "rpmlint's {code} is accepted but the spec does not explain it"
+        );
+    }
+    // Not vacuous: rpmlint ran and said what it always says of these.
+    assert!(reported >= 6 && text.contains("checked"), "{text}");
+}
+
 #[test]
 fn rpm_builds_offline_installs_and_runs() {
     let top = Scratch::new("rpm");
@@ -80,6 +124,64 @@ fn rpm_builds_offline_installs_and_runs() {
             "{f} not in the RPM:\n{files}"
         );
     }
+    // Every path is where EL and Fedora put it, whatever rpm built the
+    // package (Debian's rpm puts _sharedstatedir in /usr/com): nothing
+    // outside these, nothing under /var (the state directory is systemd's).
+    let allowed = [
+        "/etc/xrd2ganglia",
+        "/etc/sysconfig/xrd2ganglia",
+        "/usr/bin/xrd2ganglia",
+        "/usr/lib/systemd/system/xrd2ganglia.service",
+        "/usr/lib/sysusers.d/xrd2ganglia.conf",
+        "/usr/lib/.build-id",
+        "/usr/libexec/xrd2ganglia",
+        "/usr/share/man/man1/xrd2ganglia",
+        "/usr/share/doc/xrd2ganglia",
+        "/usr/share/bash-completion/completions/xrd2ganglia",
+        "/usr/share/zsh/site-functions/_xrd2ganglia",
+        "/usr/share/fish/vendor_completions.d/xrd2ganglia.fish",
+    ];
+    for f in files.lines() {
+        assert!(
+            allowed.iter().any(|a| f.starts_with(a)),
+            "{f}: not a path EL or Fedora would use:\n{files}"
+        );
+    }
+    // Man pages gzipped, as EL's and Fedora's brp-compress leaves them.
+    assert!(
+        files
+            .lines()
+            .any(|l| l == "/usr/share/man/man1/xrd2ganglia-serve.1.gz"),
+        "{files}"
+    );
+
+    // The platform floor: the highest glibc symbol version the binary
+    // needs, as rpm found it, is the one README states for this build host.
+    let requires = run(Command::new("rpm").args(["-qp", "--requires"]).arg(&rpm));
+    let floor = requires
+        .lines()
+        .filter_map(|l| l.strip_prefix("libc.so.6(GLIBC_")?.strip_suffix(")(64bit)"))
+        .max_by_key(|v| {
+            v.split('.')
+                .map(|n| n.parse::<u32>().unwrap_or(0))
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_else(|| panic!("no glibc requirement:\n{requires}"));
+    assert_eq!(floor, "2.34", "{requires}");
+    let readme = std::fs::read_to_string(Path::new(manifest).join("README.md")).unwrap();
+    assert!(
+        readme.contains(&format!("`GLIBC_{floor}`")),
+        "README does not state the floor GLIBC_{floor}"
+    );
+
+    // rpmlint on the spec and both RPMs: nothing but what the spec's
+    // header accepts, each for its reason.
+    rpmlint_accepts_only_the_explained(&[
+        Path::new(manifest).join("packaging/xrd2ganglia.spec"),
+        rpm.clone(),
+        srpm.clone(),
+    ]);
+
     // Both configuration files are %config(noreplace).
     let flags = run(Command::new("rpm")
         .args(["-qp", "--qf", "[%{FILEFLAGS:fflags} %{FILENAMES}\n]"])
