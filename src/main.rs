@@ -465,6 +465,9 @@ fn serve(config: ConfigArgs) -> ExitCode {
         )
         .await
     });
+    // A poll of the XML port may still be writing to a slow client (its
+    // thread would hold the exit for up to its deadline): not waited for.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     // The last save is done: the file may have another owner now.
     drop(state_lock);
     match result {
