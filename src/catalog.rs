@@ -93,6 +93,18 @@ pub fn list_key(list: &str) -> Option<&'static str> {
 }
 
 /// Variables the gateway derives from others (documented in README).
+/// Whether `var` is one the gateway derives (never left out by a filter:
+/// its inputs may be).
+pub fn is_derived(var: &str) -> bool {
+    [
+        DERIVED_CPU_USR,
+        DERIVED_CPU_SYS,
+        DERIVED_CPU_TOTAL,
+        DERIVED_UPTIME,
+    ]
+    .contains(&var)
+}
+
 pub const DERIVED_CPU_USR: &str = "proc.cpu.usr";
 pub const DERIVED_CPU_SYS: &str = "proc.cpu.sys";
 pub const DERIVED_CPU_TOTAL: &str = "proc.cpu.total";
@@ -117,6 +129,10 @@ macro_rules! spec {
 pub static CATALOG: &[MetricSpec] = &[
     // Header (<statistics ...>). The reference marks tod/tos with an up-arrow:
     // they only grow, but they are points in time, not counts, so `both`.
+    // What identifies a program run (tos, pid, info.port, sgen.as) is sent
+    // as text: ganglia-web lists string metrics in a host's overview
+    // instead of graphing them as numbers; tod, toe and sgen.toe (when a
+    // report was made) are left out by default (mapping/filter.rs).
     spec!(
         "tod",
         Timestamp,
@@ -133,7 +149,7 @@ pub static CATALOG: &[MetricSpec] = &[
     ),
     spec!(
         "tos",
-        Timestamp,
+        Text,
         "s",
         "Program start time",
         "Unix time when the program was started."
@@ -166,13 +182,7 @@ pub static CATALOG: &[MetricSpec] = &[
         "Instance",
         "Instance name given with -n (anon if none)."
     ),
-    spec!(
-        "pid",
-        Gauge32,
-        "",
-        "Process ID",
-        "Process ID of the program."
-    ),
+    spec!("pid", Text, "", "Process ID", "Process ID of the program."),
     spec!(
         "site",
         Text,
@@ -447,7 +457,7 @@ pub static CATALOG: &[MetricSpec] = &[
     ),
     spec!(
         "info.port",
-        Gauge32,
+        Text,
         "",
         "Port",
         "Port used for server requests."
@@ -871,7 +881,7 @@ pub static CATALOG: &[MetricSpec] = &[
     // sgen (2.2.11).
     spec!(
         "sgen.as",
-        Gauge32,
+        Text,
         "",
         "Gathered asynchronously",
         "1 if the data was gathered asynchronously, 0 otherwise."

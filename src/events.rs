@@ -229,6 +229,16 @@ impl<'c> Events<'c> {
         }
     }
 
+    /// Variables of a record left out by `exclude` (counted, not logged:
+    /// it is the configuration's choice).
+    pub fn excluded(&self, count: usize) {
+        if count > 0 {
+            self.counters
+                .variables_excluded
+                .fetch_add(count as u64, Relaxed);
+        }
+    }
+
     /// Hosts the XML table evicted to stay within `max_sources` (logged
     /// each time: evictions come in bulk, a quarter of the cap at once).
     pub fn xml_hosts_evicted(&self, count: usize) {

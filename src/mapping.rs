@@ -150,6 +150,9 @@ pub struct MappedRecord {
     pub rejected: Vec<(String, String, BadValue)>,
     /// How many variables were rejected in all.
     pub rejected_count: usize,
+    /// The variables left out by `exclude`: their places in the record's
+    /// variables, in order.
+    pub excluded: Vec<u32>,
 }
 
 /// How many rejected variables are kept with their text for the log.
@@ -190,6 +193,8 @@ impl MappedRecord {
 pub struct Mapper {
     name: NameTemplate,
     group: NameTemplate,
+    /// Which variables become metrics (`include`, `exclude`).
+    filter: VarFilter,
     /// Placeholder values of the current record, sanitised.
     pgm: String,
     ins: String,
@@ -256,6 +261,8 @@ struct CachedNames {
     sanitized: bool,
     role: Role,
     name_key: u64,
+    /// Left out by the filter (derived metrics never are).
+    excluded: bool,
 }
 
 impl CachedNames {
@@ -277,6 +284,7 @@ impl Mapper {
         Mapper {
             name,
             group,
+            filter: VarFilter::default(),
             pgm: String::new(),
             ins: String::new(),
             site: String::new(),
@@ -295,12 +303,20 @@ impl Mapper {
         }
     }
 
+    /// Leaves out what `filter` excludes (default: [`DEFAULT_EXCLUDE`]).
+    pub fn with_filter(mut self, filter: VarFilter) -> Mapper {
+        self.filter = filter;
+        self.names.clear();
+        self
+    }
+
     /// Maps `record`, sent from `source`, into `out` (cleared first).
     pub fn map(&mut self, record: &SummaryRecord<'_>, source: IpAddr, out: &mut MappedRecord) {
         out.arena.clear();
         out.slots.clear();
         out.rejected.clear();
         out.rejected_count = 0;
+        out.excluded.clear();
         let header = record.header();
         host_identity(&header, record, source, &mut out.host);
 
@@ -327,7 +343,7 @@ impl Mapper {
         self.collect_entry_keys(record);
 
         let mut derived = Derived::default();
-        for v in record.vars() {
+        for (j, v) in record.vars().enumerate() {
             let (key, key_text) = match v.entry {
                 Some(e) => {
                     let k = self
@@ -346,6 +362,10 @@ impl Mapper {
                 continue;
             };
             derived.note(names.role, v.value);
+            if names.excluded {
+                out.excluded.push(j as u32);
+                continue;
+            }
 
             let a = &mut out.arena;
             let value_start = a.len();
@@ -489,6 +509,8 @@ impl Mapper {
                 context: self.context,
                 name_key: name_key(&self.name_buf),
                 role: Role::of(&self.catalog_name),
+                excluded: self.filter.excludes(&self.var, &self.catalog_name)
+                    && !catalog::is_derived(&self.catalog_name),
                 text,
                 ends,
                 spec,
@@ -579,11 +601,13 @@ fn push_cached(a: &mut String, n: &CachedNames, value: Span, kind: Kind, keyed: 
 }
 
 mod derived;
+mod filter;
 mod host;
 mod naming;
 mod value;
 
 pub(crate) use derived::{Derived, Role};
+pub use filter::{DEFAULT_EXCLUDE, Glob, VarFilter};
 pub use host::{HostIdentity, host_identity, ip_text};
 pub use naming::{DEFAULT_GROUP_TEMPLATE, DEFAULT_NAME_TEMPLATE, NameTemplate};
 pub use value::BadValue;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::ConfigError;
-use crate::mapping::{DEFAULT_GROUP_TEMPLATE, DEFAULT_NAME_TEMPLATE};
+use crate::mapping::{DEFAULT_EXCLUDE, DEFAULT_GROUP_TEMPLATE, DEFAULT_NAME_TEMPLATE};
 
 /// Value packets per second per send channel (a metadata packet counts as
 /// two). Into a stock gmond 3.7.2 on the 2-core machine here (`cargo bench
@@ -50,6 +50,11 @@ pub struct FileConfig {
     pub metric_name: String,
     /// GROUP template.
     pub group_name: String,
+    /// Variables left out (patterns on variable names, `*` and `?`
+    /// wildcards; see README, "What the default leaves out").
+    pub exclude: Vec<String>,
+    /// Variables sent even when `exclude` matches them.
+    pub include: Vec<String>,
     /// Seconds between metadata resends per metric.
     pub metadata_interval: u64,
     /// TMAX before a source's report interval is known.
@@ -108,6 +113,8 @@ impl Default for FileConfig {
             channel: Vec::new(),
             metric_name: DEFAULT_NAME_TEMPLATE.into(),
             group_name: DEFAULT_GROUP_TEMPLATE.into(),
+            exclude: DEFAULT_EXCLUDE.iter().map(|s| s.to_string()).collect(),
+            include: Vec::new(),
             metadata_interval: 60,
             tmax: 60,
             dmax: 3600,

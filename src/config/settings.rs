@@ -11,7 +11,7 @@ use super::file::{ChannelConfig, DEFAULT_GMOND_CONF, DEFAULT_VALUE_HEARTBEAT, Fi
 use super::{ConfigError, bad};
 use crate::ganglia::channel::ChannelSpec;
 use crate::ganglia::gmond_conf;
-use crate::mapping::NameTemplate;
+use crate::mapping::{Glob, NameTemplate, VarFilter};
 
 /// Where packets go when nothing says otherwise: a gmond on this host.
 pub const DEFAULT_SEND: (&str, u16) = ("127.0.0.1", 8649);
@@ -43,6 +43,8 @@ pub struct Settings {
     pub channels_from: String,
     pub metric_name: NameTemplate,
     pub group_name: NameTemplate,
+    /// Which variables become metrics (`include`, `exclude`).
+    pub filter: VarFilter,
     /// Metadata of each metric is resent at least this often.
     pub metadata_interval: Duration,
     /// TMAX before a source's report interval is known.
@@ -204,6 +206,15 @@ pub fn validate(
         );
     }
     let group_name = template("group_name", &file.group_name)?;
+    let globs = |key: &str, list: &[String]| -> Result<Vec<Glob>, ConfigError> {
+        list.iter()
+            .map(|p| Glob::parse(p).map_err(|e| bad(key, p, e)))
+            .collect()
+    };
+    let filter = VarFilter {
+        include: globs("include", &file.include)?,
+        exclude: globs("exclude", &file.exclude)?,
+    };
 
     let metadata_interval = file.metadata_interval;
     if metadata_interval == 0 {
@@ -300,6 +311,7 @@ pub fn validate(
         channels_from,
         metric_name,
         group_name,
+        filter,
         metadata_interval: secs(metadata_interval),
         tmax: file.tmax,
         dmax,

@@ -98,6 +98,8 @@ counters! {
         "Datagrams from senders outside `allow`.";
     parse_errors: Counter "parse_errors", "datagrams/s", "Datagrams rejected",
         "Datagrams that were not summary records.";
+    variables_excluded: Counter "variables_excluded", "variables/s", "Variables left out",
+        "Variables left out by exclude (the default: report times and the raw CPU time halves).";
     values_rejected: Counter "values_rejected", "values/s", "Values rejected",
         "Variables whose value could not be sent for its type.";
     metrics_dropped_cap: Counter "metrics_dropped_cap", "metrics/s", "Metrics over the cap",

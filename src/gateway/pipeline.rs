@@ -72,7 +72,8 @@ impl Pipeline {
     pub fn new(settings: &Settings) -> Pipeline {
         Pipeline {
             parser: SummaryParser::new(),
-            mapper: Mapper::new(settings.metric_name.clone(), settings.group_name.clone()),
+            mapper: Mapper::new(settings.metric_name.clone(), settings.group_name.clone())
+                .with_filter(settings.filter.clone()),
             mapped: MappedRecord::default(),
             sources: Sources::default(),
             batch: PacketBatch::default(),
@@ -118,7 +119,8 @@ impl Pipeline {
     /// Takes new settings: new names and timing apply to the next record, and
     /// every metric's metadata is sent again then (DMAX or TMAX may differ).
     pub fn reconfigure(&mut self, settings: &Settings) {
-        self.mapper = Mapper::new(settings.metric_name.clone(), settings.group_name.clone());
+        self.mapper = Mapper::new(settings.metric_name.clone(), settings.group_name.clone())
+            .with_filter(settings.filter.clone());
         for source in self.sources.by_ip.values_mut().flatten() {
             source.resend_everything();
         }
@@ -192,6 +194,7 @@ impl Pipeline {
         };
         events.record();
         self.mapper.map(&record, from.ip(), &mut self.mapped);
+        events.excluded(self.mapped.excluded.len());
         if self.mapped.rejected_count > 0 {
             events.values_rejected(from, self.mapped.rejected_count, &self.mapped.rejected);
         }
@@ -369,6 +372,7 @@ impl Pipeline {
         let Some(t) = source.template.take() else {
             return false;
         };
+        let excluded = t.excluded;
         let (tos, pid) = t.start(datagram, &self.holes);
         // observe() notes the report; if the full path runs after all, it
         // notes it again at the same instant: a zero gap, which is ignored.
@@ -395,6 +399,7 @@ impl Pipeline {
             return false;
         };
         events.record();
+        events.excluded(excluded as usize);
         source.prune(now_s, settings.dmax, interval_s);
         events.sent(0, values);
         self.fast_path_hits += 1;

@@ -51,6 +51,8 @@ pub(super) struct Template {
     pub(super) due_at: u32,
     /// A packet came near gmond's size limit while building.
     oversize: bool,
+    /// Variables of the record left out by `exclude` (counted per report).
+    pub(super) excluded: u32,
 }
 
 /// One value packet of the record, in send order (after the heartbeat):
@@ -116,7 +118,7 @@ impl Template {
         if text.as_ptr() != datagram.as_ptr() || text.len() != datagram.len() {
             return None;
         }
-        if mapped.rejected_count > 0 || mapped.len() < record.len() {
+        if mapped.rejected_count > 0 || mapped.len() + mapped.excluded.len() < record.len() {
             return None;
         }
         let mut shape = Shape::builder(datagram);
@@ -132,6 +134,7 @@ impl Template {
             tmax: state.tmax,
             due_at: state.heartbeat_meta_at.saturating_add(state.interval_s),
             oversize: false,
+            excluded: mapped.excluded.len() as u32,
         };
         t.heartbeat = t.push(|out| packets::heartbeat_prefix(out, state.spoof));
 
@@ -141,49 +144,65 @@ impl Template {
         let mut seen = std::collections::HashSet::with_capacity(mapped.len());
         let mut derived = Derived::default();
         let mut metrics = mapped.metrics();
+        let mut excluded = mapped.excluded.iter().copied().peekable();
         for (j, v) in record.vars().enumerate() {
-            let m = metrics.next()?;
-            let (slot, meta_at) = (state.metric)(m.name_key)?;
-            if !seen.insert(slot) {
-                return None;
-            }
-            let due = meta_at.saturating_add(state.interval_s);
-            t.due_at = t.due_at.min(due);
-            // Values a JSON record made (not in the datagram) stay literal:
-            // they follow from the literal text around them.
+            // Left out by `exclude`: no packet, but its digits are a hole
+            // (a report time changes every report) and it may be an input
+            // of a derived metric.
+            let is_excluded = excluded.next_if_eq(&(j as u32)).is_some();
             let span = summary::offset_in(datagram, v.value);
             let names_something = (j < header_len
                 && !matches!(v.name, "tod" | "tos" | "pid" | "toe"))
                 || matches!(v.name, "host" | "info.host")
                 || v.entry
                     .is_some_and(|e| catalog::list_key(e.list) == Some(e.field));
-            let hole = Hole {
-                max: match m.kind {
-                    Kind::Counter32 | Kind::Gauge32 => MAX_DIGITS_32,
-                    _ => MAX_DIGITS_64,
-                },
-                plain: true,
-            };
-            let span = span.filter(|span| {
-                !names_something
-                    && m.kind != Kind::Text
-                    && m.value == v.value
-                    && shape.can_cut(span, hole)
-            });
-            let prefix = t.push(|out| packets::value_prefix(out, state.spoof, m.name));
-            let (input, value) = if let Some(span) = span {
-                let hole = shape.cut(span, hole);
-                (Input::Hole(hole), OutValue::Hole(hole))
+            let input = if is_excluded {
+                let hole = Hole {
+                    max: MAX_DIGITS_64,
+                    plain: true,
+                };
+                match span.filter(|span| !names_something && shape.can_cut(span, hole)) {
+                    Some(span) => Input::Hole(shape.cut(span, hole)),
+                    None => Input::Literal(v.value.into()),
+                }
             } else {
-                let value = t.push(|out| out.extend_from_slice(m.value.as_bytes()));
-                (Input::Literal(v.value.into()), OutValue::Fixed(value))
+                let m = metrics.next()?;
+                let (slot, meta_at) = (state.metric)(m.name_key)?;
+                if !seen.insert(slot) {
+                    return None;
+                }
+                let due = meta_at.saturating_add(state.interval_s);
+                t.due_at = t.due_at.min(due);
+                // Values a JSON record made (not in the datagram) stay literal:
+                // they follow from the literal text around them.
+                let hole = Hole {
+                    max: match m.kind {
+                        Kind::Counter32 | Kind::Gauge32 => MAX_DIGITS_32,
+                        _ => MAX_DIGITS_64,
+                    },
+                    plain: true,
+                };
+                // A text value that is plain digits (a pid, a port) is a
+                // hole like a number: sent as it came either way.
+                let span = span.filter(|span| {
+                    !names_something && m.value == v.value && shape.can_cut(span, hole)
+                });
+                let prefix = t.push(|out| packets::value_prefix(out, state.spoof, m.name));
+                let (input, value) = if let Some(span) = span {
+                    let hole = shape.cut(span, hole);
+                    (Input::Hole(hole), OutValue::Hole(hole))
+                } else {
+                    let value = t.push(|out| out.extend_from_slice(m.value.as_bytes()));
+                    (Input::Literal(v.value.into()), OutValue::Fixed(value))
+                };
+                t.outs.push(Out {
+                    prefix,
+                    value,
+                    state: slot,
+                    counting: Counting::of(m.kind),
+                });
+                input
             };
-            t.outs.push(Out {
-                prefix,
-                value,
-                state: slot,
-                counting: Counting::of(m.kind),
-            });
             if j < header_len {
                 if v.name == "tos" && matches!(t.tos, Input::Absent) {
                     t.tos = input.clone();

@@ -231,7 +231,34 @@ fn derived_cpu_and_uptime() {
     );
     let up = find(&m, "xrootd.uptime");
     assert_eq!((up.value, up.group), ("100", "xrootd.info"));
-    assert_eq!(find(&m, "xrootd.proc.usr.u").slope(), Slope::Both);
+    // The raw halves are left out by default (they are the derived
+    // metrics' inputs all the same), and so is the report time; what
+    // identifies the run is text.
+    let names: Vec<&str> = m.metrics().map(|x| x.name).collect();
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.starts_with("xrootd.proc.usr") || *n == "xrootd.tod"),
+        "{names:?}"
+    );
+    assert_eq!(m.excluded.len(), 5);
+    assert_eq!(find(&m, "xrootd.pid").value_type(), "string");
+    assert_eq!(find(&m, "xrootd.tos").value_type(), "string");
+    // With nothing excluded, they are sent: the microseconds as a gauge.
+    let mut p = SummaryParser::new();
+    let text =
+        format!("{HEAD}<stats id=\"proc\"><usr><s>12</s><u>345678</u></usr></stats></statistics>");
+    let r = p.parse(text.as_bytes()).unwrap();
+    let mut all = MappedRecord::default();
+    mapper()
+        .with_filter(VarFilter {
+            include: Vec::new(),
+            exclude: Vec::new(),
+        })
+        .map(&r, "10.0.0.1".parse().unwrap(), &mut all);
+    assert_eq!(find(&all, "xrootd.proc.usr.u").slope(), Slope::Both);
+    assert_eq!(find(&all, "xrootd.tod").value, "1700000100");
+    assert!(all.excluded.is_empty());
 }
 
 #[test]

@@ -155,9 +155,14 @@ fn first_record_sends_metadata_then_values_only() {
             Packet::Request { .. } => "R".into(),
         })
         .collect();
+    // The report time (tod) is left out by default.
     assert_eq!(
         &names[..4],
-        ["M heartbeat", "V heartbeat", "M xrootd.tod", "V xrootd.tod"]
+        ["M heartbeat", "V heartbeat", "M xrootd.ver", "V xrootd.ver"]
+    );
+    assert!(
+        !names.iter().any(|n| n.ends_with(" xrootd.tod")),
+        "{names:?}"
     );
     // The heartbeat's metadata is gmetric -H's (gmond asks for it otherwise).
     match &packets[0] {
@@ -170,8 +175,9 @@ fn first_record_sends_metadata_then_values_only() {
         }
         other => panic!("{other:?}"),
     }
-    // The heartbeat, then 8 header attributes + link.num + link.in + derived uptime.
-    assert_eq!(packets.len(), 2 + 2 * 11);
+    // The heartbeat, then 7 header attributes (8 less tod) + link.num +
+    // link.in + derived uptime.
+    assert_eq!(packets.len(), 2 + 2 * 10);
     assert!(names.contains(&"M xrootd.link.in".to_string()));
     assert!(names.contains(&"M xrootd.uptime".to_string()));
     match &packets[1] {
@@ -212,8 +218,8 @@ fn first_record_sends_metadata_then_values_only() {
     // Second record 15 s later: TMAX is now known (23 s). It goes out with
     // the next periodic metadata, not at once (every source started with
     // this one would do the same), within the metadata interval (60 s):
-    // one record carries all of it, the others values only (12: heartbeat
-    // + 11).
+    // one record carries all of it, the others values only (11: heartbeat
+    // + 10).
     let mut with_metadata = Vec::new();
     for n in 1..=4u64 {
         let secs = 15 * n;
@@ -227,9 +233,9 @@ fn first_record_sends_metadata_then_values_only() {
                 packets.iter().all(|p| matches!(p, Packet::Value { .. })),
                 "{packets:?}"
             );
-            assert_eq!(packets.len(), 12);
+            assert_eq!(packets.len(), 11);
         } else {
-            assert_eq!(tmaxes, [23; 11], "at {secs} s");
+            assert_eq!(tmaxes, [23; 10], "at {secs} s");
             with_metadata.push(secs);
         }
     }
@@ -237,7 +243,7 @@ fn first_record_sends_metadata_then_values_only() {
 
     // A metadata_interval after that: metadata again.
     r.feed(REC, "10.0.0.1:40000", with_metadata[0] + 61);
-    assert_eq!(r.metadata_count(), 12);
+    assert_eq!(r.metadata_count(), 11);
     let snap = r.snapshot();
     assert_eq!((snap.datagrams, snap.records, snap.parse_errors), (6, 6, 0));
 }
@@ -286,9 +292,11 @@ fn xrootd_and_cmsd_on_one_host_are_separate_sources() {
 fn metrics_per_source_are_capped() {
     let mut r = Rig::new("max_metrics_per_source = 5");
     r.feed(REC, "10.0.0.1:1", 0);
-    // heartbeat (metadata + value) + 5 metrics x (metadata + value)
+    // heartbeat (metadata + value) + 5 metrics x (metadata + value); of
+    // the 10 metrics (tod left out), 5 over the cap.
     assert_eq!(r.p.packets().count(), 12);
-    assert_eq!(r.snapshot().metrics_dropped_cap, 6);
+    assert_eq!(r.snapshot().metrics_dropped_cap, 5);
+    assert_eq!(r.snapshot().variables_excluded, 1);
 }
 
 #[test]
@@ -361,7 +369,7 @@ fn a_restart_is_noticed_and_resends_every_metadata() {
         .replace("tos=\"1700000000\"", "tos=\"1700000050\"")
         .replace("pid=\"77\"", "pid=\"78\"");
     r.feed(restarted, "10.0.0.1:40000", 45);
-    assert_eq!(r.metadata_count(), 12);
+    assert_eq!(r.metadata_count(), 11);
     let snap = r.snapshot();
     assert_eq!((snap.restarts, snap.sources), (1, 1));
 }

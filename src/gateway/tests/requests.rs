@@ -37,14 +37,14 @@ fn a_metadata_request_is_answered_with_the_hosts_metadata_once_per_holdoff() {
     assert_eq!(r.p.packets().count(), 0);
     // A known one: every metadata of the host, each with its value as last sent.
     assert!(answer(&mut r, &request("xrootd.link.in"), 11));
-    assert_eq!(r.metadata_count(), 13);
+    assert_eq!(r.metadata_count(), 12);
     assert_eq!(r.values()["xrootd.link.in"], "5010");
     // Asked again at once (gmond asks once per value): already answered.
     assert!(!answer(&mut r, &request("xrootd.link.num"), 12));
     assert!(answer(&mut r, &request("xrootd.link.num"), 17));
     // A heartbeat's request stands for the whole host.
     assert!(answer(&mut r, &request("heartbeat"), 23));
-    assert_eq!(r.metadata_count(), 13);
+    assert_eq!(r.metadata_count(), 12);
 }
 
 #[test]
@@ -64,7 +64,7 @@ fn an_answer_does_not_postpone_the_periodic_metadata() {
         if sent_at.len() == 2 && !answered {
             let at = r.at(10 * n) + Duration::from_secs(1);
             assert!(r.p.answer(&request("xrootd.link.in"), at, &r.s));
-            assert_eq!(r.metadata_count(), 13);
+            assert_eq!(r.metadata_count(), 12);
             answered = true;
         }
     }
@@ -97,7 +97,7 @@ fn sources_that_start_together_send_their_metadata_apart() {
         }
         per_report.push(metadata);
     }
-    let all = servers as usize * 13;
+    let all = servers as usize * 12;
     // First sight: all of it, necessarily (values need their metadata).
     assert_eq!(per_report[0], all);
     // The second report, which makes TMAX known, does not resend it; the
@@ -132,8 +132,8 @@ fn a_quiet_spell_then_a_request_answers_every_host_once() {
     let at = r.at(3);
     let mut ev = Events::new(&r.counters, Duration::from_secs(60));
     r.p.handle_request(&requests::Ask::Everything, at, &r.s, &outbox, &mut ev);
-    // 50 hosts: heartbeat metadata and value, 12 metadata and 12 values each.
-    assert_eq!(outbox.stats(at).packets, 50 * 26);
+    // 50 hosts: heartbeat metadata and value, 11 metadata and 11 values each.
+    assert_eq!(outbox.stats(at).packets, 50 * 24);
     assert_eq!(r.snapshot().requests_answered, 50);
     // The requests that follow (one per value gmond cannot show) are
     // already answered.
@@ -148,6 +148,6 @@ fn a_quiet_spell_then_a_request_answers_every_host_once() {
         &outbox,
         &mut ev,
     );
-    assert_eq!(outbox.stats(at).packets, 50 * 26);
+    assert_eq!(outbox.stats(at).packets, 50 * 24);
     assert!(r.p.answer(&request, at + requests::ANSWER_HOLDOFF, &r.s));
 }
