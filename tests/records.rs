@@ -67,12 +67,35 @@ fn every_real_variable_is_in_the_catalog_and_sent() {
             unknown.is_empty(),
             "{name}: not in the catalog: {unknown:?}"
         );
-        // One metric per variable, plus the derived ones.
+        // One metric per variable not left out by default (the report
+        // times and the raw CPU halves: tod, sgen.toe, proc.*.s/u), plus
+        // the derived ones.
         let derived = out
             .metrics()
             .filter(|m| m.var.starts_with("proc.cpu.") || m.var == "uptime")
             .count();
-        assert_eq!(out.len(), record.len() + derived, "{name}");
+        let left_out: Vec<&str> = out
+            .excluded
+            .iter()
+            .filter_map(|&j| record.vars().nth(j as usize).map(|v| v.name))
+            .collect();
+        assert_eq!(
+            left_out,
+            [
+                "tod",
+                "proc.usr.s",
+                "proc.usr.u",
+                "proc.sys.s",
+                "proc.sys.u",
+                "sgen.toe"
+            ],
+            "{name}"
+        );
+        assert_eq!(
+            out.len() + out.excluded.len(),
+            record.len() + derived,
+            "{name}"
+        );
         assert!(
             out.metrics().all(|m| !m.sanitized),
             "{name}: a real name needed sanitising"
