@@ -40,6 +40,10 @@ pub enum Kind {
     Gauge64,
     /// Unix time in seconds: double, both.
     Timestamp,
+    /// A size xrootd reports in KiB: sent in bytes (times 1024), so that
+    /// ganglia-web's prefixes read right ("82.7 GB", not "82.72M KiB"):
+    /// double, both.
+    SizeKiB,
     /// Text: string, zero.
     Text,
 }
@@ -49,7 +53,9 @@ impl Kind {
     pub fn value_type(self) -> &'static str {
         match self {
             Kind::Gauge32 => "uint32",
-            Kind::Counter32 | Kind::Counter64 | Kind::Gauge64 | Kind::Timestamp => "double",
+            Kind::Counter32 | Kind::Counter64 | Kind::Gauge64 | Kind::Timestamp | Kind::SizeKiB => {
+                "double"
+            }
             Kind::Text => "string",
         }
     }
@@ -57,7 +63,7 @@ impl Kind {
     pub fn slope(self) -> Slope {
         match self {
             Kind::Counter32 | Kind::Counter64 => Slope::Positive,
-            Kind::Gauge32 | Kind::Gauge64 | Kind::Timestamp => Slope::Both,
+            Kind::Gauge32 | Kind::Gauge64 | Kind::Timestamp | Kind::SizeKiB => Slope::Both,
             Kind::Text => Slope::Zero,
         }
     }
@@ -646,7 +652,7 @@ pub static CATALOG: &[MetricSpec] = &[
         "Third party copies expired",
         "Number of third party copies whose authorization expired."
     ),
-    // oss (2.2.6). Sizes in KiB, quota in bytes.
+    // oss (2.2.6). Sizes in KiB (sent in bytes), quota in bytes.
     spec!(
         "oss.paths",
         Gauge32,
@@ -670,17 +676,17 @@ pub static CATALOG: &[MetricSpec] = &[
     ),
     spec!(
         "oss.paths.i.tot",
-        Gauge64,
-        "KiB",
+        SizeKiB,
+        "bytes",
         "Path space total",
-        "Kilobytes allocated."
+        "Space allocated (xrootd reports KiB; sent in bytes)."
     ),
     spec!(
         "oss.paths.i.free",
-        Gauge64,
-        "KiB",
+        SizeKiB,
+        "bytes",
         "Path space free",
-        "Kilobytes available."
+        "Space available (xrootd reports KiB; sent in bytes)."
     ),
     spec!(
         "oss.paths.i.ino",
@@ -712,24 +718,24 @@ pub static CATALOG: &[MetricSpec] = &[
     ),
     spec!(
         "oss.space.i.tot",
-        Gauge64,
-        "KiB",
+        SizeKiB,
+        "bytes",
         "Space total",
-        "Kilobytes allocated."
+        "Space allocated (xrootd reports KiB; sent in bytes)."
     ),
     spec!(
         "oss.space.i.free",
-        Gauge64,
-        "KiB",
+        SizeKiB,
+        "bytes",
         "Space free",
-        "Kilobytes available."
+        "Space available (xrootd reports KiB; sent in bytes)."
     ),
     spec!(
         "oss.space.i.maxf",
-        Gauge64,
-        "KiB",
+        SizeKiB,
+        "bytes",
         "Space largest free extent",
-        "Most kilobytes available in one file system extent."
+        "Most space available in one file system extent (xrootd reports KiB; sent in bytes)."
     ),
     spec!(
         "oss.space.i.fsn",
@@ -740,10 +746,10 @@ pub static CATALOG: &[MetricSpec] = &[
     ),
     spec!(
         "oss.space.i.usg",
-        Gauge64,
-        "KiB",
+        SizeKiB,
+        "bytes",
         "Space usage",
-        "Usage associated with the space name in kilobytes (0 when usage is not tracked)."
+        "Usage associated with the space name (xrootd reports KiB; sent in bytes; 0 when usage is not tracked)."
     ),
     spec!(
         "oss.space.i.qta",

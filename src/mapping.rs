@@ -118,11 +118,12 @@ impl Metric<'_> {
             None => out.push_str(self.var),
         }
         if let Some(key) = self.key {
-            out.push_str(" (");
+            out.push_str(" - ");
             out.push_str(key);
-            out.push(')');
         }
-        let title = out.split_off(start);
+        // ganglia-web shows parentheses in titles as `\(` and `\)` (and
+        // the sanitiser keeps no quotes or backslashes): none stays.
+        let title = out.split_off(start).replace(['(', ')'], "_");
         sanitize::push_text(out, &title, MAX_TEXT);
     }
 
@@ -611,6 +612,7 @@ pub use filter::{DEFAULT_EXCLUDE, Glob, VarFilter};
 pub use host::{HostIdentity, host_identity, ip_text};
 pub use naming::{DEFAULT_GROUP_TEMPLATE, DEFAULT_NAME_TEMPLATE, NameTemplate};
 pub use value::BadValue;
+pub(crate) use value::kib_to_bytes;
 
 use naming::{Parts, push_key};
 use value::convert;

@@ -84,13 +84,14 @@ fn record_becomes_a_host_with_typed_metrics() {
         (m.get("VAL"), m.get("TYPE"), m.get("SLOPE")),
         ("meta manager", "string", "zero")
     );
-    // List entries by key.
+    // List entries by key; a size xrootd reports in KiB (524288), in bytes;
+    // the title without parentheses (ganglia-web shows them as `\(`).
     let m = x.metric("ds1.example.org", "xrootd.oss.paths._data_.free");
     assert_eq!(
         (m.get("VAL"), m.get("UNITS"), m.get("SLOPE")),
-        ("524288", "KiB", "both")
+        ("536870912", "bytes", "both")
     );
-    assert_eq!(m.extra["TITLE"], "xrootd: Path space free (/data/)");
+    assert_eq!(m.extra["TITLE"], "xrootd: Path space free - /data/");
     assert_eq!(
         x.metric("ds1.example.org", "xrootd.oss.paths._data_.rp")
             .get("VAL"),

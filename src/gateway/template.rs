@@ -31,6 +31,8 @@ use super::series::{self, Counting, MetricState};
 const MAX_DIGITS_64: u8 = 18;
 /// For 32-bit kinds: 9 digits always fit a u32.
 const MAX_DIGITS_32: u8 = 9;
+/// For sizes in KiB: 15 digits times 1024 always fit a u64.
+const MAX_DIGITS_KIB: u8 = 15;
 
 pub(super) struct Template {
     /// The record's text, with the holes.
@@ -70,6 +72,8 @@ enum OutValue {
     Fixed(Range<u32>),
     /// Hole `n`'s digits.
     Hole(u32),
+    /// Hole `n`'s digits, a size in KiB, sent in bytes.
+    KiBHole(u32),
     /// The next derived value.
     Derived,
 }
@@ -175,22 +179,30 @@ impl Template {
                 t.due_at = t.due_at.min(due);
                 // Values a JSON record made (not in the datagram) stay literal:
                 // they follow from the literal text around them.
+                let kib = m.kind == Kind::SizeKiB;
                 let hole = Hole {
                     max: match m.kind {
                         Kind::Counter32 | Kind::Gauge32 => MAX_DIGITS_32,
+                        Kind::SizeKiB => MAX_DIGITS_KIB,
                         _ => MAX_DIGITS_64,
                     },
                     plain: true,
                 };
                 // A text value that is plain digits (a pid, a port) is a
-                // hole like a number: sent as it came either way.
+                // hole like a number: sent as it came either way. A size in
+                // KiB is sent times 1024.
                 let span = span.filter(|span| {
-                    !names_something && m.value == v.value && shape.can_cut(span, hole)
+                    !names_something && (kib || m.value == v.value) && shape.can_cut(span, hole)
                 });
                 let prefix = t.push(|out| packets::value_prefix(out, state.spoof, m.name));
                 let (input, value) = if let Some(span) = span {
                     let hole = shape.cut(span, hole);
-                    (Input::Hole(hole), OutValue::Hole(hole))
+                    let value = if kib {
+                        OutValue::KiBHole(hole)
+                    } else {
+                        OutValue::Hole(hole)
+                    };
+                    (Input::Hole(hole), value)
                 } else {
                     let value = t.push(|out| out.extend_from_slice(m.value.as_bytes()));
                     (Input::Literal(v.value.into()), OutValue::Fixed(value))
@@ -332,13 +344,20 @@ impl Template {
         batch.heartbeat_from_prefix(values.host_key, slice(&self.heartbeat), tos);
         let mut sent = 1;
         let mut next_derived = 0;
-        let (mut number, mut counted) = ([0u8; 20], [0u8; 20]);
+        let (mut number, mut counted, mut scaled) = ([0u8; 20], [0u8; 20], [0u8; 20]);
         for o in &self.outs {
             let text = match &o.value {
                 OutValue::Fixed(r) => slice(r),
                 OutValue::Hole(i) => {
                     let r = &holes[*i as usize];
                     &datagram[r.start as usize..r.end as usize]
+                }
+                OutValue::KiBHole(i) => {
+                    let r = &holes[*i as usize];
+                    let digits = &datagram[r.start as usize..r.end as usize];
+                    // At most MAX_DIGITS_KIB plain digits: they parse.
+                    let kib = series::parse_u64(digits).unwrap_or(0);
+                    series::format_u64(&mut scaled, crate::mapping::kib_to_bytes(kib))
                 }
                 OutValue::Derived => {
                     next_derived += 1;

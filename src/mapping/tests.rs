@@ -86,22 +86,56 @@ fn list_entries_are_named_by_their_key() {
     );
     let m = map(&rec, "10.0.0.1");
     // Key appears after the value it names: order does not matter.
+    // Sizes come in KiB and go in bytes.
     let free = find(&m, "xrootd.oss.paths._data_.free");
     assert_eq!(
         (free.value, free.key, free.units()),
-        ("40", Some("/data/"), "KiB")
+        ("40960", Some("/data/"), "bytes")
     );
     assert_eq!(find(&m, "xrootd.oss.paths._data_.lp").value, "/data/");
-    assert_eq!(find(&m, "xrootd.oss.paths._.free").value, "1");
+    assert_eq!(find(&m, "xrootd.oss.paths._.free").value, "1024");
     assert_eq!(find(&m, "xrootd.oss.paths").value, "2");
-    assert_eq!(find(&m, "xrootd.oss.space.public.usg").value, "9");
+    assert_eq!(find(&m, "xrootd.oss.space.public.usg").value, "9216");
     // Same host twice: the index breaks the tie; no key at all: the index.
     assert_eq!(find(&m, "xrootd.cmsm.node.n1_example.ref.r").value, "1");
     assert_eq!(find(&m, "xrootd.cmsm.node.n1_example-1.ref.r").value, "2");
     assert_eq!(find(&m, "xrootd.cmsm.node.2.ref.r").value, "3");
     let mut title = String::new();
     free.write_title(&mut title, &m.program);
-    assert_eq!(title, "xrootd: Path space free (/data/)");
+    // No parentheses: ganglia-web shows them as `\(`.
+    assert_eq!(title, "xrootd: Path space free - /data/");
+    let odd = format!(
+        "{HEAD}<stats id=\"oss\" v=\"2\"><paths>1<stats id=\"0\"><lp>\"/d(1)/\"</lp><free>1</free></stats></paths></stats></statistics>"
+    );
+    let m = map(&odd, "10.0.0.1");
+    let mut title = String::new();
+    find(&m, "xrootd.oss.paths._d_1__.free").write_title(&mut title, &m.program);
+    assert_eq!(title, "xrootd: Path space free - /d_1_/");
+}
+
+#[test]
+fn sizes_in_kib_go_in_bytes_whatever_their_text() {
+    let m = map(
+        &format!(
+            "{HEAD}<stats id=\"oss\" v=\"2\"><space>3<stats id=\"0\"><name>a</name><tot>1.5</tot><free>-3</free></stats><stats id=\"1\"><name>b</name><tot>007</tot></stats><stats id=\"2\"><name>c</name><tot>999999999999999999</tot></stats></space></stats></statistics>"
+        ),
+        "10.0.0.1",
+    );
+    assert_eq!(find(&m, "xrootd.oss.space.a.tot").value, "1536");
+    assert_eq!(find(&m, "xrootd.oss.space.b.tot").value, "7168");
+    // Past 2^64 bytes: the largest, not a wrap.
+    assert_eq!(
+        find(&m, "xrootd.oss.space.c.tot").value,
+        u64::MAX.to_string()
+    );
+    // A negative size is rejected, not sent.
+    assert!(
+        m.rejected
+            .iter()
+            .any(|(name, _, _)| name == "oss.space.0.free"),
+        "{:?}",
+        m.rejected
+    );
 }
 
 #[test]

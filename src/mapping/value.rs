@@ -35,6 +35,7 @@ pub(super) fn convert(out: &mut String, kind: Option<Kind>, text: &str) -> Resul
     // sent as it came (exactly what formatting the parsed number gives).
     if let Some(kind) = kind
         && kind != Kind::Text
+        && kind != Kind::SizeKiB
         && is_plain_integer(
             text,
             if matches!(kind, Kind::Counter32 | Kind::Gauge32) {
@@ -97,6 +98,18 @@ pub(super) fn convert_general(
             }
             let _ = write!(out, "{v}");
         }
+        Kind::SizeKiB => match parse_integer(text) {
+            Ok(v) if v >= 0 => {
+                let _ = write!(out, "{}", kib_to_bytes(v as u64));
+            }
+            Ok(_) => return Err(BadValue::OutOfRange),
+            Err(_) => match text.trim().parse::<f64>() {
+                Ok(v) if v.is_finite() && v >= 0.0 => {
+                    let _ = write!(out, "{}", v * 1024.0);
+                }
+                _ => return Err(BadValue::NotANumber),
+            },
+        },
         Kind::Gauge64 | Kind::Timestamp => match parse_integer(text) {
             Ok(v) => {
                 let _ = write!(out, "{v}");
@@ -149,4 +162,10 @@ fn push_number(out: &mut String, text: &str, v: f64) {
     } else {
         let _ = write!(out, "{v}");
     }
+}
+
+/// A size xrootd reports in KiB, in bytes (saturating: 2^54 KiB and more
+/// do not occur).
+pub(crate) fn kib_to_bytes(kib: u64) -> u64 {
+    kib.saturating_mul(1024)
 }
