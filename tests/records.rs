@@ -130,7 +130,8 @@ fn real_list_entries_get_their_keys() {
         "xrootd.spaces.oss.paths._mem.lp=/mem",
         "xrootd.spaces.oss.space=3",
         "xrootd.spaces.oss.space.fast.qta=1073741824",
-        "xrootd.spaces.oss.space.public.usg=10240",
+        // 10240 KiB in the record, sent in bytes.
+        "xrootd.spaces.oss.space.public.usg=10485760",
         "xrootd.spaces.oss.space.legacy.fsn=1",
     ] {
         assert!(
