@@ -4,8 +4,11 @@
 #     git does not ignore);
 #  2. a tarball of every crate the build needs (cargo vendor: the only step
 #     that reads the crate registry, or its local cache);
-#  3. rpmbuild -ba, which builds from those two with cargo --offline --frozen
-#     and runs %check (the built binary's --version and a config check).
+#  3. rpmbuild -bs: the source RPM, which carries both and the spec;
+#  4. rpmbuild --rebuild of that source RPM, exactly what a site runs on
+#     its EL8, EL9 or Fedora host (or mock does): the binary RPM comes from
+#     the SRPM alone, built with cargo --offline --frozen, and %check runs
+#     (the built binary's --version and a config check).
 # Output: $RPM_TOPDIR (default target/rpm)/{RPMS,SRPMS}.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -43,6 +46,9 @@ nodeps=()
 if ! rpm -q --whatprovides cargo >/dev/null 2>&1; then
     nodeps=(--nodeps)
 fi
-echo "build-rpm: rpmbuild -ba ${nodeps[*]}"
-rpmbuild -ba "${nodeps[@]}" --define "_topdir $topdir" "$topdir/SPECS/$name.spec"
+echo "build-rpm: rpmbuild -bs ${nodeps[*]}"
+rpmbuild -bs "${nodeps[@]}" --define "_topdir $topdir" "$topdir/SPECS/$name.spec"
+srpm=$(find "$topdir/SRPMS" -name "$name-$version-*.src.rpm" -print -quit)
+echo "build-rpm: rpmbuild --rebuild ${nodeps[*]} ${srpm##*/}"
+rpmbuild --rebuild "${nodeps[@]}" --define "_topdir $topdir" "$srpm"
 find "$topdir/RPMS" "$topdir/SRPMS" -name '*.rpm' -print
