@@ -40,6 +40,8 @@
 //!   the same encoder, channels and gmond.conf reader.
 //! * [`mpxstats`]: `xrd2ganglia mpxstats`, XRootD's mpxstats on our parser.
 //! * [`dump`]: `xrd2ganglia dump`, what `serve` would send, sent nowhere.
+//! * [`gweb`]: `xrd2ganglia gweb`, ganglia-web reports and a site view for
+//!   the metrics `serve` sends, named as the mapping names them.
 //! * [`config`]: config file + CLI overrides -> validated [`config::Settings`].
 //! * [`events`]: every counted and logged internal event, defined once.
 //! * [`fnv`]: the crate's one non-keyed hash (name keys, catalog index).
@@ -54,6 +56,7 @@ pub mod fnv;
 pub mod ganglia;
 pub mod gateway;
 pub mod gmetric;
+pub mod gweb;
 pub mod mapping;
 pub mod mpxstats;
 pub mod selfmon;

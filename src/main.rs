@@ -104,6 +104,29 @@ enum Command {
         /// File of records, one per line (as `mpxstats -f xml` writes them); `-` or none: stdin.
         input: Option<PathBuf>,
     },
+    /// Write ganglia-web reports, a site view and a cluster file for the
+    /// metrics `serve` sends: DIR/graph.d/* go into ganglia-web's graph.d,
+    /// DIR/conf/* into its conf directory.
+    Gweb {
+        /// Config file (metric_name, include/exclude, cluster_name) [default: as for serve]
+        #[arg(short, long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// The servers' instance name (xrootd/cmsd `-n`); repeatable; `anon` is servers started without -n.
+        #[arg(long = "instance", value_name = "NAME", default_value = "anon")]
+        instances: Vec<String>,
+        /// The servers' all.sitename, if metric_name uses {site}.
+        #[arg(long, value_name = "SITE")]
+        site: Option<String>,
+        /// The Ganglia cluster the servers are in [default: the config's cluster_name].
+        #[arg(long, value_name = "NAME")]
+        cluster: Option<String>,
+        /// Keep ganglia-web's load, memory, CPU and network reports on the cluster's pages (hosts that also run gmond).
+        #[arg(long)]
+        keep_standard_reports: bool,
+        /// Where to write (created if missing).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
     /// Write man pages and shell completions into DIR (for packaging).
     #[command(hide = true)]
     GenerateDocs {
@@ -159,6 +182,21 @@ fn main() -> ExitCode {
             init_logging("error");
             dump(config, json, listen, from, input)
         }
+        Command::Gweb {
+            config,
+            instances,
+            site,
+            cluster,
+            keep_standard_reports,
+            out,
+        } => gweb(
+            config,
+            instances,
+            site,
+            cluster,
+            keep_standard_reports,
+            &out,
+        ),
         Command::CheckConfig { config } => {
             init_logging("warn");
             check_config(&config)
@@ -191,6 +229,52 @@ fn check_config(config: &ConfigArgs) -> ExitCode {
     }
     // A closed pipe (`| head`) is not an error worth a panic.
     let _ = write!(std::io::stdout().lock(), "{settings}");
+    ExitCode::SUCCESS
+}
+
+fn gweb(
+    config: Option<PathBuf>,
+    instances: Vec<String>,
+    site: Option<String>,
+    cluster: Option<String>,
+    keep_standard_reports: bool,
+    out: &Path,
+) -> ExitCode {
+    use xrd2ganglia::gweb;
+    // Channels are irrelevant here: name one so no gmond.conf is needed.
+    let overrides = Overrides {
+        send: vec!["127.0.0.1:8649".into()],
+        ..Default::default()
+    };
+    let settings = match config::load(config.as_deref(), &overrides) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("xrd2ganglia: {e}");
+            return ExitCode::from(CANNOT_START);
+        }
+    };
+    let files = gweb::generate(&gweb::Site {
+        naming: settings.metric_name,
+        filter: settings.filter,
+        instances,
+        site,
+        cluster: cluster.unwrap_or(settings.cluster_name),
+        keep_standard_reports,
+    });
+    let files = match files {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("xrd2ganglia gweb: {e}");
+            return ExitCode::from(CANNOT_START);
+        }
+    };
+    if let Err(e) = gweb::write(out, &files) {
+        eprintln!("xrd2ganglia gweb: cannot write to {}: {e}", out.display());
+        return ExitCode::from(FAILED);
+    }
+    for f in &files {
+        println!("{}", out.join(&f.path).display());
+    }
     ExitCode::SUCCESS
 }
 

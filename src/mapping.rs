@@ -197,9 +197,7 @@ pub struct Mapper {
     /// Which variables become metrics (`include`, `exclude`).
     filter: VarFilter,
     /// Placeholder values of the current record, sanitised.
-    pgm: String,
-    ins: String,
-    site: String,
+    header: HeaderParts,
     /// The variable name being mapped, with list keys (`oss.paths._data_.free`).
     var: String,
     /// Its catalog name (`oss.paths.i.free`).
@@ -286,9 +284,7 @@ impl Mapper {
             name,
             group,
             filter: VarFilter::default(),
-            pgm: String::new(),
-            ins: String::new(),
-            site: String::new(),
+            header: HeaderParts::default(),
             var: String::new(),
             catalog_name: String::new(),
             keys: Vec::new(),
@@ -323,24 +319,18 @@ impl Mapper {
 
         // Placeholder values, sanitised once per record. A record without
         // pgm predates nothing we know of; call it xrootd.
-        self.pgm.clear();
-        push_key(&mut self.pgm, header.pgm.unwrap_or("xrootd"));
-        self.ins.clear();
-        if let Some(ins) = header.ins.filter(|i| *i != "anon") {
-            push_key(&mut self.ins, ins);
-        }
-        self.site.clear();
-        push_key(&mut self.site, header.site.unwrap_or(""));
+        self.header.set(header.pgm, header.ins, header.site);
+        let h = &self.header;
         out.program.clear();
-        out.program.push_str(&self.pgm);
-        if !self.ins.is_empty() {
+        out.program.push_str(&h.pgm);
+        if !h.ins.is_empty() {
             out.program.push(' ');
-            out.program.push_str(&self.ins);
+            out.program.push_str(&h.ins);
         }
 
-        self.context =
-            self.hasher
-                .hash_one((self.pgm.as_str(), self.ins.as_str(), self.site.as_str()));
+        self.context = self
+            .hasher
+            .hash_one((h.pgm.as_str(), h.ins.as_str(), h.site.as_str()));
         self.collect_entry_keys(record);
 
         let mut derived = Derived::default();
@@ -458,13 +448,7 @@ impl Mapper {
             }
         }
         let spec = catalog::lookup(&self.catalog_name);
-        let parts = Parts {
-            pgm: &self.pgm,
-            ins: &self.ins,
-            site: &self.site,
-            section: catalog::section(&self.var),
-            var: &self.var,
-        };
+        let parts = self.header.parts(catalog::section(&self.var), &self.var);
         self.name_buf.clear();
         self.name.expand(&mut self.name_buf, &parts);
         if self.name_buf.len() > MAX_NAME {
@@ -610,11 +594,11 @@ mod value;
 pub(crate) use derived::{Derived, Role};
 pub use filter::{DEFAULT_EXCLUDE, Glob, VarFilter};
 pub use host::{HostIdentity, host_identity, ip_text};
-pub use naming::{DEFAULT_GROUP_TEMPLATE, DEFAULT_NAME_TEMPLATE, NameTemplate};
+pub use naming::{DEFAULT_GROUP_TEMPLATE, DEFAULT_NAME_TEMPLATE, HeaderParts, NameTemplate};
 pub use value::BadValue;
 pub(crate) use value::kib_to_bytes;
 
-use naming::{Parts, push_key};
+use naming::push_key;
 use value::convert;
 
 #[cfg(test)]

@@ -112,6 +112,57 @@ impl NameTemplate {
     }
 }
 
+/// A record header's placeholder values, sanitised as names use them: a
+/// record without pgm is xrootd's, and the instance `anon` is no instance
+/// (its component drops out of `{pgm}.{ins}.{var}`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HeaderParts {
+    pub pgm: String,
+    pub ins: String,
+    pub site: String,
+}
+
+impl HeaderParts {
+    pub fn new(pgm: Option<&str>, ins: Option<&str>, site: Option<&str>) -> HeaderParts {
+        let mut h = HeaderParts::default();
+        h.set(pgm, ins, site);
+        h
+    }
+
+    /// Replaces the values, reusing the buffers.
+    pub fn set(&mut self, pgm: Option<&str>, ins: Option<&str>, site: Option<&str>) {
+        self.pgm.clear();
+        push_key(&mut self.pgm, pgm.unwrap_or("xrootd"));
+        self.ins.clear();
+        if let Some(ins) = ins.filter(|i| *i != "anon") {
+            push_key(&mut self.ins, ins);
+        }
+        self.site.clear();
+        push_key(&mut self.site, site.unwrap_or(""));
+    }
+
+    pub(super) fn parts<'p>(&'p self, section: &'p str, var: &'p str) -> Parts<'p> {
+        Parts {
+            pgm: &self.pgm,
+            ins: &self.ins,
+            site: &self.site,
+            section,
+            var,
+        }
+    }
+}
+
+impl NameTemplate {
+    /// The name this template gives variable `var` (as sent: list entries
+    /// by their key, `oss.paths._data.free`) of a record with `header`.
+    /// The mapper builds every metric name this way.
+    pub fn name_of(&self, header: &HeaderParts, var: &str) -> String {
+        let mut out = String::new();
+        self.expand(&mut out, &header.parts(crate::catalog::section(var), var));
+        out
+    }
+}
+
 /// Sanitised values for the placeholders.
 pub(super) struct Parts<'p> {
     pub pgm: &'p str,

@@ -1,3 +1,4 @@
+use super::naming::Parts;
 use super::value::convert_general;
 use super::*;
 use crate::summary::SummaryParser;

@@ -1,0 +1,497 @@
+//! `xrd2ganglia gweb`: ganglia-web files for the metrics `serve` sends.
+//!
+//! From [`reports`] (what each report shows), the catalog (units) and the
+//! naming settings (metric names), [`generate`] writes:
+//! * `graph.d/xrootd_<tag>NAME_report.json`: one JSON report per
+//!   [`reports::REPORTS`] entry, and `graph.d/..._report.php` per
+//!   [`reports::LIST_REPORTS`] entry (list entries differ per site, so the
+//!   PHP finds their RRDs when it draws);
+//! * `conf/view_xrootd<_tag>.json`: a view of the whole site (every report
+//!   in cluster context, where gmetad's summary gives the site's totals,
+//!   and per-server aggregate graphs);
+//! * `conf/cluster_NAME.json`: the reports on the cluster's page and on
+//!   each of its hosts' pages, without ganglia-web's standard four.
+//!
+//! `<tag>` is empty for servers without `-n` (anon), which the files under
+//! `packaging/gweb` are for; otherwise the instance names joined by `_`.
+
+pub mod reports;
+
+use std::fmt::Write as _;
+use std::io;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::catalog;
+use crate::mapping::{HeaderParts, NameTemplate, VarFilter};
+use reports::{COLORS, LIST_REPORTS, ListReport, Pgm, REPORTS, Report, STANDARD_REPORTS, Style};
+
+/// What the files are generated for.
+#[derive(Clone, Debug)]
+pub struct Site {
+    /// The `metric_name` setting.
+    pub naming: NameTemplate,
+    /// The config's include/exclude: a report may not show what it leaves out.
+    pub filter: VarFilter,
+    /// xrootd `-n` names; `anon` for servers started without.
+    pub instances: Vec<String>,
+    /// `all.sitename`, for a `metric_name` with `{site}`.
+    pub site: Option<String>,
+    /// The Ganglia cluster the servers' hosts are in.
+    pub cluster: String,
+    /// Keep ganglia-web's standard reports on the cluster's pages (for a
+    /// cluster whose hosts also run gmond).
+    pub keep_standard_reports: bool,
+}
+
+/// One generated file: its path under the output directory and its text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct File {
+    pub path: String,
+    pub text: String,
+}
+
+/// Every file for `site`, in a fixed order; an error says what to change.
+pub fn generate(site: &Site) -> Result<Vec<File>, String> {
+    let names = Names::new(site)?;
+    check_filter(site)?;
+    let mut files = Vec::new();
+    for report in REPORTS {
+        files.push(File {
+            path: format!("graph.d/{}.json", names.report(report.key)),
+            text: json(&json_report(report, &names))?,
+        });
+    }
+    for report in LIST_REPORTS {
+        files.push(File {
+            path: format!("graph.d/{}.php", names.report(report.key)),
+            text: php_report(report, &names),
+        });
+    }
+    files.push(File {
+        path: format!("conf/view_{}.json", names.view),
+        text: json(&view(site, &names))?,
+    });
+    files.push(File {
+        path: format!("conf/cluster_{}.json", site.cluster.replace(' ', "_")),
+        text: json(&cluster(site, &names))?,
+    });
+    Ok(files)
+}
+
+/// Writes `files` under `dir` (creating `dir/graph.d` and `dir/conf`).
+pub fn write(dir: &Path, files: &[File]) -> io::Result<()> {
+    for f in files {
+        let path = dir.join(&f.path);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&path, &f.text)?;
+    }
+    Ok(())
+}
+
+/// Names derived from the site: reports, view, metrics.
+struct Names<'s> {
+    site: &'s Site,
+    headers: Vec<(Pgm, HeaderParts)>,
+    /// `` or `ds_pfc_`: between `xrootd_` and the report key.
+    tag: String,
+    view: String,
+}
+
+impl<'s> Names<'s> {
+    fn new(site: &'s Site) -> Result<Names<'s>, String> {
+        if site.instances.is_empty() {
+            return Err(
+                "no instance name: give --instance NAME (anon for servers without -n)".into(),
+            );
+        }
+        if site.naming.as_str().contains("{site}") && site.site.is_none() {
+            return Err(format!(
+                "metric_name {:?} uses {{site}}: give --site (xrootd's all.sitename)",
+                site.naming.as_str()
+            ));
+        }
+        if site.cluster.is_empty()
+            || site.cluster.contains('/')
+            || site.cluster.chars().any(char::is_control)
+        {
+            return Err(format!(
+                "cluster name {:?}: must be non-empty, without '/' or control characters",
+                site.cluster
+            ));
+        }
+        let mut headers = Vec::new();
+        let mut ids = Vec::new();
+        for ins in &site.instances {
+            for pgm in [Pgm::Xrootd, Pgm::Cmsd] {
+                let h = HeaderParts::new(Some(pgm.as_str()), Some(ins), site.site.as_deref());
+                if headers.iter().any(|(p, o)| *p == pgm && *o == h) {
+                    return Err(format!("instance {ins:?} given twice"));
+                }
+                headers.push((pgm, h));
+            }
+            // A PHP function name: letters, digits, '_'.
+            let id = HeaderParts::new(None, Some(ins), None)
+                .ins
+                .replace('-', "_");
+            if !id.is_empty() {
+                ids.push(id);
+            }
+        }
+        let tag = if ids.is_empty() {
+            String::new()
+        } else {
+            format!("{}_", ids.join("_"))
+        };
+        let view = format!(
+            "xrootd{}",
+            tag.strip_suffix('_')
+                .map(|t| format!("_{t}"))
+                .unwrap_or_default()
+        );
+        Ok(Names {
+            site,
+            headers,
+            tag,
+            view,
+        })
+    }
+
+    fn report(&self, key: &str) -> String {
+        format!("xrootd_{}{key}_report", self.tag)
+    }
+
+    fn instances(&self, pgm: Pgm) -> impl Iterator<Item = &HeaderParts> {
+        self.headers
+            .iter()
+            .filter(move |(p, _)| *p == pgm)
+            .map(|(_, h)| h)
+    }
+
+    fn metric(&self, h: &HeaderParts, var: &str) -> String {
+        self.site.naming.name_of(h, var)
+    }
+
+    /// The legend: the label, after the program when a report shows two
+    /// and after the instance when the site has several.
+    fn label(&self, pgms: usize, pgm: Pgm, h: &HeaderParts, label: &str) -> String {
+        let mut out = String::new();
+        if self.site.instances.len() > 1 {
+            out.push_str(if h.ins.is_empty() { "anon" } else { &h.ins });
+            out.push(' ');
+        }
+        if pgms > 1 {
+            out.push_str(pgm.as_str());
+            out.push(' ');
+        }
+        out.push_str(label);
+        out
+    }
+}
+
+fn units(var: &str) -> &'static str {
+    catalog::lookup(var).map(|s| s.units).unwrap_or("")
+}
+
+/// A report may not show a variable the config leaves out: its graph would
+/// stay empty with nothing to say why.
+fn check_filter(site: &Site) -> Result<(), String> {
+    let fixed = REPORTS
+        .iter()
+        .flat_map(|r| r.series.iter().map(move |s| (r.key, s.var.to_string())));
+    let listed = LIST_REPORTS
+        .iter()
+        .flat_map(|r| r.fields.iter().map(move |f| (r.key, f.catalog_name())));
+    for (key, var) in fixed.chain(listed) {
+        if site.filter.excludes(&var, &var) && !catalog::is_derived(&var) {
+            return Err(format!(
+                "the {key} report shows {var}, which the config's exclude leaves out: add it to include"
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct JsonReport {
+    report_name: String,
+    report_type: &'static str,
+    title: &'static str,
+    vertical_label: String,
+    series: Vec<JsonSeries>,
+}
+
+#[derive(Serialize)]
+struct JsonSeries {
+    metric: String,
+    color: &'static str,
+    label: String,
+    line_width: &'static str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+fn json_report(r: &Report, names: &Names<'_>) -> JsonReport {
+    let mut pgms: Vec<Pgm> = r.series.iter().map(|s| s.pgm).collect();
+    pgms.sort();
+    pgms.dedup();
+    let mut series = Vec::new();
+    for pgm in &pgms {
+        for h in names.instances(*pgm) {
+            for s in r.series.iter().filter(|s| s.pgm == *pgm) {
+                series.push(JsonSeries {
+                    metric: names.metric(h, s.var),
+                    color: COLORS[series.len() % COLORS.len()],
+                    label: names.label(pgms.len(), *pgm, h, s.label),
+                    line_width: "2",
+                    kind: match r.style {
+                        Style::Line => "line",
+                        Style::Stack => "stack",
+                    },
+                });
+            }
+        }
+    }
+    let vertical_label = r.vertical_label.map(str::to_string).unwrap_or_else(|| {
+        let mut all: Vec<&str> = Vec::new();
+        for s in r.series {
+            let u = units(s.var);
+            if !all.contains(&u) {
+                all.push(u);
+            }
+        }
+        all.join(", ")
+    });
+    JsonReport {
+        report_name: names.report(r.key),
+        report_type: "standard",
+        title: r.title,
+        vertical_label,
+        series,
+    }
+}
+
+/// A PHP single-quoted string literal.
+fn php_str(s: &str) -> String {
+    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
+}
+
+/// The PHP report: ganglia-web calls `graph_NAME(&$rrdtool_graph)` with
+/// `$rrd_dir` set to the host's RRD directory (or the cluster's
+/// `__SummaryInfo__`); it draws every `PREFIX<key>SUFFIX.rrd` there.
+fn php_report(r: &ListReport, names: &Names<'_>) -> String {
+    let name = names.report(r.key);
+    let mut pgms: Vec<Pgm> = r.fields.iter().map(|f| f.pgm).collect();
+    pgms.sort();
+    pgms.dedup();
+    let mut lists = String::new();
+    for f in r.fields {
+        for h in names.instances(f.pgm) {
+            let pattern = names.metric(h, &format!("{}.*.{}", f.list, f.field));
+            let (prefix, suffix) = pattern.split_once('*').unwrap_or((&pattern, ""));
+            let label = names.label(pgms.len(), f.pgm, h, f.label);
+            let _ = writeln!(
+                lists,
+                "        array({}, {}, {}),",
+                php_str(prefix),
+                php_str(suffix),
+                php_str(&label)
+            );
+        }
+    }
+    let colors = COLORS
+        .iter()
+        .map(|c| php_str(c))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let vlabel = units(&r.fields[0].catalog_name());
+    format!(
+        r#"<?php
+/* {name}: {title}, one line per list entry.
+ * Written by `xrd2ganglia gweb`; run it again rather than editing this.
+ * ganglia-web calls graph_{name}() with $rrd_dir set to the host's RRD
+ * directory, or in cluster context to __SummaryInfo__ (the site's sums).
+ * Entries are found by their RRD's name: PREFIX KEY SUFFIX.rrd. */
+function graph_{name}(&$rrdtool_graph)
+{{
+    global $rrd_dir, $size;
+    $lists = array(
+{lists}    );
+    $colors = array({colors});
+    $files = @scandir($rrd_dir);
+    if ($files === false) {{
+        $files = array();
+    }}
+    $series = '';
+    $n = 0;
+    foreach ($lists as $list) {{
+        list($prefix, $suffix, $label) = $list;
+        $keys = array();
+        foreach ($files as $file) {{
+            $metric = substr($file, 0, -4);
+            if (substr($file, -4) !== '.rrd'
+                || strlen($metric) <= strlen($prefix) + strlen($suffix)
+                || strncmp($metric, $prefix, strlen($prefix)) !== 0
+                || substr($metric, -strlen($suffix)) !== $suffix) {{
+                continue;
+            }}
+            $key = substr($metric, strlen($prefix), strlen($metric) - strlen($prefix) - strlen($suffix));
+            if (preg_match('/^[A-Za-z0-9_-]+$/', $key)) {{
+                $keys[] = $key;
+            }}
+        }}
+        sort($keys);
+        foreach ($keys as $key) {{
+            $id = 'e' . $n;
+            $file = $rrd_dir . '/' . $prefix . $key . $suffix . '.rrd';
+            $series .= "DEF:$id='$file':sum:AVERAGE "
+                . "LINE2:$id#" . $colors[$n % count($colors)] . ":'$label $key' ";
+            $n++;
+        }}
+    }}
+    if ($series === '') {{
+        $series = 'HRULE:1#FFCC33:"No matching metrics detected or RRDs not readable"';
+    }}
+    $rrdtool_graph['title'] = {title};
+    $rrdtool_graph['vertical-label'] = {vlabel};
+    $rrdtool_graph['lower-limit'] = '0';
+    $rrdtool_graph['height'] += ($size == 'medium') ? 28 : 0;
+    $rrdtool_graph['series'] = $series;
+    return $rrdtool_graph;
+}}
+"#,
+        title = php_str(r.title),
+        vlabel = php_str(vlabel),
+    )
+}
+
+#[derive(Serialize)]
+struct View {
+    view_name: String,
+    view_type: &'static str,
+    default_size: &'static str,
+    items: Vec<ViewItem>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum ViewItem {
+    Report {
+        graph: String,
+        cluster: String,
+    },
+    Aggregate {
+        aggregate_graph: &'static str,
+        host_regex: [Regex; 1],
+        metric_regex: [Regex; 1],
+        graph_type: &'static str,
+        title: String,
+        vertical_label: &'static str,
+    },
+}
+
+#[derive(Serialize)]
+struct Regex {
+    regex: String,
+}
+
+/// Per-server graphs in the view: (title, catalog variable, name's variable).
+const PER_SERVER: &[(&str, &str, &str)] = &[
+    ("Throughput out per server", "link.out", "link.out"),
+    ("Throughput in per server", "link.in", "link.in"),
+    ("Open connections per server", "link.num", "link.num"),
+    (
+        "Free space per server and path",
+        "oss.paths.i.free",
+        "oss.paths.*.free",
+    ),
+];
+
+fn view(site: &Site, names: &Names<'_>) -> View {
+    let mut items: Vec<ViewItem> = REPORTS
+        .iter()
+        .map(|r| r.key)
+        .chain(LIST_REPORTS.iter().map(|r| r.key))
+        .map(|key| ViewItem::Report {
+            graph: names.report(key),
+            cluster: site.cluster.clone(),
+        })
+        .collect();
+    for (title, var, name_var) in PER_SERVER {
+        let alternatives: Vec<String> = names
+            .instances(Pgm::Xrootd)
+            .map(|h| {
+                let pattern = names.metric(h, name_var);
+                pattern
+                    .split('*')
+                    .map(regex_escape)
+                    .collect::<Vec<_>>()
+                    .join("[A-Za-z0-9_-]+")
+            })
+            .collect();
+        items.push(ViewItem::Aggregate {
+            aggregate_graph: "true",
+            host_regex: [Regex { regex: ".*".into() }],
+            metric_regex: [Regex {
+                regex: format!("^({})$", alternatives.join("|")),
+            }],
+            graph_type: "stack",
+            title: (*title).to_string(),
+            vertical_label: units(var),
+        });
+    }
+    View {
+        view_name: names.view.clone(),
+        view_type: "standard",
+        default_size: "medium",
+        items,
+    }
+}
+
+fn regex_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if !c.is_ascii_alphanumeric() && c != '_' && c != '-' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[derive(Serialize)]
+struct ClusterReports {
+    included_reports: Vec<String>,
+    excluded_reports: Vec<&'static str>,
+}
+
+fn cluster(site: &Site, names: &Names<'_>) -> ClusterReports {
+    ClusterReports {
+        included_reports: REPORTS
+            .iter()
+            .map(|r| r.key)
+            .chain(LIST_REPORTS.iter().map(|r| r.key))
+            .map(|k| names.report(k))
+            .collect(),
+        excluded_reports: if site.keep_standard_reports {
+            Vec::new()
+        } else {
+            STANDARD_REPORTS.to_vec()
+        },
+    }
+}
+
+fn json<T: Serialize>(value: &T) -> Result<String, String> {
+    serde_json::to_string_pretty(value)
+        .map(|mut s| {
+            s.push('\n');
+            s
+        })
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests;

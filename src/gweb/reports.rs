@@ -1,0 +1,224 @@
+//! The ganglia-web reports, defined once: which variables each shows and
+//! how. Metric names, labels, units and colours are derived from this
+//! table, the catalog and the naming settings by [`super::generate`].
+
+/// Which program's record a variable comes from (the `{pgm}` of its name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Pgm {
+    Xrootd,
+    Cmsd,
+}
+
+impl Pgm {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Pgm::Xrootd => "xrootd",
+            Pgm::Cmsd => "cmsd",
+        }
+    }
+}
+
+/// How the series are drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Style {
+    /// One line each: values that do not add up (in and out, threads and queue).
+    Line,
+    /// Stacked areas: parts of one whole (operations by kind, CPU).
+    Stack,
+}
+
+/// One series: a variable (catalog name) of one program's records.
+#[derive(Debug)]
+pub struct Series {
+    pub pgm: Pgm,
+    pub var: &'static str,
+    pub label: &'static str,
+}
+
+/// A report over fixed variables: a JSON report in graph.d.
+#[derive(Debug)]
+pub struct Report {
+    /// `xrootd_<tag><key>_report` is the report's name.
+    pub key: &'static str,
+    pub title: &'static str,
+    /// None: the catalog units of its series, each once.
+    pub vertical_label: Option<&'static str>,
+    pub style: Style,
+    pub series: &'static [Series],
+}
+
+/// A list field (`oss.paths`' `free`): one series per list entry, by key.
+#[derive(Debug)]
+pub struct ListField {
+    pub pgm: Pgm,
+    pub list: &'static str,
+    pub field: &'static str,
+    /// Put before the entry's key in the legend.
+    pub label: &'static str,
+}
+
+impl ListField {
+    /// The catalog name: `oss.paths.i.free`.
+    pub fn catalog_name(&self) -> String {
+        format!("{}.i.{}", self.list, self.field)
+    }
+}
+
+/// A report over list entries, which differ per site (paths, space names):
+/// a PHP report in graph.d that finds the entries' RRDs when drawn.
+#[derive(Debug)]
+pub struct ListReport {
+    pub key: &'static str,
+    pub title: &'static str,
+    pub fields: &'static [ListField],
+}
+
+const fn x(var: &'static str, label: &'static str) -> Series {
+    Series {
+        pgm: Pgm::Xrootd,
+        var,
+        label,
+    }
+}
+
+const fn c(var: &'static str, label: &'static str) -> Series {
+    Series {
+        pgm: Pgm::Cmsd,
+        var,
+        label,
+    }
+}
+
+/// Shown on every host and cluster page of the cluster, in this order.
+pub const REPORTS: &[Report] = &[
+    Report {
+        key: "throughput",
+        title: "XRootD throughput",
+        vertical_label: None,
+        style: Style::Line,
+        series: &[x("link.in", "in"), x("link.out", "out")],
+    },
+    Report {
+        key: "connections",
+        title: "XRootD connections",
+        vertical_label: None,
+        style: Style::Line,
+        series: &[x("link.num", "open"), x("link.tot", "new")],
+    },
+    Report {
+        key: "operations",
+        title: "XRootD operations",
+        vertical_label: None,
+        style: Style::Stack,
+        series: &[
+            x("xrootd.ops.open", "open"),
+            x("xrootd.ops.rd", "read"),
+            x("xrootd.ops.rv", "readv"),
+            x("xrootd.ops.pr", "preread"),
+            x("xrootd.ops.wr", "write"),
+            x("xrootd.ops.wv", "writev"),
+            x("xrootd.ops.sync", "sync"),
+            x("xrootd.ops.rf", "refresh"),
+            x("xrootd.ops.getf", "getfile"),
+            x("xrootd.ops.putf", "putfile"),
+            x("xrootd.ops.misc", "other"),
+        ],
+    },
+    Report {
+        key: "problems",
+        title: "XRootD errors, redirects, delays",
+        vertical_label: None,
+        style: Style::Line,
+        series: &[
+            x("xrootd.err", "errors"),
+            x("xrootd.rdr", "redirects"),
+            x("xrootd.dly", "delays"),
+        ],
+    },
+    Report {
+        key: "scheduler",
+        title: "XRootD scheduler",
+        vertical_label: None,
+        style: Style::Line,
+        series: &[
+            x("sched.threads", "threads"),
+            x("sched.idle", "idle threads"),
+            x("sched.inq", "queued jobs"),
+            c("sched.threads", "threads"),
+            c("sched.idle", "idle threads"),
+            c("sched.inq", "queued jobs"),
+        ],
+    },
+    Report {
+        key: "selections",
+        title: "cmsd node selections",
+        vertical_label: None,
+        style: Style::Line,
+        series: &[c("cmsm.sel.t", "selections")],
+    },
+    Report {
+        key: "cache_reads",
+        title: "XCache hits and misses",
+        vertical_label: Some("reads/s"),
+        style: Style::Stack,
+        series: &[
+            x("cache.rd.hits", "hits"),
+            x("cache.rd.miss", "misses"),
+            x("cache.pass.cnt", "not cached"),
+        ],
+    },
+    Report {
+        key: "cache_bytes",
+        title: "XCache bytes",
+        vertical_label: None,
+        style: Style::Line,
+        series: &[
+            x("cache.rd.out", "served from cache"),
+            x("cache.rd.in", "read into cache"),
+            x("cache.pass", "read, not cached"),
+        ],
+    },
+    Report {
+        key: "cpu",
+        title: "XRootD CPU",
+        vertical_label: None,
+        style: Style::Stack,
+        series: &[
+            x("proc.cpu.usr", "user"),
+            x("proc.cpu.sys", "system"),
+            c("proc.cpu.usr", "user"),
+            c("proc.cpu.sys", "system"),
+        ],
+    },
+];
+
+/// After [`REPORTS`], in this order.
+pub const LIST_REPORTS: &[ListReport] = &[ListReport {
+    key: "space",
+    title: "XRootD free space",
+    fields: &[
+        ListField {
+            pgm: Pgm::Xrootd,
+            list: "oss.paths",
+            field: "free",
+            label: "path",
+        },
+        ListField {
+            pgm: Pgm::Xrootd,
+            list: "oss.space",
+            field: "free",
+            label: "space",
+        },
+    ],
+}];
+
+/// Series colours, in order (rrdtool's `#RRGGBB` without `#`).
+pub const COLORS: &[&str] = &[
+    "3366cc", "dc3912", "ff9900", "109618", "990099", "0099c6", "dd4477", "66aa00", "b82e2e",
+    "316395", "994499", "22aa99",
+];
+
+/// The reports ganglia-web shows by default (`conf/default.json`): they
+/// show nothing for the gateway's hosts, which carry only XRootD metrics.
+pub const STANDARD_REPORTS: &[&str] =
+    &["load_report", "mem_report", "cpu_report", "network_report"];

@@ -1,0 +1,254 @@
+use super::*;
+use crate::mapping::{DEFAULT_NAME_TEMPLATE, Glob, MappedRecord, Mapper};
+use crate::summary::SummaryParser;
+
+const RECORDS: &[&str] = &[
+    include_str!("../../tests/data/records/ds_loaded.xml"),
+    include_str!("../../tests/data/records/mgr_cmsd.xml"),
+    include_str!("../../tests/data/records/mgr_xrootd.xml"),
+    include_str!("../../tests/data/records/pfc_loaded.xml"),
+    include_str!("../../tests/data/records/spaces.xml"),
+    include_str!("../../tests/data/records/srv_cmsd.xml"),
+    include_str!("../../tests/data/records/srv_xrootd.xml"),
+];
+/// The `-n` names the real records were taken with.
+const INSTANCES: &[&str] = &["ds", "mgr", "pfc", "spaces", "srv"];
+
+fn site(instances: &[&str]) -> Site {
+    Site {
+        naming: NameTemplate::parse(DEFAULT_NAME_TEMPLATE).unwrap(),
+        filter: VarFilter::default(),
+        instances: instances.iter().map(|s| s.to_string()).collect(),
+        site: None,
+        cluster: "XRootD".into(),
+        keep_standard_reports: false,
+    }
+}
+
+/// Every metric name the default mapping gives the real records, with
+/// their instance names or (`anon`) as if started without -n.
+fn mapped_names(anon: bool) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut parser = SummaryParser::new();
+    let mut mapper = Mapper::new(
+        NameTemplate::parse(DEFAULT_NAME_TEMPLATE).unwrap(),
+        NameTemplate::parse(crate::mapping::DEFAULT_GROUP_TEMPLATE).unwrap(),
+    );
+    let mut out = MappedRecord::default();
+    for text in RECORDS {
+        for line in text.lines().filter(|l| !l.is_empty()) {
+            let line = if anon {
+                let ins = line
+                    .split(" ins=\"")
+                    .nth(1)
+                    .and_then(|r| r.split('"').next());
+                line.replace(&format!(" ins=\"{}\"", ins.unwrap()), " ins=\"anon\"")
+            } else {
+                line.to_string()
+            };
+            let record = parser.parse(line.as_bytes()).unwrap();
+            mapper.map(&record, "10.0.0.1".parse().unwrap(), &mut out);
+            names.extend(out.metrics().map(|m| m.name.to_string()));
+        }
+    }
+    names
+}
+
+fn report<'f>(files: &'f [File], name: &str) -> serde_json::Value {
+    let f = files.iter().find(|f| f.path == name).unwrap();
+    serde_json::from_str(&f.text).unwrap()
+}
+
+#[test]
+fn every_series_is_a_catalog_variable() {
+    for r in REPORTS {
+        for s in r.series {
+            let spec = catalog::lookup(s.var).unwrap_or_else(|| panic!("{}: {}", r.key, s.var));
+            assert!(!spec.units.is_empty(), "{}", s.var);
+        }
+    }
+    for r in LIST_REPORTS {
+        for f in r.fields {
+            assert!(catalog::lookup(&f.catalog_name()).is_some(), "{f:?}");
+            assert_eq!(catalog::list_key(f.list).is_some(), true, "{f:?}");
+        }
+    }
+}
+
+/// Each series of each report names a metric the real records produce,
+/// for the shipped (anon) reports and for reports of the records' own
+/// instance names; each list report finds entries of the records.
+#[test]
+fn every_report_metric_is_produced_by_real_records() {
+    for (instances, anon) in [(&["anon"][..], true), (INSTANCES, false)] {
+        let produced = mapped_names(anon);
+        let site = site(instances);
+        let files = generate(&site).unwrap();
+        let names = Names::new(&site).unwrap();
+        for r in REPORTS {
+            let json = report(&files, &format!("graph.d/{}.json", names.report(r.key)));
+            let series = json["series"].as_array().unwrap();
+            assert_eq!(
+                series.len(),
+                r.series
+                    .iter()
+                    .map(|s| names.instances(s.pgm).count())
+                    .sum::<usize>()
+            );
+            for s in r.series {
+                let hit = names
+                    .instances(s.pgm)
+                    .map(|h| names.metric(h, s.var))
+                    .find(|m| produced.contains(m));
+                assert!(
+                    hit.is_some(),
+                    "{}: {:?} {} from no record",
+                    r.key,
+                    s.pgm,
+                    s.var
+                );
+            }
+        }
+        for r in LIST_REPORTS {
+            let php = &files
+                .iter()
+                .find(|f| f.path == format!("graph.d/{}.php", names.report(r.key)))
+                .unwrap()
+                .text;
+            for f in r.fields {
+                let found = names.instances(f.pgm).any(|h| {
+                    let pattern = names.metric(h, &format!("{}.*.{}", f.list, f.field));
+                    let (prefix, suffix) = pattern.split_once('*').unwrap();
+                    assert!(
+                        php.contains(&format!("array('{prefix}', '{suffix}',")),
+                        "{php}"
+                    );
+                    produced.iter().any(|m| {
+                        m.starts_with(prefix)
+                            && m.ends_with(suffix)
+                            && m.len() > prefix.len() + suffix.len()
+                    })
+                });
+                assert!(found, "{}: {f:?} from no record", r.key);
+            }
+        }
+    }
+}
+
+#[test]
+fn anon_names_drop_the_instance() {
+    let files = generate(&site(&["anon"])).unwrap();
+    let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "graph.d/xrootd_throughput_report.json",
+            "graph.d/xrootd_connections_report.json",
+            "graph.d/xrootd_operations_report.json",
+            "graph.d/xrootd_problems_report.json",
+            "graph.d/xrootd_scheduler_report.json",
+            "graph.d/xrootd_selections_report.json",
+            "graph.d/xrootd_cache_reads_report.json",
+            "graph.d/xrootd_cache_bytes_report.json",
+            "graph.d/xrootd_cpu_report.json",
+            "graph.d/xrootd_space_report.php",
+            "conf/view_xrootd.json",
+            "conf/cluster_XRootD.json",
+        ]
+    );
+    let t = report(&files, "graph.d/xrootd_throughput_report.json");
+    assert_eq!(t["report_name"], "xrootd_throughput_report");
+    assert_eq!(t["vertical_label"], "bytes/s");
+    assert_eq!(t["series"][0]["metric"], "xrootd.link.in");
+    assert_eq!(t["series"][0]["label"], "in");
+    assert_eq!(t["series"][1]["metric"], "xrootd.link.out");
+    let s = report(&files, "graph.d/xrootd_scheduler_report.json");
+    assert_eq!(s["series"][3]["metric"], "cmsd.sched.threads");
+    assert_eq!(s["series"][3]["label"], "cmsd threads");
+    assert_eq!(s["vertical_label"], "threads, jobs");
+    let c = report(&files, "conf/cluster_XRootD.json");
+    assert_eq!(c["excluded_reports"][0], "load_report");
+    assert_eq!(c["included_reports"][9], "xrootd_space_report");
+}
+
+#[test]
+fn instance_names_tag_reports_and_labels() {
+    let mut s = site(&["ds", "pfc-2"]);
+    s.cluster = "My Site".into();
+    s.keep_standard_reports = true;
+    let files = generate(&s).unwrap();
+    let t = report(&files, "graph.d/xrootd_ds_pfc_2_throughput_report.json");
+    let metrics: Vec<(&str, &str)> = t["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["metric"].as_str().unwrap(), s["label"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        metrics,
+        [
+            ("xrootd.ds.link.in", "ds in"),
+            ("xrootd.ds.link.out", "ds out"),
+            ("xrootd.pfc-2.link.in", "pfc-2 in"),
+            ("xrootd.pfc-2.link.out", "pfc-2 out"),
+        ]
+    );
+    let php = &files[9];
+    assert_eq!(php.path, "graph.d/xrootd_ds_pfc_2_space_report.php");
+    assert!(
+        php.text
+            .contains("function graph_xrootd_ds_pfc_2_space_report(&$rrdtool_graph)")
+    );
+    assert!(
+        php.text
+            .contains("array('xrootd.pfc-2.oss.space.', '.free', 'pfc-2 space'),")
+    );
+    let v = report(&files, "conf/view_xrootd_ds_pfc_2.json");
+    assert_eq!(v["view_name"], "xrootd_ds_pfc_2");
+    assert_eq!(v["items"][0]["cluster"], "My Site");
+    assert_eq!(
+        v["items"][10]["metric_regex"][0]["regex"],
+        r"^(xrootd\.ds\.link\.out|xrootd\.pfc-2\.link\.out)$"
+    );
+    let c = report(&files, "conf/cluster_My_Site.json");
+    assert_eq!(c["excluded_reports"], serde_json::json!([]));
+}
+
+#[test]
+fn a_site_template_needs_the_site() {
+    let mut s = site(&["anon"]);
+    s.naming = NameTemplate::parse("{site}.{pgm}.{var}").unwrap();
+    assert!(generate(&s).unwrap_err().contains("give --site"));
+    s.site = Some("T2_X".into());
+    let files = generate(&s).unwrap();
+    assert_eq!(
+        report(&files, "graph.d/xrootd_throughput_report.json")["series"][0]["metric"],
+        "T2_X.xrootd.link.in"
+    );
+}
+
+#[test]
+fn refuses_what_cannot_work() {
+    let mut s = site(&["ds", "ds"]);
+    assert!(generate(&s).unwrap_err().contains("given twice"));
+    s.instances.clear();
+    assert!(generate(&s).unwrap_err().contains("--instance"));
+    s = site(&["anon"]);
+    s.cluster = "a/b".into();
+    assert!(generate(&s).unwrap_err().contains("cluster name"));
+    // A report may not show what the config leaves out.
+    s = site(&["anon"]);
+    s.filter = VarFilter {
+        include: Vec::new(),
+        exclude: vec![Glob::parse("link.*").unwrap()],
+    };
+    assert_eq!(
+        generate(&s).unwrap_err(),
+        "the throughput report shows link.in, which the config's exclude leaves out: add it to include"
+    );
+    s.filter.include = vec![
+        Glob::parse("link.in").unwrap(),
+        Glob::parse("link.?u?").unwrap(),
+    ];
+    assert!(generate(&s).is_ok());
+}
