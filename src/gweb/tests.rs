@@ -250,5 +250,10 @@ fn refuses_what_cannot_work() {
         Glob::parse("link.in").unwrap(),
         Glob::parse("link.?u?").unwrap(),
     ];
+    assert_eq!(
+        generate(&s).unwrap_err(),
+        "the connections report shows link.tot, which the config's exclude leaves out: add it to include"
+    );
+    s.filter.include.push(Glob::parse("link.tot").unwrap());
     assert!(generate(&s).is_ok());
 }
