@@ -347,8 +347,10 @@ function graph_{name}(&$rrdtool_graph)
         foreach ($keys as $key) {{
             $id = 'e' . $n;
             $file = $rrd_dir . '/' . $prefix . $key . $suffix . '.rrd';
-            $series .= "DEF:$id='$file':sum:AVERAGE "
-                . "LINE2:$id#" . $colors[$n % count($colors)] . ":'$label $key' ";
+            // As graph.php writes JSON reports' series: its CSV and JSON
+            // export read them back in this form.
+            $series .= "DEF:'$id'='$file':'sum':AVERAGE "
+                . "LINE2:'$id'#" . $colors[$n % count($colors)] . ":'$label $key' ";
             $n++;
         }}
     }}

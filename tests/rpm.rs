@@ -36,7 +36,7 @@ fn find_rpm(dir: &Path, suffix: &str) -> PathBuf {
     panic!("no *{suffix} under {}", dir.display());
 }
 
-/// Every message rpmlint may report on the spec and the two RPMs, with why
+/// Every message rpmlint may report on the spec and the RPMs, with why
 /// it stays; the spec's header explains each too (checked below). Anything
 /// else rpmlint says fails the test.
 const RPMLINT_ACCEPTED: &[(&str, &str, &str)] = &[
@@ -58,6 +58,11 @@ const RPMLINT_ACCEPTED: &[(&str, &str, &str)] = &[
         "W",
         "invalid-license",
         "BSD-3-Clause is SPDX; Debian's rpmlint has no license list",
+    ),
+    (
+        "W",
+        "no-documentation",
+        "xrd2ganglia-gweb: README (in the main package) documents it",
     ),
     (
         "W",
@@ -102,10 +107,10 @@ fn rpmlint_accepts_only_the_explained(paths: &[PathBuf]) {
         );
         reported.push(code);
     }
-    // Not vacuous: rpmlint ran on all three and said what it always says of
+    // Not vacuous: rpmlint ran on all four and said what it always says of
     // unsigned packages; its own totals agree with the lines read.
     assert!(
-        reported.iter().filter(|c| **c == "no-signature").count() == 2,
+        reported.iter().filter(|c| **c == "no-signature").count() == 3,
         "{text}"
     );
     let errors = reported
@@ -114,7 +119,7 @@ fn rpmlint_accepts_only_the_explained(paths: &[PathBuf]) {
         .count();
     assert!(
         text.contains(&format!(
-            "2 packages and 1 specfiles checked; {errors} errors, {} warnings",
+            "3 packages and 1 specfiles checked; {errors} errors, {} warnings",
             reported.len() - errors
         )),
         "{text}"
@@ -179,6 +184,7 @@ fn rpm_builds_offline_installs_and_runs() {
     assert!(log.contains("build-rpm: rpmbuild --rebuild"), "{log}");
 
     let rpm = find_rpm(top.path(), ".x86_64.rpm");
+    let gweb = find_rpm(top.path(), ".noarch.rpm");
     let srpm = find_rpm(top.path(), ".src.rpm");
 
     // Files: exactly these, at the paths EL and Fedora use whatever rpm
@@ -208,6 +214,7 @@ fn rpm_builds_offline_installs_and_runs() {
             "/usr/share/man/man1/xrd2ganglia-check-config.1.gz",
             "/usr/share/man/man1/xrd2ganglia-dump.1.gz",
             "/usr/share/man/man1/xrd2ganglia-gmetric.1.gz",
+            "/usr/share/man/man1/xrd2ganglia-gweb.1.gz",
             "/usr/share/man/man1/xrd2ganglia-mpxstats.1.gz",
             "/usr/share/man/man1/xrd2ganglia-serve.1.gz",
             "/usr/share/man/man1/xrd2ganglia.1.gz",
@@ -297,11 +304,55 @@ fn rpm_builds_offline_installs_and_runs() {
         "{requires}"
     );
 
-    // rpmlint on the spec and both RPMs: nothing but what the spec's
+    // The gweb subpackage: packaging/gweb's files, exactly, where EPEL's
+    // and Fedora's ganglia-web looks (code in /usr/share/ganglia, conf
+    // directory /var/lib/ganglia/conf); the view and the cluster's report
+    // list are config(noreplace), since ganglia-web's UI edits views.
+    let shipped = Path::new(manifest).join("packaging/gweb");
+    let mut expected: Vec<String> = ["graph.d", "conf"]
+        .iter()
+        .flat_map(|dir| {
+            std::fs::read_dir(shipped.join(dir)).unwrap().map(move |e| {
+                let name = e.unwrap().file_name().into_string().unwrap();
+                match *dir {
+                    "graph.d" => format!("/usr/share/ganglia/graph.d/{name}"),
+                    _ => format!("/var/lib/ganglia/conf/{name}"),
+                }
+            })
+        })
+        .collect();
+    assert_eq!(expected.len(), 12, "{expected:?}");
+    expected.sort();
+    let gweb_files = run(Command::new("rpm").arg("-qpl").arg(&gweb));
+    assert_eq!(
+        gweb_files.lines().collect::<Vec<_>>(),
+        expected,
+        "{gweb_files}"
+    );
+    let gweb_flags = run(Command::new("rpm")
+        .args(["-qp", "--qf", "[%{FILEFLAGS:fflags} %{FILENAMES}\n]"])
+        .arg(&gweb));
+    for f in &expected {
+        let config = f.starts_with("/var/");
+        assert!(
+            gweb_flags
+                .lines()
+                .any(|l| l == format!("{} {f}", if config { "cn" } else { "" })),
+            "{f}: config(noreplace) should be {config}:\n{gweb_flags}"
+        );
+    }
+    let gweb_requires = run(Command::new("rpm").args(["-qp", "--requires"]).arg(&gweb));
+    assert!(
+        gweb_requires.lines().any(|l| l.trim() == "ganglia-web"),
+        "{gweb_requires}"
+    );
+
+    // rpmlint on the spec and the RPMs: nothing but what the spec's
     // header accepts, each for its reason.
     rpmlint_accepts_only_the_explained(&[
         Path::new(manifest).join("packaging/xrd2ganglia.spec"),
         rpm.clone(),
+        gweb.clone(),
         srpm.clone(),
     ]);
 
@@ -358,6 +409,23 @@ fn rpm_builds_offline_installs_and_runs() {
         .args(["-i", "--nodeps", "--noscripts", "--root"])
         .arg(root.path())
         .arg(&rpm));
+    run(Command::new("rpm")
+        .args(["-i", "--nodeps", "--noscripts", "--root"])
+        .arg(root.path())
+        .arg(&gweb));
+    for f in &expected {
+        let (dir, name) = f.rsplit_once('/').unwrap();
+        let sub = if dir.ends_with("graph.d") {
+            "graph.d"
+        } else {
+            "conf"
+        };
+        assert_eq!(
+            std::fs::read(root.path().join(&f[1..])).unwrap(),
+            std::fs::read(shipped.join(sub).join(name)).unwrap(),
+            "{f} differs from packaging/gweb/{sub}/{name}"
+        );
+    }
     let bin = root.path().join("usr/bin/xrd2ganglia");
     assert_eq!(
         run(Command::new(&bin).arg("--version")).trim(),

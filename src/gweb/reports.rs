@@ -126,7 +126,7 @@ pub const REPORTS: &[Report] = &[
     },
     Report {
         key: "problems",
-        title: "XRootD errors, redirects, delays",
+        title: "XRootD errors, redirects",
         vertical_label: None,
         style: Style::Line,
         series: &[

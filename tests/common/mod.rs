@@ -9,11 +9,13 @@
 
 mod gmetad;
 mod gmond;
+mod gweb;
 pub mod replay;
 mod scratch;
 
 pub use gmetad::{Gmetad, parse_rrd_fetch};
 pub use gmond::{GangliaXml, Gmond, XmlHost, XmlMetric};
+pub use gweb::{Gweb, GwebServer};
 pub use scratch::{Scratch, free_port};
 
 use std::io::Read;

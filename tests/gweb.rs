@@ -1,0 +1,498 @@
+//! `xrd2ganglia gweb` and the ganglia-web files it writes: the shipped
+//! files are its output, and every report renders through ganglia-web's
+//! own graph.php against RRDs a real gmetad wrote from real records.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use common::{Gateway, Gmetad, Gweb, Scratch, fixture, free_port, replay};
+
+const BIN: &str = env!("CARGO_BIN_EXE_xrd2ganglia");
+
+fn gweb(args: &[&str], out: &Path) -> std::process::Output {
+    Command::new(BIN)
+        .arg("gweb")
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
+/// Every file under `dir`, by path relative to it, with its bytes.
+fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files = Vec::new();
+    for sub in std::fs::read_dir(dir).unwrap() {
+        let sub = sub.unwrap().path();
+        for f in std::fs::read_dir(&sub).unwrap() {
+            let f = f.unwrap().path();
+            let rel = f.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+            files.push((rel, std::fs::read(&f).unwrap()));
+        }
+    }
+    files.sort();
+    files
+}
+
+#[test]
+fn the_shipped_files_are_what_gweb_writes_for_the_shipped_config() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Scratch::new("gweb");
+    let o = gweb(
+        &[
+            "--config",
+            manifest.join("conf/xrd2ganglia.toml").to_str().unwrap(),
+        ],
+        out.path(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let written = tree(out.path());
+    let shipped = tree(&manifest.join("packaging/gweb"));
+    let names = |t: &[(String, Vec<u8>)]| t.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&shipped), names(&written));
+    for ((name, a), (_, b)) in shipped.iter().zip(&written) {
+        assert!(
+            a == b,
+            "packaging/gweb/{name} is not what `xrd2ganglia gweb` writes: run\n  \
+             cargo run -- gweb --config conf/xrd2ganglia.toml --out packaging/gweb"
+        );
+    }
+    // It says what it wrote, one path a line.
+    let listed = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(listed.lines().count(), 12, "{listed}");
+    // PHP's own parser accepts the PHP report.
+    for (name, _) in written.iter().filter(|(n, _)| n.ends_with(".php")) {
+        let lint = Command::new("php")
+            .arg("-l")
+            .arg(out.path().join(name))
+            .output()
+            .expect("php (Debian package php-cli; .ci/run installs it)");
+        assert!(
+            lint.status.success(),
+            "{}",
+            String::from_utf8_lossy(&lint.stdout)
+        );
+    }
+}
+
+#[test]
+fn gweb_refuses_what_cannot_work_with_exit_2_and_a_reason() {
+    let dir = Scratch::new("gweb-bad");
+    let conf = dir.path().join("site.toml");
+    std::fs::write(&conf, "metric_name = \"{site}.{pgm}.{var}\"\n").unwrap();
+    let o = gweb(
+        &["--config", conf.to_str().unwrap()],
+        &dir.path().join("out"),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "xrd2ganglia gweb: metric_name \"{site}.{pgm}.{var}\" uses {site}: give --site (xrootd's all.sitename)\n"
+    );
+    assert!(!dir.path().join("out").exists());
+    let o = gweb(
+        &[
+            "--config",
+            conf.to_str().unwrap(),
+            "--site",
+            "T2_X",
+            "--instance",
+            "ds",
+        ],
+        &dir.path().join("out"),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report = std::fs::read_to_string(
+        dir.path()
+            .join("out/graph.d/xrootd_ds_throughput_report.json"),
+    )
+    .unwrap();
+    assert!(
+        report.contains("\"metric\": \"T2_X.xrootd.link.in\""),
+        "{report}"
+    );
+    // A config that leaves out what a report shows.
+    std::fs::write(&conf, "exclude = [\"xrootd.err\"]\n").unwrap();
+    let o = gweb(
+        &["--config", conf.to_str().unwrap()],
+        &dir.path().join("out2"),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "xrd2ganglia gweb: the problems report shows xrootd.err, which the config's exclude leaves out: add it to include\n"
+    );
+}
+
+/// Five servers as a site runs them: a data server, a redirector (xrootd
+/// and cmsd), a caching proxy, a server with several spaces, and a data
+/// server with its cmsd. The real records, each from its own address and
+/// name; their instance names become `anon` (servers started without -n,
+/// which the shipped reports are for).
+const SERVERS: &[(&str, &str, &[&str])] = &[
+    ("ds.example", "127.0.9.1", &["ds_loaded.xml"]),
+    (
+        "mgr.example",
+        "127.0.9.2",
+        &["mgr_xrootd.xml", "mgr_cmsd.xml"],
+    ),
+    ("pfc.example", "127.0.9.3", &["pfc_loaded.xml"]),
+    ("spaces.example", "127.0.9.4", &["spaces.xml"]),
+    (
+        "srv.example",
+        "127.0.9.5",
+        &["srv_xrootd.xml", "srv_cmsd.xml"],
+    ),
+];
+const CLUSTER: &str = "XRootD";
+
+/// Tags whose numbers grow every round, so rates are not all zero.
+const GROWING: &[&str] = &[
+    "in", "out", "rd", "wr", "open", "hits", "miss", "err", "rdr", "dly", "t", "jobs",
+];
+
+/// The record `name` as server `host` sends it in round `round`.
+fn record(name: &str, host: &str, round: u64) -> Vec<u8> {
+    let text = String::from_utf8(fixture(name)).unwrap();
+    let text = text
+        .trim_end()
+        .replacen("src=\"vm:", &format!("src=\"{host}:"), 1);
+    let ins = text
+        .split(" ins=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap();
+    let mut text = text.replacen(&format!(" ins=\"{ins}\""), " ins=\"anon\"", 1);
+    for tag in GROWING {
+        let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+        let mut out = String::new();
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find(&open) {
+            out.push_str(&rest[..at + open.len()]);
+            rest = &rest[at + open.len()..];
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            if digits > 0 && rest[digits..].starts_with(&close) {
+                let n: u64 = rest[..digits].parse().unwrap();
+                out.push_str(&(n * (round + 1)).to_string());
+                rest = &rest[digits..];
+            }
+        }
+        out.push_str(rest);
+        text = out;
+    }
+    text.into_bytes()
+}
+
+/// The number in `<stats id="SECTION">...<TAG>N</TAG>` of record `name`.
+fn record_value(name: &str, section: &str, tag: &str) -> f64 {
+    let text = String::from_utf8(fixture(name)).unwrap();
+    let at = text.find(&format!("<stats id=\"{section}\"")).unwrap();
+    let rest = &text[at..];
+    let rest = &rest[rest.find(&format!("<{tag}>")).unwrap() + tag.len() + 2..];
+    rest[..rest.find('<').unwrap()].parse().unwrap()
+}
+
+/// A site's worth of real records through the gateway into a real gmetad.
+struct Site {
+    gmetad: Gmetad,
+    /// When the first record was sent.
+    start: u64,
+    _gw: Gateway,
+}
+
+fn site(rounds: u64) -> Site {
+    let xml_port = free_port();
+    let gmetad = Gmetad::start(xml_port, 1);
+    let gw = Gateway::start_xml(
+        free_port(),
+        xml_port,
+        None,
+        "stats_interval = 0\nself_metrics_interval = 0\n",
+    );
+    let start = replay::unix_now();
+    for round in 0..rounds {
+        for (host, ip, records) in SERVERS {
+            for r in *records {
+                gw.send_as(ip, &record(r, host, round));
+            }
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    for (host, metric) in [
+        ("ds.example", "xrootd.link.in"),
+        ("mgr.example", "cmsd.cmsm.sel.t"),
+        ("pfc.example", "xrootd.cache.rd.hits"),
+        ("spaces.example", "xrootd.oss.space.public.free"),
+    ] {
+        let path = gmetad.rrd_path(CLUSTER, host, metric);
+        gmetad.wait_for_update(&path, start + rounds, Duration::from_secs(20));
+    }
+    let summary = gmetad.summary_rrd_path(CLUSTER, "xrootd.link.in");
+    gmetad.wait_for_update(&summary, start + rounds, Duration::from_secs(20));
+    Site {
+        gmetad,
+        start,
+        _gw: gw,
+    }
+}
+
+fn shipped() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("packaging/gweb")
+}
+
+/// Every shipped report, by name, with the labels of its series (the PHP
+/// report's entries are the records' paths and spaces).
+fn shipped_reports() -> Vec<(String, Vec<String>)> {
+    let mut reports = Vec::new();
+    for e in std::fs::read_dir(shipped().join("graph.d")).unwrap() {
+        let path = e.unwrap().path();
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let labels = if path.extension().unwrap() == "json" {
+            let v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            assert_eq!(v["report_name"], name.as_str());
+            v["series"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["label"].as_str().unwrap().to_string())
+                .collect()
+        } else {
+            [
+                "path _",
+                "path _mem",
+                "space fast",
+                "space legacy",
+                "space public",
+            ]
+            .map(String::from)
+            .to_vec()
+        };
+        reports.push((name, labels));
+    }
+    reports.sort();
+    assert_eq!(reports.len(), 10);
+    reports
+}
+
+fn labels(series: &[(String, Vec<f64>)]) -> Vec<String> {
+    let mut l: Vec<String> = series
+        .iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(l, _)| l.clone())
+        .collect();
+    l.sort();
+    l
+}
+
+fn last(series: &[(String, Vec<f64>)], label: &str) -> f64 {
+    let (_, v) = series
+        .iter()
+        .find(|(l, _)| l == label)
+        .unwrap_or_else(|| panic!("no series {label:?} in {series:?}"));
+    *v.first()
+        .unwrap_or_else(|| panic!("{label:?} has no values"))
+}
+
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n";
+
+/// Each shipped report through ganglia-web's graph.php, in cluster context
+/// (the site's totals from gmetad's summary) and on each host, with every
+/// series drawn from data; the view's per-server graphs too.
+#[test]
+fn every_shipped_report_renders_through_graph_php_with_its_series() {
+    let site = site(8);
+    let gweb = Gweb::new(
+        &site.gmetad.rrd_root,
+        site.gmetad.interactive_port,
+        &shipped(),
+    );
+    for (report, expected) in shipped_reports() {
+        let mut expected = expected;
+        expected.sort();
+        // The site: every series, from gmetad's __SummaryInfo__.
+        let query = format!("c={CLUSTER}&g={report}&z=medium");
+        let (png, _) = gweb.graph(&query);
+        assert!(png.starts_with(PNG), "{report}: not a PNG");
+        assert_eq!(labels(&gweb.series(&query)), expected, "{report} (cluster)");
+        // The hosts: between them, every series; each host only its own.
+        let mut seen = Vec::new();
+        for (host, _, _) in SERVERS {
+            let query = format!("c={CLUSTER}&h={host}&g={report}&z=medium");
+            let (png, _) = gweb.graph(&query);
+            assert!(png.starts_with(PNG), "{report} on {host}: not a PNG");
+            seen.extend(labels(&gweb.series(&query)));
+        }
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen, expected, "{report} (hosts)");
+    }
+
+    // Values: the site's total is the hosts' sum (gauges as the records
+    // say), a host's rate is its own; sizes are bytes (KiB x 1024).
+    let cluster = |report: &str| gweb.series(&format!("c={CLUSTER}&g={report}&z=medium"));
+    let host =
+        |h: &str, report: &str| gweb.series(&format!("c={CLUSTER}&h={h}&g={report}&z=medium"));
+    let xrootd_threads: f64 = [
+        "ds_loaded.xml",
+        "mgr_xrootd.xml",
+        "pfc_loaded.xml",
+        "spaces.xml",
+        "srv_xrootd.xml",
+    ]
+    .iter()
+    .map(|r| record_value(r, "sched", "threads"))
+    .sum();
+    let sched = cluster("xrootd_scheduler_report");
+    assert_eq!(last(&sched, "xrootd threads"), xrootd_threads);
+    assert_eq!(
+        last(&sched, "cmsd threads"),
+        record_value("mgr_cmsd.xml", "sched", "threads")
+            + record_value("srv_cmsd.xml", "sched", "threads")
+    );
+    assert_eq!(
+        last(
+            &host("ds.example", "xrootd_scheduler_report"),
+            "xrootd threads"
+        ),
+        record_value("ds_loaded.xml", "sched", "threads")
+    );
+    let space = cluster("xrootd_space_report");
+    assert_eq!(last(&space, "space public"), public_free_bytes());
+    // Counters: rates, which over the replay add up to what the server
+    // counted (7 rounds' growth after the first report). The replay's
+    // minute only, so graph.php reads the 1 s RRA (a coarser one averages
+    // the partly known steps at the edges).
+    let window = format!("cs={}&ce={}", site.start - 10, replay::unix_now() + 1);
+    let total = |q: &str, label: &str| {
+        let t = gweb.totals(q);
+        t.iter()
+            .find(|(l, _)| l == label)
+            .unwrap_or_else(|| panic!("{label}: {t:?}"))
+            .1
+    };
+    // gmetad may first see the host after its first or second report: the
+    // graph holds 6 or 7 whole rounds, nothing in between.
+    let per_round = record_value("ds_loaded.xml", "link", "in");
+    let ds_in = total(
+        &format!("c={CLUSTER}&h=ds.example&g=xrootd_throughput_report&z=medium&{window}"),
+        "in",
+    );
+    let rounds = ds_in / per_round;
+    assert!(
+        (5.98..=6.02).contains(&rounds) || (6.98..=7.02).contains(&rounds),
+        "ds.example read {ds_in} bytes in the graph: {rounds} rounds of {per_round}"
+    );
+    let site_in = total(
+        &format!("c={CLUSTER}&g=xrootd_throughput_report&z=medium&{window}"),
+        "in",
+    );
+    assert!(site_in > 1.5 * ds_in, "site {site_in}, one server {ds_in}");
+
+    // The view: its per-server graphs, one series per server that has the
+    // metric, through graph.php's aggregate graphs (gmetad's metric list).
+    let view: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(shipped().join("conf/view_xrootd.json")).unwrap(),
+    )
+    .unwrap();
+    let mut aggregates = 0;
+    for item in view["items"].as_array().unwrap() {
+        if item["aggregate_graph"] != "true" {
+            assert_eq!(item["cluster"], CLUSTER);
+            continue;
+        }
+        aggregates += 1;
+        let query = format!(
+            "hreg[]={}&mreg[]={}&gtype={}&aggregate=1&z=medium",
+            urlencode(item["host_regex"][0]["regex"].as_str().unwrap()),
+            urlencode(item["metric_regex"][0]["regex"].as_str().unwrap()),
+            item["graph_type"].as_str().unwrap(),
+        );
+        let (png, _) = gweb.graph(&query);
+        assert!(png.starts_with(PNG));
+        // One series per (server, metric), its label starting with the server.
+        let hosts: Vec<String> = labels(&gweb.series(&query))
+            .iter()
+            .map(|l| l.split(' ').next().unwrap().to_string())
+            .collect();
+        let title = item["title"].as_str().unwrap();
+        let want: &[&str] = if title.starts_with("Free space") {
+            // spaces.example has two paths; pfc.example (a proxy) none.
+            &[
+                "ds.example",
+                "mgr.example",
+                "spaces.example",
+                "spaces.example",
+                "srv.example",
+            ]
+        } else {
+            &[
+                "ds.example",
+                "mgr.example",
+                "pfc.example",
+                "spaces.example",
+                "srv.example",
+            ]
+        };
+        assert_eq!(hosts, want, "{title}");
+    }
+    assert_eq!(aggregates, 4);
+}
+
+/// spaces.xml's space "public": free KiB x 1024.
+fn public_free_bytes() -> f64 {
+    let text = String::from_utf8(fixture("spaces.xml")).unwrap();
+    let at = text.find("<name>public</name>").unwrap();
+    let rest = &text[at..];
+    let rest = &rest[rest.find("<free>").unwrap() + 6..];
+    rest[..rest.find('<').unwrap()].parse::<f64>().unwrap() * 1024.0
+}
+
+fn urlencode(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The cluster's page and a host's page show the reports (and not
+/// ganglia-web's standard four, which have no data for these hosts); the
+/// view lists its graphs.
+#[test]
+fn the_cluster_and_host_pages_show_the_reports() {
+    let site = site(3);
+    let gweb = Gweb::new(
+        &site.gmetad.rrd_root,
+        site.gmetad.interactive_port,
+        &shipped(),
+    );
+    let server = gweb.serve();
+    let reports: Vec<String> = shipped_reports().into_iter().map(|(n, _)| n).collect();
+    for query in [
+        format!("c={CLUSTER}"),
+        format!("c={CLUSTER}&h=ds.example"),
+        "tab=v&vn=xrootd".to_string(),
+    ] {
+        let (status, body) = server.get(&query);
+        assert_eq!(status, 200, "?{query}: {body}");
+        for r in &reports {
+            assert!(body.contains(&format!("g={r}&")), "?{query}: no {r}");
+        }
+        for standard in ["load_report", "mem_report", "cpu_report", "network_report"] {
+            assert!(
+                !body.contains(&format!("g={standard}&")),
+                "?{query}: shows {standard}"
+            );
+        }
+    }
+}
