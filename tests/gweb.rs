@@ -494,5 +494,75 @@ fn the_cluster_and_host_pages_show_the_reports() {
                 "?{query}: shows {standard}"
             );
         }
+        // Every image the page shows, as the browser would ask for it.
+        let mut images = 0;
+        for src in body.split("src=\"").skip(1) {
+            let src = src.split('"').next().unwrap();
+            let Some(query) = src.trim_start_matches("./").strip_prefix("graph.php?") else {
+                continue;
+            };
+            let query = query.replace("&amp;", "&");
+            let (png, _) = gweb.graph(&query);
+            assert!(png.starts_with(PNG), "graph.php?{query}: not a PNG");
+            images += 1;
+        }
+        assert!(images >= reports.len(), "?{query}: {images} images");
     }
+}
+
+/// Not a test: the screenshots in README (docs/images), from a site of
+/// real records replayed for three minutes with changing rates, drawn by
+/// ganglia-web (a private copy) in headless Chromium. Run it with
+/// `cargo test --test gweb -- --ignored readme_screenshots`.
+#[test]
+#[ignore]
+fn readme_screenshots() {
+    let xml_port = free_port();
+    let gmetad = Gmetad::start(xml_port, 1);
+    let gw = Gateway::start_xml(
+        free_port(),
+        xml_port,
+        None,
+        "stats_interval = 0\nself_metrics_interval = 0\n",
+    );
+    let start = replay::unix_now();
+    // Counters grow by a varying multiple of what each record holds.
+    let mut level = vec![0u64; SERVERS.len()];
+    for round in 0..180u64 {
+        for (i, (host, ip, records)) in SERVERS.iter().enumerate() {
+            let phase = round as f64 / 20.0 + i as f64;
+            level[i] += (4.0 + 3.0 * phase.sin()).round() as u64;
+            for r in *records {
+                gw.send_as(ip, &record(r, host, level[i]));
+            }
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let end = replay::unix_now();
+    let gweb = Gweb::new(&gmetad.rrd_root, gmetad.interactive_port, &shipped());
+    let server = gweb.serve();
+    let images = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/images");
+    std::fs::create_dir_all(&images).unwrap();
+    let window = format!("cs={}&ce={}", start - 10, end + 5);
+    for (file, query, size) in [
+        (
+            "gweb-cluster.png",
+            format!("c={CLUSTER}&{window}"),
+            (1300, 1900),
+        ),
+        (
+            "gweb-host.png",
+            format!("c={CLUSTER}&h=mgr.example&{window}"),
+            (1300, 1450),
+        ),
+        (
+            "gweb-view.png",
+            format!("tab=v&vn=xrootd&{window}"),
+            (1300, 2300),
+        ),
+    ] {
+        server.screenshot(&query, size, &images.join(file));
+    }
+    let log = std::fs::read_to_string(gweb.dir.join("php-server.log")).unwrap();
+    assert!(!log.contains("Fatal error"), "{log}");
 }

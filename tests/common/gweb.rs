@@ -32,6 +32,12 @@ const PHP8_EDITS: &[(&str, &str, &str, &str)] = &[
         "the array is not global there: in_array(null) is a TypeError in PHP 8",
     ),
     (
+        "graph.d/metric.php",
+        "? number_format($value)\n                        : number_format($value, 2);",
+        "? number_format((float) $value)\n                        : number_format((float) $value, 2);",
+        "a metric a host lacks (load_one of a gateway's host) has the value \"\": number_format() TypeError",
+    ),
+    (
         "dwoo/Dwoo/Compiler.php",
         "$output = call_user_func_array($funcCompiler, $params);",
         "$output = call_user_func_array($funcCompiler, array_values($params));",
