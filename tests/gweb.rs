@@ -512,13 +512,14 @@ fn the_cluster_and_host_pages_show_the_reports() {
 
 /// Not a test: the screenshots in README (docs/images), from a site of
 /// real records replayed for three minutes with changing rates, drawn by
-/// ganglia-web (a private copy) in headless Chromium. Run it with
+/// ganglia-web (a private copy) in headless Chromium. gmetad polls every
+/// 5 s, as a site's would (1 s polls of 1 s reports alias). Run it with
 /// `cargo test --test gweb -- --ignored readme_screenshots`.
 #[test]
 #[ignore]
 fn readme_screenshots() {
     let xml_port = free_port();
-    let gmetad = Gmetad::start(xml_port, 1);
+    let gmetad = Gmetad::start(xml_port, 5);
     let gw = Gateway::start_xml(
         free_port(),
         xml_port,
@@ -533,7 +534,12 @@ fn readme_screenshots() {
             let phase = round as f64 / 20.0 + i as f64;
             level[i] += (4.0 + 3.0 * phase.sin()).round() as u64;
             for r in *records {
-                gw.send_as(ip, &record(r, host, level[i]));
+                // The captures' CPU seconds are 0: they advance too.
+                let text = String::from_utf8(record(r, host, level[i])).unwrap();
+                let text = text
+                    .replacen("<usr><s>0</s>", &format!("<usr><s>{}</s>", level[i] / 8), 1)
+                    .replacen("<sys><s>0</s>", &format!("<sys><s>{}</s>", level[i] / 16), 1);
+                gw.send_as(ip, text.as_bytes());
             }
         }
         std::thread::sleep(Duration::from_secs(1));
@@ -543,7 +549,7 @@ fn readme_screenshots() {
     let server = gweb.serve();
     let images = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/images");
     std::fs::create_dir_all(&images).unwrap();
-    let window = format!("cs={}&ce={}", start - 10, end + 5);
+    let window = format!("cs={}&ce={}", start + 5, end);
     for (file, query, size) in [
         (
             "gweb-cluster.png",

@@ -54,7 +54,7 @@ fn mapped_names(anon: bool) -> Vec<String> {
     names
 }
 
-fn report<'f>(files: &'f [File], name: &str) -> serde_json::Value {
+fn report(files: &[File], name: &str) -> serde_json::Value {
     let f = files.iter().find(|f| f.path == name).unwrap();
     serde_json::from_str(&f.text).unwrap()
 }
@@ -70,7 +70,7 @@ fn every_series_is_a_catalog_variable() {
     for r in LIST_REPORTS {
         for f in r.fields {
             assert!(catalog::lookup(&f.catalog_name()).is_some(), "{f:?}");
-            assert_eq!(catalog::list_key(f.list).is_some(), true, "{f:?}");
+            assert!(catalog::list_key(f.list).is_some(), "{f:?}");
         }
     }
 }
