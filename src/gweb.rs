@@ -108,7 +108,7 @@ impl<'s> Names<'s> {
                 "no instance name: give --instance NAME (anon for servers without -n)".into(),
             );
         }
-        if site.naming.as_str().contains("{site}") && site.site.is_none() {
+        if site.naming.uses_site() && site.site.is_none() {
             return Err(format!(
                 "metric_name {:?} uses {{site}}: give --site (xrootd's all.sitename)",
                 site.naming.as_str()

@@ -538,7 +538,11 @@ fn readme_screenshots() {
                 let text = String::from_utf8(record(r, host, level[i])).unwrap();
                 let text = text
                     .replacen("<usr><s>0</s>", &format!("<usr><s>{}</s>", level[i] / 8), 1)
-                    .replacen("<sys><s>0</s>", &format!("<sys><s>{}</s>", level[i] / 16), 1);
+                    .replacen(
+                        "<sys><s>0</s>",
+                        &format!("<sys><s>{}</s>", level[i] / 16),
+                        1,
+                    );
                 gw.send_as(ip, text.as_bytes());
             }
         }

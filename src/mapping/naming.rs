@@ -78,6 +78,10 @@ impl NameTemplate {
         self.has(&Token::Var)
     }
 
+    pub fn uses_site(&self) -> bool {
+        self.has(&Token::Site)
+    }
+
     pub fn uses_pgm_and_ins(&self) -> bool {
         self.has(&Token::Pgm) && self.has(&Token::Ins)
     }
