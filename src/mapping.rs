@@ -450,15 +450,7 @@ impl Mapper {
         let spec = catalog::lookup(&self.catalog_name);
         let parts = self.header.parts(catalog::section(&self.var), &self.var);
         self.name_buf.clear();
-        self.name.expand(&mut self.name_buf, &parts);
-        if self.name_buf.len() > MAX_NAME {
-            let mut end = MAX_NAME;
-            while !self.name_buf.is_char_boundary(end) {
-                end -= 1;
-            }
-            self.name_buf.truncate(end);
-            sanitized = true;
-        }
+        sanitized |= self.name.expand_name(&mut self.name_buf, &parts);
         self.group_buf.clear();
         self.group.expand(&mut self.group_buf, &parts);
 

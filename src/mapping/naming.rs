@@ -1,7 +1,7 @@
 //! Metric and group names: the templates (`metric_name`, `group_name`)
 //! and the list keys that stand for a list index in a name.
 
-use crate::ganglia::sanitize;
+use crate::ganglia::sanitize::{self, MAX_NAME};
 
 /// The default metric name template.
 pub const DEFAULT_NAME_TEMPLATE: &str = "{pgm}.{ins}.{var}";
@@ -162,8 +162,24 @@ impl NameTemplate {
     /// The mapper builds every metric name this way.
     pub fn name_of(&self, header: &HeaderParts, var: &str) -> String {
         let mut out = String::new();
-        self.expand(&mut out, &header.parts(crate::catalog::section(var), var));
+        self.expand_name(&mut out, &header.parts(crate::catalog::section(var), var));
         out
+    }
+
+    /// Appends a metric name: the expansion, cut to gmond's MAX_NAME bytes.
+    /// True if it was cut.
+    pub(super) fn expand_name(&self, out: &mut String, parts: &Parts<'_>) -> bool {
+        let start = out.len();
+        self.expand(out, parts);
+        if out.len() - start <= MAX_NAME {
+            return false;
+        }
+        let mut end = start + MAX_NAME;
+        while !out.is_char_boundary(end) {
+            end -= 1;
+        }
+        out.truncate(end);
+        true
     }
 }
 

@@ -455,3 +455,31 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn name_of_gives_the_names_the_mapper_sends_cut_to_max_name() {
+    let long = "a".repeat(MAX_NAME);
+    let template = format!("{{pgm}}.{long}.{{var}}");
+    let mut mp = Mapper::new(
+        NameTemplate::parse(&template).unwrap(),
+        NameTemplate::parse(DEFAULT_GROUP_TEMPLATE).unwrap(),
+    );
+    let mut p = SummaryParser::new();
+    let record = format!("{HEAD}<stats id=\"link\"><in>1</in></stats></statistics>");
+    let r = p.parse(record.as_bytes()).unwrap();
+    let mut out = MappedRecord::default();
+    mp.map(&r, "10.0.0.1".parse().unwrap(), &mut out);
+    let sent = out
+        .metrics()
+        .find(|m| m.name.starts_with("xrootd.a"))
+        .unwrap();
+    let header = HeaderParts::new(Some("xrootd"), Some("anon"), Some("T2_X"));
+    let named = NameTemplate::parse(&template)
+        .unwrap()
+        .name_of(&header, "link.in");
+    assert_eq!(named.len(), MAX_NAME);
+    assert_eq!(named, sent.name);
+    // Short names are not touched.
+    let t = NameTemplate::parse(DEFAULT_NAME_TEMPLATE).unwrap();
+    assert_eq!(t.name_of(&header, "link.in"), "xrootd.link.in");
+}
