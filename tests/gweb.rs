@@ -312,18 +312,22 @@ fn every_shipped_report_renders_through_graph_php_with_its_series() {
         site.gmetad.interactive_port,
         &shipped(),
     );
+    // The replay's minute only, so graph.php reads the 1 s RRA: over its
+    // default hour it averages 12 s steps, and a step only partly known
+    // (the replay's few seconds) is NaN.
+    let window = format!("cs={}&ce={}", site.start - 10, replay::unix_now() + 1);
     for (report, expected) in shipped_reports() {
         let mut expected = expected;
         expected.sort();
         // The site: every series, from gmetad's __SummaryInfo__.
-        let query = format!("c={CLUSTER}&g={report}&z=medium");
+        let query = format!("c={CLUSTER}&g={report}&z=medium&{window}");
         let (png, _) = gweb.graph(&query);
         assert!(png.starts_with(PNG), "{report}: not a PNG");
         assert_eq!(labels(&gweb.series(&query)), expected, "{report} (cluster)");
         // The hosts: between them, every series; each host only its own.
         let mut seen = Vec::new();
         for (host, _, _) in SERVERS {
-            let query = format!("c={CLUSTER}&h={host}&g={report}&z=medium");
+            let query = format!("c={CLUSTER}&h={host}&g={report}&z=medium&{window}");
             let (png, _) = gweb.graph(&query);
             assert!(png.starts_with(PNG), "{report} on {host}: not a PNG");
             seen.extend(labels(&gweb.series(&query)));
@@ -335,9 +339,10 @@ fn every_shipped_report_renders_through_graph_php_with_its_series() {
 
     // Values: the site's total is the hosts' sum (gauges as the records
     // say), a host's rate is its own; sizes are bytes (KiB x 1024).
-    let cluster = |report: &str| gweb.series(&format!("c={CLUSTER}&g={report}&z=medium"));
-    let host =
-        |h: &str, report: &str| gweb.series(&format!("c={CLUSTER}&h={h}&g={report}&z=medium"));
+    let cluster = |report: &str| gweb.series(&format!("c={CLUSTER}&g={report}&z=medium&{window}"));
+    let host = |h: &str, report: &str| {
+        gweb.series(&format!("c={CLUSTER}&h={h}&g={report}&z=medium&{window}"))
+    };
     let xrootd_threads: f64 = [
         "ds_loaded.xml",
         "mgr_xrootd.xml",
@@ -365,10 +370,7 @@ fn every_shipped_report_renders_through_graph_php_with_its_series() {
     let space = cluster("xrootd_space_report");
     assert_eq!(last(&space, "space public"), public_free_bytes());
     // Counters: rates, which over the replay add up to what the server
-    // counted (7 rounds' growth after the first report). The replay's
-    // minute only, so graph.php reads the 1 s RRA (a coarser one averages
-    // the partly known steps at the edges).
-    let window = format!("cs={}&ce={}", site.start - 10, replay::unix_now() + 1);
+    // counted.
     let total = |q: &str, label: &str| {
         let t = gweb.totals(q);
         t.iter()
@@ -376,8 +378,11 @@ fn every_shipped_report_renders_through_graph_php_with_its_series() {
             .unwrap_or_else(|| panic!("{label}: {t:?}"))
             .1
     };
-    // gmetad may first see the host after its first or second report: the
-    // graph holds 6 or 7 whole rounds, nothing in between.
+    // gmetad stores counters as COUNTER data sources: the rates add up to
+    // the growth between the first and the last value it polled. Which
+    // rounds those are depends on when its polls fell (on a loaded machine
+    // it may first see the host a round or two late): whole rounds, at
+    // least 4 of the 7, nothing in between.
     let per_round = record_value("ds_loaded.xml", "link", "in");
     let ds_in = total(
         &format!("c={CLUSTER}&h=ds.example&g=xrootd_throughput_report&z=medium&{window}"),
@@ -385,7 +390,7 @@ fn every_shipped_report_renders_through_graph_php_with_its_series() {
     );
     let rounds = ds_in / per_round;
     assert!(
-        (5.98..=6.02).contains(&rounds) || (6.98..=7.02).contains(&rounds),
+        (3.98..=7.02).contains(&rounds) && (rounds - rounds.round()).abs() < 0.02,
         "ds.example read {ds_in} bytes in the graph: {rounds} rounds of {per_round}"
     );
     let site_in = total(
@@ -408,7 +413,7 @@ fn every_shipped_report_renders_through_graph_php_with_its_series() {
         }
         aggregates += 1;
         let query = format!(
-            "hreg[]={}&mreg[]={}&gtype={}&aggregate=1&z=medium",
+            "hreg[]={}&mreg[]={}&gtype={}&aggregate=1&z=medium&{window}",
             urlencode(item["host_regex"][0]["regex"].as_str().unwrap()),
             urlencode(item["metric_regex"][0]["regex"].as_str().unwrap()),
             item["graph_type"].as_str().unwrap(),
@@ -508,6 +513,14 @@ fn the_cluster_and_host_pages_show_the_reports() {
         }
         assert!(images >= reports.len(), "?{query}: {images} images");
     }
+    // ganglia-web's metrics cache (hosts and metrics, kept 20 minutes) is
+    // this copy's: one shared with another test, an earlier run or the
+    // system's would list other hosts, and would hide what a page does
+    // when it must ask gmetad (the view's in_array() on PHP 8).
+    assert!(
+        gweb.dir.join("conf/ganglia_metrics.cache").exists(),
+        "the metrics cache is not the private copy's"
+    );
 }
 
 /// Not a test: the screenshots in README (docs/images), from a site of

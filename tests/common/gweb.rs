@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use super::{Proc, Scratch, free_port, require, spawn};
 
 const SYSTEM_GWEB: &str = "/usr/share/ganglia-webfrontend";
+const SYSTEM_GWEB_CONF: &str = "/var/lib/ganglia-web/conf";
 
 /// The edits Debian 12's ganglia-web needs on PHP 8, each with the error
 /// it fixes: (file, text as shipped, replacement, why). The rest is
@@ -30,6 +31,12 @@ const PHP8_EDITS: &[(&str, &str, &str, &str)] = &[
         "in_array($context, $SKIP_GMETAD_CONTEXTS)",
         "in_array($context, (array) $SKIP_GMETAD_CONTEXTS)",
         "the array is not global there: in_array(null) is a TypeError in PHP 8",
+    ),
+    (
+        "get_ganglia.php",
+        "in_array($context, $SKIP_GMETAD_CONTEXTS)",
+        "in_array($context, (array) $SKIP_GMETAD_CONTEXTS)",
+        "the same, where a view's page fills the metrics cache from gmetad",
     ),
     (
         "graph.d/metric.php",
@@ -77,26 +84,52 @@ impl Gweb {
         for f in ["php8_compat.php", "render.php", "router.php"] {
             std::fs::copy(data.join(f), root.join(f)).unwrap();
         }
+        // Every path ganglia-web writes (its metrics cache, views, dwoo's
+        // templates, events) derives from gweb_confdir in conf_default.php,
+        // before conf.php is read: the copy's points at this directory, so
+        // nothing of the system's (/var/lib/ganglia-web) is read or written
+        // and tests running side by side share nothing.
+        let dir = scratch.path().to_path_buf();
+        let conf_default = root.join("conf_default.php");
+        let text = std::fs::read_to_string(&conf_default).unwrap();
+        let system_dir = "$conf['gweb_confdir'] = \"/var/lib/ganglia-web\";";
+        assert!(
+            text.contains(system_dir),
+            "conf_default.php: {system_dir:?} not found; this ganglia-web needs another look"
+        );
+        std::fs::write(
+            &conf_default,
+            text.replace(
+                system_dir,
+                &format!("$conf['gweb_confdir'] = \"{}\";", dir.display()),
+            ),
+        )
+        .unwrap();
         // Debian's conf.php (its JavaScript paths), without the system's
-        // /etc override, then this copy's paths.
+        // /etc override, then this copy's data sources.
         let debian = std::fs::read_to_string(root.join("conf.php")).unwrap();
         let debian = debian.replace(
             "/etc/ganglia-webfrontend/conf.php",
-            &scratch
-                .path()
-                .join("no-such-conf.php")
-                .display()
-                .to_string(),
+            &dir.join("no-such-conf.php").display().to_string(),
         );
         std::fs::write(root.join("conf_debian.php"), debian).unwrap();
-        let dir = scratch.path().to_path_buf();
         let conf_dir = dir.join("conf");
         for d in ["conf", "dwoo/compiled", "dwoo/cache"] {
             std::fs::create_dir_all(dir.join(d)).unwrap();
         }
-        // ganglia-web's own conf files (default.json: the standard four
-        // reports), then the generated ones.
-        copy_tree(Path::new("/var/lib/ganglia-web/conf"), &conf_dir);
+        // ganglia-web's own conf files as the package installs them
+        // (default.json: the standard four reports; never a running site's
+        // metrics cache or views), then the generated ones.
+        for f in [
+            "default.json",
+            "view_default.json",
+            "events.json",
+            "event_color.json",
+        ] {
+            let from = Path::new(SYSTEM_GWEB_CONF).join(f);
+            std::fs::copy(&from, conf_dir.join(f))
+                .unwrap_or_else(|e| panic!("{}: {e}", from.display()));
+        }
         copy_tree(&gweb_files.join("conf"), &conf_dir);
         copy_tree(&gweb_files.join("graph.d"), &root.join("graph.d"));
         std::fs::write(
@@ -105,18 +138,11 @@ impl Gweb {
                 r#"<?php
 require_once __DIR__ . "/php8_compat.php";
 include __DIR__ . "/conf_debian.php";
-$conf['gweb_confdir'] = "{dir}";
-$conf['conf_dir'] = "{conf}";
-$conf['views_dir'] = "{conf}";
-$conf['dwoo_compiled_dir'] = "{dir}/dwoo/compiled";
-$conf['dwoo_cache_dir'] = "{dir}/dwoo/cache";
 $conf['rrds'] = "{rrds}";
 $conf['ganglia_ip'] = "127.0.0.1";
 $conf['ganglia_port'] = {gmetad_interactive_port};
 $conf['overlay_events'] = false;
 "#,
-                dir = dir.display(),
-                conf = conf_dir.display(),
                 rrds = rrds.display(),
             ),
         )

@@ -27,7 +27,8 @@ pub fn free_port() -> u16 {
     }
 }
 
-/// A scratch directory removed on drop.
+/// A scratch directory removed on drop, unless `X2G_KEEP_SCRATCH` is set
+/// (to look at a failed test's daemons' files and logs afterwards).
 pub struct Scratch(pub PathBuf);
 
 impl Scratch {
@@ -49,6 +50,10 @@ impl Scratch {
 
 impl Drop for Scratch {
     fn drop(&mut self) {
+        if std::env::var_os("X2G_KEEP_SCRATCH").is_some() {
+            eprintln!("kept {}", self.0.display());
+            return;
+        }
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
