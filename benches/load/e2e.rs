@@ -29,7 +29,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use std::borrow::Cow::Borrowed;
-use xrd2ganglia::config::{FileConfig, Overrides, Settings, validate};
+use xrd2ganglia::config::Settings;
 use xrd2ganglia::events::{Counters, Events};
 
 use xrd2ganglia::ganglia::xdr::{self, Metadata, MetricId, Packet, Slope};

@@ -10,6 +10,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::Scratch;
+use crate::gmond_conf::gmond_conf;
 
 pub const GMOND: &str = "/usr/sbin/gmond";
 
@@ -41,30 +42,15 @@ impl Gmond {
         installed()?;
         let dir = Scratch::new("gmond");
         let conf = dir.0.join("gmond.conf");
-        // As the tests write it (tests/common/mod.rs): foreground, no
-        // modules, muted (its own metrics are not wanted; 136 requests
-        // still go out on a udp_send_channel), hosts kept forever.
+        // As the tests write it, with the stock datagram limit stated.
+        let channels = format!(
+            "udp_recv_channel {{ port = {port}  bind = 127.0.0.1 }}\n\
+             tcp_accept_channel {{ port = {xml_port}  bind = 127.0.0.1 }}\n\
+             {sections}"
+        );
         std::fs::write(
             &conf,
-            format!(
-                r#"globals {{
-  daemonize = no
-  setuid = no
-  user = nobody
-  debug_level = 0
-  max_udp_msg_len = 1472
-  mute = yes
-  deaf = no
-  host_dmax = 0
-  cleanup_threshold = 300
-  send_metadata_interval = 0
-}}
-cluster {{ name = "xrd2ganglia-load" }}
-udp_recv_channel {{ port = {port}  bind = 127.0.0.1 }}
-tcp_accept_channel {{ port = {xml_port}  bind = 127.0.0.1 }}
-{sections}
-"#
-            ),
+            gmond_conf("xrd2ganglia-load", "max_udp_msg_len = 1472", &channels),
         )
         .map_err(|e| format!("gmond.conf: {e}"))?;
         let log = std::fs::File::create(dir.0.join("gmond.log"))

@@ -58,6 +58,10 @@ use mmsg::{CountSink, MmsgSender};
 mod scratch;
 use scratch::{Scratch, free_port};
 
+// gmond's configuration, as the tests write it.
+#[path = "../../tests/common/gmond_conf.rs"]
+mod gmond_conf;
+
 mod e2e;
 mod gateway;
 mod records;
@@ -177,6 +181,20 @@ impl Options {
     fn runs(&self, name: &str) -> bool {
         self.only.is_empty() || self.only.iter().any(|o| o == name)
     }
+}
+
+/// The gateway's default settings, as the load tool's own encoders use
+/// them (they only encode: the send address is never used).
+fn default_settings() -> Settings {
+    validate(
+        FileConfig::default(),
+        "load".into(),
+        &Overrides {
+            send: vec!["127.0.0.1:9".into()],
+            ..Default::default()
+        },
+    )
+    .expect("default settings")
 }
 
 fn number(s: &str) -> f64 {

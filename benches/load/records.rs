@@ -84,15 +84,7 @@ pub(crate) fn server_ip(i: usize) -> Ipv4Addr {
 impl Records {
     pub(crate) fn load(servers: usize) -> Records {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/records");
-        let settings = validate(
-            FileConfig::default(),
-            "load".into(),
-            &Overrides {
-                send: vec!["127.0.0.1:9".into()],
-                ..Default::default()
-            },
-        )
-        .expect("default settings");
+        let settings = crate::default_settings();
         let counters = Counters::default();
         let mut events = Events::new(&counters, Duration::from_secs(3600));
         let mut r = Records {

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use super::gmond_conf::gmond_conf;
 use super::{Proc, Scratch, free_port, read_xml, require, spawn};
 
 /// A real gmond: receives on udp `port`, serves XML on tcp `xml_port`.
@@ -57,26 +58,11 @@ impl Gmond {
         let gmond = require("gmond", "ganglia-monitor");
         let dir = Scratch::new("gmond");
         let conf = dir.path().join("gmond.conf");
+        let sections =
+            format!("{recv}\ntcp_accept_channel {{ port = {xml_port}  bind = 127.0.0.1 }}");
         std::fs::write(
             &conf,
-            format!(
-                r#"globals {{
-  daemonize = no
-  setuid = no
-  user = nobody
-  debug_level = 0
-  mute = yes
-  deaf = no
-  host_dmax = 0
-  cleanup_threshold = 300
-  send_metadata_interval = 0
-  {extra_globals}
-}}
-cluster {{ name = "xrd2ganglia-test" }}
-{recv}
-tcp_accept_channel {{ port = {xml_port}  bind = 127.0.0.1 }}
-"#
-            ),
+            gmond_conf("xrd2ganglia-test", extra_globals, &sections),
         )
         .unwrap();
         let mut cmd = Command::new(gmond);

@@ -9,6 +9,7 @@
 
 mod gmetad;
 mod gmond;
+mod gmond_conf;
 mod gweb;
 pub mod replay;
 mod scratch;

@@ -107,15 +107,7 @@ pub(crate) struct Expect<'r> {
 
 impl<'r> Expect<'r> {
     pub(crate) fn new(records: &'r Records) -> Expect<'r> {
-        let settings = validate(
-            FileConfig::default(),
-            "load".into(),
-            &Overrides {
-                send: vec!["127.0.0.1:9".into()],
-                ..Default::default()
-            },
-        )
-        .expect("default settings");
+        let settings = crate::default_settings();
         Expect {
             records,
             settings,
