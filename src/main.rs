@@ -343,7 +343,7 @@ fn dump(
             Err(e) => {
                 eprintln!(
                     "xrd2ganglia: cannot listen on {addr}: {e}{}",
-                    in_use_hint(&e, &addr)
+                    in_use_hint(&e, &addr, "-lunp")
                 );
                 return ExitCode::from(CANNOT_START);
             }
@@ -432,15 +432,40 @@ fn init_logging(level: &str) {
 }
 
 /// For an address another process has bound: how to find it.
-fn in_use_hint(e: &std::io::Error, addr: &SocketAddr) -> String {
+/// What to add to a bind error: for a port in use, the `ss` command
+/// (`-lunp` for UDP, `-ltnp` for TCP) that shows which process has it.
+fn in_use_hint(e: &std::io::Error, addr: &SocketAddr, ss: &str) -> String {
     if e.kind() == std::io::ErrorKind::AddrInUse {
         format!(
-            " (`ss -lunp 'sport = :{}'` shows which process has it)",
+            " (`ss {ss} 'sport = :{}'` shows which process has it)",
             addr.port()
         )
     } else {
         String::new()
     }
+}
+
+/// Binds every address of one kind of listener, or says which could not
+/// be bound and why. `what` says what listens ("on ADDR", "for gmetad on
+/// ADDR (xml_listen)"), `ss` as in `in_use_hint`.
+fn bind_each<T>(
+    addrs: &[SocketAddr],
+    bind: impl Fn(SocketAddr) -> std::io::Result<T>,
+    what: impl Fn(&SocketAddr) -> String,
+    ss: &str,
+) -> Result<Vec<T>, String> {
+    addrs
+        .iter()
+        .map(|addr| {
+            bind(*addr).map_err(|e| {
+                format!(
+                    "xrd2ganglia: cannot listen {}: {e}{}",
+                    what(addr),
+                    in_use_hint(&e, addr, ss)
+                )
+            })
+        })
+        .collect()
 }
 
 fn serve(config: ConfigArgs) -> ExitCode {
@@ -462,45 +487,36 @@ fn serve(config: ConfigArgs) -> ExitCode {
             return ExitCode::from(CANNOT_START);
         }
     };
-    let mut sockets = Vec::new();
-    for addr in &settings.listen {
-        match gateway::bind(*addr, settings.recv_buffer) {
-            Ok(s) => sockets.push(s),
-            Err(e) => {
-                eprintln!(
-                    "xrd2ganglia: cannot listen on {addr}: {e}{}",
-                    in_use_hint(&e, addr)
-                );
-                return ExitCode::from(CANNOT_START);
-            }
+    // The listeners, in the order a port conflict is reported.
+    let bound = (|| {
+        Ok::<_, String>((
+            bind_each(
+                &settings.listen,
+                |a| gateway::bind(a, settings.recv_buffer),
+                |a| format!("on {a}"),
+                "-lunp",
+            )?,
+            bind_each(
+                &settings.metadata_requests,
+                gateway::requests::bind,
+                |a| format!("for gmond's metadata requests on {a}"),
+                "-lunp",
+            )?,
+            bind_each(
+                &settings.xml_listen,
+                gateway::xml_port::bind,
+                |a| format!("for gmetad on {a} (xml_listen)"),
+                "-ltnp",
+            )?,
+        ))
+    })();
+    let (sockets, request_sockets, xml_listeners) = match bound {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(CANNOT_START);
         }
-    }
-    let mut request_sockets = Vec::new();
-    for addr in &settings.metadata_requests {
-        match gateway::requests::bind(*addr) {
-            Ok(s) => request_sockets.push(s),
-            Err(e) => {
-                eprintln!(
-                    "xrd2ganglia: cannot listen for gmond's metadata requests on {addr}: {e}{}",
-                    in_use_hint(&e, addr)
-                );
-                return ExitCode::from(CANNOT_START);
-            }
-        }
-    }
-    let mut xml_listeners = Vec::new();
-    for addr in &settings.xml_listen {
-        match gateway::xml_port::bind(*addr) {
-            Ok(l) => xml_listeners.push(l),
-            Err(e) => {
-                eprintln!(
-                    "xrd2ganglia: cannot listen for gmetad on {addr} (xml_listen): {e}{}",
-                    in_use_hint(&e, addr).replace("-lunp", "-ltnp")
-                );
-                return ExitCode::from(CANNOT_START);
-            }
-        }
-    }
+    };
     let channels = match gateway::open_channels(&settings) {
         Ok(c) => c,
         Err(e) => {

@@ -318,13 +318,17 @@ fn a_gateway_that_would_deliver_nowhere_or_cannot_listen_does_not_start() {
         "{err}"
     );
     let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = busy.local_addr().unwrap().to_string();
-    let (code, err) = serve(&["--no-send", "--xml-listen", &addr]);
+    let addr = busy.local_addr().unwrap();
+    let (code, err) = serve(&["--no-send", "--xml-listen", &addr.to_string()]);
     assert_eq!(code, Some(2), "{err}");
+    let in_use = std::io::Error::from_raw_os_error(libc::EADDRINUSE);
+    let port = addr.port();
+    // A TCP port: the hint is ss's TCP listing.
     assert!(
-        err.starts_with(&format!(
-            "xrd2ganglia: cannot listen for gmetad on {addr} (xml_listen): Address already in use"
-        )),
+        err.lines().any(|l| l
+            == format!(
+                "xrd2ganglia: cannot listen for gmetad on {addr} (xml_listen): {in_use} (`ss -ltnp 'sport = :{port}'` shows which process has it)"
+            )),
         "{err}"
     );
 }
