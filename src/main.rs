@@ -241,9 +241,12 @@ fn gweb(
     out: &Path,
 ) -> ExitCode {
     use xrd2ganglia::gweb;
-    // Channels are irrelevant here: name one so no gmond.conf is needed.
+    // Where the data goes is irrelevant here: settled on the command line,
+    // so that neither gmond.conf nor the file's send and xml_listen (a
+    // gmetad-polled site has send = false) can stop it.
     let overrides = Overrides {
-        send: vec!["127.0.0.1:8649".into()],
+        no_send: true,
+        xml_listen: vec!["127.0.0.1:8649".into()],
         ..Default::default()
     };
     let settings = match config::load(config.as_deref(), &overrides) {
@@ -322,9 +325,12 @@ fn dump(
     input: Option<PathBuf>,
 ) -> ExitCode {
     use xrd2ganglia::dump::{self, Dumper, Style};
-    // Channels are irrelevant here: name one so no gmond.conf is needed.
+    // Where the data goes is irrelevant here: settled on the command line,
+    // so that neither gmond.conf nor the file's send and xml_listen (a
+    // gmetad-polled site has send = false) can stop it.
     let overrides = Overrides {
-        send: vec!["127.0.0.1:8649".into()],
+        no_send: true,
+        xml_listen: vec!["127.0.0.1:8649".into()],
         ..Default::default()
     };
     let settings = match config::load(config.as_deref(), &overrides) {
@@ -431,7 +437,6 @@ fn init_logging(level: &str) {
         .init();
 }
 
-/// For an address another process has bound: how to find it.
 /// What to add to a bind error: for a port in use, the `ss` command
 /// (`-lunp` for UDP, `-ltnp` for TCP) that shows which process has it.
 fn in_use_hint(e: &std::io::Error, addr: &SocketAddr, ss: &str) -> String {

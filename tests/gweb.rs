@@ -127,6 +127,29 @@ fn gweb_refuses_what_cannot_work_with_exit_2_and_a_reason() {
     );
 }
 
+/// A site whose gmetad polls the gateway (send = false, an XML port) and
+/// whose cluster has its own name: the files are for that cluster. Where
+/// the gateway sends, and gmond.conf, do not matter to `gweb`.
+#[test]
+fn gweb_takes_a_gmetad_polled_sites_config() {
+    let dir = Scratch::new("gweb-xml");
+    let conf = dir.path().join("site.toml");
+    std::fs::write(
+        &conf,
+        "send = false\nxml_listen = [\"127.0.0.1:8651\"]\ncluster_name = \"T2 Site\"\n",
+    )
+    .unwrap();
+    let o = gweb(&["--config", conf.to_str().unwrap()], dir.path());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let cluster = std::fs::read_to_string(dir.path().join("conf/cluster_T2_Site.json")).unwrap();
+    assert!(
+        cluster.contains("\"xrootd_throughput_report\""),
+        "{cluster}"
+    );
+    let view = std::fs::read_to_string(dir.path().join("conf/view_xrootd.json")).unwrap();
+    assert!(view.contains("\"cluster\": \"T2 Site\""), "{view}");
+}
+
 /// Five servers as a site runs them: a data server, a redirector (xrootd
 /// and cmsd), a caching proxy, a server with several spaces, and a data
 /// server with its cmsd. The real records, each from its own address and
