@@ -369,6 +369,7 @@ impl std::error::Error for DecodeError {}
 
 /// Reads one packet; its text borrows from `bytes` (text that is not
 /// UTF-8 is read lossily, as an owned copy).
+#[inline]
 pub fn decode(bytes: &[u8]) -> Result<Packet<'_>, DecodeError> {
     let mut r = Reader { bytes, at: 0 };
     let id = r.u32()?;
