@@ -1132,7 +1132,11 @@ pub static CATALOG: &[MetricSpec] = &[
         "Proxy close errors",
         "Closes through the proxy that failed."
     ),
-    // cache type="pfc": the proxy file cache (XCache); xrootd 5.x. 5.5-5.7
+    // cache: a proxy's cache, type="pfc" (XCache's disk cache) or "rmc"
+    // (the memory cache, pss.memcache); xrootd 5.x. Only rmc counts the
+    // bytes, hits and misses (prerd.*, rd.*, pass): pfc leaves them at 0
+    // in every release up to 6.1 (it sets only store.size and mem.* up
+    // to 5.7, nothing from 5.8), and no release counts pass.cnt. 5.5-5.7
     // send `<hits>N></hits>`; the parser drops the stray '>'.
     spec!(
         "cache.prerd.in",

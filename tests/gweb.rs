@@ -150,9 +150,10 @@ fn gweb_takes_a_gmetad_polled_sites_config() {
     assert!(view.contains("\"cluster\": \"T2 Site\""), "{view}");
 }
 
-/// Five servers as a site runs them: a data server, a redirector (xrootd
-/// and cmsd), a caching proxy, a server with several spaces, and a data
-/// server with its cmsd. The real records, each from its own address and
+/// Six servers as a site runs them: a data server, a redirector (xrootd
+/// and cmsd), two caching proxies (XCache's disk cache, pfc, which counts
+/// no hits; a memory cache, rmc, which does), a server with several
+/// spaces, and a data server with its cmsd. The real records, each from its own address and
 /// name; their instance names become `anon` (servers started without -n,
 /// which the shipped reports are for).
 const SERVERS: &[(&str, &str, &[&str])] = &[
@@ -163,6 +164,7 @@ const SERVERS: &[(&str, &str, &[&str])] = &[
         &["mgr_xrootd.xml", "mgr_cmsd.xml"],
     ),
     ("pfc.example", "127.0.9.3", &["pfc_loaded.xml"]),
+    ("rmc.example", "127.0.9.6", &["rmc_loaded.xml"]),
     ("spaces.example", "127.0.9.4", &["spaces.xml"]),
     (
         "srv.example",
@@ -172,12 +174,29 @@ const SERVERS: &[(&str, &str, &[&str])] = &[
 ];
 const CLUSTER: &str = "XRootD";
 
-/// Tags whose numbers grow every round, so rates are not all zero.
-const GROWING: &[&str] = &[
-    "in", "out", "rd", "wr", "open", "hits", "miss", "err", "rdr", "dly", "t", "jobs",
+/// Counters that advance every round, by section and tag: each by what
+/// the capture holds, plus `step` for those a busier server would move too
+/// (the captures' readv, sync, getfile... are 0), so that every series of
+/// every report moves. The cache section's counters only multiply: their
+/// non-zero values are the proxy's own.
+const GROWING: &[(&str, &[&str], u64)] = &[
+    ("link", &["in", "out"], 0),
+    ("link", &["tot"], 1),
+    (
+        "xrootd",
+        &[
+            "open", "rf", "rd", "pr", "rv", "wr", "wv", "sync", "getf", "putf", "misc", "err",
+            "rdr", "dly",
+        ],
+        1,
+    ),
+    ("cmsm", &["t"], 1),
+    ("proc", &["s"], 1),
+    ("cache", &["in", "out", "hits", "miss", "pass", "cnt"], 0),
 ];
 
-/// The record `name` as server `host` sends it in round `round`.
+/// The record `name` as server `host` sends it in round `round`: its
+/// counters at `n * (round + 1) + step * round` (`n` as captured).
 fn record(name: &str, host: &str, round: u64) -> Vec<u8> {
     let text = String::from_utf8(fixture(name)).unwrap();
     let text = text
@@ -190,25 +209,71 @@ fn record(name: &str, host: &str, round: u64) -> Vec<u8> {
         .split('"')
         .next()
         .unwrap();
-    let mut text = text.replacen(&format!(" ins=\"{ins}\""), " ins=\"anon\"", 1);
-    for tag in GROWING {
-        let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
-        let mut out = String::new();
-        let mut rest = text.as_str();
-        while let Some(at) = rest.find(&open) {
-            out.push_str(&rest[..at + open.len()]);
-            rest = &rest[at + open.len()..];
-            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-            if digits > 0 && rest[digits..].starts_with(&close) {
-                let n: u64 = rest[..digits].parse().unwrap();
-                out.push_str(&(n * (round + 1)).to_string());
-                rest = &rest[digits..];
+    let text = text.replacen(&format!(" ins=\"{ins}\""), " ins=\"anon\"", 1);
+    // Section by section: `<stats id="ID"...>...</stats>` (cmsm's node
+    // list nests entries as `<stats id="0">`: they are part of it).
+    let mut out = String::new();
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("<stats id=\"") {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        let id = rest["<stats id=\"".len()..].split('"').next().unwrap();
+        let len = section_len(rest);
+        let mut section = rest[..len].to_string();
+        for (_, tags, step) in GROWING.iter().filter(|(s, _, _)| *s == id) {
+            for tag in *tags {
+                section = grow(&section, tag, round, *step);
             }
         }
-        out.push_str(rest);
-        text = out;
+        out.push_str(&section);
+        rest = &rest[len..];
     }
-    text.into_bytes()
+    out.push_str(rest);
+    out.into_bytes()
+}
+
+/// The length of the `<stats ...>...</stats>` element `text` starts with.
+fn section_len(text: &str) -> usize {
+    let mut depth = 0;
+    let mut at = 0;
+    loop {
+        let open = text[at..].find("<stats ").map(|i| at + i);
+        let close = at + text[at..].find("</stats>").unwrap();
+        match open {
+            Some(o) if o < close => {
+                depth += 1;
+                at = o + 1;
+            }
+            _ => {
+                depth -= 1;
+                at = close + "</stats>".len();
+                if depth == 0 {
+                    return at;
+                }
+            }
+        }
+    }
+}
+
+/// Every `<tag>N` in `section` whose N is the element's own number (ended
+/// by its end tag, by a child element, or by 5.5's stray `>`), advanced to
+/// round `round`.
+fn grow(section: &str, tag: &str, round: u64, step: u64) -> String {
+    let open = format!("<{tag}>");
+    let mut out = String::new();
+    let mut rest = section;
+    while let Some(at) = rest.find(&open) {
+        out.push_str(&rest[..at + open.len()]);
+        rest = &rest[at + open.len()..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0 && matches!(rest.as_bytes().get(digits), Some(b'<' | b'>')) {
+            let n: u64 = rest[..digits].parse().unwrap();
+            out.push_str(&(n * (round + 1) + step * round).to_string());
+            rest = &rest[digits..];
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The number in `<stats id="SECTION">...<TAG>N</TAG>` of record `name`.
@@ -268,39 +333,87 @@ fn shipped() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("packaging/gweb")
 }
 
-/// Every shipped report, by name, with the labels of its series (the PHP
-/// report's entries are the records' paths and spaces).
-fn shipped_reports() -> Vec<(String, Vec<String>)> {
+/// A shipped report: its name, its series' labels and colours in the
+/// order they are drawn, and whether they are stacked.
+struct Shipped {
+    name: String,
+    series: Vec<(String, [u8; 3])>,
+    stacked: bool,
+}
+
+/// Every shipped report (the PHP report's entries are the records' paths
+/// and spaces, coloured in turn from its palette).
+fn shipped_reports() -> Vec<Shipped> {
+    let rgb = |hex: &str| -> [u8; 3] {
+        let n = u32::from_str_radix(hex, 16).unwrap();
+        [(n >> 16) as u8, (n >> 8) as u8, n as u8]
+    };
     let mut reports = Vec::new();
     for e in std::fs::read_dir(shipped().join("graph.d")).unwrap() {
         let path = e.unwrap().path();
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
-        let labels = if path.extension().unwrap() == "json" {
-            let v: serde_json::Value =
-                serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let (series, stacked) = if path.extension().unwrap() == "json" {
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
             assert_eq!(v["report_name"], name.as_str());
-            v["series"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|s| s["label"].as_str().unwrap().to_string())
-                .collect()
+            let series = v["series"].as_array().unwrap();
+            (
+                series
+                    .iter()
+                    .map(|s| {
+                        (
+                            s["label"].as_str().unwrap().to_string(),
+                            rgb(s["color"].as_str().unwrap()),
+                        )
+                    })
+                    .collect(),
+                series.iter().all(|s| s["type"] == "stack"),
+            )
         } else {
-            [
+            let palette = text.split("$colors = array(").nth(1).unwrap();
+            let palette: Vec<[u8; 3]> = palette[..palette.find(')').unwrap()]
+                .split(", ")
+                .map(|c| rgb(c.trim_matches('\'')))
+                .collect();
+            let labels = [
                 "path _",
                 "path _mem",
                 "space fast",
                 "space legacy",
                 "space public",
-            ]
-            .map(String::from)
-            .to_vec()
+            ];
+            (
+                labels
+                    .iter()
+                    .zip(palette)
+                    .map(|(l, c)| (l.to_string(), c))
+                    .collect(),
+                false,
+            )
         };
-        reports.push((name, labels));
+        reports.push(Shipped {
+            name,
+            series,
+            stacked,
+        });
     }
-    reports.sort();
+    reports.sort_by(|a, b| a.name.cmp(&b.name));
     assert_eq!(reports.len(), 10);
     reports
+}
+
+/// Pixels of colour `rgb` in a PNG image.
+fn pixels_of(png_bytes: &[u8], rgb: [u8; 3]) -> usize {
+    let mut decoder = png::Decoder::new(std::io::Cursor::new(png_bytes));
+    decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let frame = reader.next_frame(&mut buf).unwrap();
+    let samples = frame.color_type.samples();
+    buf[..frame.buffer_size()]
+        .chunks(samples)
+        .filter(|p| p[..3] == rgb)
+        .count()
 }
 
 fn labels(series: &[(String, Vec<f64>)]) -> Vec<String> {
@@ -339,25 +452,89 @@ fn every_shipped_report_renders_through_graph_php_with_its_series() {
     // default hour it averages 12 s steps, and a step only partly known
     // (the replay's few seconds) is NaN.
     let window = format!("cs={}&ce={}", site.start - 10, replay::unix_now() + 1);
-    for (report, expected) in shipped_reports() {
-        let mut expected = expected;
+    // A minute before the replay: no data, so a PNG of it shows each
+    // series' colour in its legend only.
+    let empty_window = format!("cs={}&ce={}", site.start - 100, site.start - 40);
+    for report in shipped_reports() {
+        let name = &report.name;
+        let mut expected: Vec<String> = report.series.iter().map(|(l, _)| l.clone()).collect();
         expected.sort();
         // The site: every series, from gmetad's __SummaryInfo__.
-        let query = format!("c={CLUSTER}&g={report}&z=medium&{window}");
+        let query = format!("c={CLUSTER}&g={name}&z=medium&{window}");
         let (png, _) = gweb.graph(&query);
-        assert!(png.starts_with(PNG), "{report}: not a PNG");
-        assert_eq!(labels(&gweb.series(&query)), expected, "{report} (cluster)");
+        assert!(png.starts_with(PNG), "{name}: not a PNG");
+        let series = gweb.series(&query);
+        assert_eq!(labels(&series), expected, "{name} (cluster)");
+        let values = |label: &str| &series.iter().find(|(l, _)| l == label).unwrap().1;
+        // Every series moves, but the schedulers' queues: empty in every
+        // capture (a gauge, drawn at 0).
+        for (label, v) in &series {
+            if !label.ends_with("queued jobs") {
+                assert!(
+                    v.iter().any(|x| *x > 0.0),
+                    "{name} (cluster): {label} is 0 throughout: {v:?}"
+                );
+            }
+        }
+        // The PNG shows them: each series has pixels of its colour beyond
+        // its legend's, unless it is too small to see (under 2% of the
+        // graph's top) or a later line with the same values covers it.
+        let (empty, _) = gweb.graph(&format!("c={CLUSTER}&g={name}&z=medium&{empty_window}"));
+        assert!(empty.starts_with(PNG), "{name} without data: not a PNG");
+        let top = if report.stacked {
+            let points = values(&report.series[0].0).len();
+            (0..points)
+                .map(|i| {
+                    report
+                        .series
+                        .iter()
+                        .map(|(l, _)| values(l).get(i).copied().unwrap_or(0.0))
+                        .sum::<f64>()
+                })
+                .fold(0.0, f64::max)
+        } else {
+            series
+                .iter()
+                .flat_map(|(_, v)| v)
+                .copied()
+                .fold(0.0, f64::max)
+        };
+        let same = |a: &[f64], b: &[f64]| {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|(x, y)| (x - y).abs() <= 1e-6 * x.abs().max(y.abs()).max(1.0))
+        };
+        let mut checked = 0;
+        for (i, (label, colour)) in report.series.iter().enumerate() {
+            let v = values(label);
+            let peak = v.iter().copied().fold(0.0, f64::max);
+            let covered = !report.stacked
+                && report.series[i + 1..]
+                    .iter()
+                    .any(|(later, _)| same(v, values(later)));
+            if peak < 0.02 * top || covered {
+                continue;
+            }
+            let drawn = pixels_of(&png, *colour).saturating_sub(pixels_of(&empty, *colour));
+            assert!(
+                drawn >= 20,
+                "{name} (cluster): {label} (#{colour:02x?}, peak {peak}) has {drawn} pixels in the graph"
+            );
+            checked += 1;
+        }
+        assert!(checked > 0, "{name}: no series seen in the PNG");
         // The hosts: between them, every series; each host only its own.
         let mut seen = Vec::new();
         for (host, _, _) in SERVERS {
-            let query = format!("c={CLUSTER}&h={host}&g={report}&z=medium&{window}");
+            let query = format!("c={CLUSTER}&h={host}&g={name}&z=medium&{window}");
             let (png, _) = gweb.graph(&query);
-            assert!(png.starts_with(PNG), "{report} on {host}: not a PNG");
+            assert!(png.starts_with(PNG), "{name} on {host}: not a PNG");
             seen.extend(labels(&gweb.series(&query)));
         }
         seen.sort();
         seen.dedup();
-        assert_eq!(seen, expected, "{report} (hosts)");
+        assert_eq!(seen, expected, "{name} (hosts)");
     }
 
     // Values: the site's total is the hosts' sum (gauges as the records
@@ -370,6 +547,7 @@ fn every_shipped_report_renders_through_graph_php_with_its_series() {
         "ds_loaded.xml",
         "mgr_xrootd.xml",
         "pfc_loaded.xml",
+        "rmc_loaded.xml",
         "spaces.xml",
         "srv_xrootd.xml",
     ]
@@ -450,7 +628,7 @@ fn every_shipped_report_renders_through_graph_php_with_its_series() {
             .collect();
         let title = item["title"].as_str().unwrap();
         let want: &[&str] = if title.starts_with("Free space") {
-            // spaces.example has two paths; pfc.example (a proxy) none.
+            // spaces.example has two paths; the proxies none.
             &[
                 "ds.example",
                 "mgr.example",
@@ -463,6 +641,7 @@ fn every_shipped_report_renders_through_graph_php_with_its_series() {
                 "ds.example",
                 "mgr.example",
                 "pfc.example",
+                "rmc.example",
                 "spaces.example",
                 "srv.example",
             ]
@@ -505,7 +684,7 @@ fn the_cluster_and_host_pages_show_the_reports() {
         &shipped(),
     );
     let server = gweb.serve();
-    let reports: Vec<String> = shipped_reports().into_iter().map(|(n, _)| n).collect();
+    let reports: Vec<String> = shipped_reports().into_iter().map(|r| r.name).collect();
     for query in [
         format!("c={CLUSTER}"),
         format!("c={CLUSTER}&h=ds.example"),
@@ -522,19 +701,37 @@ fn the_cluster_and_host_pages_show_the_reports() {
                 "?{query}: shows {standard}"
             );
         }
-        // Every image the page shows, as the browser would ask for it.
-        let mut images = 0;
-        for src in body.split("src=\"").skip(1) {
-            let src = src.split('"').next().unwrap();
-            let Some(query) = src.trim_start_matches("./").strip_prefix("graph.php?") else {
-                continue;
-            };
-            let query = query.replace("&amp;", "&");
-            let (png, _) = gweb.graph(&query);
-            assert!(png.starts_with(PNG), "graph.php?{query}: not a PNG");
-            images += 1;
-        }
+        let images = render_images(&gweb, &body);
         assert!(images >= reports.len(), "?{query}: {images} images");
+    }
+    // Stock settings: the cluster page's per-server graphs are load_one,
+    // which the servers' hosts lack (drawn empty), under a stacked graph
+    // of it.
+    let (_, body) = server.get(&format!("c={CLUSTER}"));
+    assert!(body.contains("m=load_one&"), "{body}");
+    assert!(body.contains("stacked.php?"), "{body}");
+    // README's settings for a ganglia-web that shows XRootD only: each
+    // server's throughput out instead, every one drawn from its data, and
+    // no stacked graph.
+    gweb.add_conf(&readme_gweb_conf());
+    let window = format!("cs={}&ce={}", site.start - 10, replay::unix_now() + 1);
+    let (status, body) = server.get(&format!("c={CLUSTER}&{window}"));
+    assert_eq!(status, 200, "{body}");
+    assert!(!body.contains("m=load_one&"), "{body}");
+    assert!(!body.contains("stacked.php?"), "{body}");
+    render_images(&gweb, &body);
+    for (host, _, _) in SERVERS {
+        let src = body
+            .split("src=\"")
+            .map(|s| s.split('"').next().unwrap().replace("&amp;", "&"))
+            .find(|s| s.contains("m=xrootd.link.out&") && s.contains(&format!("h={host}&")))
+            .unwrap_or_else(|| panic!("no throughput graph of {host}: {body}"));
+        let query = src.trim_start_matches("./graph.php?");
+        let series = gweb.series(query);
+        assert!(
+            series.iter().any(|(_, v)| v.iter().any(|x| *x > 0.0)),
+            "{host}: {series:?}"
+        );
     }
     // ganglia-web's metrics cache (hosts and metrics, kept 20 minutes) is
     // this copy's: one shared with another test, an earlier run or the
@@ -544,6 +741,36 @@ fn the_cluster_and_host_pages_show_the_reports() {
         gweb.dir.join("conf/ganglia_metrics.cache").exists(),
         "the metrics cache is not the private copy's"
     );
+}
+
+/// Every graph.php image of a page, asked for as the browser would: each
+/// must be a PNG. How many there were.
+fn render_images(gweb: &Gweb, body: &str) -> usize {
+    let mut images = 0;
+    for src in body.split("src=\"").skip(1) {
+        let src = src.split('"').next().unwrap();
+        let Some(query) = src.trim_start_matches("./").strip_prefix("graph.php?") else {
+            continue;
+        };
+        let query = query.replace("&amp;", "&");
+        let (png, _) = gweb.graph(&query);
+        assert!(png.starts_with(PNG), "graph.php?{query}: not a PNG");
+        images += 1;
+    }
+    images
+}
+
+/// The conf.php lines README gives for a ganglia-web that shows XRootD
+/// only: its first `php` block.
+fn readme_gweb_conf() -> String {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let section = &readme[readme.find("## In ganglia-web").unwrap()..];
+    let block = &section[section
+        .find("```php\n")
+        .expect("README: no php block in In ganglia-web")
+        + 7..];
+    block[..block.find("```").unwrap()].to_string()
 }
 
 /// Not a test: the screenshots in README (docs/images), from a site of
@@ -570,22 +797,14 @@ fn readme_screenshots() {
             let phase = round as f64 / 20.0 + i as f64;
             level[i] += (4.0 + 3.0 * phase.sin()).round() as u64;
             for r in *records {
-                // The captures' CPU seconds are 0: they advance too.
-                let text = String::from_utf8(record(r, host, level[i])).unwrap();
-                let text = text
-                    .replacen("<usr><s>0</s>", &format!("<usr><s>{}</s>", level[i] / 8), 1)
-                    .replacen(
-                        "<sys><s>0</s>",
-                        &format!("<sys><s>{}</s>", level[i] / 16),
-                        1,
-                    );
-                gw.send_as(ip, text.as_bytes());
+                gw.send_as(ip, &record(r, host, level[i]));
             }
         }
         std::thread::sleep(Duration::from_secs(1));
     }
     let end = replay::unix_now();
     let gweb = Gweb::new(&gmetad.rrd_root, gmetad.interactive_port, &shipped());
+    gweb.add_conf(&readme_gweb_conf());
     let server = gweb.serve();
     let images = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/images");
     std::fs::create_dir_all(&images).unwrap();

@@ -156,20 +156,19 @@ pub const REPORTS: &[Report] = &[
         style: Style::Line,
         series: &[c("cmsm.sel.t", "selections")],
     },
+    // A proxy's cache (the `cache` section): only the memory cache
+    // (pss.memcache, type="rmc") fills these; XCache's disk cache (pfc)
+    // leaves them at 0, in every xrootd release (see the catalog).
     Report {
         key: "cache_reads",
-        title: "XCache hits and misses",
+        title: "Proxy cache hits and misses",
         vertical_label: Some("reads/s"),
         style: Style::Stack,
-        series: &[
-            x("cache.rd.hits", "hits"),
-            x("cache.rd.miss", "misses"),
-            x("cache.pass.cnt", "not cached"),
-        ],
+        series: &[x("cache.rd.hits", "hits"), x("cache.rd.miss", "misses")],
     },
     Report {
         key: "cache_bytes",
-        title: "XCache bytes",
+        title: "Proxy cache bytes",
         vertical_label: None,
         style: Style::Line,
         series: &[

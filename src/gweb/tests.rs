@@ -7,12 +7,13 @@ const RECORDS: &[&str] = &[
     include_str!("../../tests/data/records/mgr_cmsd.xml"),
     include_str!("../../tests/data/records/mgr_xrootd.xml"),
     include_str!("../../tests/data/records/pfc_loaded.xml"),
+    include_str!("../../tests/data/records/rmc_loaded.xml"),
     include_str!("../../tests/data/records/spaces.xml"),
     include_str!("../../tests/data/records/srv_cmsd.xml"),
     include_str!("../../tests/data/records/srv_xrootd.xml"),
 ];
 /// The `-n` names the real records were taken with.
-const INSTANCES: &[&str] = &["ds", "mgr", "pfc", "spaces", "srv"];
+const INSTANCES: &[&str] = &["ds", "mgr", "pfc", "rmc", "spaces", "srv"];
 
 fn site(instances: &[&str]) -> Site {
     Site {

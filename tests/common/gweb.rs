@@ -154,6 +154,15 @@ $conf['overlay_events'] = false;
         }
     }
 
+    /// Adds `php` (conf.php lines, as a site adds its own) to the copy's
+    /// conf.php: it takes effect with the next page or graph.
+    pub fn add_conf(&self, php: &str) {
+        let path = self.root.join("conf.php");
+        let mut conf = std::fs::read_to_string(&path).unwrap();
+        conf.push_str(php);
+        std::fs::write(&path, conf).unwrap();
+    }
+
     fn run_graph(&self, query: &str) -> (Vec<u8>, String) {
         let out = Command::new("php")
             .arg(self.root.join("render.php"))
@@ -230,7 +239,11 @@ $conf['overlay_events'] = false;
     pub fn serve(&self) -> GwebServer {
         let port = free_port();
         let mut cmd = Command::new("php");
-        cmd.args(["-S", &format!("127.0.0.1:{port}"), "-t"])
+        // Without the opcode cache: with it (Debian enables it for PHP's
+        // own server) a conf.php changed by add_conf is seen up to 2 s
+        // late (opcache.revalidate_freq).
+        cmd.args(["-d", "opcache.enable=0"])
+            .args(["-S", &format!("127.0.0.1:{port}"), "-t"])
             .arg(&self.root)
             .arg(self.root.join("router.php"));
         let proc = spawn("php -S", cmd, &self.dir.join("php-server.log"));
