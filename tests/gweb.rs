@@ -797,7 +797,21 @@ fn readme_screenshots() {
             let phase = round as f64 / 20.0 + i as f64;
             level[i] += (4.0 + 3.0 * phase.sin()).round() as u64;
             for r in *records {
-                gw.send_as(ip, &record(r, host, level[i]));
+                // CPU: an eighth (user) and a sixteenth (system) of a core
+                // per unit of load, not record()'s second per round.
+                let text = String::from_utf8(record(r, host, level[i])).unwrap();
+                let text = text
+                    .replacen(
+                        &format!("<usr><s>{}</s>", level[i]),
+                        &format!("<usr><s>{}</s>", level[i] / 8),
+                        1,
+                    )
+                    .replacen(
+                        &format!("<sys><s>{}</s>", level[i]),
+                        &format!("<sys><s>{}</s>", level[i] / 16),
+                        1,
+                    );
+                gw.send_as(ip, text.as_bytes());
             }
         }
         std::thread::sleep(Duration::from_secs(1));
