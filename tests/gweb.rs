@@ -153,9 +153,9 @@ fn gweb_takes_a_gmetad_polled_sites_config() {
 /// Six servers as a site runs them: a data server, a redirector (xrootd
 /// and cmsd), two caching proxies (XCache's disk cache, pfc, which counts
 /// no hits; a memory cache, rmc, which does), a server with several
-/// spaces, and a data server with its cmsd. The real records, each from its own address and
-/// name; their instance names become `anon` (servers started without -n,
-/// which the shipped reports are for).
+/// spaces, and a data server with its cmsd. The real records, each from
+/// its own address and name; their instance names become `anon` (servers
+/// started without -n, which the shipped reports are for).
 const SERVERS: &[(&str, &str, &[&str])] = &[
     ("ds.example", "127.0.9.1", &["ds_loaded.xml"]),
     (
