@@ -1348,6 +1348,39 @@ pub static CATALOG: &[MetricSpec] = &[
         "Closed files lost",
         "Closed file objects that were lost."
     ),
+    // pfc: not a section of the summary record but XCache's own g-stream
+    // (`xrootd.mongstream pfc`), whose file_close records the gateway adds
+    // up per xrootd run and sends with that xrootd's metrics
+    // (src/gstream.rs): the hits, misses and bytes its `cache` section
+    // leaves at 0.
+    spec!(
+        "pfc.files",
+        Counter64,
+        "files/s",
+        "XCache files closed",
+        "Files XCache closed, from the file_close records of its g-stream."
+    ),
+    spec!(
+        "pfc.bytes_hit",
+        Counter64,
+        "bytes/s",
+        "XCache bytes from the cache",
+        "Bytes XCache served from its disk cache: b_hit of the file_close records of its g-stream."
+    ),
+    spec!(
+        "pfc.bytes_miss",
+        Counter64,
+        "bytes/s",
+        "XCache bytes from the origin",
+        "Bytes XCache fetched from the origin for reads its disk cache could not serve: b_miss of its g-stream."
+    ),
+    spec!(
+        "pfc.bytes_bypass",
+        Counter64,
+        "bytes/s",
+        "XCache bytes past the cache",
+        "Bytes XCache read from the origin without caching them: b_bypass of its g-stream."
+    ),
     // ssi: the scalable service interface (XrdSsiStats). SSI sends
     // `<mdb>N</mdb</rsp>`; the parser closes both elements.
     spec!(

@@ -10,6 +10,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
+use crate::gstream;
 use crate::summary::ParseError;
 
 mod counters;
@@ -100,6 +101,47 @@ impl<'c> Events<'c> {
         self.counters.parse_errors.fetch_add(1, Relaxed);
         if let Some(s) = self.limiter.allow(err.reason(), from.ip(), Instant::now()) {
             tracing::warn!(%from, bytes = len, suppressed = s, "datagram rejected: {err}");
+        }
+    }
+
+    /// A pfc g-stream datagram that cannot be read (a rejected datagram).
+    pub fn gstream_failed(&mut self, from: SocketAddr, len: usize, err: &gstream::Error) {
+        self.counters.parse_errors.fetch_add(1, Relaxed);
+        if let Some(s) = self.limiter.allow(err.reason(), from.ip(), Instant::now()) {
+            tracing::warn!(%from, bytes = len, suppressed = s, "datagram rejected: {err}");
+        }
+    }
+
+    /// A pfc g-stream datagram taken; its records that were not readable
+    /// are logged.
+    pub fn gstream(&mut self, from: SocketAddr, bad_records: u32) {
+        self.counters.gstream_packets.fetch_add(1, Relaxed);
+        if bad_records > 0
+            && let Some(s) = self
+                .limiter
+                .allow("g-stream record", from.ip(), Instant::now())
+        {
+            tracing::warn!(%from, bad_records, suppressed = s, "g-stream records left out: not file_close JSON with b_hit, b_miss, b_bypass");
+        }
+    }
+
+    /// pfc g-stream datagrams dropped: their server had not reported yet
+    /// and too many such were waiting.
+    pub fn gstream_unmatched(&mut self, from: SocketAddr, stod: u32) {
+        self.counters.gstream_unmatched.fetch_add(1, Relaxed);
+        if let Some(s) = self
+            .limiter
+            .allow("g-stream unmatched", from.ip(), Instant::now())
+        {
+            tracing::warn!(%from, stod, suppressed = s, "g-stream dropped: no xrootd of this address with this start time has sent a summary record");
+        }
+    }
+
+    /// xrootd monitoring data the gateway has no use for.
+    pub fn monitoring_ignored(&mut self, from: SocketAddr, kind: gstream::Kind) {
+        self.counters.monitoring_ignored.fetch_add(1, Relaxed);
+        if let Some(s) = self.limiter.allow("monitoring", from.ip(), Instant::now()) {
+            tracing::info!(%from, suppressed = s, "{kind} ignored: only pfc's g-stream (and summary records) become metrics");
         }
     }
 

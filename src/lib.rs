@@ -14,6 +14,9 @@
 //!   flat, mpxstats-named variables. Pure, borrows from the datagram.
 //!   [`summary::shape`]: a record's text with the digits of its numbers
 //!   cut out, to recognise the next report.
+//! * [`gstream`]: XCache's g-stream (`xrootd.mongstream pfc`): the bytes
+//!   its closed files were served from the cache, from the origin and past
+//!   it, which its summary records leave at 0. Pure.
 //! * [`catalog`]: what every known variable is: Ganglia type, slope, units,
 //!   title, description.
 //! * [`mapping`]: variables + catalog + naming settings -> Ganglia metrics for
@@ -56,6 +59,7 @@ pub mod fnv;
 pub mod ganglia;
 pub mod gateway;
 pub mod gmetric;
+pub mod gstream;
 pub mod gweb;
 pub mod mapping;
 pub mod mpxstats;

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{Gateway, Gmetad, Gweb, Scratch, fixture, free_port, replay};
+use common::{Gateway, Gmetad, Gweb, Scratch, free_port, replay};
 
 const BIN: &str = env!("CARGO_BIN_EXE_xrd2ganglia");
 
@@ -62,7 +62,7 @@ fn the_shipped_files_are_what_gweb_writes_for_the_shipped_config() {
     }
     // It says what it wrote, one path a line.
     let listed = String::from_utf8(o.stdout).unwrap();
-    assert_eq!(listed.lines().count(), 12, "{listed}");
+    assert_eq!(listed.lines().count(), 13, "{listed}");
     // PHP's own parser accepts the PHP report.
     for (name, _) in written.iter().filter(|(n, _)| n.ends_with(".php")) {
         let lint = Command::new("php")
@@ -157,21 +157,32 @@ fn gweb_takes_a_gmetad_polled_sites_config() {
 /// its own address and name; their instance names become `anon` (servers
 /// started without -n, which the shipped reports are for).
 const SERVERS: &[(&str, &str, &[&str])] = &[
-    ("ds.example", "127.0.9.1", &["ds_loaded.xml"]),
+    ("ds.example", "127.0.9.1", &["records/ds_loaded.xml"]),
     (
         "mgr.example",
         "127.0.9.2",
-        &["mgr_xrootd.xml", "mgr_cmsd.xml"],
+        &["records/mgr_xrootd.xml", "records/mgr_cmsd.xml"],
     ),
-    ("pfc.example", "127.0.9.3", &["pfc_loaded.xml"]),
-    ("rmc.example", "127.0.9.6", &["rmc_loaded.xml"]),
-    ("spaces.example", "127.0.9.4", &["spaces.xml"]),
+    ("pfc.example", "127.0.9.3", &["gstream/pfc_summary.xml"]),
+    ("rmc.example", "127.0.9.6", &["records/rmc_loaded.xml"]),
+    ("spaces.example", "127.0.9.4", &["records/spaces.xml"]),
     (
         "srv.example",
         "127.0.9.5",
-        &["srv_xrootd.xml", "srv_cmsd.xml"],
+        &["records/srv_xrootd.xml", "records/srv_cmsd.xml"],
     ),
 ];
+/// The XCache's g-stream: a datagram of its run (`stod` is its record's
+/// `tos`) with three file closes, sent every round from its address.
+const GSTREAM: (&str, &str) = ("127.0.9.3", "gstream/pfc_1.bin");
+
+/// A file under tests/data.
+fn data(name: &str) -> Vec<u8> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
 const CLUSTER: &str = "XRootD";
 
 /// Counters that advance every round, by section and tag: each by what
@@ -198,7 +209,7 @@ const GROWING: &[(&str, &[&str], u64)] = &[
 /// The record `name` as server `host` sends it in round `round`: its
 /// counters at `n * (round + 1) + step * round` (`n` as captured).
 fn record(name: &str, host: &str, round: u64) -> Vec<u8> {
-    let text = String::from_utf8(fixture(name)).unwrap();
+    let text = String::from_utf8(data(name)).unwrap();
     let text = text
         .trim_end()
         .replacen("src=\"vm:", &format!("src=\"{host}:"), 1);
@@ -278,7 +289,7 @@ fn grow(section: &str, tag: &str, round: u64, step: u64) -> String {
 
 /// The number in `<stats id="SECTION">...<TAG>N</TAG>` of record `name`.
 fn record_value(name: &str, section: &str, tag: &str) -> f64 {
-    let text = String::from_utf8(fixture(name)).unwrap();
+    let text = String::from_utf8(data(name)).unwrap();
     let at = text.find(&format!("<stats id=\"{section}\"")).unwrap();
     let rest = &text[at..];
     let rest = &rest[rest.find(&format!("<{tag}>")).unwrap() + tag.len() + 2..];
@@ -309,12 +320,14 @@ fn site(rounds: u64) -> Site {
                 gw.send_as(ip, &record(r, host, round));
             }
         }
+        gw.send_as(GSTREAM.0, &data(GSTREAM.1));
         std::thread::sleep(Duration::from_secs(1));
     }
     for (host, metric) in [
         ("ds.example", "xrootd.link.in"),
         ("mgr.example", "cmsd.cmsm.sel.t"),
-        ("pfc.example", "xrootd.cache.rd.hits"),
+        ("pfc.example", "xrootd.pfc.bytes_hit"),
+        ("rmc.example", "xrootd.cache.rd.hits"),
         ("spaces.example", "xrootd.oss.space.public.free"),
     ] {
         let path = gmetad.rrd_path(CLUSTER, host, metric);
@@ -398,7 +411,7 @@ fn shipped_reports() -> Vec<Shipped> {
         });
     }
     reports.sort_by(|a, b| a.name.cmp(&b.name));
-    assert_eq!(reports.len(), 10);
+    assert_eq!(reports.len(), 11);
     reports
 }
 
@@ -466,10 +479,11 @@ fn every_shipped_report_renders_through_graph_php_with_its_series() {
         let series = gweb.series(&query);
         assert_eq!(labels(&series), expected, "{name} (cluster)");
         let values = |label: &str| &series.iter().find(|(l, _)| l == label).unwrap().1;
-        // Every series moves, but the schedulers' queues: empty in every
-        // capture (a gauge, drawn at 0).
+        // Every series moves, but the schedulers' queues (empty in every
+        // capture, a gauge drawn at 0) and XCache's bytes past its cache
+        // (0 in every file_close record of the captures).
         for (label, v) in &series {
-            if !label.ends_with("queued jobs") {
+            if !label.ends_with("queued jobs") && label != "past the cache" {
                 assert!(
                     v.iter().any(|x| *x > 0.0),
                     "{name} (cluster): {label} is 0 throughout: {v:?}"
@@ -543,30 +557,24 @@ fn every_shipped_report_renders_through_graph_php_with_its_series() {
     let host = |h: &str, report: &str| {
         gweb.series(&format!("c={CLUSTER}&h={h}&g={report}&z=medium&{window}"))
     };
-    let xrootd_threads: f64 = [
-        "ds_loaded.xml",
-        "mgr_xrootd.xml",
-        "pfc_loaded.xml",
-        "rmc_loaded.xml",
-        "spaces.xml",
-        "srv_xrootd.xml",
-    ]
-    .iter()
-    .map(|r| record_value(r, "sched", "threads"))
-    .sum();
+    let threads = |cmsd: bool| -> f64 {
+        SERVERS
+            .iter()
+            .flat_map(|(_, _, records)| records.iter())
+            .filter(|r| r.contains("cmsd") == cmsd)
+            .map(|r| record_value(r, "sched", "threads"))
+            .sum()
+    };
+    let xrootd_threads = threads(false);
     let sched = cluster("xrootd_scheduler_report");
     assert_eq!(last(&sched, "xrootd threads"), xrootd_threads);
-    assert_eq!(
-        last(&sched, "cmsd threads"),
-        record_value("mgr_cmsd.xml", "sched", "threads")
-            + record_value("srv_cmsd.xml", "sched", "threads")
-    );
+    assert_eq!(last(&sched, "cmsd threads"), threads(true));
     assert_eq!(
         last(
             &host("ds.example", "xrootd_scheduler_report"),
             "xrootd threads"
         ),
-        record_value("ds_loaded.xml", "sched", "threads")
+        record_value("records/ds_loaded.xml", "sched", "threads")
     );
     let space = cluster("xrootd_space_report");
     assert_eq!(last(&space, "space public"), public_free_bytes());
@@ -584,7 +592,7 @@ fn every_shipped_report_renders_through_graph_php_with_its_series() {
     // rounds those are depends on when its polls fell (on a loaded machine
     // it may first see the host a round or two late): whole rounds, at
     // least 4 of the 7, nothing in between.
-    let per_round = record_value("ds_loaded.xml", "link", "in");
+    let per_round = record_value("records/ds_loaded.xml", "link", "in");
     let ds_in = total(
         &format!("c={CLUSTER}&h=ds.example&g=xrootd_throughput_report&z=medium&{window}"),
         "in",
@@ -653,7 +661,7 @@ fn every_shipped_report_renders_through_graph_php_with_its_series() {
 
 /// spaces.xml's space "public": free KiB x 1024.
 fn public_free_bytes() -> f64 {
-    let text = String::from_utf8(fixture("spaces.xml")).unwrap();
+    let text = String::from_utf8(data("records/spaces.xml")).unwrap();
     let at = text.find("<name>public</name>").unwrap();
     let rest = &text[at..];
     let rest = &rest[rest.find("<free>").unwrap() + 6..];
@@ -795,7 +803,14 @@ fn readme_screenshots() {
     for round in 0..180u64 {
         for (i, (host, ip, records)) in SERVERS.iter().enumerate() {
             let phase = round as f64 / 20.0 + i as f64;
-            level[i] += (4.0 + 3.0 * phase.sin()).round() as u64;
+            let load = (4.0 + 3.0 * phase.sin()).round() as u64;
+            level[i] += load;
+            if *ip == GSTREAM.0 {
+                // The XCache closes three files per unit of load.
+                for _ in 0..load {
+                    gw.send_as(GSTREAM.0, &data(GSTREAM.1));
+                }
+            }
             for r in *records {
                 // CPU: an eighth (user) and a sixteenth (system) of a core
                 // per unit of load, not record()'s second per round.

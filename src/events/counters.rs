@@ -97,7 +97,13 @@ counters! {
     denied: Counter "denied", "datagrams/s", "Datagrams denied",
         "Datagrams from senders outside `allow`.";
     parse_errors: Counter "parse_errors", "datagrams/s", "Datagrams rejected",
-        "Datagrams that were not summary records.";
+        "Datagrams that were neither summary records nor readable pfc g-stream packets.";
+    gstream_packets: Counter "gstream_packets", "datagrams/s", "XCache g-stream packets",
+        "pfc g-stream datagrams added to the totals of their XCache.";
+    gstream_unmatched: Counter "gstream_unmatched", "datagrams/s", "XCache g-stream packets unmatched",
+        "pfc g-stream datagrams dropped: no server with their start time had reported, and too many were waiting for one.";
+    monitoring_ignored: Counter "monitoring_ignored", "datagrams/s", "Monitoring data ignored",
+        "xrootd monitoring datagrams other than the pfc g-stream: other g-streams, the packets of the binary streams.";
     variables_excluded: Counter "variables_excluded", "variables/s", "Variables left out",
         "Variables left out by exclude (the default: report times and the raw CPU time halves).";
     values_rejected: Counter "values_rejected", "values/s", "Values rejected",

@@ -9,14 +9,17 @@
 //! from the counters: no socket, no clock of its own, so tests drive it
 //! with chosen instants.
 
+use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
 
 use crate::config::Settings;
 use crate::events::Events;
+use crate::gstream::{self, Closes};
 use crate::mapping::{MappedRecord, Mapper};
-use crate::summary::SummaryParser;
+use crate::summary::{Header, SummaryParser};
 
 use super::Active;
 use super::packets::{PacketBatch, SlotKey};
@@ -45,6 +48,21 @@ fn interval_seconds(settings: &Settings) -> u32 {
         .min(u64::from(SECONDS_BASE / 2)) as u32
 }
 
+/// The pipeline's parts that turn a source's XCache totals into packets,
+/// borrowed apart from its sources.
+macro_rules! xcache {
+    ($p:ident) => {
+        XcacheScratch {
+            parser: &mut $p.parser,
+            mapper: &mut $p.mapper,
+            mapped: &mut $p.mapped,
+            synthetic: &mut $p.synthetic,
+            title: &mut $p.title,
+            batch: &mut $p.batch,
+        }
+    };
+}
+
 /// Everything between a datagram and the packets it becomes.
 pub struct Pipeline {
     pub(super) parser: SummaryParser,
@@ -66,6 +84,11 @@ pub struct Pipeline {
     /// Where sources' counter state is saved and restored from, and this
     /// pipeline's part in it.
     pub(super) store: Option<(Arc<StateStore>, usize)>,
+    /// XCache g-stream totals of servers that have not sent a summary
+    /// record yet, by (address, start time); at most `max_sources`.
+    pub(super) waiting: HashMap<(IpAddr, u32), Closes>,
+    /// A source's header with its XCache totals, as a record to map.
+    pub(super) synthetic: String,
 }
 
 impl Pipeline {
@@ -83,6 +106,8 @@ impl Pipeline {
             holes: Vec::new(),
             fast_path_hits: 0,
             store: None,
+            waiting: HashMap::new(),
+            synthetic: String::new(),
         }
     }
 
@@ -182,6 +207,14 @@ impl Pipeline {
             events.denied(from);
             return;
         }
+        match gstream::read(datagram) {
+            Ok(gstream::Datagram::NotMonitoring) => {}
+            Ok(gstream::Datagram::Pfc(closes)) => {
+                return self.take_gstream(&closes, from, now, settings, events);
+            }
+            Ok(gstream::Datagram::Other(kind)) => return events.monitoring_ignored(from, kind),
+            Err(e) => return events.gstream_failed(from, datagram.len(), &e),
+        }
         if self.fast_path && self.encode_from_template(datagram, from, now, settings, events) {
             return;
         }
@@ -238,7 +271,14 @@ impl Pipeline {
             for state in &mut source.states {
                 state.restart();
             }
+            source.pfc = None;
         }
+        if !self.waiting.is_empty()
+            && let Some(early) = self.waiting.remove(&(from.ip(), tos))
+        {
+            source.pfc.get_or_insert_default().add(&early);
+        }
+        write_header(&mut source.header, &header);
         // Send every metadata on first sight, when the host it names changed,
         // or the program restarted (a new start time, and a gmond may have
         // dropped it meanwhile). A new TMAX (known from the second report
@@ -343,6 +383,10 @@ impl Pipeline {
             let built = Template::build(datagram, &record, &self.mapped, &state);
             source.template = built.map(Box::new);
         }
+        // Its XCache totals, if it sent any, after its record's metrics
+        // (they replace the mapped record: the template is built by now).
+        let (metadata, values) = xcache!(self).packets(source, from.ip(), now_s, settings, false);
+        events.sent(metadata, values);
     }
 
     /// The fast path: the datagram matches the template of a source of its
@@ -402,8 +446,42 @@ impl Pipeline {
         events.excluded(excluded as usize);
         source.prune(now_s, settings.dmax, interval_s);
         events.sent(0, values);
+        let (metadata, values) = xcache!(self).packets(source, from.ip(), now_s, settings, false);
+        events.sent(metadata, values);
         self.fast_path_hits += 1;
         true
+    }
+
+    /// A pfc g-stream datagram: added to the totals of the XCache it came
+    /// from (the source of its address whose start time is its `stod`),
+    /// which go out as that server's metrics at once and with each of its
+    /// records. A server not heard from yet gets them when it is.
+    fn take_gstream(
+        &mut self,
+        closes: &Closes,
+        from: SocketAddr,
+        now: Instant,
+        settings: &Settings,
+        events: &mut Events<'_>,
+    ) {
+        events.gstream(from, closes.bad_records);
+        let now_s = seconds(self.epoch, now);
+        let source = self.sources.by_ip.get_mut(&from.ip()).and_then(|list| {
+            list.iter_mut()
+                .find(|s| s.started.is_some_and(|(tos, _)| tos == closes.stod))
+        });
+        let Some(source) = source else {
+            let key = (from.ip(), closes.stod);
+            if self.waiting.len() >= settings.max_sources && !self.waiting.contains_key(&key) {
+                events.gstream_unmatched(from, closes.stod);
+                return;
+            }
+            self.waiting.entry(key).or_default().add(closes);
+            return;
+        };
+        source.pfc.get_or_insert_default().add(closes);
+        let (metadata, values) = xcache!(self).packets(source, from.ip(), now_s, settings, false);
+        events.sent(metadata, values);
     }
 
     /// Answers gmond's metadata request: if `request` names a metric of a
@@ -514,6 +592,8 @@ impl Pipeline {
             };
             self.batch.value(spoof, key, m.name, value);
         }
+        let now_s = seconds(self.epoch, now);
+        xcache!(self).packets(source, ip, now_s, settings, true);
         true
     }
 
@@ -552,5 +632,115 @@ impl Pipeline {
 
     pub fn sources(&self) -> usize {
         self.sources.len
+    }
+}
+
+/// What turns a source's XCache totals into packets.
+struct XcacheScratch<'p> {
+    parser: &'p mut SummaryParser,
+    mapper: &'p mut Mapper,
+    mapped: &'p mut MappedRecord,
+    synthetic: &'p mut String,
+    title: &'p mut String,
+    batch: &'p mut PacketBatch,
+}
+
+impl XcacheScratch<'_> {
+    /// Appends `source`'s XCache totals (pfc's g-stream, added up) to the
+    /// batch, as metrics of its host: named, typed and left out exactly
+    /// as the same numbers in a `pfc` section of its own record would be,
+    /// each on its metric's schedule (metadata when due, or with
+    /// `answering` every metadata, the periodic resend left as it is),
+    /// counters kept continuous. Returns (metadata, values) appended.
+    fn packets(
+        &mut self,
+        source: &mut Source,
+        ip: IpAddr,
+        now_s: u32,
+        settings: &Settings,
+        answering: bool,
+    ) -> (u64, u64) {
+        let Some(totals) = source.pfc else {
+            return (0, 0);
+        };
+        if source.header.is_empty() {
+            return (0, 0);
+        }
+        self.synthetic.clear();
+        let _ = write!(
+            self.synthetic,
+            "<statistics {}><stats id=\"pfc\"><files>{}</files><bytes_hit>{}</bytes_hit>\
+             <bytes_miss>{}</bytes_miss><bytes_bypass>{}</bytes_bypass></stats></statistics>",
+            source.header, totals.files, totals.bytes_hit, totals.bytes_miss, totals.bytes_bypass
+        );
+        let Ok(record) = self.parser.parse(self.synthetic.as_bytes()) else {
+            return (0, 0);
+        };
+        self.mapper.map(&record, ip, self.mapped);
+        let interval_s = interval_seconds(settings);
+        let (mut metadata, mut values) = (0, 0);
+        let mut number = [0u8; 20];
+        for m in self.mapped.metrics() {
+            if crate::catalog::section(m.var) != "pfc" {
+                continue;
+            }
+            let Some((at, due)) = source.metric(
+                m.name_key,
+                now_s,
+                interval_s,
+                false,
+                settings.max_metrics_per_source,
+            ) else {
+                continue;
+            };
+            if due || answering {
+                self.batch.metadata(
+                    self.title,
+                    &source.host,
+                    source.host_key,
+                    &m,
+                    &source.program,
+                    source.metadata_tmax,
+                    settings.dmax,
+                );
+                metadata += 1;
+            }
+            let state = &mut source.states[at];
+            let value =
+                series::counter_text(state, m.value.as_bytes(), Counting::of(m.kind), &mut number);
+            if !answering && !state.admit(value, now_s, settings.value_heartbeat, due) {
+                continue;
+            }
+            let key = SlotKey {
+                host: source.host_key,
+                metric: m.name_key,
+            };
+            self.batch.value(&source.host, key, m.name, value);
+            values += 1;
+        }
+        (metadata, values)
+    }
+}
+
+/// A record's header attributes as `<statistics>` writes them (those that
+/// name its metrics and host), for [`XcacheScratch::packets`]. Left empty
+/// if a value holds a `"`: it could not be written back.
+fn write_header(out: &mut String, header: &Header<'_>) {
+    out.clear();
+    let attributes = [
+        ("src", header.src),
+        ("tos", header.tos),
+        ("pgm", header.pgm),
+        ("ins", header.ins),
+        ("pid", header.pid),
+        ("site", header.site),
+    ];
+    for (name, value) in attributes {
+        let Some(value) = value else { continue };
+        if value.contains('"') {
+            out.clear();
+            return;
+        }
+        let _ = write!(out, "{name}=\"{value}\" ");
     }
 }

@@ -21,6 +21,7 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use crate::config::Settings;
+use crate::gstream::Closes;
 
 use super::series::{self, MetricState};
 use super::state::SavedSource;
@@ -61,6 +62,11 @@ pub(super) struct Source {
     pub(super) answered_at: Option<Instant>,
     /// When its heartbeat's metadata was last sent (pipeline seconds).
     pub(super) heartbeat_meta_at: u32,
+    /// Its last record's header attributes (`src="..." tos="..." ...`), to
+    /// name its XCache totals as its own metrics ([`super::pipeline`]).
+    pub(super) header: String,
+    /// An XCache's g-stream, added up since this run of it started.
+    pub(super) pfc: Option<Closes>,
 }
 
 impl Source {
@@ -86,6 +92,8 @@ impl Source {
             last_record: Vec::new(),
             answered_at: None,
             heartbeat_meta_at: series::NEVER,
+            header: String::new(),
+            pfc: None,
         }
     }
 

@@ -156,19 +156,32 @@ pub const REPORTS: &[Report] = &[
         style: Style::Line,
         series: &[c("cmsm.sel.t", "selections")],
     },
-    // A proxy's cache (the `cache` section): only the memory cache
-    // (pss.memcache, type="rmc") fills these; XCache's disk cache (pfc)
-    // leaves them at 0, in every xrootd release (see the catalog).
+    // XCache's disk cache (pfc): from its g-stream (src/gstream.rs),
+    // where its hits and misses are bytes of closed files.
+    Report {
+        key: "xcache",
+        title: "XCache bytes from the cache and the origin",
+        vertical_label: None,
+        style: Style::Stack,
+        series: &[
+            x("pfc.bytes_hit", "from the cache"),
+            x("pfc.bytes_miss", "from the origin"),
+            x("pfc.bytes_bypass", "past the cache"),
+        ],
+    },
+    // A proxy's memory cache (the `cache` section): only it fills these
+    // (pss.memcache, type="rmc"); XCache's disk cache leaves them at 0,
+    // in every xrootd release (see the catalog).
     Report {
         key: "cache_reads",
-        title: "Proxy cache hits and misses",
+        title: "Memory cache hits and misses",
         vertical_label: Some("reads/s"),
         style: Style::Stack,
         series: &[x("cache.rd.hits", "hits"), x("cache.rd.miss", "misses")],
     },
     Report {
         key: "cache_bytes",
-        title: "Proxy cache bytes",
+        title: "Memory cache bytes",
         vertical_label: None,
         style: Style::Line,
         series: &[

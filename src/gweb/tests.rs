@@ -12,8 +12,14 @@ const RECORDS: &[&str] = &[
     include_str!("../../tests/data/records/srv_cmsd.xml"),
     include_str!("../../tests/data/records/srv_xrootd.xml"),
 ];
+/// A real XCache's record and a datagram of its g-stream, of one run:
+/// its XCache metrics come from the gateway's pipeline.
+const XCACHE: (&str, &[u8]) = (
+    include_str!("../../tests/data/gstream/pfc_summary.xml"),
+    include_bytes!("../../tests/data/gstream/pfc_1.bin"),
+);
 /// The `-n` names the real records were taken with.
-const INSTANCES: &[&str] = &["ds", "mgr", "pfc", "rmc", "spaces", "srv"];
+const INSTANCES: &[&str] = &["ds", "mgr", "pfc", "pfcA", "rmc", "spaces", "srv"];
 
 fn site(instances: &[&str]) -> Site {
     Site {
@@ -52,6 +58,41 @@ fn mapped_names(anon: bool) -> Vec<String> {
             names.extend(out.metrics().map(|m| m.name.to_string()));
         }
     }
+    names.extend(xcache_names(anon));
+    names
+}
+
+/// The metric names the gateway's pipeline sends for [`XCACHE`]'s
+/// g-stream, as named for its instance or (`anon`) without -n.
+fn xcache_names(anon: bool) -> Vec<String> {
+    use crate::config::{FileConfig, Overrides, validate};
+    use crate::events::{Counters, Events};
+    let file = FileConfig::parse("", std::path::Path::new("t")).unwrap();
+    let overrides = Overrides {
+        send: vec!["127.0.0.1:9".into()],
+        ..Default::default()
+    };
+    let settings = validate(file, "test".into(), &overrides).unwrap();
+    let mut pipeline = crate::gateway::Pipeline::new(&settings);
+    let counters = Counters::default();
+    let mut events = Events::new(&counters, std::time::Duration::from_secs(60));
+    let record = if anon {
+        XCACHE.0.replace(" ins=\"pfcA\"", " ins=\"anon\"")
+    } else {
+        XCACHE.0.to_string()
+    };
+    let now = std::time::Instant::now();
+    let from = "10.0.0.1:1".parse().unwrap();
+    pipeline.encode(record.as_bytes(), from, now, &settings, &mut events);
+    pipeline.encode(XCACHE.1, from, now, &settings, &mut events);
+    let names: Vec<String> = pipeline
+        .packets()
+        .filter_map(|p| match crate::ganglia::xdr::decode(p) {
+            Ok(crate::ganglia::xdr::Packet::Value { id, .. }) => Some(id.name.into_owned()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(names.len(), 4, "{names:?}");
     names
 }
 
@@ -149,6 +190,7 @@ fn anon_names_drop_the_instance() {
             "graph.d/xrootd_problems_report.json",
             "graph.d/xrootd_scheduler_report.json",
             "graph.d/xrootd_selections_report.json",
+            "graph.d/xrootd_xcache_report.json",
             "graph.d/xrootd_cache_reads_report.json",
             "graph.d/xrootd_cache_bytes_report.json",
             "graph.d/xrootd_cpu_report.json",
@@ -169,7 +211,7 @@ fn anon_names_drop_the_instance() {
     assert_eq!(s["vertical_label"], "threads, jobs");
     let c = report(&files, "conf/cluster_XRootD.json");
     assert_eq!(c["excluded_reports"][0], "load_report");
-    assert_eq!(c["included_reports"][9], "xrootd_space_report");
+    assert_eq!(c["included_reports"][10], "xrootd_space_report");
 }
 
 #[test]
@@ -194,7 +236,7 @@ fn instance_names_tag_reports_and_labels() {
             ("xrootd.pfc-2.link.out", "pfc-2 out"),
         ]
     );
-    let php = &files[9];
+    let php = &files[10];
     assert_eq!(php.path, "graph.d/xrootd_ds_pfc_2_space_report.php");
     assert!(
         php.text
@@ -208,7 +250,7 @@ fn instance_names_tag_reports_and_labels() {
     assert_eq!(v["view_name"], "xrootd_ds_pfc_2");
     assert_eq!(v["items"][0]["cluster"], "My Site");
     assert_eq!(
-        v["items"][10]["metric_regex"][0]["regex"],
+        v["items"][11]["metric_regex"][0]["regex"],
         r"^(xrootd\.ds\.link\.out|xrootd\.pfc-2\.link\.out)$"
     );
     let c = report(&files, "conf/cluster_My_Site.json");

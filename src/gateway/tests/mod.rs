@@ -5,7 +5,8 @@
 //! * [`fast_path`]: the template fast path equals the full path;
 //! * [`continuity`]: counters through restarts and wraps, changed-only
 //!   sending, the state file;
-//! * [`requests`]: gmond's metadata requests, and metadata spread over time.
+//! * [`requests`]: gmond's metadata requests, and metadata spread over time;
+//! * [`xcache`]: XCache's g-stream as metrics of the XCache's host.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -20,6 +21,7 @@ use crate::ganglia::xdr::{self, Packet, Slope, Value, decode};
 mod continuity;
 mod fast_path;
 mod requests;
+mod xcache;
 
 /// Settings from config text (sending to a port nobody reads).
 pub(in crate::gateway) fn settings(extra: &str) -> Settings {
