@@ -151,6 +151,28 @@ fn classes() -> Vec<Class> {
         rejected: false,
     });
     v.push(Class {
+        name: "XCache g-stream: truncated, bad header, hostile records",
+        datagrams: vec![
+            b"g\x01\x00\x0c\x6b\x06\x68\x63abcd".to_vec(),
+            br#"{"code":"g","stod":"x","gs":{"type":"C"}}"#.to_vec(),
+            br#"{"code":"g" <<<"#.to_vec(),
+            // Taken: its bad records left out, its sums saturating, its
+            // totals waiting for the server of its start time (the valid
+            // record sent next).
+            format!(
+                "{{\"code\":\"g\",\"stod\":1700000000,\"gs\":{{\"type\":\"C\"}}}}\n\
+                 {{\"event\":\"file_close\",\"b_hit\":1e99}}\n<script>\"&\n\
+                 {{\"event\":\"file_close\",\"b_hit\":{m},\"b_miss\":{m}}}\n\
+                 {{\"event\":\"file_close\",\"b_hit\":{m}}}\0",
+                m = u64::MAX
+            )
+            .into_bytes(),
+            // Other monitoring data: ignored.
+            b"=\x00\x00\x0c\x6b\x06\x68\x63&s=x".to_vec(),
+        ],
+        rejected: true,
+    });
+    v.push(Class {
         name: "names and values against gmond's XML",
         datagrams: vec![
             record(&format!(
@@ -179,7 +201,7 @@ fn hostile_input_leaves_the_gateway_running_and_gmond_well_formed() {
     let mut gw = Gateway::start(gmond.port, CONFIG);
     let classes = classes();
     let mut rows = Vec::new();
-    let (mut total, mut rejected_total) = (0u64, 0u64);
+    let (mut total, mut rejected_total, mut records_total) = (0u64, 0u64, 0u64);
     for (k, class) in classes.iter().enumerate() {
         let ip = format!("127.0.3.{}", k + 1);
         // Each class twice over, so the rate limit has something to hold back.
@@ -187,9 +209,19 @@ fn hostile_input_leaves_the_gateway_running_and_gmond_well_formed() {
             for d in &class.datagrams {
                 gw.send_as(&ip, d);
                 total += 1;
-                // Which datagrams are not records at all (classes mix both).
-                if xrd2ganglia::summary::SummaryParser::new().parse(d).is_err() {
-                    rejected_total += 1;
+                // Which datagrams are records, which are rejected (classes
+                // mix both) and which are neither (XCache g-stream, other
+                // monitoring data).
+                match xrd2ganglia::gstream::read(d) {
+                    Ok(xrd2ganglia::gstream::Datagram::NotMonitoring) => {
+                        if xrd2ganglia::summary::SummaryParser::new().parse(d).is_err() {
+                            rejected_total += 1;
+                        } else {
+                            records_total += 1;
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(_) => rejected_total += 1,
                 }
             }
         }
@@ -204,6 +236,7 @@ fn hostile_input_leaves_the_gateway_running_and_gmond_well_formed() {
         let arrived = loop {
             gw.send_as(&ip, valid(marker).as_bytes());
             total += 1;
+            records_total += 1;
             std::thread::sleep(Duration::from_millis(1000));
             let x = gmond.xml();
             if x.hosts.values().any(|h| {
@@ -253,13 +286,15 @@ fn hostile_input_leaves_the_gateway_running_and_gmond_well_formed() {
     assert!(gw.proc.terminate().success());
     let log = gw.proc.log_text();
     let valid_records = classes.len() as u64;
-    let parsed = total - rejected_total;
+    let parsed = records_total;
     assert!(
         log.contains(&format!("datagrams={total} records={parsed}")),
         "{}",
         log.lines().last().unwrap_or("")
     );
     assert!(log.contains(&format!("parse_errors={rejected_total}")));
+    // The XCache class: one g-stream taken each time, one '=' ignored.
+    assert!(log.contains("gstream_packets=2 gstream_unmatched=0 monitoring_ignored=2"));
     assert!(parsed >= valid_records);
     // Rejections are logged once per sender and reason in the interval:
     // at most one line per kind of parse error, however many were sent.

@@ -22,17 +22,20 @@ fn settings() -> Settings {
 
 /// Everything the pipeline sends for `datagram` satisfies gmond's limits.
 fn check_sent(datagram: &[u8]) -> Result<(), TestCaseError> {
+    check_sent_after(None, datagram)
+}
+
+/// The same, `datagram` coming after `before` from the same sender.
+fn check_sent_after(before: Option<&[u8]>, datagram: &[u8]) -> Result<(), TestCaseError> {
     let s = settings();
     let counters = Counters::default();
     let mut events = Events::new(&counters, Duration::from_secs(3600));
     let mut p = Pipeline::new(&s);
-    p.encode(
-        datagram,
-        "10.0.0.1:1".parse().unwrap(),
-        Instant::now(),
-        &s,
-        &mut events,
-    );
+    let from = "10.0.0.1:1".parse().unwrap();
+    if let Some(before) = before {
+        p.encode(before, from, Instant::now(), &s, &mut events);
+    }
+    p.encode(datagram, from, Instant::now(), &s, &mut events);
     for bytes in p.packets() {
         prop_assert!(bytes.len() <= xdr::MAX_PACKET);
         match xdr::decode(bytes) {
@@ -184,6 +187,23 @@ proptest! {
     fn hostile_records_through_the_pipeline(record in record_like()) {
         // Whatever such a record becomes is safe for gmond.
         check_sent(record.as_bytes())?;
+    }
+
+    #[test]
+    fn an_xcache_gstream_after_hostile_records(
+        record in record_like(),
+        tos in 0u32..3,
+        lines in prop::collection::vec("[ -~]{0,40}", 0..4),
+    ) {
+        // Its g-stream's totals go out named from the record's header:
+        // safe for gmond whatever that header holds.
+        let record = record.replacen("<statistics", &format!("<statistics tos=\"{tos}\""), 1);
+        let gstream = format!(
+            "{{\"code\":\"g\",\"stod\":{tos},\"gs\":{{\"type\":\"C\"}}}}\n\
+             {{\"event\":\"file_close\",\"b_hit\":5}}\n{}",
+            lines.join("\n")
+        );
+        check_sent_after(Some(record.as_bytes()), gstream.as_bytes())?;
     }
 
     #[test]
