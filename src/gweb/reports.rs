@@ -90,6 +90,9 @@ const fn c(var: &'static str, label: &'static str) -> Series {
 }
 
 /// Shown on every host and cluster page of the cluster, in this order.
+/// ganglia-web's medium graph fits about 47 characters of title after
+/// it puts the cluster (`XRootD Cluster `) or host name before it and
+/// `last custom` after: titles stay within 20.
 pub const REPORTS: &[Report] = &[
     Report {
         key: "throughput",
@@ -126,7 +129,7 @@ pub const REPORTS: &[Report] = &[
     },
     Report {
         key: "problems",
-        title: "XRootD errors, redirects",
+        title: "Errors, redirects",
         vertical_label: None,
         style: Style::Line,
         series: &[
@@ -160,7 +163,7 @@ pub const REPORTS: &[Report] = &[
     // where its hits and misses are bytes of closed files.
     Report {
         key: "xcache",
-        title: "XCache bytes from the cache and the origin",
+        title: "XCache bytes",
         vertical_label: None,
         style: Style::Stack,
         series: &[
@@ -174,7 +177,7 @@ pub const REPORTS: &[Report] = &[
     // in every xrootd release (see the catalog).
     Report {
         key: "cache_reads",
-        title: "Memory cache hits and misses",
+        title: "Memory cache hits",
         vertical_label: Some("reads/s"),
         style: Style::Stack,
         series: &[x("cache.rd.hits", "hits"), x("cache.rd.miss", "misses")],
