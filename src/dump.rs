@@ -93,6 +93,9 @@ impl Dumper {
             return Err(format!("{from} is not in `allow`"));
         }
         if after.parse_errors > before.parse_errors {
+            if let Err(e) = crate::gstream::read(datagram) {
+                return Err(e.to_string());
+            }
             let mut p = crate::summary::SummaryParser::new();
             return Err(p
                 .parse(datagram)
@@ -102,8 +105,10 @@ impl Dumper {
         }
         let notes: HashMap<&str, (&str, bool, Option<&str>)> = self
             .pipeline
-            .mapped()
+            .xcache_mapped()
             .metrics()
+            // The record's own last: it wins where both name a metric.
+            .chain(self.pipeline.mapped().metrics())
             .map(|m| (m.name, (m.var, m.is_unknown(), m.original)))
             .collect();
         let mut rows = Vec::new();

@@ -55,7 +55,7 @@ macro_rules! xcache {
         XcacheScratch {
             parser: &mut $p.parser,
             mapper: &mut $p.mapper,
-            mapped: &mut $p.mapped,
+            mapped: &mut $p.xcache_mapped,
             synthetic: &mut $p.synthetic,
             title: &mut $p.title,
             batch: &mut $p.batch,
@@ -87,8 +87,10 @@ pub struct Pipeline {
     /// XCache g-stream totals of servers that have not sent a summary
     /// record yet, by (address, start time); at most `max_sources`.
     pub(super) waiting: HashMap<(IpAddr, u32), Closes>,
-    /// A source's header with its XCache totals, as a record to map.
+    /// A source's header with its XCache totals, as a record to map, and
+    /// what it maps to (apart from [`mapped`](Self::mapped): the record's).
     pub(super) synthetic: String,
+    pub(super) xcache_mapped: MappedRecord,
 }
 
 impl Pipeline {
@@ -108,6 +110,7 @@ impl Pipeline {
             store: None,
             waiting: HashMap::new(),
             synthetic: String::new(),
+            xcache_mapped: MappedRecord::default(),
         }
     }
 
@@ -383,8 +386,7 @@ impl Pipeline {
             let built = Template::build(datagram, &record, &self.mapped, &state);
             source.template = built.map(Box::new);
         }
-        // Its XCache totals, if it sent any, after its record's metrics
-        // (they replace the mapped record: the template is built by now).
+        // Its XCache totals, if it sent any, after its record's metrics.
         let (metadata, values) = xcache!(self).packets(source, from.ip(), now_s, settings, false);
         events.sent(metadata, values);
     }
@@ -628,6 +630,12 @@ impl Pipeline {
     /// (for `dump`'s notes; `dump` turns the fast path off).
     pub fn mapped(&self) -> &MappedRecord {
         &self.mapped
+    }
+
+    /// The metrics the last XCache totals sent were mapped to (a `pfc`
+    /// section of the source's own record, with its header's metrics).
+    pub fn xcache_mapped(&self) -> &MappedRecord {
+        &self.xcache_mapped
     }
 
     pub fn sources(&self) -> usize {
