@@ -32,8 +32,9 @@ pub enum Datagram {
     /// Not xrootd monitoring data: a summary record, or something to let
     /// the summary parser reject.
     NotMonitoring,
-    /// pfc's g-stream: what its records add up to.
-    Pfc(Closes),
+    /// pfc's g-stream: what its records add up to, and the instance name
+    /// (`-n`) its JSON header gives (`insthdr`), if it does.
+    Pfc(Closes, Option<String>),
     /// Other xrootd monitoring data (another g-stream, the binary streams'
     /// `=`, `d`, `f`... packets): nothing the gateway sends to Ganglia.
     Other(Kind),
@@ -147,15 +148,19 @@ pub fn read(datagram: &[u8]) -> Result<Datagram, Error> {
         return Ok(Datagram::Other(Kind::Gstream(datagram[16])));
     }
     let stod = u32::from_be_bytes([datagram[4], datagram[5], datagram[6], datagram[7]]);
-    Ok(Datagram::Pfc(add_up(stod, &datagram[GSTREAM_HEADER..])))
+    Ok(Datagram::Pfc(
+        add_up(stod, &datagram[GSTREAM_HEADER..]),
+        None,
+    ))
 }
 
-/// The datagram from its first non-blank byte, if it starts like a JSON
-/// g-stream header.
+/// The datagram from its first non-blank byte, if it starts like JSON
+/// monitoring data (`send json`: `{"code":"g",...` for a g-stream, `{"code":"=",...`
+/// for the server identification sent at start unless `noident`).
 fn json_stream(datagram: &[u8]) -> Option<&[u8]> {
     let start = datagram.iter().position(|b| !b.is_ascii_whitespace())?;
     let body = &datagram[start..];
-    body.starts_with(br#"{"code":"g""#).then_some(body)
+    body.starts_with(br#"{"code":""#).then_some(body)
 }
 
 #[derive(Deserialize)]
@@ -163,6 +168,14 @@ struct JsonHeader {
     code: String,
     stod: u32,
     gs: JsonGs,
+    #[serde(default)]
+    src: Option<JsonSrc>,
+}
+
+#[derive(Deserialize)]
+struct JsonSrc {
+    #[serde(default)]
+    inst: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -172,6 +185,10 @@ struct JsonGs {
 }
 
 fn read_json(body: &[u8]) -> Result<Datagram, Error> {
+    let code = body[br#"{"code":""#.len()..].first().copied().unwrap_or(0);
+    if code != b'g' {
+        return Ok(Datagram::Other(Kind::Packet(code)));
+    }
     let end = body.iter().position(|&b| b == b'\n').unwrap_or(body.len());
     let header: JsonHeader =
         serde_json::from_slice(trim(&body[..end])).map_err(|_| Error::BadHeader)?;
@@ -182,7 +199,8 @@ fn read_json(body: &[u8]) -> Result<Datagram, Error> {
     if provider != PFC {
         return Ok(Datagram::Other(Kind::Gstream(provider)));
     }
-    Ok(Datagram::Pfc(add_up(header.stod, &body[end..])))
+    let inst = header.src.and_then(|s| s.inst);
+    Ok(Datagram::Pfc(add_up(header.stod, &body[end..]), inst))
 }
 
 #[derive(Deserialize)]

@@ -321,12 +321,7 @@ impl Mapper {
         // pgm predates nothing we know of; call it xrootd.
         self.header.set(header.pgm, header.ins, header.site);
         let h = &self.header;
-        out.program.clear();
-        out.program.push_str(&h.pgm);
-        if !h.ins.is_empty() {
-            out.program.push(' ');
-            out.program.push_str(&h.ins);
-        }
+        h.write_program(&mut out.program);
 
         self.context = self
             .hasher

@@ -3,7 +3,11 @@
 
 mod common;
 
+use std::collections::HashMap;
+use std::net::UdpSocket;
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{Capture, Gateway, Gmond, Scratch, Xrootd, free_port};
@@ -229,4 +233,291 @@ fn real_xrootd_and_cmsd_reach_gmond() {
         "both",
         "cmsm.sel.r is resummed by cmsd: not a counter"
     );
+}
+
+/// One pfc g-stream datagram (`send json insthdr`), read here on its own:
+/// its header's `stod`, and the file_close records' (files, b_hit, b_miss,
+/// b_bypass) added up.
+fn pfc_closes(datagram: &[u8]) -> (u64, [u64; 4]) {
+    let text = std::str::from_utf8(datagram).expect("a JSON g-stream is text");
+    let text = text.trim_end_matches('\0');
+    let mut lines = text.split('\n');
+    let header: serde_json::Value =
+        serde_json::from_str(lines.next().unwrap()).expect("the g-stream's JSON header");
+    assert_eq!(header["code"], "g", "{text}");
+    assert_eq!(header["gs"]["type"], "C", "not pfc's g-stream: {text}");
+    let stod = header["stod"].as_u64().expect("stod");
+    let mut sums = [0u64; 4];
+    for line in lines.filter(|l| !l.is_empty()) {
+        let r: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("g-stream record {line:?}: {e}"));
+        if r["event"] != "file_close" {
+            continue;
+        }
+        sums[0] += 1;
+        for (i, k) in ["b_hit", "b_miss", "b_bypass"].iter().enumerate() {
+            sums[i + 1] += r[*k].as_u64().unwrap_or_else(|| panic!("{k} in {line}"));
+        }
+    }
+    (stod, sums)
+}
+
+/// Forwards what `capture` receives to the gateway, byte for byte, from one
+/// loopback socket, keeping a copy: xrootd sends a g-stream to one place only.
+fn relay(
+    capture: Capture,
+    to: u16,
+    stop: Arc<AtomicBool>,
+    seen: Arc<Mutex<Vec<Vec<u8>>>>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let out = UdpSocket::bind("127.0.0.1:0").unwrap();
+        capture
+            .socket
+            .set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
+        let mut buf = vec![0u8; 65536];
+        while !stop.load(Ordering::Relaxed) {
+            let Ok((n, _)) = capture.socket.recv_from(&mut buf) else {
+                continue;
+            };
+            seen.lock().unwrap().push(buf[..n].to_vec());
+            out.send_to(&buf[..n], ("127.0.0.1", to)).unwrap();
+        }
+    })
+}
+
+fn counter(m: &common::XmlMetric) -> u64 {
+    m.get("VAL")
+        .parse()
+        .unwrap_or_else(|e| panic!("{:?}: {e}", m.attrs))
+}
+
+#[test]
+fn real_xcache_gstream_reaches_gmond() {
+    let gmond = Gmond::start();
+    let mut gw = Gateway::start(gmond.port, CONFIG);
+    let root = Scratch::new("xcache");
+    for d in ["origin/data", "origin/admin", "xc/cache", "xc/admin"] {
+        std::fs::create_dir_all(root.path().join(d)).unwrap();
+    }
+    let r = root.path().display().to_string();
+    let (origin_port, xc_port) = (free_port(), free_port());
+
+    // Three files on the origin, of sizes that are not whole 1 MiB blocks.
+    let files = [
+        ("f1.dat", 3_000_000usize),
+        ("f2.dat", 2_500_000),
+        ("f3.dat", 1_500_000),
+    ];
+    for (i, (name, size)) in files.iter().enumerate() {
+        let payload: Vec<u8> = (0..*size as u32)
+            .map(|j| (j.wrapping_mul(2654435761).wrapping_add(i as u32) >> 13) as u8)
+            .collect();
+        std::fs::write(root.path().join("origin/data").join(name), payload).unwrap();
+    }
+
+    // The g-stream goes to our capture socket, which relays it to the gateway.
+    let capture = Capture::new();
+    let cap_port = capture.port;
+    let stop = Arc::new(AtomicBool::new(false));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let relay = relay(capture, gw.port, stop.clone(), seen.clone());
+
+    // The origin reports too, from the same address, and starts with the
+    // XCache (often in the same second: one start time, `tos`, for both):
+    // the g-stream must go to the XCache, which its header's instance name
+    // (`insthdr`) says, not to the origin.
+    let _origin = Xrootd::start(
+        "xrootd",
+        "origin",
+        root.path(),
+        &format!(
+            "all.export /\noss.localroot {r}/origin/data\nall.adminpath {r}/origin/admin\n\
+             all.pidpath {r}/origin/admin\nxrd.port {origin_port}\nall.sitename TESTSITE\n\
+             xrd.report 127.0.0.1:{} every 1s all sync\n",
+            gw.port
+        ),
+    );
+    // pfc.ram 1g: 5.5.3 refuses less. pfc.prefetch 0: with prefetching,
+    // first reads show b_miss = 0.
+    let xc = Xrootd::start(
+        "xrootd",
+        "xc",
+        root.path(),
+        &format!(
+            "all.export /\nofs.osslib libXrdPss.so\npss.origin 127.0.0.1:{origin_port}\n\
+             pss.cachelib libXrdPfc.so\npfc.ram 1g\npfc.blocksize 1m\npfc.prefetch 0\n\
+             oss.localroot {r}/xc/cache\nall.adminpath {r}/xc/admin\nall.pidpath {r}/xc/admin\n\
+             xrd.port {xc_port}\nall.sitename TESTSITE\n\
+             xrd.report 127.0.0.1:{} every 1s all sync\n\
+             xrootd.mongstream pfc use flush 1s send json insthdr 127.0.0.1:{cap_port}\n",
+            gw.port
+        ),
+    );
+
+    // Both summary records reach gmond, on one host: its name is known.
+    let x = gmond.wait_for(Duration::from_secs(15), "the two summaries", |x| {
+        x.hosts.values().any(|h| {
+            h.metrics.contains_key("xrootd.xc.uptime")
+                && h.metrics.contains_key("xrootd.origin.uptime")
+        })
+    });
+    let host = x
+        .hosts
+        .iter()
+        .find(|(_, h)| h.metrics.contains_key("xrootd.xc.uptime"))
+        .map(|(n, _)| n.clone())
+        .unwrap();
+    let origin_tos = x.metric(&host, "xrootd.origin.tos").get("VAL").to_string();
+
+    // What the captured g-stream adds up to: its stods, and (files, b_hit,
+    // b_miss, b_bypass).
+    let captured = || {
+        let seen = seen.lock().unwrap();
+        let mut stods = Vec::new();
+        let mut sums = [0u64; 4];
+        for d in seen.iter().filter(|d| d.starts_with(b"{\"code\":\"g\"")) {
+            let (stod, s) = pfc_closes(d);
+            stods.push(stod);
+            for i in 0..4 {
+                sums[i] += s[i];
+            }
+        }
+        (stods, sums)
+    };
+    // Each file read through the XCache, then again: from the origin, then
+    // from its disk cache. pfc keeps a closed file a moment, and a read
+    // meanwhile would share its file_close record: the second round waits
+    // for the first's records.
+    let read_once: u64 = files.iter().map(|(_, s)| *s as u64).sum();
+    let mut rounds = Vec::new();
+    for round in 1..=2u64 {
+        for (name, _) in &files {
+            xrdcp(&[&format!("root://127.0.0.1:{xc_port}//{name}"), "/dev/null"]);
+        }
+        let closes = round * files.len() as u64;
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while captured().1[0] < closes {
+            assert!(
+                Instant::now() < deadline,
+                "the g-stream has {:?} after {closes} closes; xc log: {}",
+                captured(),
+                xc.proc.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let (_, sums) = captured();
+        assert_eq!(sums[0], closes, "one file_close record per xrdcp");
+        rounds.push(sums);
+    }
+    let (stods, [files_closed, hit, miss, bypass]) = captured();
+    assert!(
+        stods.windows(2).all(|w| w[0] == w[1]),
+        "one xrootd run: {stods:?}"
+    );
+    // The g-stream's stod is the XCache's tos, not the origin's.
+    assert_eq!(
+        x.metric(&host, "xrootd.xc.tos").get("VAL"),
+        stods[0].to_string()
+    );
+    println!(
+        "origin tos {origin_tos}, XCache tos {}: {}",
+        stods[0],
+        if origin_tos == stods[0].to_string() {
+            "the same second"
+        } else {
+            "apart"
+        }
+    );
+    // First reads fetch from the origin. 5.5.3 counts some of a cold
+    // read's blocks in b_hit too: at least the bytes of every file, not
+    // exactly.
+    let [_, cold_hit, cold_miss, _] = rounds[0];
+    assert!(cold_miss > 0, "first reads fetch from the origin");
+    assert!(
+        cold_hit + cold_miss >= read_once,
+        "{cold_hit} + {cold_miss} < {read_once}"
+    );
+    // Second reads come from the cache, every byte.
+    assert_eq!(
+        (hit - cold_hit, miss - cold_miss),
+        (read_once, 0),
+        "second reads: {rounds:?}"
+    );
+
+    // gmond shows those totals on the XCache's host.
+    let pfc = |m: &str| format!("xrootd.xc.pfc.{m}");
+    let want = [
+        ("files", files_closed),
+        ("bytes_hit", hit),
+        ("bytes_miss", miss),
+        ("bytes_bypass", bypass),
+    ];
+    let x = gmond.wait_for(Duration::from_secs(15), "the XCache's pfc totals", |x| {
+        x.hosts.get(&host).is_some_and(|h| {
+            want.iter().all(|(m, v)| {
+                h.metrics
+                    .get(&pfc(m))
+                    .is_some_and(|m| m.get("VAL").parse::<u64>().ok() == Some(*v))
+            })
+        })
+    });
+    for (m, v) in want {
+        let metric = x.metric(&host, &pfc(m));
+        assert_eq!(counter(metric), v, "{m}");
+        let units = if m == "files" { "files/s" } else { "bytes/s" };
+        assert_eq!(
+            (metric.get("TYPE"), metric.get("SLOPE"), metric.get("UNITS")),
+            ("double", "positive", units),
+            "{m}"
+        );
+        assert_eq!(metric.extra["GROUP"], "xrootd.xc.pfc", "{m}");
+    }
+    // The origin sends no g-stream: no pfc metrics of its own, though it
+    // shares the XCache's address.
+    assert!(
+        !x.host(&host)
+            .metrics
+            .keys()
+            .any(|k| k.starts_with("xrootd.origin.pfc.")),
+    );
+
+    // Everything the gateway got was read: every g-stream datagram taken
+    // and matched to the XCache's run, nothing rejected. Without `noident`,
+    // the g-stream's destination also gets a JSON ident datagram
+    // (`{"code":"=",...}`, once, at start): ignored, counted.
+    stop.store(true, Ordering::Relaxed);
+    relay.join().unwrap();
+    let seen = seen.lock().unwrap();
+    let count = |prefix: &[u8]| seen.iter().filter(|d| d.starts_with(prefix)).count();
+    let (gstream, idents) = (count(b"{\"code\":\"g\""), count(b"{\"code\":\"=\""));
+    assert_eq!(
+        gstream + idents,
+        seen.len(),
+        "only g-stream and ident datagrams"
+    );
+    assert!(gw.proc.terminate().success());
+    let log = gw.proc.log_text();
+    let c: HashMap<String, u64> = log
+        .lines()
+        .rev()
+        .find(|l| l.contains("stopped; counters:"))
+        .unwrap_or_else(|| panic!("no final counters line: {log}"))
+        .split_whitespace()
+        .filter_map(|f| f.split_once('='))
+        .filter_map(|(k, v)| Some((k.to_string(), v.parse().ok()?)))
+        .collect();
+    assert_eq!(
+        (c["gstream_packets"], c["gstream_unmatched"]),
+        (gstream as u64, 0),
+        "{c:?}"
+    );
+    assert_eq!(
+        (c["parse_errors"], c["monitoring_ignored"]),
+        (0, idents as u64),
+        "{c:?}"
+    );
+    assert_eq!(c["values_rejected"], 0, "{c:?}");
+    assert!(!log.contains("WARN"), "{log}");
 }

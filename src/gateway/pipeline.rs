@@ -18,7 +18,7 @@ use std::time::Instant;
 use crate::config::Settings;
 use crate::events::Events;
 use crate::gstream::{self, Closes};
-use crate::mapping::{MappedRecord, Mapper};
+use crate::mapping::{HeaderParts, MappedRecord, Mapper};
 use crate::summary::{Header, SummaryParser};
 
 use super::Active;
@@ -85,8 +85,9 @@ pub struct Pipeline {
     /// pipeline's part in it.
     pub(super) store: Option<(Arc<StateStore>, usize)>,
     /// XCache g-stream totals of servers that have not sent a summary
-    /// record yet, by (address, start time); at most `max_sources`.
-    pub(super) waiting: HashMap<(IpAddr, u32), Closes>,
+    /// record yet, by address, start time and program (when the g-stream
+    /// names its instance); at most `max_sources`.
+    pub(super) waiting: HashMap<(IpAddr, u32, Option<String>), Closes>,
     /// A source's header with its XCache totals, as a record to map, and
     /// what it maps to (apart from [`mapped`](Self::mapped): the record's).
     pub(super) synthetic: String,
@@ -212,8 +213,13 @@ impl Pipeline {
         }
         match gstream::read(datagram) {
             Ok(gstream::Datagram::NotMonitoring) => {}
-            Ok(gstream::Datagram::Pfc(closes)) => {
-                return self.take_gstream(&closes, from, now, settings, events);
+            Ok(gstream::Datagram::Pfc(closes, inst)) => {
+                let program = inst.map(|i| {
+                    let mut p = String::new();
+                    HeaderParts::new(Some("xrootd"), Some(&i), None).write_program(&mut p);
+                    p
+                });
+                return self.take_gstream(&closes, program, from, now, settings, events);
             }
             Ok(gstream::Datagram::Other(kind)) => return events.monitoring_ignored(from, kind),
             Err(e) => return events.gstream_failed(from, datagram.len(), &e),
@@ -276,10 +282,12 @@ impl Pipeline {
             }
             source.pfc = None;
         }
-        if !self.waiting.is_empty()
-            && let Some(early) = self.waiting.remove(&(from.ip(), tos))
-        {
-            source.pfc.get_or_insert_default().add(&early);
+        if !self.waiting.is_empty() && is_xrootd(&source.program) {
+            for program in [None, Some(source.program.clone())] {
+                if let Some(early) = self.waiting.remove(&(from.ip(), tos, program)) {
+                    source.pfc.get_or_insert_default().add(&early);
+                }
+            }
         }
         write_header(&mut source.header, &header);
         // Send every metadata on first sight, when the host it names changed,
@@ -455,12 +463,14 @@ impl Pipeline {
     }
 
     /// A pfc g-stream datagram: added to the totals of the XCache it came
-    /// from (the source of its address whose start time is its `stod`),
-    /// which go out as that server's metrics at once and with each of its
+    /// from (the xrootd of its address whose start time is its `stod` and,
+    /// if the g-stream names its instance, whose `program` that is), which
+    /// go out as that server's metrics at once and with each of its
     /// records. A server not heard from yet gets them when it is.
     fn take_gstream(
         &mut self,
         closes: &Closes,
+        program: Option<String>,
         from: SocketAddr,
         now: Instant,
         settings: &Settings,
@@ -469,11 +479,14 @@ impl Pipeline {
         events.gstream(from, closes.bad_records);
         let now_s = seconds(self.epoch, now);
         let source = self.sources.by_ip.get_mut(&from.ip()).and_then(|list| {
-            list.iter_mut()
-                .find(|s| s.started.is_some_and(|(tos, _)| tos == closes.stod))
+            list.iter_mut().find(|s| {
+                s.started.is_some_and(|(tos, _)| tos == closes.stod)
+                    && is_xrootd(&s.program)
+                    && program.as_ref().is_none_or(|p| *p == s.program)
+            })
         });
         let Some(source) = source else {
-            let key = (from.ip(), closes.stod);
+            let key = (from.ip(), closes.stod, program);
             if self.waiting.len() >= settings.max_sources && !self.waiting.contains_key(&key) {
                 events.gstream_unmatched(from, closes.stod);
                 return;
@@ -728,6 +741,12 @@ impl XcacheScratch<'_> {
         }
         (metadata, values)
     }
+}
+
+/// Whether a source's program (`pgm` or `pgm ins`) is an xrootd: a cmsd
+/// started in the same second has its start time but no cache.
+fn is_xrootd(program: &str) -> bool {
+    program == "xrootd" || program.starts_with("xrootd ")
 }
 
 /// A record's header attributes as `<statistics>` writes them (those that

@@ -7,15 +7,17 @@ fn capture(name: &str) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// What a binary g-stream datagram (no instance name) adds up to.
 fn closes(stod: u32, files: u64, hit: u64, miss: u64) -> Datagram {
-    Datagram::Pfc(Closes {
+    let c = Closes {
         stod,
         files,
         bytes_hit: hit,
         bytes_miss: miss,
         bytes_bypass: 0,
         bad_records: 0,
-    })
+    };
+    Datagram::Pfc(c, None)
 }
 
 /// Real xrootd 5.5.3 XCache datagrams (tests/data/gstream/README.md has
@@ -40,10 +42,14 @@ fn real_pfc_gstream_datagrams_add_up() {
         read(&capture("pfc_3.bin")),
         Ok(closes(STOD, 3, 2_155_360 + 1_500_000 + 100_000, 131_072))
     );
-    // `send json insthdr`: a JSON header line instead of the binary one.
+    // `send json insthdr`: a JSON header line instead of the binary one,
+    // with the instance name.
+    let Datagram::Pfc(c, _) = closes(STOD, 3, 8_570_560, 724_288) else {
+        unreachable!()
+    };
     assert_eq!(
         read(&capture("pfc_json_1.bin")),
-        Ok(closes(STOD, 3, 8_570_560, 724_288))
+        Ok(Datagram::Pfc(c, Some("pfcB".into())))
     );
 }
 
@@ -89,6 +95,11 @@ fn other_monitoring_data_is_told_apart() {
         read(br#"{"code":"g","pseq":1,"stod":5,"gs":{"type":"T"}}"#),
         Ok(Datagram::Other(Kind::Gstream(b'T')))
     );
+    // `send json`'s server identification, sent at start unless `noident`.
+    assert_eq!(
+        read(br#"{"code":"=","pseq":0,"stod":5,"src":{"site":"S","host":"h","inst":"x"}}"#),
+        Ok(Datagram::Other(Kind::Packet(b'=')))
+    );
     // A length that is not the datagram's: not monitoring data.
     let mut d = packet(b'=', b"x");
     d[3] += 1;
@@ -115,21 +126,24 @@ fn broken_gstream_datagrams_are_errors_or_counted() {
         {\"event\":\"file_close\",\"b_hit\":5}\0";
     assert_eq!(
         read(body),
-        Ok(Datagram::Pfc(Closes {
-            stod: 7,
-            files: 2,
-            bytes_hit: 15,
-            bytes_miss: 2,
-            bytes_bypass: 1,
-            bad_records: 2,
-        }))
+        Ok(Datagram::Pfc(
+            Closes {
+                stod: 7,
+                files: 2,
+                bytes_hit: 15,
+                bytes_miss: 2,
+                bytes_bypass: 1,
+                bad_records: 2,
+            },
+            None
+        ))
     );
     // Sums saturate rather than wrap.
     let body = format!(
         "{{\"code\":\"g\",\"stod\":7,\"gs\":{{\"type\":\"C\"}}}}\n{{\"event\":\"file_close\",\"b_hit\":{m}}}\n{{\"event\":\"file_close\",\"b_hit\":{m}}}",
         m = u64::MAX
     );
-    let Ok(Datagram::Pfc(c)) = read(body.as_bytes()) else {
+    let Ok(Datagram::Pfc(c, _)) = read(body.as_bytes()) else {
         panic!()
     };
     assert_eq!(c.bytes_hit, u64::MAX);

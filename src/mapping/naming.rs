@@ -145,6 +145,16 @@ impl HeaderParts {
         push_key(&mut self.site, site.unwrap_or(""));
     }
 
+    /// The program as sources are told apart: `pgm`, or `pgm ins`.
+    pub fn write_program(&self, out: &mut String) {
+        out.clear();
+        out.push_str(&self.pgm);
+        if !self.ins.is_empty() {
+            out.push(' ');
+            out.push_str(&self.ins);
+        }
+    }
+
     pub(super) fn parts<'p>(&'p self, section: &'p str, var: &'p str) -> Parts<'p> {
         Parts {
             pgm: &self.pgm,

@@ -282,10 +282,13 @@ impl Capture {
 
     pub fn next(&self) -> Vec<u8> {
         let mut buf = vec![0u8; 65536];
-        let (n, _) = self
-            .socket
-            .recv_from(&mut buf)
-            .expect("no datagram captured within 15 s");
+        // A signal (another test's child exiting) may interrupt the wait.
+        let n = loop {
+            match self.socket.recv_from(&mut buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                r => break r.expect("no datagram captured within 15 s").0,
+            }
+        };
         buf.truncate(n);
         buf
     }

@@ -187,3 +187,42 @@ fn other_monitoring_data_is_counted_apart_from_bad_input() {
         (1, 1, 1, 0)
     );
 }
+
+/// An origin and its XCache on one host, started in the same second: the
+/// g-stream's instance name (`insthdr`) says whose it is.
+#[test]
+fn the_gstreams_instance_name_tells_servers_of_one_start_apart() {
+    let mut r = Rig::new("");
+    let summary = String::from_utf8(capture("pfc_summary.xml")).unwrap();
+    let origin = summary.replace("ins=\"pfcA\"", "ins=\"origin\"");
+    r.feed(&origin, "10.0.0.3:50000", 0);
+    r.feed(&summary, XCACHE, 0);
+    // A cmsd of that start too: never an XCache.
+    let cmsd = summary
+        .replace("pgm=\"xrootd\"", "pgm=\"cmsd\"")
+        .replace("ins=\"pfcA\"", "ins=\"xc\"");
+    r.feed(&cmsd, "10.0.0.3:50001", 0);
+    let gs = gstream(1_795_582_051, 7, 1).replacen(
+        "\"gs\":",
+        "\"src\":{\"site\":\"TESTSITE\",\"host\":\"vm\",\"port\":23302,\"inst\":\"pfcA\"},\"gs\":",
+        1,
+    );
+    r.feed(&gs, XCACHE_GSTREAM, 1);
+    assert!(
+        pfc_values(&r).contains(&("xrootd.pfcA.pfc.bytes_hit".into(), "7".into())),
+        "{:?}",
+        r.values()
+    );
+    // Before its record, it waits for that instance, not the first one
+    // of its start.
+    let mut r = Rig::new("");
+    r.feed(&gs, XCACHE_GSTREAM, 0);
+    r.feed(&origin, "10.0.0.3:50000", 1);
+    assert_eq!(pfc_values(&r), []);
+    r.feed(&summary, XCACHE, 1);
+    assert!(
+        pfc_values(&r).contains(&("xrootd.pfcA.pfc.bytes_hit".into(), "7".into())),
+        "{:?}",
+        r.values()
+    );
+}
