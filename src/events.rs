@@ -137,6 +137,17 @@ impl<'c> Events<'c> {
         }
     }
 
+    /// A pfc g-stream from a server that has sent no summary record yet:
+    /// its totals wait (for ever, if the xrootd sends no `xrd.report` here).
+    pub fn gstream_waiting(&mut self, from: SocketAddr, stod: u32) {
+        if let Some(s) = self
+            .limiter
+            .allow("g-stream waiting", from.ip(), Instant::now())
+        {
+            tracing::info!(%from, stod, suppressed = s, "g-stream of an xrootd that has sent no summary record yet: its totals wait for one (does it report here with xrd.report?)");
+        }
+    }
+
     /// xrootd monitoring data the gateway has no use for.
     pub fn monitoring_ignored(&mut self, from: SocketAddr, kind: gstream::Kind) {
         self.counters.monitoring_ignored.fetch_add(1, Relaxed);

@@ -491,6 +491,9 @@ impl Pipeline {
                 events.gstream_unmatched(from, closes.stod);
                 return;
             }
+            if !self.waiting.contains_key(&key) {
+                events.gstream_waiting(from, closes.stod);
+            }
             self.waiting.entry(key).or_default().add(closes);
             return;
         };
