@@ -321,7 +321,7 @@ fn rpm_builds_offline_installs_and_runs() {
             })
         })
         .collect();
-    assert_eq!(expected.len(), 12, "{expected:?}");
+    assert_eq!(expected.len(), 13, "{expected:?}");
     expected.sort();
     let gweb_files = run(Command::new("rpm").arg("-qpl").arg(&gweb));
     assert_eq!(
