@@ -329,7 +329,6 @@ impl Pipeline {
 
         let mut capped = 0usize;
         let mut values_sent = 1u64;
-        let mut number = [0u8; 20];
         for m in self.mapped.metrics() {
             let Some((at, metadata_due)) = source.metric(
                 m.name_key,
@@ -344,30 +343,13 @@ impl Pipeline {
             if !source.states[at].first_in(source.reports) {
                 continue;
             }
-            if metadata_due {
-                self.batch.metadata(
-                    &mut self.title,
-                    spoof,
-                    host_key,
-                    &m,
-                    &self.mapped.program,
-                    tmax,
-                    settings.dmax,
-                );
-                metadata_sent += 1;
-            }
-            let state = &mut source.states[at];
-            let value =
-                series::counter_text(state, m.value.as_bytes(), Counting::of(m.kind), &mut number);
-            if !state.admit(value, now_s, settings.value_heartbeat, metadata_due) {
-                continue;
-            }
-            let key = SlotKey {
-                host: host_key,
-                metric: m.name_key,
+            let out = Out {
+                batch: &mut self.batch,
+                title: &mut self.title,
             };
-            self.batch.value(spoof, key, m.name, value);
-            values_sent += 1;
+            let (m, v) = append_metric(out, source, at, &m, Due::If(metadata_due), now_s, settings);
+            metadata_sent += m;
+            values_sent += v;
         }
         if capped > 0 {
             events.metric_cap(from, spoof, capped, settings.max_metrics_per_source);
@@ -703,7 +685,6 @@ impl XcacheScratch<'_> {
         self.mapper.map(&record, ip, self.mapped);
         let interval_s = interval_seconds(settings);
         let (mut metadata, mut values) = (0, 0);
-        let mut number = [0u8; 20];
         for m in self.mapped.metrics() {
             if crate::catalog::section(m.var) != "pfc" {
                 continue;
@@ -717,33 +698,76 @@ impl XcacheScratch<'_> {
             ) else {
                 continue;
             };
-            if due || answering {
-                self.batch.metadata(
-                    self.title,
-                    &source.host,
-                    source.host_key,
-                    &m,
-                    &source.program,
-                    source.metadata_tmax,
-                    settings.dmax,
-                );
-                metadata += 1;
-            }
-            let state = &mut source.states[at];
-            let value =
-                series::counter_text(state, m.value.as_bytes(), Counting::of(m.kind), &mut number);
-            if !answering && !state.admit(value, now_s, settings.value_heartbeat, due) {
-                continue;
-            }
-            let key = SlotKey {
-                host: source.host_key,
-                metric: m.name_key,
+            let out = Out {
+                batch: self.batch,
+                title: self.title,
             };
-            self.batch.value(&source.host, key, m.name, value);
-            values += 1;
+            let due = if answering { Due::Answer } else { Due::If(due) };
+            let (m, v) = append_metric(out, source, at, &m, due, now_s, settings);
+            metadata += m;
+            values += v;
         }
         (metadata, values)
     }
+}
+
+/// Where [`append_metric`] writes: the batch, and the title it builds.
+struct Out<'o> {
+    batch: &'o mut PacketBatch,
+    title: &'o mut String,
+}
+
+/// Which of a metric's packets go out.
+#[derive(Clone, Copy)]
+enum Due {
+    /// Its value (unless changed-only sending holds it back), and its
+    /// metadata if due.
+    If(bool),
+    /// Both, for gmond's metadata request: its value as last sent.
+    Answer,
+}
+
+/// Appends one metric of `source` (its state at `at`): its metadata when
+/// due, then its value, a counter continued past restarts. Every record's
+/// metrics and every XCache total go out through here (the fast path's
+/// template holds the same packets, cut from these). Returns (metadata,
+/// values) appended.
+fn append_metric(
+    out: Out<'_>,
+    source: &mut Source,
+    at: usize,
+    m: &crate::mapping::Metric<'_>,
+    due: Due,
+    now_s: u32,
+    settings: &Settings,
+) -> (u64, u64) {
+    let (metadata, answering) = match due {
+        Due::If(d) => (d, false),
+        Due::Answer => (true, true),
+    };
+    if metadata {
+        out.batch.metadata(
+            out.title,
+            &source.host,
+            source.host_key,
+            m,
+            &source.program,
+            source.metadata_tmax,
+            settings.dmax,
+        );
+    }
+    let mut number = [0u8; 20];
+    let state = &mut source.states[at];
+    let value = series::counter_text(state, m.value.as_bytes(), Counting::of(m.kind), &mut number);
+    if !answering && !state.admit(value, now_s, settings.value_heartbeat, metadata) {
+        return (u64::from(metadata), 0);
+    }
+    let key = SlotKey {
+        host: source.host_key,
+        metric: m.name_key,
+    };
+    out.batch.value(&source.host, key, m.name, value);
+    (u64::from(metadata), 1)
 }
 
 /// Whether a source's program (`pgm` or `pgm ins`) is an xrootd: a cmsd
