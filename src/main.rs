@@ -14,6 +14,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 use tracing_subscriber::EnvFilter;
 
 use xrd2ganglia::config::{self, Overrides};
@@ -529,6 +530,23 @@ fn serve(config: ConfigArgs) -> ExitCode {
             return ExitCode::from(CANNOT_START);
         }
     };
+    one_malloc_arena();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("xrd2ganglia: cannot start the runtime: {e}");
+            return ExitCode::from(FAILED);
+        }
+    };
+    // Caught before "serving" is said: a stop or reload sent as soon as
+    // that line shows (by systemd, or a script) is acted on, never fatal.
+    let signals = {
+        let _in_runtime = runtime.enter();
+        Signals::catch()
+    };
     tracing::info!(
         listen = ?settings.listen,
         channels = ?channels.iter().map(|c| c.label().to_string()).collect::<Vec<_>>(),
@@ -541,21 +559,15 @@ fn serve(config: ConfigArgs) -> ExitCode {
         "xrd2ganglia {} serving",
         env!("CARGO_PKG_VERSION")
     );
-    one_malloc_arena();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("xrd2ganglia: cannot start the runtime: {e}");
-            return ExitCode::from(FAILED);
-        }
-    };
     let result = runtime.block_on(async {
         let (reload_tx, reloads) = tokio::sync::mpsc::channel(1);
         let restart_only = RestartOnly::of(&settings);
-        tokio::spawn(reload_on_sighup(config, restart_only, reload_tx));
+        tokio::spawn(reload_on_sighup(
+            signals.hup,
+            config,
+            restart_only,
+            reload_tx,
+        ));
         gateway::run(
             settings,
             gateway::Sockets {
@@ -565,7 +577,7 @@ fn serve(config: ConfigArgs) -> ExitCode {
             },
             channels,
             Arc::new(Counters::default()),
-            shutdown_signal(),
+            shutdown_signal(signals.stop),
             reloads,
         )
         .await
@@ -613,12 +625,12 @@ impl RestartOnly {
 /// `send = false` is refused while no XML port is open: the data would go
 /// nowhere).
 async fn reload_on_sighup(
+    hup: Option<Signal>,
     config: ConfigArgs,
     running: RestartOnly,
     reloads: tokio::sync::mpsc::Sender<gateway::Reload>,
 ) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let Ok(mut hup) = signal(SignalKind::hangup()) else {
+    let Some(mut hup) = hup else {
         tracing::warn!("cannot catch SIGHUP: reload needs a restart");
         return;
     };
@@ -663,13 +675,28 @@ async fn reload_on_sighup(
     }
 }
 
+/// The signals `serve` acts on: SIGTERM and SIGINT stop it, SIGHUP reloads
+/// the configuration. None where the handler could not be installed.
+struct Signals {
+    stop: Option<(Signal, Signal)>,
+    hup: Option<Signal>,
+}
+
+impl Signals {
+    /// Installs the handlers (inside the runtime: tokio's signal driver).
+    fn catch() -> Signals {
+        Signals {
+            stop: signal(SignalKind::terminate())
+                .ok()
+                .zip(signal(SignalKind::interrupt()).ok()),
+            hup: signal(SignalKind::hangup()).ok(),
+        }
+    }
+}
+
 /// Completes on SIGTERM or SIGINT.
-async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
+async fn shutdown_signal(stop: Option<(Signal, Signal)>) {
+    let Some((mut term, mut int)) = stop else {
         // Without signal handlers there is nothing to wait for but Ctrl-C.
         let _ = tokio::signal::ctrl_c().await;
         return;

@@ -172,6 +172,66 @@ fn a_gateway_killed_with_sigkill_does_not_block_its_restart() {
     assert_eq!(restarted.proc.terminate().code(), Some(0));
 }
 
+/// A stop (or a reload, then a stop) sent the moment "serving" shows, as
+/// systemd or a script may: handled, so the gateway saves and exits 0.
+/// (Before the handlers were installed ahead of that line, about a third
+/// of such stops killed it.)
+#[test]
+fn signals_sent_as_soon_as_it_says_serving_are_handled() {
+    let dir = Scratch::new("signals");
+    for run in 0..20 {
+        let state = dir.path().join(format!("state-{run}"));
+        let conf = dir.path().join(format!("c-{run}.toml"));
+        std::fs::write(
+            &conf,
+            format!("{QUIET}state_file = {:?}\n", state.display().to_string()),
+        )
+        .unwrap();
+        let log = dir.path().join(format!("log-{run}"));
+        let mut child = serve(&conf, free_port())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let pid = child.id() as libc::pid_t;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !std::fs::read_to_string(&log).is_ok_and(|l| l.contains("serving")) {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!(
+                    "not serving after 10 s: {:?}",
+                    std::fs::read_to_string(&log)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Our own child, by its pid.
+        if run % 2 == 1 {
+            // SAFETY: kill(2) on the pid of a child this test started.
+            unsafe { libc::kill(pid, libc::SIGHUP) };
+        }
+        // SAFETY: as above.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("run {run}: still running 10 s after SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let log = std::fs::read_to_string(&log).unwrap_or_default();
+        assert_eq!(status.code(), Some(0), "run {run}: {status:?}\n{log}");
+        assert!(log.contains("SIGTERM: stopping"), "run {run}: {log}");
+        // It saved (an empty state: nothing was heard) and let go of the file.
+        assert!(state.exists(), "run {run}: no state file\n{log}");
+    }
+}
+
 #[test]
 fn without_a_state_file_nothing_is_locked() {
     let config = format!("{QUIET}state_file = \"\"\n");
