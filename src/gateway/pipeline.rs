@@ -92,6 +92,8 @@ pub struct Pipeline {
     /// what it maps to (apart from [`mapped`](Self::mapped): the record's).
     pub(super) synthetic: String,
     pub(super) xcache_mapped: MappedRecord,
+    /// Which of a source's metrics an answer to gmond has sent.
+    pub(super) answered: Vec<bool>,
 }
 
 impl Pipeline {
@@ -112,6 +114,7 @@ impl Pipeline {
             waiting: HashMap::new(),
             synthetic: String::new(),
             xcache_mapped: MappedRecord::default(),
+            answered: Vec::new(),
         }
     }
 
@@ -560,39 +563,30 @@ impl Pipeline {
             return false;
         };
         self.mapper.map(&record, ip, &mut self.mapped);
-        let spoof = source.host.as_str();
-        let host_key = source.host_key;
-        self.batch.heartbeat_metadata(spoof, host_key);
+        self.batch.heartbeat_metadata(&source.host, source.host_key);
         if let Some((tos, _)) = source.started {
-            self.batch.heartbeat_value(spoof, host_key, tos);
+            self.batch
+                .heartbeat_value(&source.host, source.host_key, tos);
         }
-        let mut number = [0u8; 20];
+        let now_s = seconds(self.epoch, now);
+        // Each metric once, as the record's first reading of it went out.
+        self.answered.clear();
+        self.answered.resize(source.states.len(), false);
         for m in self.mapped.metrics() {
             let Some(&at) = source.index.get(&m.name_key) else {
                 continue;
             };
-            self.batch.metadata(
-                &mut self.title,
-                spoof,
-                host_key,
-                &m,
-                &self.mapped.program,
-                source.metadata_tmax,
-                settings.dmax,
-            );
-            let state = &source.states[at as usize];
-            // The value as last sent: this record's reading plus the offset.
-            let value = match (Counting::of(m.kind), series::parse_u64(m.value.as_bytes())) {
-                (Counting::None, _) | (_, None) => m.value.as_bytes(),
-                (_, Some(raw)) => series::format_u64(&mut number, raw.saturating_add(state.offset)),
+            let at = at as usize;
+            if self.answered.get(at).is_none_or(|&done| done) {
+                continue;
+            }
+            self.answered[at] = true;
+            let out = Out {
+                batch: &mut self.batch,
+                title: &mut self.title,
             };
-            let key = SlotKey {
-                host: host_key,
-                metric: m.name_key,
-            };
-            self.batch.value(spoof, key, m.name, value);
+            append_metric(out, source, at, &m, Due::Answer, now_s, settings);
         }
-        let now_s = seconds(self.epoch, now);
         xcache!(self).packets(source, ip, now_s, settings, true);
         true
     }
@@ -689,20 +683,29 @@ impl XcacheScratch<'_> {
             if crate::catalog::section(m.var) != "pfc" {
                 continue;
             }
-            let Some((at, due)) = source.metric(
-                m.name_key,
-                now_s,
-                interval_s,
-                false,
-                settings.max_metrics_per_source,
-            ) else {
+            let found = if answering {
+                source
+                    .index
+                    .get(&m.name_key)
+                    .map(|&at| (at as usize, Due::Answer))
+            } else {
+                source
+                    .metric(
+                        m.name_key,
+                        now_s,
+                        interval_s,
+                        false,
+                        settings.max_metrics_per_source,
+                    )
+                    .map(|(at, due)| (at, Due::If(due)))
+            };
+            let Some((at, due)) = found else {
                 continue;
             };
             let out = Out {
                 batch: self.batch,
                 title: self.title,
             };
-            let due = if answering { Due::Answer } else { Due::If(due) };
             let (m, v) = append_metric(out, source, at, &m, due, now_s, settings);
             metadata += m;
             values += v;
@@ -758,10 +761,17 @@ fn append_metric(
     }
     let mut number = [0u8; 20];
     let state = &mut source.states[at];
-    let value = series::counter_text(state, m.value.as_bytes(), Counting::of(m.kind), &mut number);
-    if !answering && !state.admit(value, now_s, settings.value_heartbeat, metadata) {
-        return (u64::from(metadata), 0);
-    }
+    let (text, counting) = (m.value.as_bytes(), Counting::of(m.kind));
+    let value = if answering {
+        // The value as last sent: the state stays as the record left it.
+        series::sent_text(state, text, counting, &mut number)
+    } else {
+        let value = series::counter_text(state, text, counting, &mut number);
+        if !state.admit(value, now_s, settings.value_heartbeat, metadata) {
+            return (u64::from(metadata), 0);
+        }
+        value
+    };
     let key = SlotKey {
         host: source.host_key,
         metric: m.name_key,

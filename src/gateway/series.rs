@@ -156,6 +156,22 @@ pub(super) fn counter_text<'t>(
     }
 }
 
+/// Counter text -> the text last sent for it, when the reading is the one
+/// last counted (gmond's metadata request is answered from the last
+/// record): [`counter_text`] without touching the state.
+pub(super) fn sent_text<'t>(
+    state: &MetricState,
+    text: &'t [u8],
+    counting: Counting,
+    buf: &'t mut [u8; 20],
+) -> &'t [u8] {
+    match (counting, parse_u64(text)) {
+        (Counting::None, _) | (_, None) => text,
+        (_, Some(_)) if state.offset == 0 => text,
+        (_, Some(raw)) => format_u64(buf, raw.saturating_add(state.offset)),
+    }
+}
+
 /// Plain decimal digits (at most 19) as a number.
 pub(super) fn parse_u64(text: &[u8]) -> Option<u64> {
     if text.is_empty() || text.len() > 19 {
@@ -235,8 +251,15 @@ mod tests {
             counter_text(&mut s, b"8", Counting::Resets, &mut buf),
             b"50"
         );
+        // What was last sent, again, and the state stays as it was.
+        let before = (s.last_raw, s.offset);
+        assert_eq!(sent_text(&s, b"8", Counting::Resets, &mut buf), b"50");
+        assert_eq!((s.last_raw, s.offset), before);
         assert_eq!(counter_text(&mut s, b"x", Counting::Resets, &mut buf), b"x");
         assert_eq!(counter_text(&mut s, b"7", Counting::None, &mut buf), b"7");
+        assert_eq!(sent_text(&s, b"7", Counting::None, &mut buf), b"7");
+        let fresh = MetricState::new(1, 0);
+        assert_eq!(sent_text(&fresh, b"42", Counting::Wraps32, &mut buf), b"42");
         assert_eq!(format_u64(&mut buf, u64::MAX), b"18446744073709551615");
         assert_eq!(parse_u64(b"18446744073709551615"), None);
         assert_eq!(

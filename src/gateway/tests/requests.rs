@@ -48,6 +48,48 @@ fn a_metadata_request_is_answered_with_the_hosts_metadata_once_per_holdoff() {
 }
 
 #[test]
+fn an_answer_repeats_what_was_sent_and_counts_nothing() {
+    let mut r = Rig::new("metadata_requests = [\"127.0.0.1:8650\"]\n");
+    r.feed(
+        link_record(1_700_000_000, 77, 5000, 1, 4),
+        "10.0.0.1:40000",
+        0,
+    );
+    // Restarted (new pid), and a record naming link.in twice: its first
+    // reading is the one sent (5000 + 10).
+    let twice = link_record(1_700_000_000, 78, 10, 1, 4).replace(
+        "</statistics>",
+        r#"<stats id="link"><in>3</in></stats></statistics>"#,
+    );
+    r.feed(&twice, "10.0.0.1:40000", 10);
+    assert_eq!(r.values()["xrootd.link.in"], "5010");
+    let at = r.at(11);
+    assert!(r.p.answer(&request("xrootd.link.in"), at, &r.s));
+    let sent: Vec<_> = r
+        .packets()
+        .into_iter()
+        .filter_map(|p| match p {
+            crate::ganglia::xdr::Packet::Value { id, value, .. } if id.name == "xrootd.link.in" => {
+                Some(value)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        sent,
+        [crate::ganglia::xdr::Value::Str("5010".into())],
+        "the answer sends each metric once, as last sent"
+    );
+    // The answer took nothing into the count: the next reading continues.
+    r.feed(
+        link_record(1_700_000_000, 78, 25, 1, 4),
+        "10.0.0.1:40000",
+        20,
+    );
+    assert_eq!(r.values()["xrootd.link.in"], "5025");
+}
+
+#[test]
 fn an_answer_does_not_postpone_the_periodic_metadata() {
     let mut r = Rig::new("metadata_requests = [\"127.0.0.1:8650\"]\n");
     let rec = link_record(1_700_000_000, 77, 5000, 1, 4);
