@@ -54,8 +54,10 @@ fn sigterm_after_a_burst_stops_within_drain_timeout_and_saves_the_state() {
     let took = asked.elapsed();
     let log = gw.proc.log_text();
     assert!(status.success(), "exit status {status:?}: {log}");
+    // drain_timeout (1 s), the save and the runtime's shutdown: far from
+    // the 30 s a full send would take (slack for a loaded machine).
     assert!(
-        took < Duration::from_secs(4),
+        took < Duration::from_secs(10),
         "took {took:?} to stop: {log}"
     );
     assert!(log.contains("queued packets not sent"), "{log}");
@@ -90,14 +92,18 @@ fn a_newer_value_replaces_a_queued_one_and_gmond_shows_the_latest() {
     // Every metric of the record (96 and the heartbeat, as `xrd2ganglia
     // dump` lists them: 102 before report times and raw CPU halves were
     // left out by default), with its metadata, and link.in at its last value.
-    let x = gmond.wait_for(Duration::from_secs(20), "every metric", |x| {
-        x.hosts
-            .get("ds1.example.org")
-            .is_some_and(|h| h.metrics.len() == 96)
+    let last = (157_410 + 19 * 1000).to_string();
+    let x = gmond.wait_for(Duration::from_secs(20), "every metric, link.in last", |x| {
+        x.hosts.get("ds1.example.org").is_some_and(|h| {
+            h.metrics.len() == 96
+                && h.metrics
+                    .get("xrootd.ds.link.in")
+                    .is_some_and(|m| m.get("VAL") == last)
+        })
     });
     assert_eq!(
         x.metric("ds1.example.org", "xrootd.ds.link.in").get("VAL"),
-        (157_410 + 19 * 1000).to_string()
+        last
     );
     let status = gw.proc.terminate();
     assert!(status.success());

@@ -351,11 +351,12 @@ mod tests {
         let took = start.elapsed();
         let got = sink.join().unwrap().len();
         // 20 at once, then 2,000/s: about 420 in 0.2 s; never more than
-        // the bucket allows in the time it had.
+        // the bucket allows in the time it had. (The lower bounds leave
+        // room for a loaded machine that starves the sender's thread.)
         let allowed = 20.0 + 2000.0 * took.as_secs_f64();
         assert!(got as f64 <= allowed, "{got} sent in {took:?}");
-        assert!(got >= 200, "{got} sent in {took:?}");
-        assert!(took < Duration::from_millis(400), "{took:?}");
+        assert!(got >= 100, "{got} sent in {took:?}");
+        assert!(took < Duration::from_secs(1), "{took:?}");
         // Every packet queued was sent, replaced by a newer one, or counted unsent.
         let c = counters.snapshot();
         assert_eq!(got as u64 + c.packets_unsent + c.packets_conflated, 2000);

@@ -281,7 +281,8 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.to_string(), "not taken within 1 s");
-        assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+        // Near the 1 s deadline (slack for a loaded machine).
+        assert!(t.elapsed() < Duration::from_secs(6), "{:?}", t.elapsed());
         given_up.store(true, Relaxed);
         slow.join().unwrap();
         // A client that reads gets the whole document.
