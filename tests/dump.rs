@@ -3,12 +3,13 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, ErrorKind, Write};
 use std::net::UdpSocket;
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::{Duration, Instant};
 
-use common::{Gateway, Scratch, free_port, send_from};
+use common::{Gateway, Scratch, free_port, send_from, udp_bound};
 use serde_json::Value;
 use xrd2ganglia::ganglia::xdr::{Metadata, Packet, decode};
 
@@ -20,17 +21,48 @@ fn bin() -> Command {
 
 type Key = (String, String);
 
+/// How long serve may take to send the first packet for a record.
+const FIRST_PACKET: Duration = Duration::from_secs(10);
+/// Quiet after the last packet that means serve has sent all it will.
+const QUIET: Duration = Duration::from_secs(2);
+/// How long serve may go on sending (it sends a record's packets at once).
+const SENDING: Duration = Duration::from_secs(30);
+
 /// What a real `serve` sent for one record, as (host, name) -> fields.
 fn sent_by_serve(record: &[u8]) -> BTreeMap<Key, BTreeMap<&'static str, String>> {
     let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
-    sink.set_read_timeout(Some(Duration::from_millis(500)))
-        .unwrap();
+    sink.set_read_timeout(Some(FIRST_PACKET)).unwrap();
     let gw = Gateway::start(sink.local_addr().unwrap().port(), CONFIG);
     gw.send(record);
+    let started = Instant::now();
+    let mut packets = 0usize;
     let mut meta: BTreeMap<Key, Metadata<'static>> = BTreeMap::new();
     let mut out = BTreeMap::new();
     let mut buf = [0u8; 2048];
-    while let Ok((n, _)) = sink.recv_from(&mut buf) {
+    loop {
+        let n = match sink.recv_from(&mut buf) {
+            Ok((n, _)) => n,
+            // A signal (another test's child exiting) interrupted the wait.
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                assert!(
+                    packets > 0,
+                    "serve sent no packet within {FIRST_PACKET:?} of the record; its log:\n{}",
+                    gw.proc.log_text()
+                );
+                // QUIET with nothing more: that is all.
+                break;
+            }
+            Err(e) => panic!("receive from serve: {e}"),
+        };
+        if packets == 0 {
+            sink.set_read_timeout(Some(QUIET)).unwrap();
+        }
+        packets += 1;
+        assert!(
+            started.elapsed() < SENDING,
+            "serve still sending after {SENDING:?} ({packets} packets) for one record"
+        );
         match decode(&buf[..n]).unwrap().into_owned() {
             Packet::Metadata { id, meta: m } => {
                 meta.insert((id.host.into_owned(), id.name.into_owned()), m);
@@ -188,26 +220,77 @@ fn bad_records_are_reported_and_the_rest_dumped() {
     assert!(rows.iter().any(|r| r["name"] == "cmsd.mgr.cmsm.sel.t"));
 }
 
+/// A child process, killed (by its pid) on drop.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[test]
 fn dump_from_a_live_port() {
+    const WAIT: Duration = Duration::from_secs(10);
     let port = free_port();
-    let mut child = bin()
-        .args(["dump", "--json", "--listen", &format!("127.0.0.1:{port}")])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    send_from(
-        "127.0.0.3:0",
-        &format!("127.0.0.1:{port}"),
-        &common::fixture("ds_idle.xml"),
+    let mut child = Killed(
+        bin()
+            .args(["dump", "--json", "--listen", &format!("127.0.0.1:{port}")])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
     );
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let _ = child.kill();
-    let _ = child.wait();
+    // Until it has bound the port, a datagram would be lost.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (bound, sockets) = udp_bound(child.0.id(), port);
+        if bound {
+            break;
+        }
+        if let Ok(Some(status)) = child.0.try_wait() {
+            panic!("dump exited ({status}) before binding UDP port {port}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "dump did not bind UDP port {port} within {WAIT:?} (sockets on that port: {sockets:?})"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Its first line, read aside so that the wait has a deadline.
+    let stdout = child.0.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut line = String::new();
+        let read = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(read.map(|_| line));
+    });
+    // Sent again every 2 s until a line comes, in case one is lost.
+    let mut sent = 0;
+    let line = loop {
+        send_from(
+            "127.0.0.3:0",
+            &format!("127.0.0.1:{port}"),
+            &common::fixture("ds_idle.xml"),
+        );
+        sent += 1;
+        match rx.recv_timeout(Duration::from_secs(2)) {
+            Ok(Ok(line)) if !line.is_empty() => break line,
+            Ok(Ok(_)) => panic!(
+                "dump closed its stdout without a line ({:?})",
+                child.0.try_wait()
+            ),
+            Ok(Err(e)) => panic!("read dump's stdout: {e}"),
+            Err(RecvTimeoutError::Timeout) => assert!(
+                Instant::now() < deadline,
+                "dump printed no line within {WAIT:?} of its start ({sent} datagrams sent to 127.0.0.1:{port}; exited: {:?})",
+                child.0.try_wait()
+            ),
+            Err(RecvTimeoutError::Disconnected) => panic!("the reader of dump's stdout died"),
+        }
+    };
+    drop(child);
+    let _ = reader.join();
     let row: Value = serde_json::from_str(&line).unwrap();
     assert_eq!(row["host"], "127.0.0.3:vm");
     assert_eq!(row["name"], "heartbeat");

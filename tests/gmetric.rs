@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::io::ErrorKind;
 use std::net::UdpSocket;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -22,6 +23,28 @@ struct Run {
     datagrams: Vec<Vec<u8>>,
 }
 
+/// How long the capture socket waits for a datagram before it is taken as
+/// "no more": loopback datagrams are normally queued before the sender
+/// exits, but a loaded machine may deliver them a little later.
+const QUIET: Duration = Duration::from_millis(200);
+
+/// One datagram from `socket`, waiting up to its read timeout (QUIET). A
+/// signal (another test's child exiting) interrupting the wait is no answer:
+/// the wait goes on.
+fn recv(socket: &UdpSocket, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        match socket.recv_from(buf) {
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            r => return r.map(|(n, _)| n),
+        }
+    }
+}
+
+/// Whether `e` is the read timeout expiring, not a failure.
+fn timed_out(e: &std::io::Error) -> bool {
+    matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
+}
+
 /// A gmond.conf with `channels` unicast channels to one capture socket (each
 /// from its own source address), plus `extra` text.
 struct Target {
@@ -33,10 +56,7 @@ struct Target {
 impl Target {
     fn new(channels: usize, extra: &str) -> Target {
         let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-        // Loopback datagrams are queued before the sender exits: a short wait suffices.
-        socket
-            .set_read_timeout(Some(Duration::from_millis(50)))
-            .unwrap();
+        socket.set_read_timeout(Some(QUIET)).unwrap();
         let port = socket.local_addr().unwrap().port();
         let dir = Scratch::new("gmetric");
         let mut text = String::from(extra);
@@ -63,8 +83,12 @@ impl Target {
             .unwrap_or_else(|e| panic!("{program}: {e} (is ganglia-monitor installed?)"));
         let mut datagrams = Vec::new();
         let mut buf = [0u8; 2048];
-        while let Ok((n, _)) = self.socket.recv_from(&mut buf) {
-            datagrams.push(buf[..n].to_vec());
+        loop {
+            match recv(&self.socket, &mut buf) {
+                Ok(n) => datagrams.push(buf[..n].to_vec()),
+                Err(e) if timed_out(&e) => break,
+                Err(e) => panic!("receive {program}'s datagrams: {e}"),
+            }
         }
         Run {
             code: out.status.code(),
@@ -531,7 +555,8 @@ fn called_through_a_link_named_gmetric() {
         .unwrap();
     assert!(via_link.success());
     let mut buf = [0u8; 2048];
-    let (n, _) = t.socket.recv_from(&mut buf).unwrap();
+    let n = recv(&t.socket, &mut buf)
+        .unwrap_or_else(|e| panic!("no datagram from gmetric via the link within {QUIET:?}: {e}"));
     assert_eq!(u32::from_be_bytes(buf[..4].try_into().unwrap()), 128);
     assert!(n > 40);
     // Option errors name the program as called, like gmetric.
@@ -593,8 +618,8 @@ fn dry_run_prints_packets_and_sends_nothing() {
         assert!(text.contains(expect), "{expect:?} not in:\n{text}");
     }
     let mut buf = [0u8; 64];
-    assert!(
-        t.socket.recv_from(&mut buf).is_err(),
-        "dry run sent a datagram"
-    );
+    let sent = recv(&t.socket, &mut buf);
+    assert!(sent.is_err(), "dry run sent a datagram");
+    let e = sent.unwrap_err();
+    assert!(timed_out(&e), "receive from the capture socket: {e}");
 }

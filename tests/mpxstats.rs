@@ -5,14 +5,60 @@ mod common;
 
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-use common::{Capture, Scratch, Xrootd, free_port, send_from};
+use common::{Capture, Scratch, Xrootd, free_port, send_from, udp_bound};
 
-/// A running mpxstats (real or ours) whose stdout and stderr we collect.
+/// How long any wait for an mpxstats (binding its port, printing) may take.
+const WAIT: Duration = Duration::from_secs(10);
+
+/// A running mpxstats (real or ours) whose stdout and stderr we collect as
+/// they are written; killed (by its pid) on drop.
 struct Mpx {
     child: Child,
     port: u16,
+    /// The command line, for messages.
+    what: String,
+    out: Arc<Mutex<Vec<u8>>>,
+    err: Arc<Mutex<Vec<u8>>>,
+    readers: Vec<JoinHandle<()>>,
+}
+
+/// Everything `from` yields until end of file, appended to the returned
+/// buffer as it arrives.
+fn collect(mut from: impl Read + Send + 'static) -> (Arc<Mutex<Vec<u8>>>, JoinHandle<()>) {
+    let text = Arc::new(Mutex::new(Vec::new()));
+    let into = Arc::clone(&text);
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 8192];
+        loop {
+            match from.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => into
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+    });
+    (text, reader)
+}
+
+fn text(buf: &Mutex<Vec<u8>>) -> String {
+    String::from_utf8_lossy(&buf.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
+}
+
+/// Records in mpxstats output of `format` printed so far: flat records end
+/// with an empty line, cgi and xml ones are a line each (complete lines only).
+fn printed(format: &str, out: &str) -> usize {
+    match format {
+        "flat" => out.matches("\n\n").count(),
+        _ => out.matches('\n').count(),
+    }
 }
 
 impl Mpx {
@@ -33,39 +79,112 @@ impl Mpx {
     }
 
     fn spawn(mut cmd: Command, port: u16) -> Mpx {
-        let child = cmd
+        let what = format!("{cmd:?}");
+        let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("start mpxstats (xrootd-server installed?)");
-        Mpx { child, port }
+        let (out, out_reader) = collect(child.stdout.take().expect("piped stdout"));
+        let (err, err_reader) = collect(child.stderr.take().expect("piped stderr"));
+        Mpx {
+            child,
+            port,
+            what,
+            out,
+            err,
+            readers: vec![out_reader, err_reader],
+        }
     }
 
     fn send(&self, datagram: &[u8]) {
         send_from("127.0.0.1:0", &format!("127.0.0.1:{}", self.port), datagram);
     }
 
-    /// Stops it and returns (stdout, stderr).
-    fn finish(mut self) -> (String, String) {
-        std::thread::sleep(Duration::from_millis(300));
+    /// Panics if it has exited (it never exits by itself while serving).
+    fn check_running(&mut self, awaited: &str) {
+        if let Ok(Some(status)) = self.child.try_wait() {
+            panic!(
+                "{} exited ({status}) while waiting for {awaited}; stdout:\n{}\nstderr:\n{}",
+                self.what,
+                text(&self.out),
+                text(&self.err)
+            );
+        }
+    }
+
+    /// Waits until it has bound its UDP port: datagrams sent from then on
+    /// are queued for it.
+    fn wait_bound(&mut self) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let (bound, sockets) = udp_bound(self.child.id(), self.port);
+            if bound {
+                return;
+            }
+            self.check_running(&format!("UDP port {}", self.port));
+            assert!(
+                Instant::now() < deadline,
+                "{} did not bind UDP port {} within {WAIT:?} (sockets on that port: {sockets:?}); stderr so far:\n{}",
+                self.what,
+                self.port,
+                text(&self.err)
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Waits until `done(stdout, stderr)` holds for what it printed so far.
+    fn wait_output(&mut self, awaited: &str, done: impl Fn(&str, &str) -> bool) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let (out, err) = (text(&self.out), text(&self.err));
+            if done(&out, &err) {
+                return;
+            }
+            self.check_running(awaited);
+            assert!(
+                Instant::now() < deadline,
+                "{} did not print {awaited} within {WAIT:?}; stdout so far:\n{out}\nstderr so far:\n{err}",
+                self.what
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Waits until it has printed `awaited` (`done(stdout, stderr)` holds),
+    /// then stops it and returns (stdout, stderr).
+    fn finish(mut self, awaited: &str, done: impl Fn(&str, &str) -> bool) -> (String, String) {
+        self.wait_output(awaited, done);
         let _ = self.child.kill();
-        let mut out = String::new();
-        let mut err = String::new();
-        let _ = self.child.stdout.take().unwrap().read_to_string(&mut out);
-        let _ = self.child.stderr.take().unwrap().read_to_string(&mut err);
         let _ = self.child.wait();
-        (out, err)
+        for r in std::mem::take(&mut self.readers) {
+            let _ = r.join();
+        }
+        (text(&self.out), text(&self.err))
     }
 }
 
-/// Sends every datagram to both, one at a time (mpxstats reverses bursts).
-fn feed(a: &Mpx, b: &Mpx, datagrams: &[Vec<u8>]) {
-    std::thread::sleep(Duration::from_millis(400));
-    for d in datagrams {
+impl Drop for Mpx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sends every datagram to both, one at a time (mpxstats reverses bursts):
+/// each is sent once both have bound their port and printed the one before
+/// (output of `format`).
+fn feed(a: &mut Mpx, b: &mut Mpx, format: &str, datagrams: &[Vec<u8>]) {
+    a.wait_bound();
+    b.wait_bound();
+    for (i, d) in datagrams.iter().enumerate() {
         a.send(d);
         b.send(d);
-        std::thread::sleep(Duration::from_millis(30));
+        let awaited = format!("{} -f {format} record(s) (datagram {i} sent)", i + 1);
+        a.wait_output(&awaited, |out, _| printed(format, out) > i);
+        b.wait_output(&awaited, |out, _| printed(format, out) > i);
     }
 }
 
@@ -121,17 +240,19 @@ fn compatible_records() -> Vec<Vec<u8>> {
 fn same_output_as_real_mpxstats() {
     let records = compatible_records();
     for (format, ours_extra) in [("flat", "--compat"), ("cgi", "--compat"), ("xml", "")] {
-        let real = Mpx::real(&["-f", format]);
-        let ours = Mpx::ours(
+        let mut real = Mpx::real(&["-f", format]);
+        let mut ours = Mpx::ours(
             &["-f", format, ours_extra]
                 .iter()
                 .copied()
                 .filter(|a| !a.is_empty())
                 .collect::<Vec<_>>(),
         );
-        feed(&real, &ours, &records);
-        let (real_out, _) = real.finish();
-        let (ours_out, ours_err) = ours.finish();
+        feed(&mut real, &mut ours, format, &records);
+        let all = format!("all {} -f {format} records", records.len());
+        let (real_out, _) = real.finish(&all, |out, _| printed(format, out) >= records.len());
+        let (ours_out, ours_err) =
+            ours.finish(&all, |out, _| printed(format, out) >= records.len());
         assert!(
             !real_out.is_empty(),
             "real mpxstats printed nothing for -f {format}"
@@ -154,10 +275,10 @@ fn same_output_as_real_mpxstats() {
 /// with the fixtures; no reverse DNS lookup is made here).
 #[test]
 fn sender_like_mpxstats() {
-    let ours = Mpx::ours(&["-f", "flat", "-s", "--compat"]);
-    std::thread::sleep(Duration::from_millis(300));
+    let mut ours = Mpx::ours(&["-f", "flat", "-s", "--compat"]);
+    ours.wait_bound();
     ours.send(&common::fixture("ds_loaded.xml"));
-    let (out, _) = ours.finish();
+    let (out, _) = ours.finish("one flat record", |out, _| printed("flat", out) >= 1);
     let expected = String::from_utf8(common::fixture("ds_loaded.flat-s")).unwrap();
     assert_eq!(out, expected);
 }
@@ -169,9 +290,19 @@ fn fixed_defects() {
     let padding = "<x>1</x>".repeat(1200);
     let big = format!(r#"<statistics tod="1" ver="v5" src="big:1" tos="1" pgm="xrootd" ins="anon" pid="5"><stats id="pad">{padding}<last>42</last></stats></statistics>"#).into_bytes();
     assert!(big.len() > 8190);
-    let real = Mpx::real(&["-f", "flat"]);
-    let ours = Mpx::ours(&["-f", "flat"]);
-    feed(&real, &ours, &[spaces.clone(), big.clone()]);
+    let mut real = Mpx::real(&["-f", "flat"]);
+    let mut ours = Mpx::ours(&["-f", "flat"]);
+    // One at a time: the big one only once the first is printed (mpxstats
+    // prints nothing for the big one, so there is nothing to wait for there).
+    real.wait_bound();
+    ours.wait_bound();
+    real.send(&spaces);
+    ours.send(&spaces);
+    real.wait_output("the record with spaces", |out, _| printed("flat", out) >= 1);
+    ours.wait_output("the record with spaces", |out, _| printed("flat", out) >= 1);
+    real.send(&big);
+    ours.send(&big);
+    ours.wait_output("the big record", |out, _| printed("flat", out) >= 2);
     // A burst, back to back, and two malformed datagrams.
     std::thread::sleep(Duration::from_millis(100));
     for i in 0..20 {
@@ -185,8 +316,17 @@ fn fixed_defects() {
         real.send(bad);
         ours.send(bad);
     }
-    let (real_out, _) = real.finish();
-    let (ours_out, ours_err) = ours.finish();
+    // mpxstats prints the one with spaces and the burst (not the big one,
+    // nor the malformed ones); ours all of them, and a line per malformed
+    // one on stderr.
+    let (real_out, _) = real.finish(
+        "21 records (the one with spaces, the burst of 20)",
+        |out, _| printed("flat", out) >= 21,
+    );
+    let (ours_out, ours_err) = ours.finish(
+        "22 records and 2 lines on stderr (the malformed datagrams)",
+        |out, err| printed("flat", out) >= 22 && err.matches('\n').count() >= 2,
+    );
 
     // Values with spaces stay whole (mpxstats splits them), site is kept.
     assert!(
@@ -262,10 +402,10 @@ fn called_through_a_link_named_mpxstats() {
     let port = free_port();
     let mut cmd = Command::new(&link);
     cmd.args(["-f", "cgi", "-p", &port.to_string(), "--compat"]);
-    let m = Mpx::spawn(cmd, port);
-    std::thread::sleep(Duration::from_millis(300));
+    let mut m = Mpx::spawn(cmd, port);
+    m.wait_bound();
     m.send(&common::fixture("srv_cmsd.xml"));
-    let (out, _) = m.finish();
+    let (out, _) = m.finish("one cgi record", |out, _| printed("cgi", out) >= 1);
     assert_eq!(
         out,
         String::from_utf8(common::fixture("srv_cmsd.cgi")).unwrap()

@@ -8,7 +8,7 @@
 mod common;
 
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{Gmond, Scratch, free_port};
 
@@ -50,9 +50,24 @@ fn multicast_and_unicast_channels_at_once() {
         let mut gw = Command::new(env!("CARGO_BIN_EXE_xrd2ganglia"));
         gw.args(["serve", "--config"]).arg(&conf).args(["--listen", &format!("127.0.0.1:{port}")]);
         let log = dir.path().join("gw.log");
-        gw.stdout(std::fs::File::create(&log).unwrap()).stderr(std::fs::File::create(dir.path().join("gw.err")).unwrap());
+        let err = dir.path().join("gw.err");
+        gw.stdout(std::fs::File::create(&log).unwrap()).stderr(std::fs::File::create(&err).unwrap());
         let mut child = gw.spawn().unwrap();
-        std::thread::sleep(Duration::from_millis(500));
+        // Its sockets are bound once it says "serving" (stdout or stderr).
+        let said = || {
+            let read = |p: &std::path::Path| std::fs::read_to_string(p).unwrap_or_default();
+            format!("stdout:\n{}\nstderr:\n{}", read(&log), read(&err))
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !said().contains("serving") {
+            let exited = child.try_wait();
+            if matches!(exited, Ok(Some(_))) || Instant::now() >= deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("gateway did not say 'serving' within 10 s (exited: {exited:?}); it said\n{}", said());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let rec = r#"<statistics tod="1700000100" ver="v5.5.3" src="mc.example.org:1094" tos="1700000000" pgm="xrootd" ins="anon" pid="1" site="S"><stats id="link"><in>77</in></stats></statistics>"#;
         for _ in 0..3 {
             common::send_from("127.0.0.1:0", &format!("127.0.0.1:{port}"), rec.as_bytes());

@@ -301,3 +301,35 @@ pub fn fixture(name: &str) -> Vec<u8> {
         .join(name);
     std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
+
+/// The sockets bound to UDP `port` (any address, IPv4 or IPv6) in the
+/// network namespace of process `pid`, as "socket:[inode]", and whether
+/// one of them is that process's.
+pub fn udp_bound(pid: u32, port: u16) -> (bool, Vec<String>) {
+    let sockets: Vec<String> = ["udp", "udp6"]
+        .iter()
+        .filter_map(|t| std::fs::read_to_string(format!("/proc/{pid}/net/{t}")).ok())
+        .flat_map(|table| {
+            table
+                .lines()
+                .skip(1)
+                .filter_map(|l| {
+                    let cols: Vec<&str> = l.split_whitespace().collect();
+                    let local_port = cols.get(1)?.rsplit_once(':')?.1;
+                    let inode = cols.get(9)?;
+                    (u16::from_str_radix(local_port, 16).ok()? == port)
+                        .then(|| format!("socket:[{inode}]"))
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let owned = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|fd| {
+            std::fs::read_link(fd.path())
+                .is_ok_and(|l| sockets.iter().any(|s| l.to_str() == Some(s.as_str())))
+        });
+    (owned, sockets)
+}
