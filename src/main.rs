@@ -233,6 +233,22 @@ fn check_config(config: &ConfigArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// The configuration's naming and filters, for commands that send nothing
+/// (`dump`, `gweb`). Where the data goes is irrelevant there: settled on
+/// the command line, so that neither gmond.conf nor the file's send and
+/// xml_listen (a gmetad-polled site has send = false) can stop them.
+fn settings_for_naming(config: Option<&Path>) -> Result<config::Settings, ExitCode> {
+    let overrides = Overrides {
+        no_send: true,
+        xml_listen: vec!["127.0.0.1:8649".into()],
+        ..Default::default()
+    };
+    config::load(config, &overrides).map_err(|e| {
+        eprintln!("xrd2ganglia: {e}");
+        ExitCode::from(CANNOT_START)
+    })
+}
+
 fn gweb(
     config: Option<PathBuf>,
     instances: Vec<String>,
@@ -242,20 +258,9 @@ fn gweb(
     out: &Path,
 ) -> ExitCode {
     use xrd2ganglia::gweb;
-    // Where the data goes is irrelevant here: settled on the command line,
-    // so that neither gmond.conf nor the file's send and xml_listen (a
-    // gmetad-polled site has send = false) can stop it.
-    let overrides = Overrides {
-        no_send: true,
-        xml_listen: vec!["127.0.0.1:8649".into()],
-        ..Default::default()
-    };
-    let settings = match config::load(config.as_deref(), &overrides) {
+    let settings = match settings_for_naming(config.as_deref()) {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("xrd2ganglia: {e}");
-            return ExitCode::from(CANNOT_START);
-        }
+        Err(code) => return code,
     };
     let files = gweb::generate(&gweb::Site {
         naming: settings.metric_name,
@@ -326,20 +331,9 @@ fn dump(
     input: Option<PathBuf>,
 ) -> ExitCode {
     use xrd2ganglia::dump::{self, Dumper, Style};
-    // Where the data goes is irrelevant here: settled on the command line,
-    // so that neither gmond.conf nor the file's send and xml_listen (a
-    // gmetad-polled site has send = false) can stop it.
-    let overrides = Overrides {
-        no_send: true,
-        xml_listen: vec!["127.0.0.1:8649".into()],
-        ..Default::default()
-    };
-    let settings = match config::load(config.as_deref(), &overrides) {
+    let settings = match settings_for_naming(config.as_deref()) {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("xrd2ganglia: {e}");
-            return ExitCode::from(CANNOT_START);
-        }
+        Err(code) => return code,
     };
     let style = if json { Style::Json } else { Style::Table };
     let mut dumper = Dumper::new(settings);
