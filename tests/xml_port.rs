@@ -122,7 +122,15 @@ fn last_value(path: &std::path::Path) -> f64 {
 fn the_document_matches_what_gmond_writes_for_the_same_records() {
     let gmond = Gmond::start();
     let xml_port = free_port();
-    let gw = Gateway::start_xml(free_port(), xml_port, Some(gmond.port), QUIET);
+    // A stock gmond's buffer holds about 250 datagrams: at a fifth of the
+    // default rate, a gmond the loaded test machine pauses for a moment
+    // loses none of these records' ~1,600 packets (never sent again here).
+    let gw = Gateway::start_xml(
+        free_port(),
+        xml_port,
+        Some(gmond.port),
+        &format!("{QUIET}max_send_rate = 8000\n"),
+    );
     for i in 0..FIXTURES.len() {
         gw.send_as(&server_ip(i), &server_record(i));
     }
@@ -130,7 +138,8 @@ fn the_document_matches_what_gmond_writes_for_the_same_records() {
         .unwrap()
         .replacen("src=\"vm:", "src=\"six.example:", 1);
     gw.send_v6(v6.as_bytes());
-    let ours = wait_until(Duration::from_secs(5), || {
+    let sent = Instant::now();
+    let ours = wait_until(Duration::from_secs(15), || {
         let x = gw.xml();
         (x.hosts.len() == FIXTURES.len() + 1).then_some(x)
     });
@@ -179,7 +188,13 @@ fn the_document_matches_what_gmond_writes_for_the_same_records() {
                 assert_eq!(m.attrs[a], gm.attrs[a], "{name} {metric} {a}");
             }
             let tn = |x: &common::XmlMetric| x.get("TN").parse::<u32>().unwrap();
-            assert!(tn(m) <= 5 && tn(gm) <= 5, "{name} {metric} TN");
+            // Heard since the records were sent (a loaded machine may
+            // take a while to show them all, so TN grows meanwhile).
+            let age = sent.elapsed().as_secs() as u32 + 1;
+            assert!(
+                tn(m) <= age && tn(gm) <= age,
+                "{name} {metric} TN over {age} s"
+            );
             // Extra data as gmond's, without the packet's SPOOF_HOST.
             let mut expected = gm.extra.clone();
             assert!(expected.remove("SPOOF_HOST").is_some());
@@ -200,7 +215,7 @@ fn wait_until<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
         if let Some(v) = f() {
             return v;
         }
-        assert!(Instant::now() < deadline, "timed out");
+        assert!(Instant::now() < deadline, "timed out after {timeout:?}");
         std::thread::sleep(Duration::from_millis(100));
     }
 }
