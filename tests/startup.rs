@@ -9,7 +9,7 @@ mod common;
 
 use std::net::UdpSocket;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{Gateway, Scratch, free_port};
@@ -29,23 +29,31 @@ fn exit_of(cmd: &mut Command, scratch: &Path) -> (Option<i32>, String) {
         .stderr(err)
         .spawn()
         .unwrap();
+    let status = exit_within_10s(&mut child, || {
+        format!(
+            "{cmd:?}: {}",
+            std::fs::read_to_string(&err_path).unwrap_or_default()
+        )
+    });
+    let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
+    (status.code(), stderr)
+}
+
+/// Waits for our `child` to exit. One still running after 10 s is killed
+/// (by its pid) and the test fails, saying `what`.
+fn exit_within_10s(child: &mut Child, what: impl Fn() -> String) -> ExitStatus {
     let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
+    loop {
         if let Some(status) = child.try_wait().unwrap() {
-            break status;
+            return status;
         }
         if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            panic!(
-                "{cmd:?} still running after 10 s: {}",
-                std::fs::read_to_string(&err_path).unwrap_or_default()
-            );
+            panic!("still running after 10 s: {}", what());
         }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
-    (status.code(), stderr)
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 fn serve(config: &Path, port: u16) -> Command {
@@ -213,17 +221,7 @@ fn signals_sent_as_soon_as_it_says_serving_are_handled() {
         }
         // SAFETY: as above.
         unsafe { libc::kill(pid, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                panic!("run {run}: still running 10 s after SIGTERM");
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
+        let status = exit_within_10s(&mut child, || format!("run {run}, after SIGTERM"));
         let log = std::fs::read_to_string(&log).unwrap_or_default();
         assert_eq!(status.code(), Some(0), "run {run}: {status:?}\n{log}");
         assert!(log.contains("SIGTERM: stopping"), "run {run}: {log}");
