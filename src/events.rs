@@ -26,6 +26,11 @@ impl Counters {
     }
 }
 
+/// A gmond whose receive queue stays full this long is logged: a poll
+/// by gmetad takes a second or two, a gmond that is stopped (SIGSTOP) or
+/// hung does not read at all.
+pub const GMOND_STALL_WARNING: Duration = Duration::from_secs(10);
+
 /// Limits log lines to one per (reason, sender) per interval.
 pub struct LogLimiter {
     interval: Duration,
@@ -203,6 +208,40 @@ impl<'c> Events<'c> {
                 channel,
                 suppressed = s,
                 "gmond is not listening (connection refused); still sending"
+            );
+        }
+    }
+
+    /// Packets handed to the kernel for gmond; `resent` of them second copies.
+    pub fn packets_out(&self, sent: usize, resent: usize) {
+        self.counters.packets_sent.fetch_add(sent as u64, Relaxed);
+        if resent > 0 {
+            self.counters
+                .packets_resent
+                .fetch_add(resent as u64, Relaxed);
+        }
+    }
+
+    /// A sender held its packets `ms` more milliseconds because its gmond's
+    /// receive queue was full; gmond has not made room for `stalled`.
+    pub fn held_for_gmond(
+        &mut self,
+        channel: &str,
+        target: SocketAddr,
+        ms: u64,
+        stalled: Duration,
+    ) {
+        self.counters.send_held_ms.fetch_add(ms, Relaxed);
+        if stalled >= GMOND_STALL_WARNING
+            && let Some(s) = self
+                .limiter
+                .allow("gmond_stalled", target.ip(), Instant::now())
+        {
+            tracing::warn!(
+                channel,
+                suppressed = s,
+                "gmond has not read its socket for {} s: holding the packets for it (the newest per metric)",
+                stalled.as_secs()
             );
         }
     }

@@ -382,6 +382,7 @@ async fn report_self(
 #[cfg(test)]
 mod tests;
 
+pub mod follow;
 pub mod packets;
 mod pipeline;
 mod queue;

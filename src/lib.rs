@@ -63,5 +63,6 @@ pub mod gstream;
 pub mod gweb;
 pub mod mapping;
 pub mod mpxstats;
+pub mod proc_udp;
 pub mod selfmon;
 pub mod summary;

@@ -5,11 +5,13 @@
 //! Which metrics, with their units and titles, is the counters' table
 //! ([`crate::events::COUNTERS`]): counters are cumulative (slope positive,
 //! graphed as rates), gauges slope both. Kernel receive drops of the listening sockets are read from
-//! /proc/net/udp and udp6 (the `drops` column of our sockets' inodes).
+//! /proc/self/net/udp and udp6 ([`crate::proc_udp`]: the drops of our sockets'
+//! inodes).
 
 use std::os::fd::RawFd;
 
 use crate::events::{CounterKind, KERNEL_DROPS, Snapshot};
+use crate::proc_udp;
 use std::borrow::Cow::Borrowed;
 
 use crate::ganglia::xdr::{self, Metadata, MetricId, Packet, Slope};
@@ -111,7 +113,7 @@ impl KernelDrops {
             return None;
         }
         let mut total = None;
-        for table in ["/proc/net/udp", "/proc/net/udp6"] {
+        for table in proc_udp::TABLES {
             let Ok(text) = std::fs::read_to_string(table) else {
                 continue;
             };
@@ -123,25 +125,12 @@ impl KernelDrops {
     }
 }
 
-/// Sums the `drops` column (the last) of the rows whose inode (the tenth
-/// column) is one of `inodes`.
+/// Sums the drops of the rows whose inode is one of `inodes`.
 fn drops_in(table: &str, inodes: &[u64]) -> Option<u64> {
-    let mut found = None;
-    for line in table.lines().skip(1) {
-        let cols: Vec<&str> = line.split_whitespace().collect();
-        if cols.len() < 13 {
-            continue;
-        }
-        let Ok(inode) = cols[9].parse::<u64>() else {
-            continue;
-        };
-        if inodes.contains(&inode)
-            && let Ok(d) = cols[cols.len() - 1].parse::<u64>()
-        {
-            found = Some(found.unwrap_or(0) + d);
-        }
-    }
-    found
+    proc_udp::rows(table)
+        .filter(|r| inodes.contains(&r.inode))
+        .map(|r| r.drops)
+        .reduce(|a, b| a + b)
 }
 
 #[cfg(test)]
@@ -161,9 +150,8 @@ mod tests {
         let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let kd = KernelDrops::new(&[std::os::fd::AsRawFd::as_raw_fd(&s)]);
         assert_eq!(kd.inodes.len(), 1);
-        if std::fs::read_to_string("/proc/net/udp").is_ok_and(|t| t.contains("drops")) {
-            assert_eq!(kd.read(), Some(0));
-        }
+        // /proc/self/net: there under the unit's ProcSubset=pid too.
+        assert_eq!(kd.read(), Some(0));
     }
 
     #[test]

@@ -22,6 +22,10 @@ pub const DEFAULT_SEND_RATE: u64 = 40_000;
 /// Packets back to back: well within a stock gmond's receive buffer
 /// (about 250 small datagrams).
 pub const DEFAULT_SEND_BURST: usize = 100;
+/// The latest `resend_after`: a second copy later than this would mostly
+/// repeat a value that a newer report (xrd.report's usual interval is
+/// 15-60 s) has already replaced.
+pub const MAX_RESEND_AFTER: u64 = 60;
 pub const DEFAULT_LISTEN: &[&str] = &["0.0.0.0:3333", "[::]:3333"];
 pub const DEFAULT_GMOND_CONF: &str = "/etc/ganglia/gmond.conf";
 pub const DEFAULT_STATE_FILE: &str = "/var/lib/xrd2ganglia/state";
@@ -78,6 +82,15 @@ pub struct FileConfig {
     /// Per send channel, value packets per second on average; a metadata
     /// packet counts as two (0: unpaced).
     pub max_send_rate: u64,
+    /// A channel whose gmond is on this host follows that gmond's receive
+    /// queue (read in /proc/self/net/udp) instead of `max_send_rate` and
+    /// `send_burst`: it holds its packets while gmond does not read (while
+    /// gmetad polls it) and sends as fast as gmond reads.
+    pub follow_gmond_queue: bool,
+    /// Seconds after which a channel that cannot follow its gmond's queue
+    /// sends each packet a second time, unless a newer one of that metric
+    /// went out meanwhile (0: never).
+    pub resend_after: u64,
     /// At stop, seconds the queued packets may take to go out.
     pub drain_timeout: u64,
     /// "all": every value of every report; "changed": values that changed,
@@ -126,6 +139,8 @@ impl Default for FileConfig {
             self_metrics_interval: 60,
             send_burst: DEFAULT_SEND_BURST,
             max_send_rate: DEFAULT_SEND_RATE,
+            follow_gmond_queue: true,
+            resend_after: 0,
             drain_timeout: 5,
             send_values: "all".into(),
             value_heartbeat: None,

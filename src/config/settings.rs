@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use ipnet::IpNet;
 
-use super::file::{ChannelConfig, DEFAULT_GMOND_CONF, DEFAULT_VALUE_HEARTBEAT, FileConfig};
+use super::file::{
+    ChannelConfig, DEFAULT_GMOND_CONF, DEFAULT_VALUE_HEARTBEAT, FileConfig, MAX_RESEND_AFTER,
+};
 use super::{ConfigError, bad};
 use crate::ganglia::channel::ChannelSpec;
 use crate::ganglia::gmond_conf;
@@ -66,6 +68,12 @@ pub struct Settings {
     pub send_burst: usize,
     /// Packets per second per channel, on average (0: unpaced).
     pub max_send_rate: u64,
+    /// Whether a channel to a gmond on this host follows its receive queue
+    /// (instead of `max_send_rate` and `send_burst`).
+    pub follow_gmond_queue: bool,
+    /// A channel that does not follow its gmond's queue sends each packet
+    /// again this long after (None: never).
+    pub resend_after: Option<Duration>,
     /// At stop, queued packets are sent for at most this long.
     pub drain_timeout: Duration,
     /// Changed-only sending: an unchanged value is sent again after this
@@ -302,6 +310,13 @@ pub fn validate(
             return Err(bad(key, 0, "must be at least 1"));
         }
     }
+    if file.resend_after > MAX_RESEND_AFTER {
+        return Err(bad(
+            "resend_after",
+            file.resend_after,
+            format!("must be at most {MAX_RESEND_AFTER} (seconds; 0: never)"),
+        ));
+    }
     let secs = Duration::from_secs;
     Ok(Settings {
         source,
@@ -323,6 +338,8 @@ pub fn validate(
         self_metrics_interval: secs(file.self_metrics_interval),
         send_burst: file.send_burst,
         max_send_rate: file.max_send_rate,
+        follow_gmond_queue: file.follow_gmond_queue,
+        resend_after: (file.resend_after > 0).then(|| secs(file.resend_after)),
         drain_timeout: secs(file.drain_timeout),
         value_heartbeat,
         state_file,

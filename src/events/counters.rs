@@ -114,6 +114,12 @@ counters! {
         "Metadata packets (128) encoded for gmond.";
     value_packets: Counter "value_packets", "packets/s", "Value packets",
         "Value packets (133, 132) encoded for gmond.";
+    packets_sent: Counter "packets_sent", "packets/s", "Packets sent",
+        "Packets handed to the kernel for gmond, every channel, resent ones included.";
+    packets_resent: Counter "packets_resent", "packets/s", "Packets sent again",
+        "Packets sent a second time, resend_after seconds after the first, to a gmond whose queue cannot be followed.";
+    send_held_ms: Counter "send_held", "ms/s", "Sending held for gmond",
+        "Time a sender held its packets because its gmond's receive queue was full (gmond not reading: gmetad polling it).";
     send_errors: Counter "send_errors", "errors/s", "Send errors",
         "Sends to gmond that failed.";
     send_refused: Counter "send_refused", "packets/s", "Sends refused",
@@ -135,7 +141,7 @@ counters! {
     packets_unsent: Counter "packets_unsent", "packets/s", "Packets unsent at stop",
         "Queued packets dropped at stop because drain_timeout passed.";
     send_queue: Gauge "send_queue", "packets", "Send queue",
-        "Packets waiting in the send queues (all channels), paced to max_send_rate.";
+        "Packets waiting in the send queues (all channels), paced to gmond's receive queue or max_send_rate.";
     send_queue_age_ms: Gauge "send_queue_age", "ms", "Send queue age",
         "How long the oldest queued packet has waited: the delay the pacing adds.";
     xml_polls: Counter "xml_polls", "polls/s", "XML polls answered",

@@ -141,6 +141,36 @@ impl SendQueue {
     /// metadata packet `metadata_cost` (the last one taken may overdraw
     /// the budget by less than that). Returns the tokens spent.
     pub fn pop(&mut self, budget: usize, metadata_cost: usize, out: &mut Outgoing) -> usize {
+        self.pop_while(budget, metadata_cost, out, None, |_| false)
+    }
+
+    /// As [`pop`](Self::pop), but only the slots first queued at or before
+    /// `cutoff`; a slot for which `skip` says true is dropped unsent.
+    pub fn pop_queued_by(
+        &mut self,
+        cutoff: Instant,
+        budget: usize,
+        metadata_cost: usize,
+        out: &mut Outgoing,
+        skip: impl Fn(SlotKey) -> bool,
+    ) -> usize {
+        self.pop_while(budget, metadata_cost, out, Some(cutoff), skip)
+    }
+
+    fn pop_while(
+        &mut self,
+        budget: usize,
+        metadata_cost: usize,
+        out: &mut Outgoing,
+        cutoff: Option<Instant>,
+        skip: impl Fn(SlotKey) -> bool,
+    ) -> usize {
+        let cutoff_ms = match cutoff.map(|c| c.checked_duration_since(self.epoch)) {
+            // Nothing was queued before the queue's epoch.
+            Some(None) => return 0,
+            Some(Some(since_epoch)) => Some(since_epoch.as_millis()),
+            None => None,
+        };
         let mut spent = 0;
         let mut packets = 0;
         while spent < budget {
@@ -148,21 +178,37 @@ impl SendQueue {
                 break;
             };
             let slot = &mut self.slots[at as usize];
+            if cutoff_ms.is_some_and(|c| u128::from(slot.since_ms) > c) {
+                break;
+            }
+            let send = !skip(slot.key);
             if slot.metadata.len > 0 {
-                out.push(span_bytes(&self.arena, slot.metadata));
+                if send {
+                    out.push(
+                        slot.key,
+                        PacketKind::Metadata,
+                        span_bytes(&self.arena, slot.metadata),
+                    );
+                    spent += metadata_cost;
+                }
                 self.garbage += slot.metadata.len as usize;
                 slot.metadata = Span::default();
-                spent += metadata_cost;
                 packets += 1;
                 if spent >= budget && slot.value.len > 0 {
                     break;
                 }
             }
             if slot.value.len > 0 {
-                out.push(span_bytes(&self.arena, slot.value));
+                if send {
+                    out.push(
+                        slot.key,
+                        PacketKind::Value,
+                        span_bytes(&self.arena, slot.value),
+                    );
+                    spent += 1;
+                }
                 self.garbage += slot.value.len as usize;
                 slot.value = Span::default();
-                spent += 1;
                 packets += 1;
             }
             let key = slot.key;
@@ -175,6 +221,11 @@ impl SendQueue {
             self.drained();
         }
         spent
+    }
+
+    /// Whether a packet of this (host, metric) is pending.
+    pub fn contains(&self, key: SlotKey) -> bool {
+        self.index.contains_key(&key)
     }
 
     /// Drops everything pending; returns how many packets that was.
@@ -274,13 +325,14 @@ fn give_back_memory() {
 #[derive(Default)]
 pub struct Outgoing {
     data: Vec<u8>,
-    ends: Vec<usize>,
+    /// Per packet: where it ends in `data`, and what it is.
+    ends: Vec<(usize, SlotKey, PacketKind)>,
 }
 
 impl Outgoing {
-    fn push(&mut self, packet: &[u8]) {
+    fn push(&mut self, key: SlotKey, kind: PacketKind, packet: &[u8]) {
         self.data.extend_from_slice(packet);
-        self.ends.push(self.data.len());
+        self.ends.push((self.data.len(), key, kind));
     }
 
     pub fn clear(&mut self) {
@@ -292,17 +344,22 @@ impl Outgoing {
         self.ends.is_empty()
     }
 
-    /// The packets, for one sendmmsg pass.
-    pub fn packets(&self) -> Vec<&[u8]> {
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Each packet with its (host, metric) and kind, in order.
+    pub fn entries(&self) -> impl Iterator<Item = (SlotKey, PacketKind, &[u8])> {
         let mut start = 0;
-        self.ends
-            .iter()
-            .map(|&end| {
-                let p = &self.data[start..end];
-                start = end;
-                p
-            })
-            .collect()
+        self.ends.iter().map(move |&(end, key, kind)| {
+            let p = &self.data[start..end];
+            start = end;
+            (key, kind, p)
+        })
+    }
+
+    pub fn packets(&self) -> Vec<&[u8]> {
+        self.entries().map(|(_, _, p)| p).collect()
     }
 }
 

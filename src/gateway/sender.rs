@@ -7,14 +7,28 @@
 //! 3.7.2; `ganglia-facts.md`, "How much gmond takes"). So the receive tasks
 //! never send: they put a record's packets into each channel's
 //! [`SendQueue`] (conflating, [`super::queue`]) and go back to their
-//! socket. Each channel's sender owns a token bucket that persists across
-//! records: at most `send_burst` packets back to back, `max_send_rate`
-//! packets per second on average (0: as fast as the channel takes them),
-//! a metadata packet counting as [`METADATA_COST`] value packets.
+//! socket. Each channel's sender takes them from there in one of two ways,
+//! chosen once at start and logged:
+//!
+//! * **following gmond's receive queue** ([`super::follow`]), when gmond
+//!   is on this host (`follow_gmond_queue`): before each send it reads how
+//!   full gmond's socket is and sends only what fits below
+//!   [`HOLD_AT`](super::follow::HOLD_AT); while gmond does not read (a
+//!   poll), it holds the packets (counted, `send_held_ms`) and sends them
+//!   as soon as gmond reads again, as fast as gmond reads. If gmond's
+//!   socket is not there (gmond down), the token bucket paces meanwhile.
+//! * **a token bucket** otherwise: at most `send_burst` packets back to
+//!   back, `max_send_rate` packets per second on average (0: as fast as
+//!   the channel takes them), a metadata packet counting as
+//!   [`METADATA_COST`] value packets. With `resend_after`, each packet
+//!   goes out a second time that long after the first (unless a newer one
+//!   of its metric went out or waits meanwhile): a gmond that was deaf
+//!   for the first copy (a poll lasts a second or two) hears the second.
 //!
 //! At stop the senders get a deadline (`drain_timeout`): what is queued
 //! goes out, paced, until the queue is empty or the deadline passes; the
-//! rest is counted as unsent and logged.
+//! rest is counted as unsent and logged. Second copies not yet due are
+//! dropped.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -24,6 +38,7 @@ use crate::config::Settings;
 use crate::events::{Counters, Events};
 use crate::ganglia::channel::{SendChannel, Sent};
 
+use super::follow::{BYTES_PER_TOKEN, GmondQueue, HOLD_AT};
 use super::packets::PacketBatch;
 use super::queue::{Outgoing, SendQueue};
 
@@ -41,6 +56,11 @@ pub const METADATA_COST: usize = 2;
 /// The shortest pause between two sends: a thread's sleep is about this
 /// precise, so packets leave in runs of rate x this (40 at 40,000/s).
 const TICK: Duration = Duration::from_millis(1);
+
+/// Following gmond's queue, fewer tokens of room than this is "full": the
+/// sender waits a [`TICK`] for gmond to read rather than send a handful
+/// of packets per reading of /proc.
+const MIN_ROOM: usize = 16;
 
 /// One send channel's queue, and how its sender is woken.
 pub struct Lane {
@@ -137,13 +157,17 @@ pub struct Senders {
     threads: Vec<JoinHandle<()>>,
 }
 
-/// Pacing as configured.
+/// How a channel's sender paces, as configured.
 #[derive(Clone, Copy, Debug)]
 struct Pace {
     /// Packets per second (0: unpaced).
     rate: u64,
     /// Packets back to back at most (the bucket's size).
     burst: usize,
+    /// Follow the receive queue of a gmond on this host.
+    follow: bool,
+    /// Send each packet again this long after (where not following).
+    resend_after: Option<Duration>,
 }
 
 impl Senders {
@@ -158,6 +182,8 @@ impl Senders {
         let pace = Pace {
             rate: settings.max_send_rate,
             burst: settings.send_burst.max(1),
+            follow: settings.follow_gmond_queue,
+            resend_after: settings.resend_after,
         };
         let lanes: Vec<Arc<Lane>> = channels
             .into_iter()
@@ -168,9 +194,10 @@ impl Senders {
             .iter()
             .filter_map(|lane| {
                 let (lane, counters) = (lane.clone(), counters.clone());
+                let mode = Mode::choose(&lane.channel, pace);
                 let spawned = std::thread::Builder::new()
                     .name("xrd2ganglia-send".into())
-                    .spawn(move || send_loop(&lane, pace, &counters, log_interval));
+                    .spawn(move || send_loop(&lane, pace, mode, &counters, log_interval));
                 match spawned {
                     Ok(t) => Some(t),
                     Err(e) => {
@@ -202,50 +229,227 @@ impl Senders {
     }
 }
 
-/// One channel's sender: takes packets from the lane's queue as the token
-/// bucket allows and sends them, until stopped and drained.
-fn send_loop(lane: &Lane, pace: Pace, counters: &Counters, log_interval: Duration) {
+/// How one channel's sender paces (chosen at start, logged once).
+enum Mode {
+    /// By the receive queue of the gmond on this host.
+    Follow(GmondQueue),
+    /// By the token bucket alone.
+    Bucket,
+}
+
+impl Mode {
+    fn choose(channel: &SendChannel, pace: Pace) -> Mode {
+        let label = channel.label();
+        let bucket = match pace.rate {
+            0 => "unpaced (max_send_rate = 0)".to_string(),
+            rate => format!(
+                "paced at {rate} packets/s, {} back to back (max_send_rate, send_burst)",
+                pace.burst
+            ),
+        };
+        let resend = match pace.resend_after {
+            Some(d) => format!(
+                "; each packet sent again after {} s (resend_after)",
+                d.as_secs()
+            ),
+            None => String::new(),
+        };
+        if !pace.follow {
+            tracing::info!(
+                channel = label,
+                "{bucket}{resend} (follow_gmond_queue = false)"
+            );
+            return Mode::Bucket;
+        }
+        match GmondQueue::for_target(channel.target()) {
+            Ok(mut q) => {
+                let now = match q.level() {
+                    Some(_) => String::new(),
+                    None => format!("; no socket there yet: {bucket} until there is"),
+                };
+                tracing::info!(
+                    channel = label,
+                    "follows the receive queue of gmond on this host ({}): holds packets while gmond does not read, sends as fast as it reads{now}",
+                    q.source()
+                );
+                Mode::Follow(q)
+            }
+            Err(why) => {
+                tracing::info!(channel = label, "{bucket}{resend} ({why})");
+                Mode::Bucket
+            }
+        }
+    }
+}
+
+/// The token bucket: `burst` tokens at most, `rate` per second.
+struct Bucket {
+    pace: Pace,
+    tokens: f64,
+    filled_at: Instant,
+}
+
+impl Bucket {
+    fn new(pace: Pace) -> Bucket {
+        Bucket {
+            pace,
+            tokens: pace.burst as f64,
+            filled_at: Instant::now(),
+        }
+    }
+
+    /// Tokens to spend now, or how long to wait for one.
+    fn take(&mut self, now: Instant) -> Result<usize, Duration> {
+        let Pace { rate, burst, .. } = self.pace;
+        if rate == 0 {
+            return Ok(UNPACED_CHUNK);
+        }
+        // An idle bucket fills up to the burst, no further.
+        let elapsed = now.saturating_duration_since(self.filled_at).as_secs_f64();
+        self.tokens = (self.tokens + elapsed * rate as f64).min(burst as f64);
+        self.filled_at = now;
+        if self.tokens < 1.0 {
+            let wait = Duration::from_secs_f64((1.0 - self.tokens) / rate as f64);
+            let shortest = TICK.min(Duration::from_secs_f64(burst as f64 / 2.0 / rate as f64));
+            return Err(wait.max(shortest));
+        }
+        Ok(self.tokens as usize)
+    }
+
+    fn spend(&mut self, tokens: usize) {
+        if self.pace.rate > 0 {
+            self.tokens -= tokens as f64;
+        }
+    }
+}
+
+/// Packets sent once, waiting to be sent a second time (`resend_after`
+/// after the first): conflating like the send queue, so bounded by the
+/// metrics. A metric sent again before its copy went out has its newer
+/// packet copied, at the first one's time: never an older value after a
+/// newer one.
+struct Resends {
+    after: Duration,
+    queue: SendQueue,
+}
+
+/// One channel's sender: takes packets from the lane's queue as its mode
+/// allows and sends them, until stopped and drained.
+fn send_loop(lane: &Lane, pace: Pace, mut mode: Mode, counters: &Counters, log_interval: Duration) {
     let mut events = Events::new(counters, log_interval);
     let mut out = Outgoing::default();
-    let mut tokens = pace.burst as f64;
-    let mut filled_at = Instant::now();
+    let mut bucket = Bucket::new(pace);
+    let mut resends = match (&mode, pace.resend_after) {
+        (Mode::Bucket, Some(after)) => Some(Resends {
+            after,
+            queue: SendQueue::default(),
+        }),
+        _ => None,
+    };
+    // Following: since when gmond's queue has been full (None: it is not),
+    // and the held time not yet counted (under a millisecond).
+    let mut full_since: Option<Instant> = None;
+    let mut held_us: u128 = 0;
     loop {
-        let mut state = lane.lock();
-        while state.queue.is_empty() {
-            if state.deadline.is_some() {
-                return;
+        // Wait for something to send: a queued packet, or a due resend.
+        let deadline = {
+            let mut state = lane.lock();
+            loop {
+                if !state.queue.is_empty() {
+                    break;
+                }
+                if state.deadline.is_some() {
+                    return;
+                }
+                let due = resends
+                    .as_ref()
+                    .and_then(|r| r.queue.oldest().map(|t| t + r.after));
+                match due {
+                    None => state = lane.wake.wait(state).unwrap_or_else(|e| e.into_inner()),
+                    Some(due) => {
+                        let now = Instant::now();
+                        if due <= now {
+                            break;
+                        }
+                        state = lane
+                            .wake
+                            .wait_timeout(state, due - now)
+                            .unwrap_or_else(|e| e.into_inner())
+                            .0;
+                    }
+                }
             }
-            state = lane.wake.wait(state).unwrap_or_else(|e| e.into_inner());
-        }
+            state.deadline
+        };
         let now = Instant::now();
-        if state.deadline.is_some_and(|d| now >= d) {
-            let unsent = state.queue.clear();
-            drop(state);
+        if deadline.is_some_and(|d| now >= d) {
+            let unsent = lane.lock().queue.clear();
             events.unsent_at_stop(lane.channel.label(), unsent);
             return;
         }
-        let budget = if pace.rate == 0 {
-            UNPACED_CHUNK
-        } else {
-            // An idle bucket fills up to the burst, no further.
-            let elapsed = now.saturating_duration_since(filled_at).as_secs_f64();
-            tokens = (tokens + elapsed * pace.rate as f64).min(pace.burst as f64);
-            filled_at = now;
-            if tokens < 1.0 {
-                drop(state);
-                let wait = Duration::from_secs_f64((1.0 - tokens) / pace.rate as f64);
-                std::thread::sleep(wait.max(TICK.min(Duration::from_secs_f64(
-                    pace.burst as f64 / 2.0 / pace.rate as f64,
-                ))));
-                continue;
+        // How much may go now (read with the lane unlocked: the receive
+        // tasks queue meanwhile).
+        let level = match &mut mode {
+            Mode::Follow(q) => q.level(),
+            Mode::Bucket => None,
+        };
+        let budget = match level {
+            Some(level) => {
+                let room = (HOLD_AT.saturating_sub(level) / BYTES_PER_TOKEN) as usize;
+                if room < MIN_ROOM {
+                    let since = *full_since.get_or_insert(now);
+                    std::thread::sleep(TICK);
+                    held_us += now.elapsed().as_micros();
+                    events.held_for_gmond(
+                        lane.channel.label(),
+                        lane.channel.target(),
+                        (held_us / 1000) as u64,
+                        since.elapsed(),
+                    );
+                    held_us %= 1000;
+                    continue;
+                }
+                full_since = None;
+                room
             }
-            tokens as usize
+            None => match bucket.take(now) {
+                Ok(tokens) => tokens,
+                Err(wait) => {
+                    std::thread::sleep(wait);
+                    continue;
+                }
+            },
         };
         out.clear();
-        let spent = state.queue.pop(budget, METADATA_COST, &mut out);
-        drop(state);
-        tokens -= spent as f64;
+        let (spent, fresh) = {
+            let mut state = lane.lock();
+            let spent = state.queue.pop(budget, METADATA_COST, &mut out);
+            let fresh = out.len();
+            // Second copies that are due, unless a newer packet of their
+            // metric waits in the queue (it goes out anyway).
+            let due = resends
+                .as_mut()
+                .and_then(|r| Some((now.checked_sub(r.after)?, &mut r.queue)));
+            let resent = match due {
+                Some((cutoff, queue)) if spent < budget => {
+                    queue.pop_queued_by(cutoff, budget - spent, METADATA_COST, &mut out, |key| {
+                        state.queue.contains(key)
+                    })
+                }
+                _ => 0,
+            };
+            (spent + resent, fresh)
+        };
+        if level.is_none() {
+            bucket.spend(spent);
+        }
         send(&lane.channel, &out, &mut events);
+        events.packets_out(out.len(), out.len() - fresh);
+        if let Some(r) = &mut resends {
+            for (key, kind, bytes) in out.entries().take(fresh) {
+                r.queue.push(key, kind, bytes, now);
+            }
+        }
     }
 }
 
@@ -335,7 +539,8 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn paced_sends_at_most_burst_plus_rate_and_stops_at_the_deadline() {
-        let (settings, channels, sink) = setup("max_send_rate = 2000\nsend_burst = 20\n");
+        let (settings, channels, sink) =
+            setup("max_send_rate = 2000\nsend_burst = 20\nfollow_gmond_queue = false\n");
         let counters = Arc::new(Counters::default());
         let senders = Senders::start(&settings, channels, counters.clone());
         let events = Events::new(&counters, Duration::from_secs(60));
@@ -360,5 +565,175 @@ mod tests {
         // Every packet queued was sent, replaced by a newer one, or counted unsent.
         let c = counters.snapshot();
         assert_eq!(got as u64 + c.packets_unsent + c.packets_conflated, 2000);
+    }
+
+    /// The sink's row in the kernel's table: (bytes queued, drops).
+    fn queue_of(sink: &UdpSocket) -> (u64, u64) {
+        let addr = sink.local_addr().unwrap();
+        let text = std::fs::read_to_string(crate::proc_udp::TABLES[0]).unwrap();
+        let row = crate::proc_udp::rows(&text)
+            .find(|r| r.local == addr)
+            .unwrap();
+        (row.rx_queue, row.drops)
+    }
+
+    /// A gmond on this host that stops reading (as while gmetad polls it)
+    /// loses nothing: the sender holds what does not fit below HOLD_AT in
+    /// its receive queue, whatever max_send_rate says, and sends the rest
+    /// as soon as it reads again. The kernel's own drop count is the judge.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_deaf_gmond_on_this_host_is_held_for_and_loses_nothing() {
+        // The stock buffer a gmond has (212,992 bytes: about 250 packets);
+        // 3,000 packets, unpaced, would overflow it twelve times over.
+        let gmond = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = gmond.local_addr().unwrap().port();
+        let file = FileConfig::parse("max_send_rate = 0\n", std::path::Path::new("t")).unwrap();
+        let settings = validate(
+            file,
+            "test".into(),
+            &Overrides {
+                send: vec![format!("127.0.0.1:{port}")],
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let channels = crate::gateway::open_channels(&settings).unwrap();
+        let counters = Arc::new(Counters::default());
+        let senders = Senders::start(&settings, channels, counters.clone());
+        let events = Events::new(&counters, Duration::from_secs(60));
+        senders.outbox.queue(&batch(1500), Instant::now(), &events);
+        // Deaf for 300 ms: the queue fills to HOLD_AT, then the sender holds.
+        std::thread::sleep(Duration::from_millis(300));
+        let (queued, drops) = queue_of(&gmond);
+        assert_eq!(drops, 0);
+        assert!(
+            queued <= HOLD_AT && queued > HOLD_AT - (MIN_ROOM as u64 + 2) * BYTES_PER_TOKEN,
+            "{queued} bytes in gmond's queue"
+        );
+        let held = counters.snapshot();
+        assert!(held.send_held_ms >= 200, "{held:?}");
+        assert!(held.packets_sent < 300, "{held:?}");
+        // gmond reads again: everything arrives, in order.
+        gmond
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 64];
+        while got.len() < 3000 {
+            let n = gmond.recv(&mut buf).expect("the held packets arrive");
+            got.push(buf[..n].to_vec());
+        }
+        for (m, pair) in got.chunks(2).enumerate() {
+            assert_eq!(pair[0], [b'M'; 8]);
+            assert_eq!(pair[1], (m as u64).to_be_bytes());
+        }
+        assert_eq!(queue_of(&gmond).1, 0);
+        senders.drain(Instant::now() + Duration::from_secs(1)).await;
+        let c = counters.snapshot();
+        assert_eq!(
+            (c.packets_sent, c.packets_unsent, c.packets_resent),
+            (3000, 0, 0)
+        );
+    }
+
+    /// A gmond that never reads again: a stop still takes drain_timeout,
+    /// and what was held is counted unsent.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stop_while_held_takes_at_most_drain_timeout() {
+        let gmond = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = gmond.local_addr().unwrap().port();
+        let file = FileConfig::parse("", std::path::Path::new("t")).unwrap();
+        let settings = validate(
+            file,
+            "test".into(),
+            &Overrides {
+                send: vec![format!("127.0.0.1:{port}")],
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let channels = crate::gateway::open_channels(&settings).unwrap();
+        let counters = Arc::new(Counters::default());
+        let senders = Senders::start(&settings, channels, counters.clone());
+        let events = Events::new(&counters, Duration::from_secs(60));
+        senders.outbox.queue(&batch(1000), Instant::now(), &events);
+        std::thread::sleep(Duration::from_millis(100));
+        let start = Instant::now();
+        senders.drain(start + Duration::from_millis(300)).await;
+        let took = start.elapsed();
+        assert!(
+            took >= Duration::from_millis(300) && took < Duration::from_secs(2),
+            "{took:?}"
+        );
+        let c = counters.snapshot();
+        assert_eq!(queue_of(&gmond).1, 0);
+        assert!(c.packets_sent > 50 && c.packets_sent < 300, "{c:?}");
+        assert_eq!(c.packets_sent + c.packets_unsent, 2000, "{c:?}");
+    }
+
+    /// resend_after: each packet goes out a second time that long after the
+    /// first, and never after a newer one of its metric: a metric sent again
+    /// meanwhile has its newer packet sent again, in the first one's place.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn resend_after_sends_each_packet_again_unless_a_newer_one_went() {
+        let (settings, channels, sink) = setup("follow_gmond_queue = false\nresend_after = 1\n");
+        let counters = Arc::new(Counters::default());
+        let senders = Senders::start(&settings, channels, counters.clone());
+        let events = Events::new(&counters, Duration::from_secs(60));
+        sink.set_read_timeout(Some(Duration::from_millis(1500)))
+            .unwrap();
+        let mut buf = [0u8; 64];
+        let mut recv = || {
+            sink.recv(&mut buf)
+                .map(|n| (buf[..n].to_vec(), Instant::now()))
+        };
+        let t0 = Instant::now();
+        senders.outbox.queue(&batch(3), t0, &events);
+        let first: Vec<_> = (0..6).map(|_| recv().unwrap()).collect();
+        // Metric 1 gets a newer value 0.5 s later: its first value is not
+        // sent again; the newer one is, in its place.
+        std::thread::sleep(Duration::from_millis(500));
+        let mut newer = PacketBatch::default();
+        newer.push(SlotKey { host: 1, metric: 1 }, PacketKind::Value, |o| {
+            o.extend_from_slice(b"newer")
+        });
+        let t1 = Instant::now();
+        senders.outbox.queue(&newer, t1, &events);
+        let mut rest = Vec::new();
+        while let Ok(p) = recv() {
+            rest.push(p);
+        }
+        senders.drain(Instant::now()).await;
+        let bytes = |v: &[(Vec<u8>, Instant)]| v.iter().map(|p| p.0.clone()).collect::<Vec<_>>();
+        assert_eq!(
+            bytes(&first),
+            [
+                b"MMMMMMMM".to_vec(),
+                0u64.to_be_bytes().to_vec(),
+                b"MMMMMMMM".to_vec(),
+                1u64.to_be_bytes().to_vec(),
+                b"MMMMMMMM".to_vec(),
+                2u64.to_be_bytes().to_vec(),
+            ]
+        );
+        assert_eq!(
+            bytes(&rest),
+            [
+                b"newer".to_vec(),
+                // One second after the first copies, the second ones, with
+                // metric 1's newer value in place of its first.
+                b"MMMMMMMM".to_vec(),
+                0u64.to_be_bytes().to_vec(),
+                b"MMMMMMMM".to_vec(),
+                b"newer".to_vec(),
+                b"MMMMMMMM".to_vec(),
+                2u64.to_be_bytes().to_vec(),
+            ]
+        );
+        let after = |p: &(Vec<u8>, Instant), t: Instant| p.1.duration_since(t);
+        assert!(after(&rest[1], t0) >= Duration::from_secs(1));
+        assert!(after(&rest[1], t0) < Duration::from_millis(1400));
+        let c = counters.snapshot();
+        assert_eq!((c.packets_sent, c.packets_resent), (13, 6));
     }
 }

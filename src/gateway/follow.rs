@@ -1,0 +1,201 @@
+//! A gmond on the gateway's own host: how full its receive queue is.
+//!
+//! gmond reads its UDP socket in one thread and stops reading while it
+//! writes its XML for gmetad: at a site's load (37 MB of XML) that is a
+//! second or more every poll, while the socket's stock buffer holds about
+//! 250 small datagrams. Whatever the average rate, packets sent then are
+//! dropped. The kernel says how full that socket is ([`crate::proc_udp`]),
+//! so a sender to a gmond on this host can hold its packets while gmond
+//! does not read, and send them as soon as it does: [`super::sender`]
+//! keeps the queue below [`HOLD_AT`] bytes.
+//!
+//! This works where the kernel's table shows gmond's socket: the target
+//! is an address of this host, in the gateway's network namespace, and
+//! `/proc/self/net/udp` (or `udp6`) can be read. Elsewhere (a gmond on
+//! another host, a multicast group, a container of its own) the sender
+//! paces by its token bucket alone.
+
+use std::net::{IpAddr, SocketAddr};
+
+use crate::proc_udp::{self, TableReader, UdpRow};
+
+/// The sender keeps gmond's receive queue below this many bytes: 60% of
+/// Linux's default socket buffer (`net.core.rmem_default`, 212,992 bytes,
+/// which a stock gmond keeps), leaving about 100 small datagrams of room
+/// for what other senders (gmond's own metrics, other gmonds) put there
+/// between two readings. A gmond with a bigger `buffer` only gets more
+/// room than this uses.
+pub const HOLD_AT: u64 = 128 << 10;
+
+/// Bytes one token (a value packet) takes in a receive queue: a small
+/// datagram's truesize is 832 bytes on Linux 6.1 x86_64, a metadata
+/// packet's (200-600 bytes long, two tokens) 1,280.
+pub const BYTES_PER_TOKEN: u64 = 1024;
+
+/// The receive queue of the gmond at one address of this host.
+pub struct GmondQueue {
+    target: SocketAddr,
+    /// The tables its socket can be in: a v4 address's gmond may hold a
+    /// dual-stack IPv6 socket.
+    tables: Vec<TableReader>,
+    /// The table that had it last time (read alone while it still does).
+    last: Option<usize>,
+}
+
+impl GmondQueue {
+    /// For a channel's target: the queue to follow, or why there is none
+    /// (the sender then paces by its token bucket).
+    pub fn for_target(target: SocketAddr) -> Result<GmondQueue, String> {
+        let ip = target.ip();
+        if ip.is_multicast() {
+            return Err("a multicast group: every gmond of the group hears it".into());
+        }
+        if !is_local(ip) {
+            return Err("gmond on another host: its receive queue cannot be seen".into());
+        }
+        let paths: &[&str] = match ip {
+            IpAddr::V4(_) => &proc_udp::TABLES,
+            IpAddr::V6(_) => &proc_udp::TABLES[1..],
+        };
+        let mut tables = Vec::new();
+        for path in paths {
+            match TableReader::open(path) {
+                Ok(t) => tables.push(t),
+                Err(e) => return Err(format!("cannot read {path}: {e}")),
+            }
+        }
+        Ok(GmondQueue {
+            target,
+            tables,
+            last: None,
+        })
+    }
+
+    /// Where it is read from, for the log.
+    pub fn source(&self) -> &'static str {
+        match self.target {
+            SocketAddr::V4(_) => "/proc/self/net/udp and udp6",
+            SocketAddr::V6(_) => "/proc/self/net/udp6",
+        }
+    }
+
+    /// Bytes waiting in gmond's receive queue now, or None when no socket
+    /// listens at the target (gmond is down or restarting), or /proc failed.
+    pub fn level(&mut self) -> Option<u64> {
+        if let Some(i) = self.last
+            && let Some(level) = self.level_in(i)
+        {
+            return Some(level);
+        }
+        self.last = None;
+        for i in 0..self.tables.len() {
+            if let Some(level) = self.level_in(i) {
+                self.last = Some(i);
+                return Some(level);
+            }
+        }
+        None
+    }
+
+    /// The fullest socket that would receive the target's datagrams in
+    /// table `i` (with SO_REUSEPORT there can be several).
+    fn level_in(&mut self, i: usize) -> Option<u64> {
+        let target = self.target;
+        let text = self.tables[i].read().ok()?;
+        proc_udp::rows(text)
+            .filter(|r| receives(r, target))
+            .map(|r| r.rx_queue)
+            .max()
+    }
+}
+
+/// Whether an address is this host's: loopback, or one of its interfaces'.
+fn is_local(ip: IpAddr) -> bool {
+    ip.is_loopback() || if_addrs::get_if_addrs().is_ok_and(|ifs| ifs.iter().any(|i| i.ip() == ip))
+}
+
+/// Whether the socket of a row receives datagrams sent to `target`: an
+/// unconnected socket on its port, bound to its address or to the
+/// wildcard (a v4 target: also an IPv6 socket bound to `::` or to the
+/// v4-mapped address).
+fn receives(row: &UdpRow, target: SocketAddr) -> bool {
+    if row.connected || row.local.port() != target.port() {
+        return false;
+    }
+    let local = row.local.ip();
+    match (local, target.ip()) {
+        (IpAddr::V4(l), IpAddr::V4(t)) => l == t || l.is_unspecified(),
+        (IpAddr::V6(l), IpAddr::V6(t)) => l == t || l.is_unspecified(),
+        (IpAddr::V6(l), IpAddr::V4(t)) => l.is_unspecified() || l.to_ipv4_mapped() == Some(t),
+        (IpAddr::V4(_), IpAddr::V6(_)) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::UdpSocket;
+
+    fn row(local: &str, connected: bool) -> UdpRow {
+        UdpRow {
+            local: local.parse().unwrap(),
+            connected,
+            rx_queue: 0,
+            inode: 1,
+            drops: 0,
+        }
+    }
+
+    #[test]
+    fn the_sockets_that_receive_a_target() {
+        let t: SocketAddr = "127.0.0.1:8649".parse().unwrap();
+        assert!(receives(&row("127.0.0.1:8649", false), t));
+        assert!(receives(&row("0.0.0.0:8649", false), t));
+        assert!(receives(&row("[::]:8649", false), t));
+        assert!(receives(&row("[::ffff:127.0.0.1]:8649", false), t));
+        assert!(!receives(&row("127.0.0.2:8649", false), t));
+        assert!(!receives(&row("127.0.0.1:8650", false), t));
+        assert!(!receives(&row("127.0.0.1:8649", true), t));
+        let t6: SocketAddr = "[::1]:8649".parse().unwrap();
+        assert!(receives(&row("[::1]:8649", false), t6));
+        assert!(receives(&row("[::]:8649", false), t6));
+        assert!(!receives(&row("0.0.0.0:8649", false), t6));
+    }
+
+    #[test]
+    fn only_a_gmond_of_this_host_is_followed() {
+        assert!(GmondQueue::for_target("127.0.0.1:8649".parse().unwrap()).is_ok());
+        assert!(GmondQueue::for_target("[::1]:8649".parse().unwrap()).is_ok());
+        let remote = GmondQueue::for_target("192.0.2.1:8649".parse().unwrap());
+        assert_eq!(
+            remote.err().unwrap(),
+            "gmond on another host: its receive queue cannot be seen"
+        );
+        let group = GmondQueue::for_target("239.2.11.71:8649".parse().unwrap());
+        assert!(group.err().unwrap().starts_with("a multicast group"));
+    }
+
+    /// A real socket nobody reads stands for a deaf gmond: its level rises
+    /// with what is sent, falls when it reads, and is None once it closes.
+    #[test]
+    fn follows_a_real_socket() {
+        let gmond = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let addr = gmond.local_addr().unwrap();
+        let mut q = GmondQueue::for_target(addr).unwrap();
+        assert_eq!(q.level(), Some(0));
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        for _ in 0..20 {
+            tx.send_to(&[0u8; 80], addr).unwrap();
+        }
+        let full = q.level().unwrap();
+        // 20 small datagrams: more than 20 x 80 bytes, at most 20 tokens.
+        assert!(full > 1600 && full <= 20 * BYTES_PER_TOKEN, "{full}");
+        let mut buf = [0u8; 100];
+        for _ in 0..20 {
+            gmond.recv(&mut buf).unwrap();
+        }
+        assert_eq!(q.level(), Some(0));
+        drop(gmond);
+        assert_eq!(q.level(), None);
+    }
+}
