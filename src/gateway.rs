@@ -5,8 +5,8 @@
 //! ```text
 //! socket ──> receive ──> pipeline ──────────────> queue ──> sender ──> gmond
 //!            (a task per (parse, map, source      (one per  (a thread per
-//!             socket)     state, packets)          channel,  channel, token
-//!                                                  conflating) bucket)
+//!             socket)     state, packets)          channel,  channel: gmond's
+//!                                                  conflating) queue or a bucket)
 //! ```
 //!
 //! * [`receive`]: one task per listening socket; never waits for a send.
@@ -16,8 +16,10 @@
 //!   are built in one place ([`packets`]).
 //! * [`queue`]: per channel, at most one pending metadata and one pending
 //!   value per (host, metric); newer replaces older.
-//! * [`sender`]: a thread per channel, paced by a token bucket (`max_send_rate`,
-//!   `send_burst`); at stop, drains for at most `drain_timeout`.
+//! * [`sender`]: a thread per channel, following the receive queue of a
+//!   gmond on this host ([`follow`]) or paced by a token bucket
+//!   (`max_send_rate`, `send_burst`); at stop, drains for at most
+//!   `drain_timeout`.
 //!
 //! With `xml_listen`, each batch also goes into the [`table`] (what a gmond
 //! would hold, for gmetad), and [`xml_port`] writes it as gmond's XML to

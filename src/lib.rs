@@ -33,7 +33,9 @@
 //!   `gateway/series.rs`; every packet built in [`gateway::packets`]) and
 //!   queues the packets for each send channel (`gateway/queue.rs`: one
 //!   pending metadata and value per host and metric); a sender thread per
-//!   channel paces them to gmond (`gateway/sender.rs`).
+//!   channel paces them to gmond (`gateway/sender.rs`: following the
+//!   receive queue of a gmond on this host, `gateway/follow.rs`, or by a
+//!   token bucket).
 //!   [`gateway::state`] keeps counters across gateway restarts;
 //!   [`gateway::requests`] hears gmond's metadata requests (136). With
 //!   `xml_listen`, the same packets also go into [`gateway::table`] (what
@@ -48,6 +50,9 @@
 //! * [`config`]: config file + CLI overrides -> validated [`config::Settings`].
 //! * [`events`]: every counted and logged internal event, defined once.
 //! * [`fnv`]: the crate's one non-keyed hash (name keys, catalog index).
+//! * [`sock_diag`] and [`proc_udp`]: what the kernel says of UDP sockets
+//!   (a gmond's receive queue, for the senders that follow it
+//!   (`gateway/follow.rs`); the drops at our own sockets).
 //! * [`selfmon`]: those counters (and kernel drops) as the gateway's own
 //!   Ganglia metrics.
 
@@ -65,4 +70,5 @@ pub mod mapping;
 pub mod mpxstats;
 pub mod proc_udp;
 pub mod selfmon;
+pub mod sock_diag;
 pub mod summary;

@@ -216,7 +216,7 @@ fn the_log_says_once_how_each_channel_sends() {
     for (config, says) in [
         (
             "",
-            "follows the receive queue of gmond on this host (/proc/self/net/udp and udp6)",
+            "follows the receive queue of gmond on this host (asked of the kernel by netlink sock_diag)",
         ),
         (
             "follow_gmond_queue = false\nresend_after = 3\n",

@@ -397,11 +397,13 @@ fn restart(
     let request_port = free_port();
     let sections = format!("udp_send_channel {{ host = 127.0.0.1  port = {request_port} }}");
     let mut gmond = Gmond::start(free_port(), free_port(), &sections)?;
-    // The answer to a restarted gmond is every metadata and value at once,
-    // paced at max_send_rate. The full run keeps the default (what a site
-    // runs); the smoke, whose gmond took as little as 20,000 value
-    // packets/s on a busy machine, paces at half of what it measured, so
-    // that it checks the mechanism, not the machine's load.
+    // The answer to a restarted gmond is every metadata and value at once:
+    // it follows the new gmond's receive queue (the default), and while
+    // gmond's socket is not there yet, max_send_rate paces. The full run
+    // keeps the default (what a site runs); the smoke, whose gmond took as
+    // little as 20,000 value packets/s on a busy machine, paces that part
+    // at half of what it measured, so that it checks the mechanism, not
+    // the machine's load.
     let rate = if o.smoke {
         format!(
             "\nmax_send_rate = {}",

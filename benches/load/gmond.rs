@@ -34,17 +34,31 @@ pub struct Gmond {
     pub xml_port: u16,
     /// Appended to the file verbatim (a `udp_send_channel` for its 136s).
     sections: String,
+    /// Its `udp_recv_channel`'s `buffer`, if set.
+    buffer: Option<u32>,
     dir: Scratch,
 }
 
 impl Gmond {
     pub fn start(port: u16, xml_port: u16, sections: &str) -> Result<Gmond, String> {
+        Gmond::start_buffered(port, xml_port, sections, None)
+    }
+
+    /// As [`start`](Gmond::start), with `udp_recv_channel { buffer = N }`
+    /// when given (what the docs advise for a busy gmond).
+    pub fn start_buffered(
+        port: u16,
+        xml_port: u16,
+        sections: &str,
+        buffer: Option<u32>,
+    ) -> Result<Gmond, String> {
         installed()?;
+        let buffer_line = buffer.map_or(String::new(), |b| format!("  buffer = {b}"));
         let dir = Scratch::new("gmond");
         let conf = dir.0.join("gmond.conf");
         // As the tests write it, with the stock datagram limit stated.
         let channels = format!(
-            "udp_recv_channel {{ port = {port}  bind = 127.0.0.1 }}\n\
+            "udp_recv_channel {{ port = {port}  bind = 127.0.0.1{buffer_line} }}\n\
              tcp_accept_channel {{ port = {xml_port}  bind = 127.0.0.1 }}\n\
              {sections}"
         );
@@ -70,6 +84,7 @@ impl Gmond {
             port,
             xml_port,
             sections: sections.to_string(),
+            buffer,
             dir,
         };
         // Up when its UDP socket is bound: no XML poll needed to know.
@@ -92,7 +107,7 @@ impl Gmond {
     pub fn restart(&self) -> Result<Gmond, String> {
         let mut last = String::new();
         for _ in 0..20 {
-            match Gmond::start(self.port, self.xml_port, &self.sections) {
+            match Gmond::start_buffered(self.port, self.xml_port, &self.sections, self.buffer) {
                 Ok(g) => return Ok(g),
                 Err(e) => last = e,
             }

@@ -28,9 +28,12 @@
 //! sink), `gateway.rs` (the gateway process and its log), `runs.rs` (the
 //! runs above), `report.rs`; into a real gmond: `e2e.rs` (runs (b)-(e)),
 //! `e2e/` (the ceiling (a), the simulated fleet, the table), `gmond.rs`;
-//! gmetad polling the gateway: `xml.rs`.
+//! gmetad polling the gateway: `xml.rs`; gmetad polling gmond at a site's
+//! load, once per delivery mode of the gateway: `poll.rs`.
 //!
-//! `cargo bench --bench load` runs everything (about 3 minutes);
+//! `cargo bench --bench load` runs everything but `poll` (about 3
+//! minutes); `poll` runs only when named (`--only poll`: about 5.5 minutes
+//! per mode at its defaults, three modes);
 //! `cargo bench --bench load -- --help` lists the options. Under
 //! `cargo test` (no `--bench` argument) it runs a smoke pass in seconds and
 //! checks that every part works, that no serve run loses a record, and that
@@ -76,6 +79,7 @@ use runs::*;
 use sink::*;
 mod gmond;
 mod mmsg;
+mod poll;
 mod xml;
 
 /// The records replayed, round robin over the simulated servers: an idle and
@@ -95,7 +99,18 @@ const USAGE: &str = "cargo bench --bench load -- [options]
   --sustain SECS    measured length of the sustained gmond run (default 20)
   --down SECS       how long gmond stays stopped in the restart run (default 10)
   --xml-rps R       records/s of the xml run (default 500)
-  --only LIST       runs to do: raw,serve,rates,parse,chain,memory,gmond,xml
+  --only LIST       runs to do: raw,serve,rates,parse,chain,memory,gmond,xml,
+                    poll (every one but poll when not given: poll runs
+                    only when named, and never in the smoke)
+  --poll-servers N  simulated servers of the poll run (default 1000)
+  --poll-interval SECS  how often each of them reports (default 15)
+  --poll-every SECS how often gmetad polls gmond and the gateway (default 15)
+  --poll-duration SECS  measured length of each mode (default 300)
+  --poll-modes LIST the gateway's delivery modes, one run each, in order:
+                    follow,nofollow,resend,buffer,stock (default
+                    follow,nofollow,resend)
+  --poll-bin PATH   the binary of the stock mode (an older build, for a
+                    before/after comparison; default: the one under test)
   --smoke           the quick pass cargo test runs (gmond runs with 200
                     servers; fails on any drop at gmond or missing or
                     stale metric)";
@@ -113,6 +128,7 @@ struct Options {
     xml_rps: f64,
     only: Vec<String>,
     smoke: bool,
+    poll: poll::PollOptions,
 }
 
 impl Options {
@@ -131,6 +147,14 @@ impl Options {
             down: Duration::from_secs(10),
             only: Vec::new(),
             smoke: !bench,
+            poll: poll::PollOptions {
+                servers: 1000,
+                interval: Duration::from_secs(15),
+                every: Duration::from_secs(15),
+                duration: Duration::from_secs(300),
+                modes: ["follow", "nofollow", "resend"].map(String::from).to_vec(),
+                old_bin: None,
+            },
         };
         let mut it = args.iter();
         while let Some(a) = it.next() {
@@ -152,6 +176,18 @@ impl Options {
                 "--down" => o.down = Duration::from_secs_f64(number(&value())),
                 "--rates" => o.rates = value().split(',').map(|r| number(r) as u64).collect(),
                 "--only" => o.only = value().split(',').map(str::to_string).collect(),
+                "--poll-servers" => o.poll.servers = number(&value()) as usize,
+                "--poll-interval" => o.poll.interval = seconds(&value()),
+                "--poll-every" => o.poll.every = seconds(&value()),
+                "--poll-duration" => o.poll.duration = seconds(&value()),
+                "--poll-modes" => {
+                    o.poll.modes = value().split(',').map(str::to_string).collect();
+                    if let Some(m) = o.poll.modes.iter().find(|m| poll::mode(m).is_none()) {
+                        let all: Vec<&str> = poll::MODES.iter().map(|m| m.name).collect();
+                        usage(&format!("no poll mode {m:?} (modes: {})", all.join(",")));
+                    }
+                }
+                "--poll-bin" => o.poll.old_bin = Some(PathBuf::from(value())),
                 "--help" | "-h" => {
                     println!("{USAGE}");
                     std::process::exit(0);
@@ -172,8 +208,8 @@ impl Options {
             o.sustain = o.sustain.min(Duration::from_secs(5));
             o.down = o.down.min(Duration::from_secs(3));
         }
-        if o.gmond_servers == 0 || o.servers == 0 {
-            usage("--servers and --gmond-servers must be at least 1");
+        if o.gmond_servers == 0 || o.servers == 0 || o.poll.servers == 0 {
+            usage("--servers, --gmond-servers and --poll-servers must be at least 1");
         }
         o
     }
@@ -195,6 +231,15 @@ fn default_settings() -> Settings {
         },
     )
     .expect("default settings")
+}
+
+/// A positive number of seconds.
+fn seconds(s: &str) -> Duration {
+    let v = number(s);
+    if !(v > 0.0 && v.is_finite()) {
+        usage(&format!("not a positive number of seconds: {s}"));
+    }
+    Duration::from_secs_f64(v)
 }
 
 fn number(s: &str) -> f64 {
@@ -312,6 +357,13 @@ fn main() {
         } else {
             report.gmond = Some(e);
         }
+    }
+    // Only when named: at its defaults it takes about a quarter of an
+    // hour, and the smoke must stay quick.
+    if o.only.iter().any(|r| r == "poll") {
+        let t = Instant::now();
+        report.poll = Some(poll::run(&bin, &o.poll));
+        println!("load: poll took {:.1} s", t.elapsed().as_secs_f64());
     }
     report.print(&records);
     if o.smoke {

@@ -19,6 +19,8 @@ pub(crate) struct Report {
     /// The memory run again, with an XML port, and one poll of it.
     pub(crate) memory_xml: Option<Memory>,
     pub(crate) xml: Option<xml::XmlRun>,
+    /// gmetad polling gmond at a site's load, per delivery mode (`--only poll`).
+    pub(crate) poll: Option<poll::PollRun>,
 }
 
 impl Report {
@@ -44,8 +46,18 @@ impl Report {
 
     pub(crate) fn print(&self, records: &Records) {
         let opt = |v: Option<u32>| v.map(|v| format!("{v}")).unwrap_or_else(|| "-".into());
-        if let (true, Some(e)) = (self.runs().next().is_none(), &self.gmond) {
-            e.print();
+        // Only the runs into gmond or polled by gmetad: no empty first table.
+        if self.runs().next().is_none()
+            && self.memory.is_none()
+            && self.memory_xml.is_none()
+            && (self.gmond.is_some() || self.poll.is_some())
+        {
+            if let Some(e) = &self.gmond {
+                e.print();
+            }
+            if let Some(p) = &self.poll {
+                p.print();
+            }
             return;
         }
         println!();
@@ -187,6 +199,9 @@ impl Report {
         }
         if let Some(x) = &self.xml {
             x.print();
+        }
+        if let Some(p) = &self.poll {
+            p.print();
         }
     }
 

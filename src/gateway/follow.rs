@@ -4,42 +4,68 @@
 //! writes its XML for gmetad: at a site's load (37 MB of XML) that is a
 //! second or more every poll, while the socket's stock buffer holds about
 //! 250 small datagrams. Whatever the average rate, packets sent then are
-//! dropped. The kernel says how full that socket is ([`crate::proc_udp`]),
-//! so a sender to a gmond on this host can hold its packets while gmond
-//! does not read, and send them as soon as it does: [`super::sender`]
-//! keeps the queue below [`HOLD_AT`] bytes.
+//! dropped. The kernel says how full that socket is, so a sender to a
+//! gmond on this host can hold its packets while gmond does not read, and
+//! send them as soon as it does: [`super::sender`] keeps the queue below
+//! [`hold_at`] its buffer.
 //!
-//! This works where the kernel's table shows gmond's socket: the target
-//! is an address of this host, in the gateway's network namespace, and
-//! `/proc/self/net/udp` (or `udp6`) can be read. Elsewhere (a gmond on
+//! The kernel is asked by netlink ([`crate::sock_diag`]: one lookup by
+//! address, whatever the number of sockets on the host, and the buffer's
+//! real size), or where that is not answered (a kernel without UDP
+//! sock_diag), by reading `/proc/self/net/udp` and `udp6`
+//! ([`crate::proc_udp`]: a line per socket of the host, the buffer taken
+//! to be Linux's default). Either works where the target is an address of
+//! this host in the gateway's network namespace. Elsewhere (a gmond on
 //! another host, a multicast group, a container of its own) the sender
 //! paces by its token bucket alone.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
 
 use crate::proc_udp::{self, TableReader, UdpRow};
+use crate::sock_diag::SockDiag;
 
-/// The sender keeps gmond's receive queue below this many bytes: 60% of
-/// Linux's default socket buffer (`net.core.rmem_default`, 212,992 bytes,
-/// which a stock gmond keeps), leaving about 100 small datagrams of room
-/// for what other senders (gmond's own metrics, other gmonds) put there
-/// between two readings. A gmond with a bigger `buffer` only gets more
-/// room than this uses.
-pub const HOLD_AT: u64 = 128 << 10;
+/// The sender keeps gmond's receive queue below this share of its buffer
+/// (in bytes): of a stock gmond's 212,992, 127,795, leaving about 100
+/// small datagrams of room for what other senders (gmond's own metrics,
+/// other gmonds) put there between two readings.
+pub fn hold_at(capacity: u64) -> u64 {
+    capacity / 5 * 3
+}
+
+/// Linux's default receive buffer (`net.core.rmem_default`), which a gmond
+/// without `buffer` keeps: taken as gmond's where /proc is read (it does
+/// not show the size).
+pub const DEFAULT_RCVBUF: u64 = 212_992;
 
 /// Bytes one token (a value packet) takes in a receive queue: a small
-/// datagram's truesize is 832 bytes on Linux 6.1 x86_64, a metadata
+/// datagram's truesize is 832 bytes on Linux 6.x x86_64, a metadata
 /// packet's (200-600 bytes long, two tokens) 1,280.
 pub const BYTES_PER_TOKEN: u64 = 1024;
+
+/// How full gmond's receive queue is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Level {
+    /// Bytes waiting.
+    pub queued: u64,
+    /// The buffer's size.
+    pub capacity: u64,
+}
 
 /// The receive queue of the gmond at one address of this host.
 pub struct GmondQueue {
     target: SocketAddr,
-    /// The tables its socket can be in: a v4 address's gmond may hold a
-    /// dual-stack IPv6 socket.
-    tables: Vec<TableReader>,
-    /// The table that had it last time (read alone while it still does).
-    last: Option<usize>,
+    reader: Reader,
+}
+
+enum Reader {
+    Netlink(SockDiag),
+    Proc {
+        /// The tables its socket can be in: a v4 address's gmond may hold
+        /// a dual-stack IPv6 socket.
+        tables: Vec<TableReader>,
+        /// The table that had it last time (read alone while it still does).
+        last: Option<usize>,
+    },
 }
 
 impl GmondQueue {
@@ -52,6 +78,12 @@ impl GmondQueue {
         }
         if !is_local(ip) {
             return Err("gmond on another host: its receive queue cannot be seen".into());
+        }
+        if let Some(diag) = netlink_that_answers() {
+            return Ok(GmondQueue {
+                target,
+                reader: Reader::Netlink(diag),
+            });
         }
         let paths: &[&str] = match ip {
             IpAddr::V4(_) => &proc_udp::TABLES,
@@ -66,47 +98,82 @@ impl GmondQueue {
         }
         Ok(GmondQueue {
             target,
-            tables,
-            last: None,
+            reader: Reader::Proc { tables, last: None },
         })
     }
 
-    /// Where it is read from, for the log.
+    /// How it is read, for the log.
     pub fn source(&self) -> &'static str {
-        match self.target {
-            SocketAddr::V4(_) => "/proc/self/net/udp and udp6",
-            SocketAddr::V6(_) => "/proc/self/net/udp6",
+        match (&self.reader, self.target) {
+            (Reader::Netlink(_), _) => "asked of the kernel by netlink sock_diag",
+            (Reader::Proc { .. }, SocketAddr::V4(_)) => "read in /proc/self/net/udp and udp6",
+            (Reader::Proc { .. }, SocketAddr::V6(_)) => "read in /proc/self/net/udp6",
         }
     }
 
-    /// Bytes waiting in gmond's receive queue now, or None when no socket
-    /// listens at the target (gmond is down or restarting), or /proc failed.
-    pub fn level(&mut self) -> Option<u64> {
-        if let Some(i) = self.last
-            && let Some(level) = self.level_in(i)
-        {
-            return Some(level);
-        }
-        self.last = None;
-        for i in 0..self.tables.len() {
-            if let Some(level) = self.level_in(i) {
-                self.last = Some(i);
-                return Some(level);
+    /// How full gmond's receive queue is now, or None when no socket
+    /// listens at the target (gmond is down or restarting) or the kernel
+    /// could not be asked.
+    pub fn level(&mut self) -> Option<Level> {
+        let target = self.target;
+        match &mut self.reader {
+            Reader::Netlink(diag) => {
+                let q = diag.udp_receiver(target).ok()??;
+                Some(Level {
+                    queued: q.queued,
+                    capacity: q.capacity,
+                })
+            }
+            Reader::Proc { tables, last } => {
+                let queued = proc_level(tables, last, target)?;
+                Some(Level {
+                    queued,
+                    capacity: DEFAULT_RCVBUF,
+                })
             }
         }
-        None
     }
+}
 
-    /// The fullest socket that would receive the target's datagrams in
-    /// table `i` (with SO_REUSEPORT there can be several).
-    fn level_in(&mut self, i: usize) -> Option<u64> {
-        let target = self.target;
-        let text = self.tables[i].read().ok()?;
-        proc_udp::rows(text)
-            .filter(|r| receives(r, target))
-            .map(|r| r.rx_queue)
-            .max()
+/// A netlink socket, if the kernel answers UDP sock_diag here (asked of a
+/// socket of our own).
+fn netlink_that_answers() -> Option<SockDiag> {
+    let mut diag = SockDiag::open().ok()?;
+    let probe = UdpSocket::bind("127.0.0.1:0").ok()?;
+    let at = probe.local_addr().ok()?;
+    diag.udp_receiver(at).ok()?.map(|_| diag)
+}
+
+/// The bytes queued at the target's socket in the tables, the one that had
+/// it last time first.
+fn proc_level(
+    tables: &mut [TableReader],
+    last: &mut Option<usize>,
+    target: SocketAddr,
+) -> Option<u64> {
+    if let Some(i) = *last
+        && let Some(level) = level_in(&mut tables[i], target)
+    {
+        return Some(level);
     }
+    *last = None;
+    for (i, table) in tables.iter_mut().enumerate() {
+        if let Some(level) = level_in(table, target) {
+            *last = Some(i);
+            return Some(level);
+        }
+    }
+    None
+}
+
+/// The fullest socket that would receive the target's datagrams in a
+/// table (with SO_REUSEPORT there can be several).
+fn level_in(table: &mut TableReader, target: SocketAddr) -> Option<u64> {
+    let text = table.read().ok()?;
+    proc_udp::rows(text)
+        .filter(|r| receives(r, target))
+        .map(|r| r.rx_queue)
+        .max()
 }
 
 /// Whether an address is this host's: loopback, or one of its interfaces'.
@@ -176,25 +243,44 @@ mod tests {
     }
 
     /// A real socket nobody reads stands for a deaf gmond: its level rises
-    /// with what is sent, falls when it reads, and is None once it closes.
+    /// with what is sent, falls when it reads, and is None once it closes;
+    /// by netlink (what this kernel answers) and by /proc alike.
     #[test]
     fn follows_a_real_socket() {
         let gmond = UdpSocket::bind("127.0.0.1:0").unwrap();
         let addr = gmond.local_addr().unwrap();
-        let mut q = GmondQueue::for_target(addr).unwrap();
-        assert_eq!(q.level(), Some(0));
+        let netlink = GmondQueue::for_target(addr).unwrap();
+        assert_eq!(netlink.source(), "asked of the kernel by netlink sock_diag");
+        let proc = GmondQueue {
+            target: addr,
+            reader: Reader::Proc {
+                tables: proc_udp::TABLES
+                    .iter()
+                    .map(|p| TableReader::open(p).unwrap())
+                    .collect(),
+                last: None,
+            },
+        };
         let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
-        for _ in 0..20 {
-            tx.send_to(&[0u8; 80], addr).unwrap();
-        }
-        let full = q.level().unwrap();
-        // 20 small datagrams: more than 20 x 80 bytes, at most 20 tokens.
-        assert!(full > 1600 && full <= 20 * BYTES_PER_TOKEN, "{full}");
         let mut buf = [0u8; 100];
-        for _ in 0..20 {
-            gmond.recv(&mut buf).unwrap();
+        for mut q in [netlink, proc] {
+            assert_eq!(q.level().unwrap().queued, 0);
+            for _ in 0..20 {
+                tx.send_to(&[0u8; 80], addr).unwrap();
+            }
+            let full = q.level().unwrap();
+            // 20 small datagrams: more than 20 x 80 bytes, at most 20 tokens.
+            assert!(
+                full.queued > 1600 && full.queued <= 20 * BYTES_PER_TOKEN,
+                "{full:?}"
+            );
+            assert_eq!(full.capacity, DEFAULT_RCVBUF);
+            for _ in 0..20 {
+                gmond.recv(&mut buf).unwrap();
+            }
+            assert_eq!(q.level().unwrap().queued, 0);
         }
-        assert_eq!(q.level(), Some(0));
+        let mut q = GmondQueue::for_target(addr).unwrap();
         drop(gmond);
         assert_eq!(q.level(), None);
     }

@@ -11,9 +11,9 @@
 //! chosen once at start and logged:
 //!
 //! * **following gmond's receive queue** ([`super::follow`]), when gmond
-//!   is on this host (`follow_gmond_queue`): before each send it reads how
-//!   full gmond's socket is and sends only what fits below
-//!   [`HOLD_AT`](super::follow::HOLD_AT); while gmond does not read (a
+//!   is on this host (`follow_gmond_queue`): before each send it asks the
+//!   kernel how full gmond's socket is and sends only what fits below
+//!   [`hold_at`] its buffer; while gmond does not read (a
 //!   poll), it holds the packets (counted, `send_held_ms`) and sends them
 //!   as soon as gmond reads again, as fast as gmond reads. If gmond's
 //!   socket is not there (gmond down), the token bucket paces meanwhile.
@@ -38,7 +38,7 @@ use crate::config::Settings;
 use crate::events::{Counters, Events};
 use crate::ganglia::channel::{SendChannel, Sent};
 
-use super::follow::{BYTES_PER_TOKEN, GmondQueue, HOLD_AT};
+use super::follow::{BYTES_PER_TOKEN, GmondQueue, hold_at};
 use super::packets::PacketBatch;
 use super::queue::{Outgoing, SendQueue};
 
@@ -395,7 +395,9 @@ fn send_loop(lane: &Lane, pace: Pace, mut mode: Mode, counters: &Counters, log_i
         };
         let budget = match level {
             Some(level) => {
-                let room = (HOLD_AT.saturating_sub(level) / BYTES_PER_TOKEN) as usize;
+                let room = hold_at(level.capacity).saturating_sub(level.queued) / BYTES_PER_TOKEN;
+                // At most a chunk per lock, whatever gmond's buffer.
+                let room = (room as usize).min(UNPACED_CHUNK);
                 if room < MIN_ROOM {
                     let since = *full_since.get_or_insert(now);
                     std::thread::sleep(TICK);
@@ -578,7 +580,7 @@ mod tests {
     }
 
     /// A gmond on this host that stops reading (as while gmetad polls it)
-    /// loses nothing: the sender holds what does not fit below HOLD_AT in
+    /// loses nothing: the sender holds what does not fit below hold_at in
     /// its receive queue, whatever max_send_rate says, and sends the rest
     /// as soon as it reads again. The kernel's own drop count is the judge.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -602,12 +604,13 @@ mod tests {
         let senders = Senders::start(&settings, channels, counters.clone());
         let events = Events::new(&counters, Duration::from_secs(60));
         senders.outbox.queue(&batch(1500), Instant::now(), &events);
-        // Deaf for 300 ms: the queue fills to HOLD_AT, then the sender holds.
+        // Deaf for 300 ms: the queue fills to hold_at, then the sender holds.
         std::thread::sleep(Duration::from_millis(300));
         let (queued, drops) = queue_of(&gmond);
         assert_eq!(drops, 0);
+        let hold = hold_at(crate::gateway::follow::DEFAULT_RCVBUF);
         assert!(
-            queued <= HOLD_AT && queued > HOLD_AT - (MIN_ROOM as u64 + 2) * BYTES_PER_TOKEN,
+            queued <= hold && queued > hold - (MIN_ROOM as u64 + 2) * BYTES_PER_TOKEN,
             "{queued} bytes in gmond's queue"
         );
         let held = counters.snapshot();
