@@ -130,7 +130,7 @@ impl Gateway {
             format!(
                 "listen = [\"127.0.0.1:{port}\"]\n\
                  metadata_interval = 1800\nstats_interval = {stats_interval}\nself_metrics_interval = 0\n\
-                 max_send_rate = 0\nfollow_gmond_queue = false\nrecv_buffer = 33554432\nmax_sources = 20000\nstate_file = \"\"\n{extra}\n\
+                 max_send_rate = 0\nfollow_gmond_queue = false\nresend_after = 0\nrecv_buffer = 33554432\nmax_sources = 20000\nstate_file = \"\"\n{extra}\n\
                  [[channel]]\nhost = \"127.0.0.1\"\nport = {sink_port}\n"
             )
         })

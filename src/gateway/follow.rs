@@ -233,7 +233,7 @@ mod tests {
     fn only_a_gmond_of_this_host_is_followed() {
         assert!(GmondQueue::for_target("127.0.0.1:8649".parse().unwrap()).is_ok());
         assert!(GmondQueue::for_target("[::1]:8649".parse().unwrap()).is_ok());
-        let remote = GmondQueue::for_target("192.0.2.1:8649".parse().unwrap());
+        let remote = GmondQueue::for_target("198.51.100.1:8649".parse().unwrap());
         assert_eq!(
             remote.err().unwrap(),
             "gmond on another host: its receive queue cannot be seen"

@@ -20,9 +20,10 @@
 //! * **a token bucket** otherwise: at most `send_burst` packets back to
 //!   back, `max_send_rate` packets per second on average (0: as fast as
 //!   the channel takes them), a metadata packet counting as
-//!   [`METADATA_COST`] value packets. With `resend_after`, each packet
-//!   goes out a second time that long after the first (unless a newer one
-//!   of its metric went out or waits meanwhile): a gmond that was deaf
+//!   [`METADATA_COST`] value packets. To a unicast address, each packet
+//!   goes out a second time `resend_after` after the first (unless a newer
+//!   one of its metric waits meanwhile; never after a newer one), if the
+//!   bucket has room once the new packets are out: a gmond that was deaf
 //!   for the first copy (a poll lasts a second or two) hears the second.
 //!
 //! At stop the senders get a deadline (`drain_timeout`): what is queued
@@ -233,8 +234,10 @@ impl Senders {
 enum Mode {
     /// By the receive queue of the gmond on this host.
     Follow(GmondQueue),
-    /// By the token bucket alone.
-    Bucket,
+    /// By the token bucket alone; with second copies this long after the
+    /// first (unicast only: every member of a multicast group would take
+    /// twice the packets).
+    Bucket { resend: Option<Duration> },
 }
 
 impl Mode {
@@ -247,38 +250,39 @@ impl Mode {
                 pace.burst
             ),
         };
-        let resend = match pace.resend_after {
-            Some(d) => format!(
-                "; each packet sent again after {} s (resend_after)",
-                d.as_secs()
-            ),
-            None => String::new(),
+        let why = if pace.follow {
+            match GmondQueue::for_target(channel.target()) {
+                Ok(mut q) => {
+                    let now = match q.level() {
+                        Some(_) => String::new(),
+                        None => format!("; no socket there yet: {bucket} until there is"),
+                    };
+                    tracing::info!(
+                        channel = label,
+                        "follows the receive queue of gmond on this host ({}): holds packets while gmond does not read, sends as fast as it reads{now}",
+                        q.source()
+                    );
+                    return Mode::Follow(q);
+                }
+                Err(why) => why,
+            }
+        } else {
+            "follow_gmond_queue = false".to_string()
         };
-        if !pace.follow {
-            tracing::info!(
-                channel = label,
-                "{bucket}{resend} (follow_gmond_queue = false)"
-            );
-            return Mode::Bucket;
-        }
-        match GmondQueue::for_target(channel.target()) {
-            Ok(mut q) => {
-                let now = match q.level() {
-                    Some(_) => String::new(),
-                    None => format!("; no socket there yet: {bucket} until there is"),
-                };
-                tracing::info!(
-                    channel = label,
-                    "follows the receive queue of gmond on this host ({}): holds packets while gmond does not read, sends as fast as it reads{now}",
-                    q.source()
-                );
-                Mode::Follow(q)
-            }
-            Err(why) => {
-                tracing::info!(channel = label, "{bucket}{resend} ({why})");
-                Mode::Bucket
-            }
-        }
+        let multicast = channel.target().ip().is_multicast();
+        let (resend, copies) = match pace.resend_after {
+            Some(d) if !multicast => (
+                Some(d),
+                format!(
+                    "; each packet sent again after {} s (resend_after)",
+                    d.as_secs()
+                ),
+            ),
+            Some(_) => (None, "; no second copies to a multicast group".to_string()),
+            None => (None, String::new()),
+        };
+        tracing::info!(channel = label, "{bucket}{copies} ({why})");
+        Mode::Bucket { resend }
     }
 }
 
@@ -339,8 +343,10 @@ fn send_loop(lane: &Lane, pace: Pace, mut mode: Mode, counters: &Counters, log_i
     let mut events = Events::new(counters, log_interval);
     let mut out = Outgoing::default();
     let mut bucket = Bucket::new(pace);
-    let mut resends = match (&mode, pace.resend_after) {
-        (Mode::Bucket, Some(after)) => Some(Resends {
+    let mut resends = match mode {
+        Mode::Bucket {
+            resend: Some(after),
+        } => Some(Resends {
             after,
             queue: SendQueue::default(),
         }),
@@ -391,7 +397,7 @@ fn send_loop(lane: &Lane, pace: Pace, mut mode: Mode, counters: &Counters, log_i
         // tasks queue meanwhile).
         let level = match &mut mode {
             Mode::Follow(q) => q.level(),
-            Mode::Bucket => None,
+            Mode::Bucket { .. } => None,
         };
         let budget = match level {
             Some(level) => {
@@ -738,5 +744,41 @@ mod tests {
         assert!(after(&rest[1], t0) < Duration::from_millis(1400));
         let c = counters.snapshot();
         assert_eq!((c.packets_sent, c.packets_resent), (13, 6));
+    }
+
+    /// A multicast group gets no second copies (every member would take
+    /// twice the packets); a unicast address that cannot be followed does.
+    #[test]
+    fn second_copies_go_to_unicast_channels_only() {
+        let pace = Pace {
+            rate: 40_000,
+            burst: 100,
+            follow: true,
+            resend_after: Some(Duration::from_secs(3)),
+        };
+        let group = SendChannel::open(&crate::ganglia::channel::ChannelSpec::unicast(
+            "239.2.11.71",
+            8649,
+        ))
+        .unwrap();
+        assert!(matches!(
+            Mode::choose(&group, pace),
+            Mode::Bucket { resend: None }
+        ));
+        let remote = SendChannel::open(&crate::ganglia::channel::ChannelSpec::unicast(
+            "198.51.100.1",
+            8649,
+        ))
+        .unwrap();
+        assert!(matches!(
+            Mode::choose(&remote, pace),
+            Mode::Bucket { resend: Some(d) } if d == Duration::from_secs(3)
+        ));
+        let local = SendChannel::open(&crate::ganglia::channel::ChannelSpec::unicast(
+            "127.0.0.1",
+            8649,
+        ))
+        .unwrap();
+        assert!(matches!(Mode::choose(&local, pace), Mode::Follow(_)));
     }
 }
