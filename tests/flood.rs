@@ -41,11 +41,13 @@ fn rx_queue(port: u16) -> Option<u64> {
 fn a_flood_of_senders_stays_within_bounds() {
     // The gateway sends to a socket nobody reads: what matters here is the
     // memory of the sources (not following that socket's queue, the sender
-    // sends everything at once and the kernel drops it).
+    // sends everything at once and the kernel drops it; no second copies,
+    // which unpaced would hold every packet of the last resend_after
+    // seconds: bounded by the metrics, not by this test's limit).
     let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
     let mut gw = Gateway::start(
         sink.local_addr().unwrap().port(),
-        "stats_interval = 0\nself_metrics_interval = 0\nmax_sources = 10000\nmax_send_rate = 0\nfollow_gmond_queue = false\n",
+        "stats_interval = 0\nself_metrics_interval = 0\nmax_sources = 10000\nmax_send_rate = 0\nfollow_gmond_queue = false\nresend_after = 0\n",
     );
     let pid = gw.proc.child.id();
     let before = status(pid, "VmRSS:");

@@ -451,8 +451,8 @@ fn send_loop(lane: &Lane, pace: Pace, mut mode: Mode, counters: &Counters, log_i
         if level.is_none() {
             bucket.spend(spent);
         }
-        send(&lane.channel, &out, &mut events);
-        events.packets_out(out.len(), out.len() - fresh);
+        let failed = send(&lane.channel, &out, &mut events);
+        events.packets_out(out.len() - failed, out.len() - fresh);
         if let Some(r) = &mut resends {
             for (key, kind, bytes) in out.entries().take(fresh) {
                 r.queue.push(key, kind, bytes, now);
@@ -461,15 +461,21 @@ fn send_loop(lane: &Lane, pace: Pace, mut mode: Mode, counters: &Counters, log_i
     }
 }
 
-fn send(channel: &SendChannel, out: &Outgoing, events: &mut Events<'_>) {
+/// Sends what `out` holds; returns how many the kernel did not take.
+fn send(channel: &SendChannel, out: &Outgoing, events: &mut Events<'_>) -> usize {
     if out.is_empty() {
-        return;
+        return 0;
     }
+    let mut failed = 0;
     channel.send_all(&out.packets(), |r| match r {
         Ok(Sent::Ok) => {}
         Ok(Sent::AfterRefusal) => events.send_refused(channel.label(), channel.target()),
-        Err(e) => events.send_failed(channel.label(), channel.target(), &e),
+        Err(e) => {
+            failed += 1;
+            events.send_failed(channel.label(), channel.target(), &e);
+        }
     });
+    failed
 }
 
 #[cfg(test)]
