@@ -18,7 +18,7 @@ pub mod settings;
 
 pub use file::{
     ChannelConfig, DEFAULT_GMOND_CONF, DEFAULT_LISTEN, DEFAULT_SEND_BURST, DEFAULT_SEND_RATE,
-    DEFAULT_STATE_FILE, DEFAULT_XML_ALLOW, FileConfig,
+    DEFAULT_STATE_FILE, DEFAULT_XML_ALLOW, FileConfig, RESTART_KEYS,
 };
 pub use settings::{DEFAULT_SEND, Overrides, Settings, validate};
 

@@ -116,8 +116,8 @@ impl Active {
     }
 }
 
-/// A new configuration for a running gateway (SIGHUP): everything but the
-/// listening sockets (and `stats_interval`) takes effect at once.
+/// A new configuration for a running gateway (SIGHUP): every key but those
+/// of [`crate::config::RESTART_KEYS`] takes effect at once.
 pub struct Reload {
     pub settings: Settings,
     pub channels: Vec<SendChannel>,
@@ -150,7 +150,7 @@ pub async fn run(
     let save_every = settings.state_interval;
     let fds: Vec<RawFd> = sockets.iter().map(|s| s.as_raw_fd()).collect();
     let drops = KernelDrops::new(&fds);
-    let drain_timeout = settings.drain_timeout;
+    let mut drain_timeout = settings.drain_timeout;
     let mut senders = Senders::start(&settings, channels, counters.clone());
     let outbox = senders.outbox.clone();
     let (active_tx, active_rx) = watch::channel(Arc::new(Active {
@@ -220,6 +220,10 @@ pub async fn run(
                 let new = Senders::start(&r.settings, r.channels, counters.clone());
                 let old = std::mem::replace(&mut senders, new);
                 let outbox = senders.outbox.clone();
+                drain_timeout = r.settings.drain_timeout;
+                if let Some(table) = &table {
+                    table.set_max_hosts(r.settings.max_sources);
+                }
                 let _ = active_tx.send(Arc::new(Active { settings: r.settings, outbox, table: table.clone() }));
                 retired.push(tokio::spawn(old.drain(Instant::now() + drain_timeout)));
                 tracing::info!("configuration reloaded");

@@ -555,13 +555,8 @@ fn serve(config: ConfigArgs) -> ExitCode {
     );
     let result = runtime.block_on(async {
         let (reload_tx, reloads) = tokio::sync::mpsc::channel(1);
-        let restart_only = RestartOnly::of(&settings);
-        tokio::spawn(reload_on_sighup(
-            signals.hup,
-            config,
-            restart_only,
-            reload_tx,
-        ));
+        let started = settings.effective.clone();
+        tokio::spawn(reload_on_sighup(signals.hup, config, started, reload_tx));
         gateway::run(
             settings,
             gateway::Sockets {
@@ -590,38 +585,16 @@ fn serve(config: ConfigArgs) -> ExitCode {
     }
 }
 
-/// Settings a reload cannot change: the sockets stay bound, the state file
-/// stays owned.
-#[derive(PartialEq)]
-struct RestartOnly {
-    listen: Vec<SocketAddr>,
-    xml_listen: Vec<SocketAddr>,
-    recv_buffer: usize,
-    state_file: Option<PathBuf>,
-}
-
-impl RestartOnly {
-    fn of(settings: &config::Settings) -> RestartOnly {
-        RestartOnly {
-            listen: settings.listen.clone(),
-            xml_listen: settings.xml_listen.clone(),
-            recv_buffer: settings.recv_buffer,
-            state_file: settings.state_file.clone(),
-        }
-    }
-}
-
 /// On each SIGHUP, reads the configuration again; a valid one (whose send
 /// channels open) replaces the running one, an invalid one is refused with
-/// the reason and the old one keeps running. The listening sockets are not
-/// rebound and the state file stays the one owned: a changed `listen`,
-/// `xml_listen`, `recv_buffer` or `state_file` needs a restart (and
-/// `send = false` is refused while no XML port is open: the data would go
-/// nowhere).
+/// the reason and the old one keeps running. A changed key of
+/// [`config::RESTART_KEYS`] (compared with the file the gateway started
+/// with) is logged by name and waits for a restart (and `send = false` is
+/// refused while no XML port is open: the data would go nowhere).
 async fn reload_on_sighup(
     hup: Option<Signal>,
     config: ConfigArgs,
-    running: RestartOnly,
+    started: config::FileConfig,
     reloads: tokio::sync::mpsc::Sender<gateway::Reload>,
 ) {
     let Some(mut hup) = hup else {
@@ -643,16 +616,18 @@ async fn reload_on_sighup(
                 continue;
             }
         };
-        if !settings.send && running.xml_listen.is_empty() {
+        if !settings.send && started.xml_listen.is_empty() {
             tracing::error!(
                 "SIGHUP: new configuration refused, the old one stays: send = false, and the running gateway has no xml_listen port (that takes a restart)"
             );
             continue;
         }
-        if RestartOnly::of(&settings) != running {
-            tracing::warn!(
-                "SIGHUP: listen, xml_listen, recv_buffer and state_file changes take effect at the next restart"
-            );
+        for key in started.changed_keys(&settings.effective) {
+            if config::RESTART_KEYS.contains(&key) {
+                tracing::warn!(
+                    "SIGHUP: {key} changed: it takes effect at the next restart (the running value stays)"
+                );
+            }
         }
         tracing::info!(
             channels = ?channels.iter().map(|c| c.label().to_string()).collect::<Vec<_>>(),

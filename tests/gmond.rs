@@ -525,6 +525,46 @@ fn sighup_reloads_refuses_bad_config_and_loses_nothing() {
     );
 }
 
+/// A reload names every changed key that waits for a restart, once each,
+/// and none of those it applies at once.
+#[test]
+fn sighup_names_each_changed_key_that_waits_for_a_restart() {
+    let gmond = Gmond::start();
+    let mut gw = Gateway::start(gmond.port, CONFIG);
+    let text = std::fs::read_to_string(&gw.config).unwrap();
+    let changed = text.replace("stats_interval = 0", "stats_interval = 7")
+        + "state_interval = 9\nmax_send_rate = 1234\nmetric_name = \"r.{pgm}.{var}\"\n";
+    std::fs::write(&gw.config, changed).unwrap();
+    let st = std::process::Command::new("kill")
+        .args(["-HUP", &gw.proc.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !gw.proc.log_text().contains("configuration reloaded") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{}",
+            gw.proc.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(gw.proc.terminate().success());
+    let log = gw.proc.log_text();
+    let waits = |key: &str| {
+        log.matches(&format!(
+            "SIGHUP: {key} changed: it takes effect at the next restart (the running value stays)"
+        ))
+        .count()
+    };
+    assert_eq!(
+        (waits("stats_interval"), waits("state_interval")),
+        (1, 1),
+        "{log}"
+    );
+    assert_eq!(log.matches("changed: it takes effect").count(), 2, "{log}");
+}
+
 #[test]
 fn the_gateway_reports_itself_to_ganglia() {
     let gmond = Gmond::start();

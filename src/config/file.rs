@@ -41,6 +41,27 @@ pub const DEFAULT_XML_ALLOW: &[&str] = &["127.0.0.0/8", "::1/128"];
 /// "changed"`.
 pub const DEFAULT_VALUE_HEARTBEAT: u32 = 60;
 
+/// The keys whose change waits for a restart; every other key takes effect
+/// at a reload (SIGHUP), which logs each of these that changed, by name,
+/// and leaves its running value in place. What holds them: the sockets
+/// stay bound (`listen`, `recv_buffer`, `metadata_requests`,
+/// `xml_listen`), the state file stays owned (`state_file`,
+/// `state_interval`), and the timers and log limiters made at start
+/// (`stats_interval`, `self_metrics_interval`, `log_interval`: the
+/// receive tasks take a new `log_interval` at once, the XML port and the
+/// metadata-request listener at the restart).
+pub const RESTART_KEYS: &[&str] = &[
+    "listen",
+    "recv_buffer",
+    "log_interval",
+    "stats_interval",
+    "self_metrics_interval",
+    "state_file",
+    "state_interval",
+    "metadata_requests",
+    "xml_listen",
+];
+
 /// The file as written; every key has its default.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
@@ -192,6 +213,18 @@ impl FileConfig {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ConfigError(format!("cannot read config {}: {e}", path.display())))?;
         Self::parse(&text, path)
+    }
+
+    /// The keys whose values differ between two files, in definition order.
+    pub fn changed_keys(&self, other: &FileConfig) -> Vec<&'static str> {
+        let (Ok(a), Ok(b)) = (toml::Table::try_from(self), toml::Table::try_from(other)) else {
+            return Vec::new();
+        };
+        FileConfig::keys()
+            .iter()
+            .filter(|k| a.get(**k) != b.get(**k))
+            .copied()
+            .collect()
     }
 
     /// Every key the file takes, in definition order (what serde's derive

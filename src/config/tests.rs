@@ -91,8 +91,11 @@ fn every_key_is_in_the_shipped_file_and_the_readme() {
             "README's config table has no row {row}"
         );
     }
-    // README's table names nothing else.
-    let table = &readme[readme.find("| key | default | meaning |").unwrap()..];
+    // README's table names nothing else, and says of each key what a
+    // reload does with it, as RESTART_KEYS defines it.
+    let table = &readme[readme
+        .find("| key | default | on SIGHUP | meaning |")
+        .unwrap()..];
     for line in table.lines().skip(2).take_while(|l| l.starts_with('|')) {
         let key = line.split('`').nth(1).unwrap_or("");
         let key = key.trim_start_matches("[[").trim_end_matches("]]");
@@ -100,7 +103,42 @@ fn every_key_is_in_the_shipped_file_and_the_readme() {
             keys.contains(&key),
             "README's config table has {key:?}, which is no key"
         );
+        let sighup = line.split(" | ").nth(2).unwrap_or("");
+        let want = if crate::config::RESTART_KEYS.contains(&key) {
+            "restart"
+        } else {
+            "at once"
+        };
+        assert_eq!(sighup, want, "README's config table, {key}");
     }
+    assert!(
+        crate::config::RESTART_KEYS.iter().all(|k| keys.contains(k)),
+        "{:?}",
+        crate::config::RESTART_KEYS
+    );
+}
+
+#[test]
+fn a_reload_names_the_keys_that_changed() {
+    let file = |text: &str| FileConfig::parse(text, Path::new("t")).unwrap();
+    let started = file("stats_interval = 300\nmax_send_rate = 40000\n");
+    // Written differently, the same values: nothing changed.
+    assert_eq!(
+        started.changed_keys(&file("max_send_rate = 40_000\n")),
+        Vec::<&str>::new()
+    );
+    let now = file(
+        "stats_interval = 10\nmax_send_rate = 50000\nlisten = [\"127.0.0.1:1\"]\nvalue_heartbeat = 90\n",
+    );
+    assert_eq!(
+        started.changed_keys(&now),
+        [
+            "listen",
+            "stats_interval",
+            "max_send_rate",
+            "value_heartbeat"
+        ]
+    );
 }
 
 #[test]

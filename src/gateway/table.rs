@@ -116,7 +116,7 @@ pub struct HostTable {
     /// gateway's own), whose packets carry no heartbeat.
     epoch_unix: u32,
     hosts: AtomicUsize,
-    max_hosts: usize,
+    max_hosts: AtomicUsize,
     evicting: AtomicBool,
 }
 
@@ -154,7 +154,7 @@ impl HostTable {
             epoch: Instant::now(),
             epoch_unix: unix_now().min(u64::from(u32::MAX)) as u32,
             hosts: AtomicUsize::new(0),
-            max_hosts: max_hosts.max(1),
+            max_hosts: AtomicUsize::new(max_hosts.max(1)),
             evicting: AtomicBool::new(false),
         }
     }
@@ -168,6 +168,12 @@ impl HostTable {
         let shard = &self.shards[(host_key % SHARDS as u64) as usize];
         // A panic elsewhere while holding it leaves consistent data.
         shard.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A new cap (`max_sources` changed at a reload): a lower one evicts
+    /// down to it with the next hosts taken in.
+    pub fn set_max_hosts(&self, max_hosts: usize) {
+        self.max_hosts.store(max_hosts.max(1), Relaxed);
     }
 
     /// Hosts held now.
@@ -294,7 +300,8 @@ impl HostTable {
     /// Over this many hosts, the oldest are evicted down to the cap (in
     /// bulk: one scan per quarter of the cap, not one per new host).
     fn eviction_mark(&self) -> usize {
-        self.max_hosts + (self.max_hosts / 4).max(16)
+        let max = self.max_hosts.load(Relaxed);
+        max + (max / 4).max(16)
     }
 
     /// Evicts the hosts heard from longest ago, down to the cap; returns
@@ -309,7 +316,7 @@ impl HostTable {
             ages.extend(shard.values().map(|h| h.reported));
         }
         let mut evicted = 0;
-        let excess = ages.len().saturating_sub(self.max_hosts);
+        let excess = ages.len().saturating_sub(self.max_hosts.load(Relaxed));
         if excess > 0 {
             let (_, cutoff, _) = ages.select_nth_unstable(excess - 1);
             let cutoff = *cutoff;
