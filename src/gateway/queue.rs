@@ -38,8 +38,12 @@ struct Slot {
     value: Span,
     /// When it was first queued, in ms from the queue's epoch (its age is
     /// the queue's latency).
-    since_ms: u32,
+    /// (u64: a queue that never drains is still right after 49 days; the
+    /// slot is 40 bytes either way.)
+    since_ms: u64,
 }
+
+const _: () = assert!(std::mem::size_of::<Slot>() == 40);
 
 /// Pending packets of one send channel, conflated per (host, metric).
 ///
@@ -85,7 +89,7 @@ impl SendQueue {
                     key,
                     metadata: Span::default(),
                     value: Span::default(),
-                    since_ms: since_ms.min(u128::from(u32::MAX)) as u32,
+                    since_ms: since_ms.min(u128::from(u64::MAX)) as u64,
                 };
                 let at = match self.free.pop() {
                     Some(at) => {
@@ -249,9 +253,9 @@ impl SendQueue {
 
     /// When the oldest pending slot was queued (to the millisecond).
     pub fn oldest(&self) -> Option<Instant> {
-        self.line.front().map(|&at| {
-            self.epoch + Duration::from_millis(u64::from(self.slots[at as usize].since_ms))
-        })
+        self.line
+            .front()
+            .map(|&at| self.epoch + Duration::from_millis(self.slots[at as usize].since_ms))
     }
 
     /// Bytes the queue holds now (arena and bookkeeping).

@@ -491,8 +491,14 @@ mod tests {
         let sink = crate::gateway::bind("127.0.0.1:0".parse().unwrap(), 4 << 20).unwrap();
         sink.set_nonblocking(false).unwrap();
         sink.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+        let (settings, channels) = sending_to(&sink, extra);
+        (settings, channels, sink)
+    }
+
+    /// Settings (the file `extra`) and their channel, sending to `gmond`.
+    fn sending_to(gmond: &UdpSocket, extra: &str) -> (Settings, Vec<SendChannel>) {
         let file = FileConfig::parse(extra, std::path::Path::new("t")).unwrap();
-        let port = sink.local_addr().unwrap().port();
+        let port = gmond.local_addr().unwrap().port();
         let settings = validate(
             file,
             "test".into(),
@@ -503,7 +509,7 @@ mod tests {
         )
         .unwrap();
         let channels = crate::gateway::open_channels(&settings).unwrap();
-        (settings, channels, sink)
+        (settings, channels)
     }
 
     /// `n` metrics of one host, metadata and value each.
@@ -599,19 +605,8 @@ mod tests {
     async fn a_deaf_gmond_on_this_host_is_held_for_and_loses_nothing() {
         // The stock buffer a gmond has (212,992 bytes: about 250 packets);
         // 3,000 packets, unpaced, would overflow it twelve times over.
-        let gmond = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        let port = gmond.local_addr().unwrap().port();
-        let file = FileConfig::parse("max_send_rate = 0\n", std::path::Path::new("t")).unwrap();
-        let settings = validate(
-            file,
-            "test".into(),
-            &Overrides {
-                send: vec![format!("127.0.0.1:{port}")],
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        let channels = crate::gateway::open_channels(&settings).unwrap();
+        let gmond = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let (settings, channels) = sending_to(&gmond, "max_send_rate = 0\n");
         let counters = Arc::new(Counters::default());
         let senders = Senders::start(&settings, channels, counters.clone());
         let events = Events::new(&counters, Duration::from_secs(60));
@@ -655,19 +650,8 @@ mod tests {
     /// and what was held is counted unsent.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_stop_while_held_takes_at_most_drain_timeout() {
-        let gmond = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        let port = gmond.local_addr().unwrap().port();
-        let file = FileConfig::parse("", std::path::Path::new("t")).unwrap();
-        let settings = validate(
-            file,
-            "test".into(),
-            &Overrides {
-                send: vec![format!("127.0.0.1:{port}")],
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        let channels = crate::gateway::open_channels(&settings).unwrap();
+        let gmond = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let (settings, channels) = sending_to(&gmond, "");
         let counters = Arc::new(Counters::default());
         let senders = Senders::start(&settings, channels, counters.clone());
         let events = Events::new(&counters, Duration::from_secs(60));
