@@ -42,6 +42,11 @@ pub const DEFAULT_RCVBUF: u64 = 212_992;
 /// packet's (200-600 bytes long, two tokens) 1,280.
 pub const BYTES_PER_TOKEN: u64 = 1024;
 
+/// Fewer tokens of room than this is "full": the sender waits for gmond to
+/// read rather than send a handful of packets per question to the kernel
+/// (fewer for a buffer too small to hold this many).
+pub const MIN_ROOM: usize = 16;
+
 /// How full gmond's receive queue is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Level {
@@ -49,6 +54,24 @@ pub struct Level {
     pub queued: u64,
     /// The buffer's size.
     pub capacity: u64,
+}
+
+impl Level {
+    /// Tokens that may go now without filling gmond's queue past
+    /// [`hold_at`] its buffer (at most `chunk`), or None: gmond's queue is
+    /// full, wait for it to read. An unknown buffer size (0) is taken as
+    /// Linux's default; a tiny one still lets one packet through at a time.
+    pub fn room(&self, chunk: usize) -> Option<usize> {
+        let capacity = if self.capacity > 0 {
+            self.capacity
+        } else {
+            DEFAULT_RCVBUF
+        };
+        let hold = hold_at(capacity).max(BYTES_PER_TOKEN);
+        let room = (hold.saturating_sub(self.queued) / BYTES_PER_TOKEN) as usize;
+        let enough = MIN_ROOM.min((hold / BYTES_PER_TOKEN) as usize);
+        (room >= enough).then_some(room.min(chunk))
+    }
 }
 
 /// The receive queue of the gmond at one address of this host.
@@ -227,6 +250,25 @@ mod tests {
         assert!(receives(&row("[::1]:8649", false), t6));
         assert!(receives(&row("[::]:8649", false), t6));
         assert!(!receives(&row("0.0.0.0:8649", false), t6));
+    }
+
+    #[test]
+    fn room_keeps_the_queue_below_60_percent_of_the_buffer() {
+        let level = |queued, capacity| Level { queued, capacity };
+        // A stock gmond's buffer: 127,794 bytes may be queued, 124 tokens.
+        assert_eq!(level(0, DEFAULT_RCVBUF).room(256), Some(124));
+        assert_eq!(level(0, DEFAULT_RCVBUF).room(100), Some(100));
+        assert_eq!(level(100 * 1024, DEFAULT_RCVBUF).room(256), Some(24));
+        assert_eq!(level(110 * 1024, DEFAULT_RCVBUF).room(256), None);
+        assert_eq!(level(212_992, DEFAULT_RCVBUF).room(256), None);
+        // No size known: the default's.
+        assert_eq!(level(0, 0).room(256), Some(124));
+        // A tiny buffer (4 KiB): two at a time, never stuck.
+        assert_eq!(level(0, 4096).room(256), Some(2));
+        assert_eq!(level(2048, 4096).room(256), None);
+        assert_eq!(level(0, 2304).room(256), Some(1));
+        // A big one (buffer = 4194304 gives 8 MiB): a chunk at a time.
+        assert_eq!(level(1 << 20, 8 << 20).room(256), Some(256));
     }
 
     #[test]

@@ -13,7 +13,7 @@
 //! * **following gmond's receive queue** ([`super::follow`]), when gmond
 //!   is on this host (`follow_gmond_queue`): before each send it asks the
 //!   kernel how full gmond's socket is and sends only what fits below
-//!   [`hold_at`] its buffer; while gmond does not read (a
+//!   [`hold_at`](super::follow::hold_at) its buffer; while gmond does not read (a
 //!   poll), it holds the packets (counted, `send_held_ms`) and sends them
 //!   as soon as gmond reads again, as fast as gmond reads. If gmond's
 //!   socket is not there (gmond down), the token bucket paces meanwhile.
@@ -39,7 +39,7 @@ use crate::config::Settings;
 use crate::events::{Counters, Events};
 use crate::ganglia::channel::{SendChannel, Sent};
 
-use super::follow::{BYTES_PER_TOKEN, GmondQueue, hold_at};
+use super::follow::GmondQueue;
 use super::packets::PacketBatch;
 use super::queue::{Outgoing, SendQueue};
 
@@ -57,11 +57,6 @@ pub const METADATA_COST: usize = 2;
 /// The shortest pause between two sends: a thread's sleep is about this
 /// precise, so packets leave in runs of rate x this (40 at 40,000/s).
 const TICK: Duration = Duration::from_millis(1);
-
-/// Following gmond's queue, fewer tokens of room than this is "full": the
-/// sender waits a [`TICK`] for gmond to read rather than send a handful
-/// of packets per reading of /proc.
-const MIN_ROOM: usize = 16;
 
 /// One send channel's queue, and how its sender is woken.
 pub struct Lane {
@@ -400,11 +395,13 @@ fn send_loop(lane: &Lane, pace: Pace, mut mode: Mode, counters: &Counters, log_i
             Mode::Bucket { .. } => None,
         };
         let budget = match level {
-            Some(level) => {
-                let room = hold_at(level.capacity).saturating_sub(level.queued) / BYTES_PER_TOKEN;
-                // At most a chunk per lock, whatever gmond's buffer.
-                let room = (room as usize).min(UNPACED_CHUNK);
-                if room < MIN_ROOM {
+            // At most a chunk per lock, whatever gmond's buffer.
+            Some(level) => match level.room(UNPACED_CHUNK) {
+                Some(room) => {
+                    full_since = None;
+                    room
+                }
+                None => {
                     let since = *full_since.get_or_insert(now);
                     std::thread::sleep(TICK);
                     held_us += now.elapsed().as_micros();
@@ -417,9 +414,7 @@ fn send_loop(lane: &Lane, pace: Pace, mut mode: Mode, counters: &Counters, log_i
                     held_us %= 1000;
                     continue;
                 }
-                full_since = None;
-                room
-            }
+            },
             None => match bucket.take(now) {
                 Ok(tokens) => tokens,
                 Err(wait) => {
@@ -482,6 +477,7 @@ fn send(channel: &SendChannel, out: &Outgoing, events: &mut Events<'_>) -> usize
 mod tests {
     use super::*;
     use crate::config::{FileConfig, Overrides, validate};
+    use crate::gateway::follow::{BYTES_PER_TOKEN, DEFAULT_RCVBUF, MIN_ROOM, hold_at};
     use crate::gateway::packets::{PacketKind, SlotKey};
     use std::net::UdpSocket;
 
@@ -615,7 +611,7 @@ mod tests {
         std::thread::sleep(Duration::from_millis(300));
         let (queued, drops) = queue_of(&gmond);
         assert_eq!(drops, 0);
-        let hold = hold_at(crate::gateway::follow::DEFAULT_RCVBUF);
+        let hold = hold_at(DEFAULT_RCVBUF);
         assert!(
             queued <= hold && queued > hold - (MIN_ROOM as u64 + 2) * BYTES_PER_TOKEN,
             "{queued} bytes in gmond's queue"
