@@ -25,7 +25,7 @@ use crate::proc_udp::{self, TableReader, UdpRow};
 use crate::sock_diag::SockDiag;
 
 /// The sender keeps gmond's receive queue below this share of its buffer
-/// (in bytes): of a stock gmond's 212,992, 127,795, leaving about 100
+/// (in bytes): of a stock gmond's 212,992, 127,794, leaving about 100
 /// small datagrams of room for what other senders (gmond's own metrics,
 /// other gmonds) put there between two readings.
 pub fn hold_at(capacity: u64) -> u64 {
