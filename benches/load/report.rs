@@ -206,9 +206,14 @@ impl Report {
     }
 
     /// What the smoke pass must show: every part ran, no serve run lost a
-    /// record (flat out, superseded ones are fine: that is overload), and
-    /// at a low rate the gateway forwarded every record, none superseded
-    /// (the send queue must not hold values back without overload).
+    /// record (flat out, superseded ones are fine: that is overload; so
+    /// are records the kernel dropped at the gateway's socket with no later
+    /// record of their server sent after them, which flat out happens when
+    /// the window ends with that socket full: a CI run saw 47 such records
+    /// with 2,745 socket drops, two reruns 0; more lost than dropped is a
+    /// loss of the gateway's own), and at a low rate the gateway forwarded
+    /// every record, none superseded, nothing dropped at its socket (the
+    /// send queue must not hold values back without overload).
     pub(crate) fn check_smoke(&self) {
         let mut failed = Vec::new();
         for r in [&self.raw_send, &self.raw_mmsg, &self.serve_max]
@@ -220,7 +225,7 @@ impl Report {
             }
         }
         if let Some(r) = &self.serve_max
-            && r.not_forwarded > 0
+            && r.not_forwarded > r.socket_drops
         {
             failed.push(format!(
                 "{}: {} of {} records lost ({} arrived, {} superseded, {} socket drops)",
