@@ -332,6 +332,91 @@ struct Resends {
     queue: SendQueue,
 }
 
+impl Resends {
+    /// When the oldest copy is due.
+    fn next_due(&self) -> Option<Instant> {
+        self.queue.oldest().map(|t| t + self.after)
+    }
+
+    /// Moves the copies due at `now` to `out` while `budget` lasts, but for
+    /// those whose metric has a newer packet in `pending` (it goes out
+    /// anyway); returns the tokens spent.
+    fn pop_due(
+        &mut self,
+        now: Instant,
+        budget: usize,
+        out: &mut Outgoing,
+        pending: &SendQueue,
+    ) -> usize {
+        match now.checked_sub(self.after) {
+            Some(cutoff) if budget > 0 => {
+                self.queue
+                    .pop_queued_by(cutoff, budget, METADATA_COST, out, |key| {
+                        pending.contains(key)
+                    })
+            }
+            _ => 0,
+        }
+    }
+
+    /// Keeps the first `fresh` packets of `out`, sent at `now`, for a copy.
+    fn remember(&mut self, out: &Outgoing, fresh: usize, now: Instant) {
+        for (key, kind, bytes) in out.entries().take(fresh) {
+            self.queue.push(key, kind, bytes, now);
+        }
+    }
+}
+
+/// Following gmond's queue: how long the sender has held for a full one.
+#[derive(Default)]
+struct Held {
+    /// Since when gmond's queue has been full (None: it is not).
+    since: Option<Instant>,
+    /// Held time not yet counted (under a millisecond).
+    uncounted_us: u128,
+}
+
+impl Held {
+    /// Waits a [`TICK`] for gmond to read, and counts it.
+    fn wait(&mut self, channel: &SendChannel, now: Instant, events: &mut Events<'_>) {
+        let since = *self.since.get_or_insert(now);
+        std::thread::sleep(TICK);
+        self.uncounted_us += now.elapsed().as_micros();
+        let ms = (self.uncounted_us / 1000) as u64;
+        self.uncounted_us %= 1000;
+        events.held_for_gmond(channel.label(), channel.target(), ms, since.elapsed());
+    }
+}
+
+/// Waits until there is something to send: a queued packet or a due copy.
+/// Returns the stop deadline if one is set, or None when stopped with
+/// nothing queued (copies not yet due are dropped).
+fn wait_for_work(lane: &Lane, resends: Option<&Resends>) -> Option<Option<Instant>> {
+    let mut state = lane.lock();
+    loop {
+        if !state.queue.is_empty() {
+            return Some(state.deadline);
+        }
+        if state.deadline.is_some() {
+            return None;
+        }
+        match resends.and_then(Resends::next_due) {
+            None => state = lane.wake.wait(state).unwrap_or_else(|e| e.into_inner()),
+            Some(due) => {
+                let now = Instant::now();
+                if due <= now {
+                    return Some(state.deadline);
+                }
+                state = lane
+                    .wake
+                    .wait_timeout(state, due - now)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+        }
+    }
+}
+
 /// One channel's sender: takes packets from the lane's queue as its mode
 /// allows and sends them, until stopped and drained.
 fn send_loop(lane: &Lane, pace: Pace, mut mode: Mode, counters: &Counters, log_interval: Duration) {
@@ -347,40 +432,10 @@ fn send_loop(lane: &Lane, pace: Pace, mut mode: Mode, counters: &Counters, log_i
         }),
         _ => None,
     };
-    // Following: since when gmond's queue has been full (None: it is not),
-    // and the held time not yet counted (under a millisecond).
-    let mut full_since: Option<Instant> = None;
-    let mut held_us: u128 = 0;
+    let mut held = Held::default();
     loop {
-        // Wait for something to send: a queued packet, or a due resend.
-        let deadline = {
-            let mut state = lane.lock();
-            loop {
-                if !state.queue.is_empty() {
-                    break;
-                }
-                if state.deadline.is_some() {
-                    return;
-                }
-                let due = resends
-                    .as_ref()
-                    .and_then(|r| r.queue.oldest().map(|t| t + r.after));
-                match due {
-                    None => state = lane.wake.wait(state).unwrap_or_else(|e| e.into_inner()),
-                    Some(due) => {
-                        let now = Instant::now();
-                        if due <= now {
-                            break;
-                        }
-                        state = lane
-                            .wake
-                            .wait_timeout(state, due - now)
-                            .unwrap_or_else(|e| e.into_inner())
-                            .0;
-                    }
-                }
-            }
-            state.deadline
+        let Some(deadline) = wait_for_work(lane, resends.as_ref()) else {
+            return;
         };
         let now = Instant::now();
         if deadline.is_some_and(|d| now >= d) {
@@ -388,7 +443,7 @@ fn send_loop(lane: &Lane, pace: Pace, mut mode: Mode, counters: &Counters, log_i
             events.unsent_at_stop(lane.channel.label(), unsent);
             return;
         }
-        // How much may go now (read with the lane unlocked: the receive
+        // How much may go now (asked with the lane unlocked: the receive
         // tasks queue meanwhile).
         let level = match &mut mode {
             Mode::Follow(q) => q.level(),
@@ -398,20 +453,11 @@ fn send_loop(lane: &Lane, pace: Pace, mut mode: Mode, counters: &Counters, log_i
             // At most a chunk per lock, whatever gmond's buffer.
             Some(level) => match level.room(UNPACED_CHUNK) {
                 Some(room) => {
-                    full_since = None;
+                    held.since = None;
                     room
                 }
                 None => {
-                    let since = *full_since.get_or_insert(now);
-                    std::thread::sleep(TICK);
-                    held_us += now.elapsed().as_micros();
-                    events.held_for_gmond(
-                        lane.channel.label(),
-                        lane.channel.target(),
-                        (held_us / 1000) as u64,
-                        since.elapsed(),
-                    );
-                    held_us %= 1000;
+                    held.wait(&lane.channel, now, &mut events);
                     continue;
                 }
             },
@@ -428,19 +474,9 @@ fn send_loop(lane: &Lane, pace: Pace, mut mode: Mode, counters: &Counters, log_i
             let mut state = lane.lock();
             let spent = state.queue.pop(budget, METADATA_COST, &mut out);
             let fresh = out.len();
-            // Second copies that are due, unless a newer packet of their
-            // metric waits in the queue (it goes out anyway).
-            let due = resends
-                .as_mut()
-                .and_then(|r| Some((now.checked_sub(r.after)?, &mut r.queue)));
-            let resent = match due {
-                Some((cutoff, queue)) if spent < budget => {
-                    queue.pop_queued_by(cutoff, budget - spent, METADATA_COST, &mut out, |key| {
-                        state.queue.contains(key)
-                    })
-                }
-                _ => 0,
-            };
+            let resent = resends.as_mut().map_or(0, |r| {
+                r.pop_due(now, budget.saturating_sub(spent), &mut out, &state.queue)
+            });
             (spent + resent, fresh)
         };
         if level.is_none() {
@@ -449,9 +485,7 @@ fn send_loop(lane: &Lane, pace: Pace, mut mode: Mode, counters: &Counters, log_i
         let failed = send(&lane.channel, &out, &mut events);
         events.packets_out(out.len() - failed, out.len() - fresh);
         if let Some(r) = &mut resends {
-            for (key, kind, bytes) in out.entries().take(fresh) {
-                r.queue.push(key, kind, bytes, now);
-            }
+            r.remember(&out, fresh, now);
         }
     }
 }
