@@ -280,6 +280,11 @@ fn bad_values_name_key_and_value() {
         err("max_sources = 0"),
         "max_sources = 0: must be at least 1"
     );
+    assert_eq!(
+        err("resend_after = 61"),
+        "resend_after = 61: must be at most 60 (seconds; 0: never)"
+    );
+    assert!(err("follow_gmond_queue = \"yes\"").contains("follow_gmond_queue"));
     assert!(
         err("[[channel]]\nhost = \"h\"\nbind = \"nope\"").starts_with("channel.bind = \"nope\"")
     );
