@@ -8,13 +8,14 @@
 //! `cargo bench --bench pipeline`; under `cargo test` each runs once.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use xrd2ganglia::config::{FileConfig, Overrides, validate};
+use xrd2ganglia::daemon::table::HostTable;
+use xrd2ganglia::engine::Engine;
 use xrd2ganglia::events::{Counters, Events};
-use xrd2ganglia::gateway::Pipeline;
-use xrd2ganglia::gateway::table::HostTable;
 use xrd2ganglia::mapping::{
     DEFAULT_GROUP_TEMPLATE, DEFAULT_NAME_TEMPLATE, MappedRecord, Mapper, NameTemplate,
 };
@@ -84,7 +85,7 @@ fn bench(c: &mut Criterion) {
         for (label, fast) in [("parse+map+encode", true), ("parse+map+encode-full", false)] {
             let counters = Counters::default();
             let mut events = Events::new(&counters, Duration::from_secs(60));
-            let mut pipeline = Pipeline::new(&settings);
+            let mut pipeline = Engine::new(Arc::new(settings.clone()), Instant::now());
             pipeline.set_fast_path(fast);
             let from = "192.0.2.1:40000".parse().unwrap();
             // Reports 1 s apart: the first sends metadata, the second sets
@@ -92,15 +93,14 @@ fn bench(c: &mut Criterion) {
             let t0 = Instant::now();
             for i in 0..3 {
                 let at = t0 + Duration::from_secs(i);
-                pipeline.encode(&d, from, at, &settings, &mut events);
+                pipeline.datagram(&d, from, at, &mut events);
             }
             g.bench_function(label, |b| {
                 b.iter(|| {
-                    pipeline.encode(
+                    pipeline.datagram(
                         std::hint::black_box(&d),
                         from,
                         t0 + Duration::from_secs(2),
-                        &settings,
                         &mut events,
                     );
                     pipeline.packets().count()
@@ -114,12 +114,12 @@ fn bench(c: &mut Criterion) {
                 let ip: std::net::IpAddr = "192.0.2.1".parse().unwrap();
                 for i in 0..1000u32 {
                     let other = std::net::SocketAddr::from(([10, 0, (i >> 8) as u8, i as u8], 1));
-                    let mut p = Pipeline::new(&settings);
-                    p.encode(&d, other, t0, &settings, &mut events);
+                    let mut p = Engine::new(Arc::new(settings.clone()), Instant::now());
+                    p.datagram(&d, other, t0, &mut events);
                     table.take(p.batch(), other.ip(), t0);
                 }
-                let mut first = Pipeline::new(&settings);
-                first.encode(&d, from, t0, &settings, &mut events);
+                let mut first = Engine::new(Arc::new(settings.clone()), Instant::now());
+                first.datagram(&d, from, t0, &mut events);
                 table.take(first.batch(), ip, t0);
                 g.bench_function("xml-table", |b| {
                     b.iter(|| table.take(std::hint::black_box(pipeline.batch()), ip, t0))

@@ -2,7 +2,7 @@
 //!
 //! Records come from a file or stdin (one per line, as `mpxstats -f xml`
 //! writes them, or a single datagram) or from a live UDP port. Each goes
-//! through the daemon's own [`Pipeline`] (same parser, mapping, schedule and
+//! through the daemon's own [`Engine`] (same parser, mapping, schedule and
 //! encoder), and the packets it produces are decoded back, so what is printed
 //! is what gmond would get: host (spoof string), metric, value, type, slope,
 //! units, group, TMAX, DMAX. Metadata is only in the packets when it is due;
@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::config::Settings;
+use crate::engine::Engine;
 use crate::events::{Counters, Events};
 use crate::ganglia::xdr::{self, Metadata, Packet};
-use crate::gateway::Pipeline;
 
 /// One metric as gmond would get it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -49,8 +49,7 @@ pub struct Row {
 
 /// Turns records into rows, remembering metadata between records.
 pub struct Dumper {
-    pipeline: Pipeline,
-    settings: Settings,
+    engine: Engine,
     counters: Counters,
     /// The last metadata of each (host, metric), kept as decoded.
     metadata: HashMap<(String, String), Metadata<'static>>,
@@ -61,14 +60,14 @@ impl Dumper {
     pub fn new(settings: Settings) -> Dumper {
         // The full path for every record: the notes below come from its
         // mapping (the fast path sends the same packets but maps nothing).
-        let mut pipeline = Pipeline::new(&settings);
-        pipeline.set_fast_path(false);
+        let started = Instant::now();
+        let mut engine = Engine::new(std::sync::Arc::new(settings), started);
+        engine.set_fast_path(false);
         Dumper {
-            pipeline,
-            settings,
+            engine,
             counters: Counters::default(),
             metadata: HashMap::new(),
-            started: Instant::now(),
+            started,
         }
     }
 
@@ -81,13 +80,8 @@ impl Dumper {
     ) -> Result<Vec<Row>, String> {
         let before = self.counters.snapshot();
         let mut events = Events::new(&self.counters, Duration::from_secs(3600));
-        self.pipeline.encode(
-            datagram,
-            from,
-            self.started + at,
-            &self.settings,
-            &mut events,
-        );
+        let at = self.started + at;
+        self.engine.datagram(datagram, from, at, &mut events);
         let after = self.counters.snapshot();
         if after.denied > before.denied {
             return Err(format!("{from} is not in `allow`"));
@@ -104,15 +98,15 @@ impl Dumper {
                 .unwrap_or_default());
         }
         let notes: HashMap<&str, (&str, bool, Option<&str>)> = self
-            .pipeline
+            .engine
             .xcache_mapped()
             .metrics()
             // The record's own last: it wins where both name a metric.
-            .chain(self.pipeline.mapped().metrics())
+            .chain(self.engine.mapped().metrics())
             .map(|m| (m.name, (m.var, m.is_unknown(), m.original)))
             .collect();
         let mut rows = Vec::new();
-        for bytes in self.pipeline.packets() {
+        for bytes in self.engine.packets() {
             match xdr::decode(bytes) {
                 Ok(Packet::Metadata { id, meta }) => {
                     let key = (id.host.into_owned(), id.name.into_owned());

@@ -344,6 +344,68 @@ impl<'c> Events<'c> {
         }
     }
 
+    /// A poll on `xml_listen` from outside `xml_allow`, closed at once.
+    pub fn xml_denied(&mut self, local: SocketAddr, peer: SocketAddr) {
+        self.counters.xml_denied.fetch_add(1, Relaxed);
+        if self
+            .limiter
+            .allow("xml_denied", peer.ip(), Instant::now())
+            .is_some()
+        {
+            tracing::warn!(
+                "xml_listen {local}: {peer} is not in xml_allow; closed (counted as xml_denied, logged once per log_interval)"
+            );
+        }
+    }
+
+    /// A poll closed because `busy` documents are being written already.
+    pub fn xml_busy(&mut self, local: SocketAddr, peer: SocketAddr, busy: usize) {
+        self.counters.xml_dropped.fetch_add(1, Relaxed);
+        if self
+            .limiter
+            .allow("xml_busy", peer.ip(), Instant::now())
+            .is_some()
+        {
+            tracing::warn!(
+                "xml_listen {local}: {peer} closed: {busy} documents are being written already (counted as xml_dropped)"
+            );
+        }
+    }
+
+    /// A connection that could not be accepted (out of descriptors, most
+    /// likely).
+    pub fn xml_accept_failed(&mut self, local: SocketAddr, err: &std::io::Error) {
+        if self
+            .limiter
+            .allow("xml_accept", local.ip(), Instant::now())
+            .is_some()
+        {
+            tracing::warn!("xml_listen {local}: cannot accept: {err}");
+        }
+    }
+
+    /// A document written whole: `hosts` hosts, `renamed` of them as
+    /// `NAME@ADDRESS`.
+    pub fn xml_polled(&self, hosts: usize, renamed: usize) {
+        self.counters.xml_polls.fetch_add(1, Relaxed);
+        self.counters.xml_hosts.store(hosts as u64, Relaxed);
+        self.counters.xml_renamed.store(renamed as u64, Relaxed);
+    }
+
+    /// A document not finished (the client stalled or was too slow).
+    pub fn xml_unfinished(&mut self, local: SocketAddr, peer: SocketAddr, err: &std::io::Error) {
+        self.counters.xml_dropped.fetch_add(1, Relaxed);
+        if self
+            .limiter
+            .allow("xml_write", peer.ip(), Instant::now())
+            .is_some()
+        {
+            tracing::warn!(
+                "xml_listen {local}: document to {peer} not finished: {err} (counted as xml_dropped)"
+            );
+        }
+    }
+
     pub fn sources_evicted(&self, count: usize, cap: usize) {
         self.counters
             .sources_evicted

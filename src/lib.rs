@@ -58,17 +58,17 @@
 
 pub mod catalog;
 pub mod config;
+pub mod daemon;
 pub mod dump;
+pub mod engine;
 pub mod events;
 pub mod fnv;
 pub mod ganglia;
-pub mod gateway;
 pub mod gmetric;
 pub mod gstream;
 pub mod gweb;
 pub mod mapping;
 pub mod mpxstats;
 pub mod proc_udp;
-pub mod selfmon;
 pub mod sock_diag;
 pub mod summary;

@@ -18,9 +18,9 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use tracing_subscriber::EnvFilter;
 
 use xrd2ganglia::config::{self, Overrides};
+use xrd2ganglia::daemon as gateway;
+use xrd2ganglia::daemon::state_file::StateLock;
 use xrd2ganglia::events::Counters;
-use xrd2ganglia::gateway;
-use xrd2ganglia::gateway::state::StateLock;
 
 /// XRootD summary monitoring (xrd.report) into Ganglia.
 #[derive(Parser)]
@@ -492,19 +492,19 @@ fn serve(config: ConfigArgs) -> ExitCode {
         Ok::<_, String>((
             bind_each(
                 &settings.listen,
-                |a| gateway::bind(a, settings.recv_buffer),
+                |a| gateway::bind::reports(a, settings.recv_buffer),
                 |a| format!("on {a}"),
                 "-lunp",
             )?,
             bind_each(
                 &settings.metadata_requests,
-                gateway::requests::bind,
+                gateway::bind::requests,
                 |a| format!("for gmond's metadata requests on {a}"),
                 "-lunp",
             )?,
             bind_each(
                 &settings.xml_listen,
-                gateway::xml_port::bind,
+                gateway::bind::xml,
                 |a| format!("for gmetad on {a} (xml_listen)"),
                 "-ltnp",
             )?,

@@ -4,8 +4,8 @@
 //! it: its local address, how many bytes wait in its receive queue, its
 //! inode and how many datagrams the kernel dropped because that queue was
 //! full. The gateway reads it for two things: the drops at its own
-//! listening sockets ([`crate::selfmon`]), and how full the receive queue
-//! of a gmond on its own host is ([`crate::gateway::follow`]).
+//! listening sockets ([`crate::daemon::self_metrics`]), and how full the receive queue
+//! of a gmond on its own host is ([`crate::daemon::follow`]).
 //!
 //! `/proc/self/net` rather than `/proc/net`: the same table (per network
 //! namespace), but visible under systemd's `ProcSubset=pid`, which the

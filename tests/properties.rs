@@ -2,14 +2,15 @@
 //! rejected, never a panic; whatever the gateway sends fits gmond's limits
 //! and carries only names and text gmond's XML survives.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use xrd2ganglia::config::{FileConfig, Overrides, Settings, validate};
+use xrd2ganglia::engine::Engine;
 use xrd2ganglia::events::{Counters, Events};
 use xrd2ganglia::ganglia::sanitize;
 use xrd2ganglia::ganglia::xdr::{self, Packet};
-use xrd2ganglia::gateway::Pipeline;
 use xrd2ganglia::summary::{SummaryParser, offset_in};
 
 fn settings() -> Settings {
@@ -30,12 +31,12 @@ fn check_sent_after(before: Option<&[u8]>, datagram: &[u8]) -> Result<(), TestCa
     let s = settings();
     let counters = Counters::default();
     let mut events = Events::new(&counters, Duration::from_secs(3600));
-    let mut p = Pipeline::new(&s);
+    let mut p = Engine::new(Arc::new(s.clone()), Instant::now());
     let from = "10.0.0.1:1".parse().unwrap();
     if let Some(before) = before {
-        p.encode(before, from, Instant::now(), &s, &mut events);
+        p.datagram(before, from, Instant::now(), &mut events);
     }
-    p.encode(datagram, from, Instant::now(), &s, &mut events);
+    p.datagram(datagram, from, Instant::now(), &mut events);
     for bytes in p.packets() {
         prop_assert!(bytes.len() <= xdr::MAX_PACKET);
         match xdr::decode(bytes) {

@@ -16,7 +16,7 @@
 //!     metadata requests (136): when every metric of every host is back.
 //! (e) SIGTERM right after a burst: exit time and status, the state file.
 //!
-//! "Last value": a private [`Pipeline`] replays the datagrams a host sent
+//! "Last value": a private [`Engine`] replays the datagrams a host sent
 //! and gives the exact metric values its last record became; gmond's XML
 //! must show those. The gateway's log (stats_interval = 1) is read for
 //! `send_queue`, `send_queue_age_ms`, `packets_conflated` when it has them.
@@ -32,8 +32,8 @@ use std::borrow::Cow::Borrowed;
 use xrd2ganglia::config::Settings;
 use xrd2ganglia::events::{Counters, Events};
 
+use xrd2ganglia::engine::Engine;
 use xrd2ganglia::ganglia::xdr::{self, Metadata, MetricId, Packet, Slope};
-use xrd2ganglia::gateway::Pipeline;
 
 use crate::gmond::{Gmond, Xml};
 use crate::mmsg::{MmsgSender, paced};

@@ -49,9 +49,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use xrd2ganglia::config::{FileConfig, Overrides, Settings, validate};
+use xrd2ganglia::engine::Engine;
 use xrd2ganglia::events::{Counters, Events};
 use xrd2ganglia::ganglia::xdr::{self, Packet};
-use xrd2ganglia::gateway::Pipeline;
 
 use mmsg::{CountSink, MmsgSender};
 

@@ -102,18 +102,12 @@ impl Records {
         for name in FIXTURES {
             let data = std::fs::read(dir.join(format!("{name}.xml"))).expect("fixture");
             let flat = std::fs::read_to_string(dir.join(format!("{name}.flat"))).expect("flat");
-            let mut pipeline = Pipeline::new(&settings);
+            let mut pipeline = Engine::new(Arc::new(settings.clone()), Instant::now());
             let from = SocketAddr::from((server_ip(0), 40000));
             let t0 = Instant::now();
-            pipeline.encode(&data, from, t0, &settings, &mut events);
+            pipeline.datagram(&data, from, t0, &mut events);
             // Reports 100 ms apart, as in the runs: the second is steady state.
-            pipeline.encode(
-                &data,
-                from,
-                t0 + Duration::from_millis(100),
-                &settings,
-                &mut events,
-            );
+            pipeline.datagram(&data, from, t0 + Duration::from_millis(100), &mut events);
             let packets: Vec<Vec<u8>> = pipeline.packets().map(<[u8]>::to_vec).collect();
             let last = packets
                 .iter()
@@ -169,18 +163,17 @@ impl Records {
     pub(crate) fn find_seq_offset(&self, fixture: usize, settings: &Settings) -> i64 {
         let counters = Counters::default();
         let mut events = Events::new(&counters, Duration::from_secs(3600));
-        let mut pipeline = Pipeline::new(settings);
+        let mut pipeline = Engine::new(Arc::new(settings.clone()), Instant::now());
         let from = SocketAddr::from((server_ip(0), 40000));
         let t0 = Instant::now();
         let mut buf = Vec::new();
         let mut offset = None;
         for (k, seq) in [0u64, 1, 2, 7, 1000].into_iter().enumerate() {
             self.stamp(fixture, k, seq, &mut buf);
-            pipeline.encode(
+            pipeline.datagram(
                 &buf,
                 from,
                 t0 + Duration::from_millis(100 * k as u64),
-                settings,
                 &mut events,
             );
             let last = pipeline

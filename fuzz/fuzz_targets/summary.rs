@@ -4,7 +4,7 @@
 //! datagram exactly as the quick-xml reference does.
 #![no_main]
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use libfuzzer_sys::fuzz_target;
@@ -12,7 +12,7 @@ use xrd2ganglia::config::{FileConfig, Overrides, Settings, validate};
 use xrd2ganglia::events::{Counters, Events};
 use xrd2ganglia::ganglia::sanitize;
 use xrd2ganglia::ganglia::xdr::{self, Packet};
-use xrd2ganglia::gateway::Pipeline;
+use xrd2ganglia::engine::Engine;
 use xrd2ganglia::summary::SummaryParser;
 
 static SETTINGS: LazyLock<Settings> = LazyLock::new(|| {
@@ -31,17 +31,17 @@ fuzz_target!(|data: &[u8]| {
     );
     let counters = Counters::default();
     let mut events = Events::new(&counters, Duration::from_secs(3600));
-    let mut pipeline = Pipeline::new(&SETTINGS);
+    let mut pipeline = Engine::new(Arc::new(SETTINGS.clone()), Instant::now());
     let from = "10.1.2.3:1094".parse().unwrap();
     // The same datagram three times, 10 s apart: the third one may take the
     // template fast path, which must send exactly what the full path sends.
-    let mut full = Pipeline::new(&SETTINGS);
+    let mut full = Engine::new(Arc::new(SETTINGS.clone()), Instant::now());
     full.set_fast_path(false);
     let t0 = Instant::now();
     for i in 0..3 {
         let at = t0 + Duration::from_secs(10 * i);
-        pipeline.encode(data, from, at, &SETTINGS, &mut events);
-        full.encode(data, from, at, &SETTINGS, &mut events);
+        pipeline.datagram(data, from, at, &mut events);
+        full.datagram(data, from, at, &mut events);
         assert!(pipeline.packets().eq(full.packets()), "fast path differs");
     }
     for p in pipeline.packets() {

@@ -1,7 +1,7 @@
 //! Every counter of the gateway, defined once: the table at the bottom
 //! makes the shared atomics ([`Counters`]), their copy ([`Snapshot`]), the
 //! `counters:` log line (its `Display`) and the gateway's own Ganglia
-//! metrics ([`COUNTERS`], sent by [`crate::selfmon`]).
+//! metrics ([`COUNTERS`], sent by [`crate::daemon::self_metrics`]).
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -79,7 +79,7 @@ impl fmt::Display for Snapshot {
 }
 
 /// Not a counter of ours: the kernel's drops at the listening sockets,
-/// read from /proc when the metrics are sent ([`crate::selfmon`]).
+/// read from /proc when the metrics are sent ([`crate::daemon::self_metrics`]).
 pub const KERNEL_DROPS: CounterSpec = CounterSpec {
     field: "kernel_drops",
     kind: CounterKind::Counter,

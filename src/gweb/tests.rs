@@ -13,7 +13,7 @@ const RECORDS: &[&str] = &[
     include_str!("../../tests/data/records/srv_xrootd.xml"),
 ];
 /// A real XCache's record and a datagram of its g-stream, of one run:
-/// its XCache metrics come from the gateway's pipeline.
+/// its XCache metrics come from the gateway's engine.
 const XCACHE: (&str, &[u8]) = (
     include_str!("../../tests/data/gstream/pfc_summary.xml"),
     include_bytes!("../../tests/data/gstream/pfc_1.bin"),
@@ -62,7 +62,7 @@ fn mapped_names(anon: bool) -> Vec<String> {
     names
 }
 
-/// The metric names the gateway's pipeline sends for [`XCACHE`]'s
+/// The metric names the gateway's engine sends for [`XCACHE`]'s
 /// g-stream, as named for its instance or (`anon`) without -n.
 fn xcache_names(anon: bool) -> Vec<String> {
     use crate::config::{FileConfig, Overrides, validate};
@@ -73,7 +73,8 @@ fn xcache_names(anon: bool) -> Vec<String> {
         ..Default::default()
     };
     let settings = validate(file, "test".into(), &overrides).unwrap();
-    let mut pipeline = crate::gateway::Pipeline::new(&settings);
+    let now = std::time::Instant::now();
+    let mut engine = crate::engine::Engine::new(std::sync::Arc::new(settings), now);
     let counters = Counters::default();
     let mut events = Events::new(&counters, std::time::Duration::from_secs(60));
     let record = if anon {
@@ -81,11 +82,10 @@ fn xcache_names(anon: bool) -> Vec<String> {
     } else {
         XCACHE.0.to_string()
     };
-    let now = std::time::Instant::now();
     let from = "10.0.0.1:1".parse().unwrap();
-    pipeline.encode(record.as_bytes(), from, now, &settings, &mut events);
-    pipeline.encode(XCACHE.1, from, now, &settings, &mut events);
-    let names: Vec<String> = pipeline
+    engine.datagram(record.as_bytes(), from, now, &mut events);
+    engine.datagram(XCACHE.1, from, now, &mut events);
+    let names: Vec<String> = engine
         .packets()
         .filter_map(|p| match crate::ganglia::xdr::decode(p) {
             Ok(crate::ganglia::xdr::Packet::Value { id, .. }) => Some(id.name.into_owned()),

@@ -122,16 +122,16 @@ impl<'r> Expect<'r> {
             .or_insert_with(|| {
                 let counters = Counters::default();
                 let mut events = Events::new(&counters, Duration::from_secs(3600));
-                let mut pipeline = Pipeline::new(settings);
+                let mut pipeline =
+                    Engine::new(std::sync::Arc::new(settings.clone()), Instant::now());
                 let from = SocketAddr::from((server_ip(0), 40000));
                 let variants = &records.variants[fixture];
                 let t0 = Instant::now();
                 for k in 0..reports {
-                    pipeline.encode(
+                    pipeline.datagram(
                         &variants[k as usize % variants.len()],
                         from,
                         t0 + Duration::from_secs(u64::from(k)),
-                        settings,
                         &mut events,
                     );
                 }

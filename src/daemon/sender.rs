@@ -40,8 +40,8 @@ use crate::events::{Counters, Events};
 use crate::ganglia::channel::{SendChannel, Sent};
 
 use super::follow::GmondQueue;
-use super::packets::PacketBatch;
 use super::queue::{Outgoing, SendQueue};
+use crate::engine::packets::PacketBatch;
 
 /// Packets taken from a queue per lock, unpaced (one to a few sendmmsg calls).
 const UNPACED_CHUNK: usize = 256;
@@ -511,14 +511,14 @@ fn send(channel: &SendChannel, out: &Outgoing, events: &mut Events<'_>) -> usize
 mod tests {
     use super::*;
     use crate::config::{FileConfig, Overrides, validate};
-    use crate::gateway::follow::{BYTES_PER_TOKEN, DEFAULT_RCVBUF, MIN_ROOM, hold_at};
-    use crate::gateway::packets::{PacketKind, SlotKey};
+    use crate::daemon::follow::{BYTES_PER_TOKEN, DEFAULT_RCVBUF, MIN_ROOM, hold_at};
+    use crate::engine::packets::{PacketKind, SlotKey};
     use std::net::UdpSocket;
 
     /// Settings sending to a fresh loopback sink, which is returned too.
     fn setup(extra: &str) -> (Settings, Vec<SendChannel>, UdpSocket) {
         // A big buffer: the test's reader may be slow to run on a busy machine.
-        let sink = crate::gateway::bind("127.0.0.1:0".parse().unwrap(), 4 << 20).unwrap();
+        let sink = crate::daemon::bind::reports("127.0.0.1:0".parse().unwrap(), 4 << 20).unwrap();
         sink.set_nonblocking(false).unwrap();
         sink.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
         let (settings, channels) = sending_to(&sink, extra);
@@ -538,7 +538,7 @@ mod tests {
             },
         )
         .unwrap();
-        let channels = crate::gateway::open_channels(&settings).unwrap();
+        let channels = crate::daemon::open_channels(&settings).unwrap();
         (settings, channels)
     }
 

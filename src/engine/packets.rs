@@ -1,4 +1,4 @@
-//! The packets a record becomes, built in one place.
+//! Every packet the gateway sends, built in one place.
 //!
 //! Per spoofed host: the heartbeat (its metadata as `gmetric -S HOST -H`
 //! sends it, and a 132 uint value that gmond shows as GMOND_STARTED), then
@@ -42,18 +42,43 @@ pub fn heartbeat_key() -> u64 {
 
 pub const HEARTBEAT: &str = "heartbeat";
 
-/// Encoded packets of one record, back to back, each with its slot key.
+/// Encoded packets of one record, back to back, each with its slot key
+/// and where its value lies (so the XML table takes values without
+/// decoding the packets).
 #[derive(Default)]
 pub struct PacketBatch {
     data: Vec<u8>,
     entries: Vec<Entry>,
+    /// Scratch for a metadata's title.
+    title: String,
 }
 
 #[derive(Clone, Copy)]
 struct Entry {
     end: u32,
+    /// A value packet's value: its string's bytes (a 133) or its 4 bytes
+    /// (the heartbeat's 132); empty for metadata.
+    value: (u32, u32),
     key: SlotKey,
     kind: PacketKind,
+}
+
+/// A metric's metadata packet (128), as [`PacketBatch::metadata_of`]
+/// builds it: spoofed (`SPOOF_HOST` first) or not, then GROUP, DESC and
+/// TITLE, as `gmetric -S -g -D -T` sends them.
+pub struct MetadataOf<'a> {
+    pub key: SlotKey,
+    pub host: &'a str,
+    pub spoof: bool,
+    pub name: &'a str,
+    pub value_type: &'a str,
+    pub units: &'a str,
+    pub slope: xdr::Slope,
+    pub tmax: u32,
+    pub dmax: u32,
+    pub group: &'a str,
+    pub desc: &'a str,
+    pub title: &'a str,
 }
 
 impl PacketBatch {
@@ -74,8 +99,24 @@ impl PacketBatch {
     /// [`xdr::MAX_PACKET`] is never sent (the sanitiser's caps make that
     /// impossible; this keeps it so).
     pub fn push(&mut self, key: SlotKey, kind: PacketKind, encode: impl FnOnce(&mut Vec<u8>)) {
+        self.push_with_value(key, kind, 0, |out| {
+            encode(out);
+            0
+        });
+    }
+
+    /// [`push`](Self::push) for a value packet whose value is its last
+    /// part: `encode` returns the value's length in bytes, which `pad`
+    /// XDR padding bytes follow.
+    fn push_with_value(
+        &mut self,
+        key: SlotKey,
+        kind: PacketKind,
+        pad: u32,
+        encode: impl FnOnce(&mut Vec<u8>) -> u32,
+    ) {
         let start = self.data.len();
-        encode(&mut self.data);
+        let value_len = encode(&mut self.data);
         if self.data.len() - start > xdr::MAX_PACKET {
             tracing::error!(
                 bytes = self.data.len() - start,
@@ -84,8 +125,11 @@ impl PacketBatch {
             self.data.truncate(start);
             return;
         }
+        let end = self.data.len() as u32;
+        let value_start = end.saturating_sub(value_len + pad);
         self.entries.push(Entry {
-            end: self.data.len() as u32,
+            end,
+            value: (value_start, value_start + value_len),
             key,
             kind,
         });
@@ -98,11 +142,19 @@ impl PacketBatch {
 
     /// The packets with their keys, in order.
     pub fn entries(&self) -> impl Iterator<Item = (SlotKey, PacketKind, &[u8])> {
+        self.with_values().map(|(k, kind, p, _)| (k, kind, p))
+    }
+
+    /// The packets with their keys and their values (a value packet's
+    /// value bytes: a string's, or the heartbeat's 4 big-endian bytes;
+    /// empty for metadata), in order: what the XML table takes.
+    pub fn with_values(&self) -> impl Iterator<Item = (SlotKey, PacketKind, &[u8], &[u8])> {
         let mut start = 0;
         self.entries.iter().map(move |e| {
             let p = &self.data[start..e.end as usize];
             start = e.end as usize;
-            (e.key, e.kind, p)
+            let v = self.data.get(e.value.0 as usize..e.value.1 as usize);
+            (e.key, e.kind, p, v.unwrap_or_default())
         })
     }
 
@@ -139,14 +191,15 @@ impl PacketBatch {
             metric: heartbeat_key(),
         };
         let packet = Packet::uint_value(heartbeat_id(host), started);
-        self.push(key, PacketKind::Value, |out| xdr::encode(out, &packet));
+        self.push_with_value(key, PacketKind::Value, 0, |out| {
+            xdr::encode(out, &packet);
+            4
+        });
     }
 
-    /// A metric's metadata (128); `title` is scratch space.
-    #[allow(clippy::too_many_arguments)]
+    /// A mapped metric's metadata (128) for a spoofed host.
     pub fn metadata(
         &mut self,
-        title: &mut String,
         host: &str,
         host_key: u64,
         m: &Metric<'_>,
@@ -154,46 +207,72 @@ impl PacketBatch {
         tmax: u32,
         dmax: u32,
     ) {
+        let mut title = std::mem::take(&mut self.title);
         title.clear();
-        m.write_title(title, program);
-        let extra = [
-            (Borrowed("SPOOF_HOST"), Borrowed(host)),
-            (Borrowed("GROUP"), Borrowed(m.group)),
-            (Borrowed("DESC"), Borrowed(m.desc())),
-            (Borrowed("TITLE"), Borrowed(title.as_str())),
-        ];
-        let packet = Packet::Metadata {
-            id: metric_id(host, m.name),
-            meta: Metadata {
-                value_type: Borrowed(m.value_type()),
-                units: Borrowed(m.units()),
-                slope: m.slope(),
-                tmax,
-                dmax,
-                extra: Borrowed(&extra),
+        m.write_title(&mut title, program);
+        self.metadata_of(MetadataOf {
+            key: SlotKey {
+                host: host_key,
+                metric: m.name_key,
             },
-        };
-        let key = SlotKey {
-            host: host_key,
-            metric: m.name_key,
-        };
-        self.push(key, PacketKind::Metadata, |out| xdr::encode(out, &packet));
+            host,
+            spoof: true,
+            name: m.name,
+            value_type: m.value_type(),
+            units: m.units(),
+            slope: m.slope(),
+            tmax,
+            dmax,
+            group: m.group,
+            desc: m.desc(),
+            title: &title,
+        });
+        self.title = title;
     }
 
-    /// A metric's value (133 `%s`).
+    /// Any metric's metadata (128).
+    pub fn metadata_of(&mut self, m: MetadataOf<'_>) {
+        let extra = [
+            (Borrowed("SPOOF_HOST"), Borrowed(m.host)),
+            (Borrowed("GROUP"), Borrowed(m.group)),
+            (Borrowed("DESC"), Borrowed(m.desc)),
+            (Borrowed("TITLE"), Borrowed(m.title)),
+        ];
+        let packet = Packet::Metadata {
+            id: MetricId::new(m.host, m.name, m.spoof),
+            meta: Metadata {
+                value_type: Borrowed(m.value_type),
+                units: Borrowed(m.units),
+                slope: m.slope,
+                tmax: m.tmax,
+                dmax: m.dmax,
+                extra: Borrowed(if m.spoof { &extra } else { &extra[1..] }),
+            },
+        };
+        self.push(m.key, PacketKind::Metadata, |out| xdr::encode(out, &packet));
+    }
+
+    /// A mapped metric's value (133 `%s`) for a spoofed host.
     pub fn value(&mut self, host: &str, key: SlotKey, name: &str, text: &[u8]) {
-        self.push(key, PacketKind::Value, |out| {
-            value_prefix(out, host, name);
+        self.value_of(key, host, true, name, text);
+    }
+
+    /// Any metric's value (133 `%s`).
+    pub fn value_of(&mut self, key: SlotKey, host: &str, spoof: bool, name: &str, text: &[u8]) {
+        self.push_with_value(key, PacketKind::Value, pad(text), |out| {
+            xdr::encode_string_value_prefix(out, &MetricId::new(host, name, spoof));
             xdr::append_string(out, text);
+            text.len() as u32
         });
     }
 
     /// A value packet whose first part is cached (the template's fast path):
     /// `prefix` from [`value_prefix`], then `text`.
     pub fn value_from_prefix(&mut self, key: SlotKey, prefix: &[u8], text: &[u8]) {
-        self.push(key, PacketKind::Value, |out| {
+        self.push_with_value(key, PacketKind::Value, pad(text), |out| {
             out.extend_from_slice(prefix);
             xdr::append_string(out, text);
+            text.len() as u32
         });
     }
 
@@ -203,9 +282,10 @@ impl PacketBatch {
             host: host_key,
             metric: heartbeat_key(),
         };
-        self.push(key, PacketKind::Value, |out| {
+        self.push_with_value(key, PacketKind::Value, 0, |out| {
             out.extend_from_slice(prefix);
             out.extend_from_slice(&started.to_be_bytes());
+            4
         });
     }
 
@@ -214,6 +294,11 @@ impl PacketBatch {
         self.data.reserve(bytes);
         self.entries.reserve(packets);
     }
+}
+
+/// XDR's padding after a string of `text`'s length.
+fn pad(text: &[u8]) -> u32 {
+    (4 - text.len() as u32 % 4) % 4
 }
 
 fn metric_id<'a>(host: &'a str, name: &'a str) -> MetricId<'a> {

@@ -8,14 +8,89 @@
 //! /proc/self/net/udp and udp6 ([`crate::proc_udp`]: the drops of our sockets'
 //! inodes).
 
+use std::net::IpAddr;
 use std::os::fd::RawFd;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use crate::events::{CounterKind, KERNEL_DROPS, Snapshot};
+use tokio::sync::watch;
+
+use crate::engine::packets::{MetadataOf, PacketBatch, SlotKey};
+use crate::events::{CounterKind, Counters, Events, KERNEL_DROPS, Snapshot};
+use crate::ganglia::xdr::Slope;
 use crate::proc_udp;
-use std::borrow::Cow::Borrowed;
 
-use crate::ganglia::xdr::{self, Metadata, MetricId, Packet, Slope};
-use crate::gateway::packets::{PacketBatch, PacketKind, SlotKey};
+use super::InForce;
+
+/// Logs the counters every `stats_interval` and sends them to Ganglia as
+/// the gateway's own metrics every `self_metrics_interval` (zero: never),
+/// until `stop`.
+pub(super) async fn report(
+    counters: Arc<Counters>,
+    drops: KernelDrops,
+    in_force: watch::Receiver<Arc<InForce>>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let (log_every, send_every) = {
+        let s = &in_force.borrow().settings;
+        (s.stats_interval, s.self_metrics_interval)
+    };
+    let mut log_tick = tokio::time::interval(or_never(log_every));
+    let mut send_tick = tokio::time::interval(or_never(send_every));
+    log_tick.tick().await;
+    send_tick.tick().await;
+    let mut reporter = SelfReporter::new(crate::ganglia::local_hostname());
+    let self_ip = local_ip();
+    let mut batch = PacketBatch::default();
+    let events = Events::new(&counters, in_force.borrow().settings.log_interval);
+    let mut metadata_at: Option<Instant> = None;
+    let tmax = ((send_every.as_secs_f64() * 1.5).ceil() as u32).max(1);
+    loop {
+        tokio::select! {
+            _ = stop.changed() => break,
+            _ = log_tick.tick() => {
+                super::set_queue(&counters, &in_force.borrow().outbox);
+                let kernel = drops.read().map(|d| d.to_string()).unwrap_or_else(|| "unknown".into());
+                tracing::info!("counters: {} kernel_drops={kernel}", counters.snapshot());
+            }
+            _ = send_tick.tick() => {
+                let now_in_force = in_force.borrow().clone();
+                let (now, s) = (Instant::now(), &now_in_force.settings);
+                super::set_queue(&counters, &now_in_force.outbox);
+                let with_metadata = metadata_at.is_none_or(|t| t.elapsed() >= s.metadata_interval);
+                if with_metadata {
+                    metadata_at = Some(now);
+                }
+                let snapshot = counters.snapshot();
+                reporter.encode(&mut batch, &snapshot, drops.read(), with_metadata, tmax, s.dmax);
+                now_in_force.deliver(&batch, self_ip, now, &events);
+            }
+        }
+    }
+}
+
+/// `every`, or (zero) never.
+fn or_never(every: Duration) -> Duration {
+    if every.is_zero() {
+        Duration::from_secs(86_400 * 365)
+    } else {
+        every
+    }
+}
+
+/// This host's address for the XML port's gateway host: its first
+/// non-loopback IPv4 address (gmond would show the address its packets
+/// come from), else loopback.
+fn local_ip() -> IpAddr {
+    if_addrs::get_if_addrs()
+        .ok()
+        .and_then(|list| {
+            list.into_iter()
+                .map(|i| i.ip())
+                .find(|ip| ip.is_ipv4() && !ip.is_loopback())
+        })
+        .unwrap_or(IpAddr::from([127, 0, 0, 1]))
+}
 
 /// Encodes the self-metrics packets.
 pub struct SelfReporter {
@@ -49,38 +124,33 @@ impl SelfReporter {
             let Some(v) = v else {
                 continue;
             };
-            let id = MetricId::new(&self.host, m.metric, false);
             let key = SlotKey {
                 host: self.host_key,
                 metric: crate::mapping::name_key(m.metric),
             };
             if with_metadata {
-                let extra = [
-                    (Borrowed("GROUP"), Borrowed("xrd2ganglia")),
-                    (Borrowed("DESC"), Borrowed(m.desc)),
-                    (Borrowed("TITLE"), Borrowed(m.title)),
-                ];
                 let (value_type, slope) = match m.kind {
                     CounterKind::Counter => ("double", Slope::Positive),
                     CounterKind::Gauge => ("uint32", Slope::Both),
                 };
-                let packet = Packet::Metadata {
-                    id: id.clone(),
-                    meta: Metadata {
-                        value_type: Borrowed(value_type),
-                        units: Borrowed(m.units),
-                        slope,
-                        tmax,
-                        dmax,
-                        extra: Borrowed(&extra),
-                    },
-                };
-                batch.push(key, PacketKind::Metadata, |out| xdr::encode(out, &packet));
+                batch.metadata_of(MetadataOf {
+                    key,
+                    host: &self.host,
+                    spoof: false,
+                    name: m.metric,
+                    value_type,
+                    units: m.units,
+                    slope,
+                    tmax,
+                    dmax,
+                    group: "xrd2ganglia",
+                    desc: m.desc,
+                    title: m.title,
+                });
             }
             text.clear();
             text.push_str(&v.to_string());
-            let packet = Packet::string_value(id, &text);
-            batch.push(key, PacketKind::Value, |out| xdr::encode(out, &packet));
+            batch.value_of(key, &self.host, false, m.metric, text.as_bytes());
         }
     }
 }
@@ -221,7 +291,7 @@ mod table_tests {
 
     #[test]
     fn readme_lists_every_self_metric() {
-        let readme = include_str!("../README.md");
+        let readme = include_str!("../../README.md");
         let at = readme.find("## Watching the gateway").unwrap();
         let section = &readme[at..at + readme[at..].find("\n## Architecture").unwrap()];
         for c in COUNTERS.iter().chain([&crate::events::KERNEL_DROPS]) {

@@ -7,26 +7,24 @@
 //! socket's time).
 //!
 //! Bounded: clients outside `xml_allow` are closed at once (counted, logged
-//! once per `log_interval`); at most [`MAX_POLLS`] documents are written at
+//! once per `log_interval`, as every outcome, by [`Events`]); at most [`MAX_POLLS`] documents are written at
 //! once (another client is closed, counted); a client that takes nothing
 //! for [`STALL_TIMEOUT`], or is not done after [`POLL_DEADLINE`], is
 //! dropped (counted). Each document is written by a blocking thread, in
 //! 64 KiB pieces: memory does not grow with the cluster.
 
 use std::io::{self, Write};
-use std::net::{IpAddr, Shutdown, SocketAddr};
-use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Arc, Mutex};
+use std::net::{Shutdown, SocketAddr};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::{Semaphore, mpsc, watch};
 
-use crate::events::{Counters, LogLimiter};
+use crate::events::{Counters, Events};
 
-use super::Active;
-use super::table::{ClusterInfo, HostTable};
+use super::InForce;
+use super::table::{ClusterInfo, HostTable, Written};
 
 /// Documents written at once; another poll meanwhile is closed.
 pub const MAX_POLLS: usize = 4;
@@ -35,33 +33,15 @@ pub const STALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// A document not written within this long is abandoned.
 pub const POLL_DEADLINE: Duration = Duration::from_secs(120);
 
-/// Binds a listening TCP socket (IPv6 sockets v6-only, as for the UDP ones).
-pub fn bind(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
-    let domain = if addr.is_ipv4() {
-        Domain::IPV4
-    } else {
-        Domain::IPV6
-    };
-    let socket = Socket::new(domain, Type::STREAM, Some(Protocol::TCP))?;
-    if addr.is_ipv6() {
-        socket.set_only_v6(true)?;
-    }
-    socket.set_reuse_address(true)?;
-    socket.bind(&addr.into())?;
-    socket.listen(128)?;
-    socket.set_nonblocking(true)?;
-    Ok(socket.into())
-}
-
-/// Log lines about clients, one per (reason, client) per interval; shared
-/// by the accept loop and the writing threads.
-type Limiter = Arc<Mutex<LogLimiter>>;
+/// How one document went, as its writing thread tells the accept loop
+/// (which counts and logs it).
+type Outcome = (SocketAddr, io::Result<Written>);
 
 /// Accepts polls on `listener` until `stop`.
 pub(super) async fn serve(
     listener: std::net::TcpListener,
     table: Arc<HostTable>,
-    active: watch::Receiver<Arc<Active>>,
+    in_force: watch::Receiver<Arc<InForce>>,
     counters: Arc<Counters>,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -76,78 +56,60 @@ pub(super) async fn serve(
         }
     };
     let slots = Arc::new(Semaphore::new(MAX_POLLS));
-    let limiter: Limiter = Arc::new(Mutex::new(LogLimiter::new(
-        active.borrow().settings.log_interval,
-    )));
+    let mut events = Events::new(&counters, in_force.borrow().settings.log_interval);
+    let (done_tx, mut done) = mpsc::unbounded_channel::<Outcome>();
     loop {
         let accepted = tokio::select! {
             _ = stop.changed() => break,
+            Some((peer, outcome)) = done.recv() => {
+                match outcome {
+                    Ok(w) => events.xml_polled(w.hosts, w.renamed),
+                    Err(e) => events.xml_unfinished(local, peer, &e),
+                }
+                continue;
+            }
             a = listener.accept() => a,
         };
         let (stream, peer) = match accepted {
             Ok(a) => a,
             Err(e) => {
                 // Out of descriptors, most likely: let some close.
-                if log_allowed(&limiter, "xml_accept", local.ip()) {
-                    tracing::warn!("xml_listen {local}: cannot accept: {e}");
-                }
+                events.xml_accept_failed(local, &e);
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
             }
         };
-        let a = active.borrow().clone();
+        let now = in_force.borrow().clone();
         let ip = peer.ip().to_canonical();
-        if !a.settings.xml_allow.iter().any(|n| n.contains(&ip)) {
-            counters.xml_denied.fetch_add(1, Relaxed);
-            if log_allowed(&limiter, "xml_denied", ip) {
-                tracing::warn!(
-                    "xml_listen {local}: {peer} is not in xml_allow; closed (counted as xml_denied, logged once per log_interval)"
-                );
-            }
+        if !now.settings.xml_allow.iter().any(|n| n.contains(&ip)) {
+            events.xml_denied(local, peer);
             continue;
         }
         let Ok(slot) = slots.clone().try_acquire_owned() else {
-            counters.xml_dropped.fetch_add(1, Relaxed);
-            if log_allowed(&limiter, "xml_busy", ip) {
-                tracing::warn!(
-                    "xml_listen {local}: {peer} closed: {MAX_POLLS} documents are being written already (counted as xml_dropped)"
-                );
-            }
+            events.xml_busy(local, peer, MAX_POLLS);
             continue;
         };
-        let stream = match stream.into_std() {
-            Ok(s) => s,
-            Err(_) => continue,
+        let Ok(stream) = stream.into_std() else {
+            continue;
         };
-        let (table, counters, limiter) = (table.clone(), counters.clone(), limiter.clone());
+        let (table, done) = (table.clone(), done_tx.clone());
         tokio::task::spawn_blocking(move || {
             let cluster = ClusterInfo {
-                name: &a.settings.cluster_name,
-                host_dmax: a.settings.dmax,
+                name: &now.settings.cluster_name,
+                host_dmax: now.settings.dmax,
             };
-            match write_document(stream, &table, &cluster, STALL_TIMEOUT, POLL_DEADLINE) {
-                Ok(w) => {
-                    counters.xml_polls.fetch_add(1, Relaxed);
-                    counters.xml_hosts.store(w.hosts as u64, Relaxed);
-                    counters.xml_renamed.store(w.renamed as u64, Relaxed);
-                }
-                Err(e) => {
-                    counters.xml_dropped.fetch_add(1, Relaxed);
-                    if log_allowed(&limiter, "xml_write", ip) {
-                        tracing::warn!(
-                            "xml_listen {local}: document to {peer} not finished: {e} (counted as xml_dropped)"
-                        );
-                    }
-                }
-            }
+            let outcome = write_document(stream, &table, &cluster, STALL_TIMEOUT, POLL_DEADLINE);
+            let _ = done.send((peer, outcome));
             drop(slot);
         });
     }
-}
-
-fn log_allowed(limiter: &Limiter, reason: &'static str, ip: IpAddr) -> bool {
-    let mut l = limiter.lock().unwrap_or_else(|e| e.into_inner());
-    l.allow(reason, ip, Instant::now()).is_some()
+    // Documents finished meanwhile still count.
+    while let Ok((peer, outcome)) = done.try_recv() {
+        match outcome {
+            Ok(w) => events.xml_polled(w.hosts, w.renamed),
+            Err(e) => events.xml_unfinished(local, peer, &e),
+        }
+    }
 }
 
 /// Writes the document to one client and closes.
@@ -157,7 +119,7 @@ fn write_document(
     cluster: &ClusterInfo<'_>,
     stall: Duration,
     deadline: Duration,
-) -> io::Result<super::table::Written> {
+) -> io::Result<Written> {
     stream.set_nonblocking(false)?;
     let started = Instant::now();
     let mut to = &stream;
@@ -205,11 +167,12 @@ fn write_document(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gateway::tests::Rig;
+    use crate::engine::tests::Harness;
+    use std::sync::atomic::Ordering::Relaxed;
 
     /// A table whose document is far bigger than the socket buffers.
     fn big_table() -> HostTable {
-        let (t, mut r) = (HostTable::new(100_000), Rig::new(""));
+        let (t, mut r) = (HostTable::new(100_000), Harness::new(""));
         let vars: String = (0..40).map(|v| format!("<v{v}>{v}</v{v}>")).collect();
         for i in 0..4000u32 {
             let rec = format!(
@@ -217,7 +180,7 @@ mod tests {
             );
             let from = SocketAddr::from(([10, 9, (i >> 8) as u8, i as u8], 1));
             let at = r.at(0);
-            t.take(r.feed_at(rec, from, at).p.batch(), from.ip(), at);
+            t.take(r.feed_at(rec, from, at).engine.batch(), from.ip(), at);
         }
         t
     }

@@ -3,13 +3,13 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use super::{Rig, fixture};
+use super::{Harness, fixture};
 
 /// Two rigs on one clock: one with the fast path, one without.
-fn fast_and_full(config: &str) -> (Rig, Rig) {
-    let (fast, mut full) = (Rig::new(config), Rig::new(config));
-    full.p.fast_path = false;
-    full.p.epoch = fast.p.epoch;
+fn fast_and_full(config: &str) -> (Harness, Harness) {
+    let (fast, mut full) = (Harness::new(config), Harness::new(config));
+    full.engine.fast_path = false;
+    full.engine.clock = fast.engine.clock;
     (fast, full)
 }
 
@@ -124,14 +124,14 @@ proptest::proptest! {
             at += Duration::from_secs(gap);
             fast.feed_at(&text, from, at);
             full.feed_at(&text, from, at);
-            let a: Vec<&[u8]> = fast.p.packets().collect();
-            let b: Vec<&[u8]> = full.p.packets().collect();
+            let a: Vec<&[u8]> = fast.engine.packets().collect();
+            let b: Vec<&[u8]> = full.engine.packets().collect();
             proptest::prop_assert_eq!(a, b, "step {}", i);
             proptest::prop_assert_eq!(fast.snapshot(), full.snapshot(), "step {}", i);
         }
         // Not vacuous: steady reports did take the fast path.
-        proptest::prop_assert!(pairs < 3 || fast.p.fast_path_hits > 0, "{} steady pairs, no fast path", pairs);
-        proptest::prop_assert_eq!(full.p.fast_path_hits, 0);
+        proptest::prop_assert!(pairs < 3 || fast.engine.fast_path_hits > 0, "{} steady pairs, no fast path", pairs);
+        proptest::prop_assert_eq!(full.engine.fast_path_hits, 0);
     }
 }
 
@@ -153,19 +153,23 @@ fn steady_json_reports_take_the_fast_path() {
         fast.feed(&text, "10.0.0.1:40000", 10 * i);
         full.feed(&text, "10.0.0.1:40000", 10 * i);
         assert_eq!(
-            fast.p.packets().collect::<Vec<_>>(),
-            full.p.packets().collect::<Vec<_>>(),
+            fast.engine.packets().collect::<Vec<_>>(),
+            full.engine.packets().collect::<Vec<_>>(),
             "report {i}"
         );
     }
     // The first record and the one that fixes TMAX go the full way.
-    assert!(fast.p.fast_path_hits >= 2, "{} fast", fast.p.fast_path_hits);
+    assert!(
+        fast.engine.fast_path_hits >= 2,
+        "{} fast",
+        fast.engine.fast_path_hits
+    );
     assert_eq!(fast.snapshot(), full.snapshot());
     // The JSON record becomes the XML record's packets, byte for byte.
     let first = |text: &str| -> Vec<Vec<u8>> {
-        let mut r = Rig::new("");
+        let mut r = Harness::new("");
         r.feed(text, "10.0.0.1:40000", 0);
-        r.p.packets().map(<[u8]>::to_vec).collect()
+        r.engine.packets().map(<[u8]>::to_vec).collect()
     };
     let (from_json, from_xml) = (first(&record), first(&xml));
     assert!(from_xml.len() > 100, "{} packets", from_xml.len());
@@ -174,18 +178,22 @@ fn steady_json_reports_take_the_fast_path() {
 
 #[test]
 fn steady_reports_take_the_fast_path() {
-    let mut r = Rig::new("");
+    let mut r = Harness::new("");
     let record = fixture("ds_loaded");
     for i in 0..5u64 {
         let text = mutate(&record, &[(i * 3 % 10) as u8, 11, 12], 200);
         r.feed(text, "10.0.0.1:40000", 10 * i);
     }
     // The first record and the one that fixes TMAX go the full way.
-    assert!(r.p.fast_path_hits >= 2, "{} fast", r.p.fast_path_hits);
+    assert!(
+        r.engine.fast_path_hits >= 2,
+        "{} fast",
+        r.engine.fast_path_hits
+    );
     // A restart goes the full way again (and resends metadata).
     let restarted = record.replacen("tos=\"", "tos=\"2", 1);
-    let hits = r.p.fast_path_hits;
+    let hits = r.engine.fast_path_hits;
     r.feed(restarted, "10.0.0.1:40000", 60);
-    assert_eq!(r.p.fast_path_hits, hits);
+    assert_eq!(r.engine.fast_path_hits, hits);
     assert!(r.metadata_count() > 50);
 }

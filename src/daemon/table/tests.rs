@@ -1,8 +1,9 @@
 use std::collections::BTreeMap;
 
 use super::*;
+use crate::engine::packets::HEARTBEAT;
+use crate::engine::tests::Harness;
 use crate::ganglia::xdr::Packet;
-use crate::gateway::tests::Rig;
 
 fn record(host: &str, tos: u32, inb: u64) -> String {
     format!(
@@ -13,7 +14,7 @@ fn record(host: &str, tos: u32, inb: u64) -> String {
 /// A host table fed by a pipeline, on one clock.
 struct Table {
     t: HostTable,
-    r: Rig,
+    r: Harness,
 }
 
 impl Table {
@@ -23,7 +24,7 @@ impl Table {
         let t = HostTable::new(max_hosts);
         Table {
             t,
-            r: Rig::new(config),
+            r: Harness::new(config),
         }
     }
 
@@ -32,7 +33,7 @@ impl Table {
     fn feed(&mut self, datagram: &str, from: &str, secs: u64) {
         self.r.feed(datagram, from, secs);
         let ip = from.parse::<std::net::SocketAddr>().unwrap().ip();
-        self.t.take(self.r.p.batch(), ip, self.r.at(secs));
+        self.t.take(self.r.engine.batch(), ip, self.r.at(secs));
     }
 
     /// A [`record`] of `host`.
@@ -233,7 +234,7 @@ fn hosts_are_capped_the_longest_silent_leaving_first() {
             i,
         );
         let ip = std::net::IpAddr::from([10, 0, 1, i as u8]);
-        evicted += x.t.take(x.r.p.batch(), ip, x.r.at(i));
+        evicted += x.t.take(x.r.engine.batch(), ip, x.r.at(i));
         assert!(x.t.hosts() <= 10 + 16, "{} hosts", x.t.hosts());
     }
     assert!(evicted >= 60 - 26, "{evicted}");

@@ -37,10 +37,10 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use compact_str::CompactString;
 use foldhash::fast::RandomState;
 
-use crate::ganglia::xdr::{self, Packet, Value};
+use crate::engine::clock::Clock;
+use crate::engine::packets::{PacketBatch, PacketKind, heartbeat_key};
+use crate::ganglia::xdr::{self, Packet};
 use crate::ganglia::xml;
-
-use super::packets::{HEARTBEAT, PacketBatch};
 
 /// Shards of the host table: a poll holds one for one host at a time.
 const SHARDS: usize = 64;
@@ -111,8 +111,8 @@ pub struct HostTable {
     metas: Mutex<HashSet<Arc<Meta>, RandomState>>,
     /// Size of `metas` after its last sweep.
     metas_swept: AtomicUsize,
-    epoch: Instant,
-    /// Unix seconds at `epoch`: GMOND_STARTED of an unspoofed host (the
+    clock: Clock,
+    /// Unix seconds at the clock's epoch: GMOND_STARTED of an unspoofed host (the
     /// gateway's own), whose packets carry no heartbeat.
     epoch_unix: u32,
     hosts: AtomicUsize,
@@ -151,7 +151,7 @@ impl HostTable {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
             metas: Mutex::default(),
             metas_swept: AtomicUsize::new(0),
-            epoch: Instant::now(),
+            clock: Clock::new(Instant::now()),
             epoch_unix: unix_now().min(u64::from(u32::MAX)) as u32,
             hosts: AtomicUsize::new(0),
             max_hosts: AtomicUsize::new(max_hosts.max(1)),
@@ -160,8 +160,7 @@ impl HostTable {
     }
 
     fn secs(&self, at: Instant) -> u32 {
-        let s = at.saturating_duration_since(self.epoch).as_secs();
-        s.min(u64::from(NEVER - 1)) as u32
+        self.clock.secs(at)
     }
 
     fn shard(&self, host_key: u64) -> MutexGuard<'_, Shard> {
@@ -188,7 +187,7 @@ impl HostTable {
         let now_s = self.secs(now);
         let ip = ip.to_canonical();
         let mut held: Option<(u64, MutexGuard<'_, Shard>)> = None;
-        for (key, _, packet) in batch.entries() {
+        for (key, kind, packet, value) in batch.with_values() {
             if held
                 .as_ref()
                 .is_none_or(|(k, _)| *k % SHARDS as u64 != key.host % SHARDS as u64)
@@ -200,26 +199,31 @@ impl HostTable {
             let Some((_, shard)) = held.as_mut() else {
                 continue;
             };
-            // Ours, so they decode; the text borrows from the batch.
-            let Ok(packet) = xdr::decode(packet) else {
-                continue;
-            };
-            match packet {
-                Packet::Value { id, value, .. } => {
-                    let host = self.host(shard, key.host, &id.host, id.spoof, ip, now_s);
+            match kind {
+                // A value is taken as the batch says it lies: no decoding
+                // (the packet is decoded only for a host not seen yet).
+                PacketKind::Value => {
+                    let Some(host) = self.host_of(shard, key.host, packet, ip, now_s) else {
+                        continue;
+                    };
                     host.reported = now_s;
-                    match value {
-                        Value::UInt(started) if id.name == HEARTBEAT => host.started = started,
-                        Value::Str(text) if id.name != HEARTBEAT => {
-                            let entry = host.metrics.entry(key.metric).or_insert_with(Entry::new);
-                            entry.value.clear();
-                            entry.value.push_str(&text);
-                            entry.value_at = now_s;
+                    if key.metric == heartbeat_key() {
+                        if let Ok(started) = <[u8; 4]>::try_from(value) {
+                            host.started = u32::from_be_bytes(started);
                         }
-                        _ => {}
+                    } else if let Ok(text) = std::str::from_utf8(value) {
+                        let entry = host.metrics.entry(key.metric).or_insert_with(Entry::new);
+                        entry.value.clear();
+                        entry.value.push_str(text);
+                        entry.value_at = now_s;
                     }
                 }
-                Packet::Metadata { id, meta } if id.name != HEARTBEAT => {
+                // Metadata is decoded: it comes once per metric per
+                // `metadata_interval`, not with every report.
+                PacketKind::Metadata if key.metric != heartbeat_key() => {
+                    let Ok(Packet::Metadata { id, meta }) = xdr::decode(packet) else {
+                        continue;
+                    };
                     let interned = self.intern(Meta {
                         name: id.name.as_ref().into(),
                         value_type: meta.value_type.as_ref().into(),
@@ -239,7 +243,7 @@ impl HostTable {
                     entry.tmax = meta.tmax;
                     entry.dmax = meta.dmax;
                 }
-                _ => {}
+                PacketKind::Metadata => {}
             }
         }
         drop(held);
@@ -247,6 +251,27 @@ impl HostTable {
             return self.evict();
         }
         0
+    }
+
+    /// The host of a value packet: known, or made from the packet's host
+    /// string (decoded once, for a host not seen yet).
+    fn host_of<'s>(
+        &self,
+        shard: &'s mut Shard,
+        key: u64,
+        packet: &[u8],
+        ip: IpAddr,
+        now_s: u32,
+    ) -> Option<&'s mut Host> {
+        if shard.contains_key(&key) {
+            let host = shard.get_mut(&key)?;
+            host.ip = ip;
+            return Some(host);
+        }
+        let Ok(Packet::Value { id, .. }) = xdr::decode(packet) else {
+            return None;
+        };
+        Some(self.host(shard, key, &id.host, id.spoof, ip, now_s))
     }
 
     /// The host of `key`, made from the packet's host string if new.

@@ -1,25 +1,9 @@
-//! The state file: what keeps counters continuous across gateway restarts.
+//! The state file: what keeps counters continuous across gateway restarts
+//! (its text and why it exists: [`crate::engine::saved`]).
 //!
-//! A counter is sent as `reading + offset` (`gateway/series.rs`). Were the
-//! offsets lost with the process, the first values after a gateway restart
-//! would drop below what gmetad stored and draw the very spike the offsets
-//! exist to prevent; and an xrootd that restarted while the gateway was
-//! down could only be recognised with its old start time and readings at
-//! hand. So each receive task hands in its sources' counter state every
-//! `state_interval`, the gateway writes the file (atomically: a temporary
+//! Each receive task hands in its engine's counter state every
+//! `state_interval`; the gateway writes the file (atomically: a temporary
 //! file renamed over the old one) then and at exit, and reads it at start.
-//!
-//! Text, one line each, tab-separated:
-//!
-//! ```text
-//! xrd2ganglia-state 1
-//! S <ip> <program> <tos> <pid>
-//! C <name key, 16 hex digits> <last reading> <offset>
-//! ```
-//!
-//! `C` lines belong to the `S` line above them. A source saved but not
-//! heard from since the start is written again as it was read, so a
-//! second restart loses nothing either.
 //!
 //! One process owns a state file: two gateways saving the same file would
 //! each overwrite the other's sources, and the loser's counters would
@@ -28,32 +12,22 @@
 //! for the life of the process; the kernel releases it when the process
 //! dies, however it dies, so a crash never blocks the restart.
 
-use std::collections::HashMap;
-use std::fmt::{self, Write as _};
+use std::fmt;
 use std::fs::File;
 use std::io::{self, Read as _, Write as _};
-use std::net::IpAddr;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::Arc;
+use std::time::Duration;
 
-const HEADER: &str = "xrd2ganglia-state 1";
+use tokio::sync::watch;
 
-/// One source as saved.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SavedSource {
-    /// (tos, pid) of the program when saved.
-    pub started: Option<(u32, u32)>,
-    /// (name key, last reading, offset) of each counter.
-    pub counters: Vec<(u64, u64, u64)>,
-}
+use crate::engine::saved::SavedState;
 
-/// The file, what was read from it and not claimed yet, and what the
-/// receive tasks handed in last.
+/// The file and the state read from it (shared with the engines).
 pub struct StateStore {
     path: Option<PathBuf>,
-    unclaimed: Mutex<HashMap<(IpAddr, String), SavedSource>>,
-    parts: Mutex<Vec<String>>,
+    state: Arc<SavedState>,
 }
 
 impl StateStore {
@@ -61,30 +35,30 @@ impl StateStore {
     pub fn none() -> StateStore {
         StateStore {
             path: None,
-            unclaimed: Mutex::new(HashMap::new()),
-            parts: Mutex::new(Vec::new()),
+            state: Arc::default(),
         }
     }
 
     /// Reads `path` (a missing file is an empty state). An unreadable or
     /// foreign file is reported and then overwritten at the next save.
-    pub fn open(path: &Path, tasks: usize) -> (StateStore, Result<usize, String>) {
+    pub fn open(path: &Path) -> (StateStore, Result<usize, String>) {
         let read = match std::fs::read_to_string(path) {
-            Ok(text) => parse(&text).map_err(|e| format!("{}: {e}", path.display())),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(HashMap::new()),
+            Ok(text) => {
+                SavedState::from_text(&text).map_err(|e| format!("{}: {e}", path.display()))
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(SavedState::default()),
             Err(e) => Err(format!("cannot read {}: {e}", path.display())),
         };
-        let (sources, result) = match read {
+        let (state, result) = match read {
             Ok(s) => {
-                let n = s.len();
+                let n = s.unclaimed();
                 (s, Ok(n))
             }
-            Err(e) => (HashMap::new(), Err(e)),
+            Err(e) => (SavedState::default(), Err(e)),
         };
         let store = StateStore {
             path: Some(path.to_path_buf()),
-            unclaimed: Mutex::new(sources),
-            parts: Mutex::new(vec![String::new(); tasks]),
+            state: Arc::new(state),
         };
         (store, result)
     }
@@ -93,28 +67,15 @@ impl StateStore {
         self.path.as_deref()
     }
 
+    /// The state, for the engines to claim from and hand in to.
+    pub fn state(&self) -> &Arc<SavedState> {
+        &self.state
+    }
+
     /// The file's path, for messages (empty when nothing is kept, and
     /// then nothing is ever written either).
     pub fn display(&self) -> std::path::Display<'_> {
         self.path.as_deref().unwrap_or(Path::new("")).display()
-    }
-
-    /// The saved state of a source now heard from for the first time.
-    pub fn claim(&self, ip: IpAddr, program: &str) -> Option<SavedSource> {
-        let mut map = self.unclaimed.lock().unwrap_or_else(|e| e.into_inner());
-        if map.is_empty() {
-            return None;
-        }
-        map.remove(&(ip, program.to_string()))
-    }
-
-    /// Receive task `task` hands in its sources' state (text of `S`/`C` lines).
-    pub fn hand_in(&self, task: usize, text: String) {
-        let mut parts = self.parts.lock().unwrap_or_else(|e| e.into_inner());
-        if task >= parts.len() {
-            parts.resize(task + 1, String::new());
-        }
-        parts[task] = text;
     }
 
     /// Writes the file from what was handed in and what is still unclaimed.
@@ -122,28 +83,57 @@ impl StateStore {
         let Some(path) = &self.path else {
             return Ok(());
         };
-        let mut text = String::from(HEADER);
-        text.push('\n');
-        for part in self.parts.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-            text.push_str(part);
-        }
-        for ((ip, program), saved) in self
-            .unclaimed
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-        {
-            write_source(&mut text, *ip, program, saved.started);
-            for &(key, raw, offset) in &saved.counters {
-                write_counter(&mut text, key, raw, offset);
-            }
-        }
+        let text = self.state.to_text();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
         let tmp = path.with_extension("tmp");
         std::fs::write(&tmp, text.as_bytes())?;
         std::fs::rename(&tmp, path)
+    }
+}
+
+/// Logs that the state file cannot be written.
+pub(super) fn warn_unwritable(store: &StateStore, e: &io::Error) {
+    if let Some(path) = store.path() {
+        tracing::warn!(
+            "cannot write the state file {}: {e} (counters will not stay continuous across a gateway restart)",
+            path.display()
+        );
+    }
+}
+
+/// Writes the state file every `every` (what the receive tasks handed in),
+/// until `stop`.
+pub(super) async fn save_every(
+    store: Arc<StateStore>,
+    mut stop: watch::Receiver<bool>,
+    every: Duration,
+) {
+    let mut tick = tokio::time::interval(every);
+    tick.tick().await;
+    let mut failing = false;
+    loop {
+        tokio::select! {
+            _ = stop.changed() => break,
+            _ = tick.tick() => {
+                // Receive tasks hand in on the same period; give them a moment.
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                let s = store.clone();
+                let result = tokio::task::spawn_blocking(move || s.save()).await;
+                match result {
+                    Ok(Err(e)) if !failing => {
+                        failing = true;
+                        warn_unwritable(&store, &e);
+                    }
+                    Ok(Ok(())) if failing => {
+                        failing = false;
+                        tracing::info!("state file {} written again", store.display());
+                    }
+                    _ => {}
+                }
+            }
+        }
     }
 }
 
@@ -289,73 +279,11 @@ impl StateLock {
     }
 }
 
-/// Appends an `S` line.
-pub fn write_source(out: &mut String, ip: IpAddr, program: &str, started: Option<(u32, u32)>) {
-    let (tos, pid) = started.unwrap_or((0, 0));
-    let _ = writeln!(out, "S\t{ip}\t{program}\t{tos}\t{pid}");
-}
-
-/// Appends a `C` line.
-pub fn write_counter(out: &mut String, key: u64, last_raw: u64, offset: u64) {
-    let _ = writeln!(out, "C\t{key:016x}\t{last_raw}\t{offset}");
-}
-
-fn parse(text: &str) -> Result<HashMap<(IpAddr, String), SavedSource>, String> {
-    let mut lines = text.lines().enumerate();
-    match lines.next() {
-        Some((_, HEADER)) => {}
-        _ => {
-            return Err(format!(
-                "not an xrd2ganglia state file (first line is not {HEADER:?})"
-            ));
-        }
-    }
-    let mut out = HashMap::new();
-    let mut current: Option<((IpAddr, String), SavedSource)> = None;
-    for (n, line) in lines {
-        let bad = || format!("line {}: cannot read {line:?}", n + 1);
-        let fields: Vec<&str> = line.split('\t').collect();
-        match fields.as_slice() {
-            ["S", ip, program, tos, pid] => {
-                if let Some((k, v)) = current.take() {
-                    out.insert(k, v);
-                }
-                let ip: IpAddr = ip.parse().map_err(|_| bad())?;
-                let tos: u32 = tos.parse().map_err(|_| bad())?;
-                let pid: u32 = pid.parse().map_err(|_| bad())?;
-                let started = (tos != 0 || pid != 0).then_some((tos, pid));
-                current = Some((
-                    (ip, program.to_string()),
-                    SavedSource {
-                        started,
-                        counters: Vec::new(),
-                    },
-                ));
-            }
-            ["C", key, raw, offset] => {
-                let Some((_, saved)) = current.as_mut() else {
-                    return Err(bad());
-                };
-                let key = u64::from_str_radix(key, 16).map_err(|_| bad())?;
-                saved.counters.push((
-                    key,
-                    raw.parse().map_err(|_| bad())?,
-                    offset.parse().map_err(|_| bad())?,
-                ));
-            }
-            [""] => {}
-            _ => return Err(bad()),
-        }
-    }
-    if let Some((k, v)) = current.take() {
-        out.insert(k, v);
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::saved::{SavedSource, write_counter, write_source};
+    use std::net::IpAddr;
 
     #[test]
     fn saves_and_reads_back_what_was_handed_in_and_unclaimed() {
@@ -363,7 +291,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("state");
         let _ = std::fs::remove_file(&path);
-        let (store, read) = StateStore::open(&path, 2);
+        let (store, read) = StateStore::open(&path);
         assert_eq!(read, Ok(0));
         let mut part = String::new();
         write_source(
@@ -374,24 +302,24 @@ mod tests {
         );
         write_counter(&mut part, 0xdead_beef, 5000, 120);
         write_counter(&mut part, 7, 1, 0);
-        store.hand_in(1, part);
+        store.state().hand_in(1, part);
         store.save().unwrap();
 
-        let (again, read) = StateStore::open(&path, 2);
+        let (again, read) = StateStore::open(&path);
         assert_eq!(read, Ok(1));
         // Saved again unclaimed: a second restart keeps it.
         again.save().unwrap();
-        let (third, _) = StateStore::open(&path, 2);
+        let (third, _) = StateStore::open(&path);
         let ip: IpAddr = "10.0.0.1".parse().unwrap();
-        assert_eq!(third.claim(ip, "cmsd"), None);
+        assert_eq!(third.state().claim(ip, "cmsd"), None);
         assert_eq!(
-            third.claim(ip, "xrootd"),
+            third.state().claim(ip, "xrootd"),
             Some(SavedSource {
                 started: Some((1700000000, 77)),
                 counters: vec![(0xdead_beef, 5000, 120), (7, 1, 0)],
             })
         );
-        assert_eq!(third.claim(ip, "xrootd"), None);
+        assert_eq!(third.state().claim(ip, "xrootd"), None);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -453,26 +381,11 @@ mod tests {
     #[test]
     fn display_is_the_plain_path() {
         let dir = std::env::temp_dir().join(format!("x2g-state-display-{}", std::process::id()));
-        let (store, _) = StateStore::open(&dir.join("state"), 1);
+        let (store, _) = StateStore::open(&dir.join("state"));
         assert_eq!(
             store.display().to_string(),
             dir.join("state").display().to_string()
         );
         assert_eq!(StateStore::none().display().to_string(), "");
-    }
-
-    #[test]
-    fn a_foreign_or_damaged_file_is_reported_not_trusted() {
-        assert!(
-            parse("hello\n")
-                .unwrap_err()
-                .contains("not an xrd2ganglia state file")
-        );
-        assert_eq!(
-            parse("xrd2ganglia-state 1\nC\t01\t1\t2\n").unwrap_err(),
-            "line 2: cannot read \"C\\t01\\t1\\t2\""
-        );
-        assert!(parse("xrd2ganglia-state 1\nS\tnope\txrootd\t1\t2\n").is_err());
-        assert_eq!(parse("xrd2ganglia-state 1\n").unwrap().len(), 0);
     }
 }

@@ -26,7 +26,7 @@ const XCACHE: &str = "10.0.0.3:57117";
 /// The g-stream comes from another port of the same address.
 const XCACHE_GSTREAM: &str = "10.0.0.3:44659";
 
-fn pfc_values(r: &Rig) -> Vec<(String, String)> {
+fn pfc_values(r: &Harness) -> Vec<(String, String)> {
     r.values()
         .into_iter()
         .filter(|(n, _)| n.contains(".pfc."))
@@ -35,7 +35,7 @@ fn pfc_values(r: &Rig) -> Vec<(String, String)> {
 
 #[test]
 fn gstream_totals_become_the_xcaches_metrics() {
-    let mut r = Rig::new("");
+    let mut r = Harness::new("");
     r.feed(capture("pfc_summary.xml"), XCACHE, 0);
     assert_eq!(pfc_values(&r), []);
     r.feed(capture("pfc_1.bin"), XCACHE_GSTREAM, 1);
@@ -86,9 +86,9 @@ fn gstream_totals_become_the_xcaches_metrics() {
     // the fast path alike (an idle cache stays in Ganglia).
     r.feed(capture("pfc_summary.xml"), XCACHE, 3);
     assert_eq!(pfc_values(&r), expect(5, 16_233_248, 855_360));
-    let hits = r.p.fast_path_hits();
+    let hits = r.engine.fast_path_hits();
     r.feed(capture("pfc_summary.xml"), XCACHE, 6);
-    assert_eq!(r.p.fast_path_hits(), hits + 1);
+    assert_eq!(r.engine.fast_path_hits(), hits + 1);
     assert_eq!(pfc_values(&r), expect(5, 16_233_248, 855_360));
     r.feed(capture("pfc_3.bin"), XCACHE_GSTREAM, 7);
     assert_eq!(pfc_values(&r), expect(8, 19_988_608, 986_432));
@@ -98,7 +98,7 @@ fn gstream_totals_become_the_xcaches_metrics() {
 
 #[test]
 fn a_gstream_before_its_servers_first_record_waits_for_it() {
-    let mut r = Rig::new("");
+    let mut r = Harness::new("");
     r.feed(capture("pfc_1.bin"), XCACHE_GSTREAM, 0);
     assert_eq!(r.packets(), []);
     r.feed(capture("pfc_summary.xml"), XCACHE, 1);
@@ -108,7 +108,7 @@ fn a_gstream_before_its_servers_first_record_waits_for_it() {
         "{values:?}"
     );
     // Another address, or another run at this address, is another server.
-    let mut r = Rig::new("");
+    let mut r = Harness::new("");
     r.feed(capture("pfc_summary.xml"), XCACHE, 0);
     r.feed(capture("pfc_1.bin"), "10.0.0.4:1", 1);
     assert_eq!(r.packets(), []);
@@ -116,7 +116,7 @@ fn a_gstream_before_its_servers_first_record_waits_for_it() {
     assert_eq!(r.packets(), []);
     assert_eq!(r.snapshot().gstream_unmatched, 0);
     // At most max_sources of them wait; more are dropped, counted.
-    let mut r = Rig::new("max_sources = 2\n");
+    let mut r = Harness::new("max_sources = 2\n");
     for stod in 1..=3 {
         r.feed(gstream(stod, 1, 1), XCACHE_GSTREAM, 0);
     }
@@ -126,7 +126,7 @@ fn a_gstream_before_its_servers_first_record_waits_for_it() {
 
 #[test]
 fn an_xcache_restart_keeps_its_totals_continuous() {
-    let mut r = Rig::new("");
+    let mut r = Harness::new("");
     let summary = String::from_utf8(capture("pfc_summary.xml")).unwrap();
     r.feed(&summary, XCACHE, 0);
     r.feed(gstream(1_795_582_051, 1000, 10), XCACHE_GSTREAM, 1);
@@ -149,7 +149,7 @@ fn an_xcache_restart_keeps_its_totals_continuous() {
 
 #[test]
 fn the_config_names_and_filters_them_as_record_variables() {
-    let mut r = Rig::new("metric_name = \"{site}.{pgm}.{var}\"\nexclude = [\"pfc.files\"]\n");
+    let mut r = Harness::new("metric_name = \"{site}.{pgm}.{var}\"\nexclude = [\"pfc.files\"]\n");
     r.feed(capture("pfc_summary.xml"), XCACHE, 0);
     r.feed(capture("pfc_1.bin"), XCACHE_GSTREAM, 1);
     let names: Vec<String> = pfc_values(&r).into_iter().map(|(n, _)| n).collect();
@@ -165,7 +165,7 @@ fn the_config_names_and_filters_them_as_record_variables() {
 
 #[test]
 fn other_monitoring_data_is_counted_apart_from_bad_input() {
-    let mut r = Rig::new("");
+    let mut r = Harness::new("");
     // The binary route's server identification packet ('=', plen 12).
     r.feed(b"=\0\0\x0c\x6b\x06\x68\x63&s=x", XCACHE_GSTREAM, 0);
     // A truncated binary g-stream packet.
@@ -192,7 +192,7 @@ fn other_monitoring_data_is_counted_apart_from_bad_input() {
 /// g-stream's instance name (`insthdr`) says whose it is.
 #[test]
 fn the_gstreams_instance_name_tells_servers_of_one_start_apart() {
-    let mut r = Rig::new("");
+    let mut r = Harness::new("");
     let summary = String::from_utf8(capture("pfc_summary.xml")).unwrap();
     let origin = summary.replace("ins=\"pfcA\"", "ins=\"origin\"");
     r.feed(&origin, "10.0.0.3:50000", 0);
@@ -215,7 +215,7 @@ fn the_gstreams_instance_name_tells_servers_of_one_start_apart() {
     );
     // Before its record, it waits for that instance, not the first one
     // of its start.
-    let mut r = Rig::new("");
+    let mut r = Harness::new("");
     r.feed(&gs, XCACHE_GSTREAM, 0);
     r.feed(&origin, "10.0.0.3:50000", 1);
     assert_eq!(pfc_values(&r), []);

@@ -3,14 +3,14 @@
 
 use std::sync::Arc;
 
-use super::super::state::StateStore;
-use super::{Rig, link_record, metric_tmaxes};
+use super::super::saved::SavedState;
+use super::{Harness, link_record, metric_tmaxes};
 
 #[test]
 fn counters_stay_continuous_across_restarts_resets_and_wraps() {
     for fast in [true, false] {
-        let mut r = Rig::new("");
-        r.p.set_fast_path(fast);
+        let mut r = Harness::new("");
+        r.engine.set_fast_path(fast);
         let top = i64::from(u32::MAX) - 99;
         // Readings as xrootd sends them (tmo is a C int: -100 is 2^32 - 100).
         let steps: [(u32, u64, i64, &str, &str); 8] = [
@@ -43,7 +43,7 @@ fn counters_stay_continuous_across_restarts_resets_and_wraps() {
 
 #[test]
 fn changed_only_sends_unchanged_values_on_the_heartbeat_and_grows_tmax() {
-    let mut r = Rig::new("send_values = \"changed\"\nvalue_heartbeat = 45\n");
+    let mut r = Harness::new("send_values = \"changed\"\nvalue_heartbeat = 45\n");
     // Report n (10 s apart) with link.in at `inb`: the value packets sent.
     let mut report = |n: u64, inb: u64| {
         let rec = link_record(1_700_000_000, 77, inb, 5, 4);
@@ -89,16 +89,20 @@ fn counter_state_survives_a_gateway_restart_through_the_state_file() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("state");
     let _ = std::fs::remove_file(&path);
-    // A gateway on that state file: its rig, restored from the file.
+    // A gateway on that state file: its harness, restored from the
+    // file's text (the daemon's state_file reads and writes it whole).
     let gateway = || {
-        let (store, read) = StateStore::open(&path, 1);
-        let mut r = Rig::new("");
-        r.p.keep_state(Arc::new(store), 0);
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let saved = Arc::new(SavedState::from_text(&text).unwrap());
+        let read = Ok::<usize, String>(saved.unclaimed());
+        let mut r = Harness::new("");
+        r.engine.keep_state(saved, 0);
         (r, read)
     };
-    let save = |r: &Rig| {
-        r.p.hand_in_state();
-        r.p.store.as_ref().unwrap().0.save().unwrap();
+    let save = |r: &Harness| {
+        r.engine.hand_in_state();
+        let saved = &r.engine.saved.as_ref().unwrap().0;
+        std::fs::write(&path, saved.to_text()).unwrap();
     };
     let from = "10.0.0.1:40000";
     // First gateway: an xrootd restart gives link.in an offset of 5000.

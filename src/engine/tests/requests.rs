@@ -3,15 +3,12 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use super::super::open_channels;
-use super::super::requests::{self, Request};
-use super::super::sender::Outbox;
-use super::{Rig, link_record};
-use crate::events::Events;
+use super::super::answer::MetricRequest;
+use super::{Harness, link_record};
 
 /// The request gmond sends for `name` of ds1.example.org at 10.0.0.1.
-fn request(name: &str) -> Request {
-    Request {
+fn request(name: &str) -> MetricRequest {
+    MetricRequest {
         host: "10.0.0.1:ds1.example.org".into(),
         name: name.into(),
     }
@@ -19,22 +16,22 @@ fn request(name: &str) -> Request {
 
 #[test]
 fn a_metadata_request_is_answered_with_the_hosts_metadata_once_per_holdoff() {
-    let mut r = Rig::new("metadata_requests = [\"127.0.0.1:8650\"]\n");
+    let mut r = Harness::new("metadata_requests = [\"127.0.0.1:8650\"]\n");
     let rec = |pid, inb| link_record(1_700_000_000, pid, inb, 1, 4);
     r.feed(rec(77, 5000), "10.0.0.1:40000", 0);
     r.feed(rec(78, 10), "10.0.0.1:40000", 10);
-    let answer = |r: &mut Rig, req: &Request, secs| {
+    let answer = |r: &mut Harness, req: &MetricRequest, secs| {
         let at = r.at(secs);
-        r.p.answer(req, at, &r.s)
+        r.engine.answer(req, at)
     };
     // Unknown host or metric: nothing.
-    let other = Request {
+    let other = MetricRequest {
         host: "10.0.0.2:other".into(),
         name: "xrootd.link.in".into(),
     };
     assert!(!answer(&mut r, &other, 11));
     assert!(!answer(&mut r, &request("xrootd.nope"), 11));
-    assert_eq!(r.p.packets().count(), 0);
+    assert_eq!(r.engine.packets().count(), 0);
     // A known one: every metadata of the host, each with its value as last sent.
     assert!(answer(&mut r, &request("xrootd.link.in"), 11));
     assert_eq!(r.metadata_count(), 12);
@@ -49,7 +46,7 @@ fn a_metadata_request_is_answered_with_the_hosts_metadata_once_per_holdoff() {
 
 #[test]
 fn an_answer_repeats_what_was_sent_and_counts_nothing() {
-    let mut r = Rig::new("metadata_requests = [\"127.0.0.1:8650\"]\n");
+    let mut r = Harness::new("metadata_requests = [\"127.0.0.1:8650\"]\n");
     r.feed(
         link_record(1_700_000_000, 77, 5000, 1, 4),
         "10.0.0.1:40000",
@@ -64,7 +61,7 @@ fn an_answer_repeats_what_was_sent_and_counts_nothing() {
     r.feed(&twice, "10.0.0.1:40000", 10);
     assert_eq!(r.values()["xrootd.link.in"], "5010");
     let at = r.at(11);
-    assert!(r.p.answer(&request("xrootd.link.in"), at, &r.s));
+    assert!(r.engine.answer(&request("xrootd.link.in"), at));
     let sent: Vec<_> = r
         .packets()
         .into_iter()
@@ -91,7 +88,7 @@ fn an_answer_repeats_what_was_sent_and_counts_nothing() {
 
 #[test]
 fn an_answer_does_not_postpone_the_periodic_metadata() {
-    let mut r = Rig::new("metadata_requests = [\"127.0.0.1:8650\"]\n");
+    let mut r = Harness::new("metadata_requests = [\"127.0.0.1:8650\"]\n");
     let rec = link_record(1_700_000_000, 77, 5000, 1, 4);
     // Reports every 10 s; the metadata goes out with the first and, once
     // TMAX is known, with one record within the next 30 s.
@@ -105,7 +102,7 @@ fn an_answer_does_not_postpone_the_periodic_metadata() {
         // Right after the second sending, gmond asks: answered in full...
         if sent_at.len() == 2 && !answered {
             let at = r.at(10 * n) + Duration::from_secs(1);
-            assert!(r.p.answer(&request("xrootd.link.in"), at, &r.s));
+            assert!(r.engine.answer(&request("xrootd.link.in"), at));
             assert_eq!(r.metadata_count(), 12);
             answered = true;
         }
@@ -117,7 +114,7 @@ fn an_answer_does_not_postpone_the_periodic_metadata() {
 }
 
 /// Server `i` of a fleet: its address and its link record.
-fn server(i: u32, inb: u64) -> (SocketAddr, String) {
+pub(crate) fn server(i: u32, inb: u64) -> (SocketAddr, String) {
     let from = SocketAddr::from((u32::to_be_bytes(0x0a00_0000 + i), 40000));
     let rec = link_record(1_700_000_000, 77, inb, 1, 4)
         .replace("ds1.example.org", &format!("ds{i}.example.org"));
@@ -126,7 +123,7 @@ fn server(i: u32, inb: u64) -> (SocketAddr, String) {
 
 #[test]
 fn sources_that_start_together_send_their_metadata_apart() {
-    let mut r = Rig::new("");
+    let mut r = Harness::new("");
     // 200 servers, all restarted together, reporting every 10 s in phase.
     let servers = 200u32;
     let mut per_report: Vec<usize> = Vec::new();
@@ -160,36 +157,4 @@ fn sources_that_start_together_send_their_metadata_apart() {
         all,
         "{per_report:?}"
     );
-}
-
-#[test]
-fn a_quiet_spell_then_a_request_answers_every_host_once() {
-    let mut r = Rig::new("metadata_requests = [\"127.0.0.1:8650\"]\n");
-    for i in 0..50u32 {
-        let (from, rec) = server(i, 5000);
-        let at = r.at(0);
-        r.feed_at(rec, from, at);
-    }
-    let outbox = Outbox::idle(open_channels(&r.s).unwrap());
-    let at = r.at(3);
-    let mut ev = Events::new(&r.counters, Duration::from_secs(60));
-    r.p.handle_request(&requests::Ask::Everything, at, &r.s, &outbox, &mut ev);
-    // 50 hosts: heartbeat metadata and value, 11 metadata and 11 values each.
-    assert_eq!(outbox.stats(at).packets, 50 * 24);
-    assert_eq!(r.snapshot().requests_answered, 50);
-    // The requests that follow (one per value gmond cannot show) are
-    // already answered.
-    let request = Request {
-        host: "10.0.0.7:ds7.example.org".into(),
-        name: "xrootd.link.in".into(),
-    };
-    r.p.handle_request(
-        &requests::Ask::Metric(request.clone()),
-        at,
-        &r.s,
-        &outbox,
-        &mut ev,
-    );
-    assert_eq!(outbox.stats(at).packets, 50 * 24);
-    assert!(r.p.answer(&request, at + requests::ANSWER_HOLDOFF, &r.s));
 }

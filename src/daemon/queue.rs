@@ -15,9 +15,10 @@
 //! of them.
 
 use std::collections::{HashMap, VecDeque};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use super::packets::{PacketBatch, PacketKind, SlotKey};
+use crate::engine::clock::Clock;
+use crate::engine::packets::{PacketBatch, PacketKind, SlotKey};
 
 /// What a drained queue keeps for the next burst; more is freed (and given
 /// back to the system).
@@ -26,7 +27,7 @@ const KEEP_BYTES: usize = 1 << 20;
 
 /// Where a pending packet's bytes lie in the queue's arena (`len` 0: none).
 #[derive(Clone, Copy, Default)]
-struct Span {
+struct ArenaSpan {
     start: u32,
     len: u32,
 }
@@ -34,8 +35,8 @@ struct Span {
 /// One (host, metric) with something to send.
 struct Slot {
     key: SlotKey,
-    metadata: Span,
-    value: Span,
+    metadata: ArenaSpan,
+    value: ArenaSpan,
     /// When it was first queued, in ms from the queue's epoch (its age is
     /// the queue's latency).
     /// (u64: a queue that never drains is still right after 49 days; the
@@ -53,7 +54,7 @@ const _: () = assert!(std::mem::size_of::<Slot>() == 40);
 /// stay in the arena as garbage until the queue drains, or until garbage
 /// outgrows what is live (then the live packets are moved together).
 pub struct SendQueue {
-    epoch: Instant,
+    clock: Clock,
     arena: Vec<u8>,
     garbage: usize,
     slots: Vec<Slot>,
@@ -66,7 +67,7 @@ pub struct SendQueue {
 impl Default for SendQueue {
     fn default() -> SendQueue {
         SendQueue {
-            epoch: Instant::now(),
+            clock: Clock::new(Instant::now()),
             arena: Vec::new(),
             garbage: 0,
             slots: Vec::new(),
@@ -84,12 +85,11 @@ impl SendQueue {
         let at = match self.index.get(&key) {
             Some(&at) => at,
             None => {
-                let since_ms = now.saturating_duration_since(self.epoch).as_millis();
                 let slot = Slot {
                     key,
-                    metadata: Span::default(),
-                    value: Span::default(),
-                    since_ms: since_ms.min(u128::from(u64::MAX)) as u64,
+                    metadata: ArenaSpan::default(),
+                    value: ArenaSpan::default(),
+                    since_ms: self.clock.millis(now),
                 };
                 let at = match self.free.pop() {
                     Some(at) => {
@@ -109,7 +109,7 @@ impl SendQueue {
         if self.arena.len() + bytes.len() > u32::MAX as usize {
             self.compact();
         }
-        let span = Span {
+        let span = ArenaSpan {
             start: self.arena.len() as u32,
             len: bytes.len() as u32,
         };
@@ -169,7 +169,7 @@ impl SendQueue {
         cutoff: Option<Instant>,
         skip: impl Fn(SlotKey) -> bool,
     ) -> usize {
-        let cutoff_ms = match cutoff.map(|c| c.checked_duration_since(self.epoch)) {
+        let cutoff_ms = match cutoff.map(|c| c.checked_duration_since(self.clock.epoch())) {
             // Nothing was queued before the queue's epoch.
             Some(None) => return 0,
             Some(Some(since_epoch)) => Some(since_epoch.as_millis()),
@@ -196,7 +196,7 @@ impl SendQueue {
                     spent += metadata_cost;
                 }
                 self.garbage += slot.metadata.len as usize;
-                slot.metadata = Span::default();
+                slot.metadata = ArenaSpan::default();
                 packets += 1;
                 if spent >= budget && slot.value.len > 0 {
                     break;
@@ -212,7 +212,7 @@ impl SendQueue {
                     spent += 1;
                 }
                 self.garbage += slot.value.len as usize;
-                slot.value = Span::default();
+                slot.value = ArenaSpan::default();
                 packets += 1;
             }
             let key = slot.key;
@@ -255,7 +255,7 @@ impl SendQueue {
     pub fn oldest(&self) -> Option<Instant> {
         self.line
             .front()
-            .map(|&at| self.epoch + Duration::from_millis(self.slots[at as usize].since_ms))
+            .map(|&at| self.clock.at_millis(self.slots[at as usize].since_ms))
     }
 
     /// Bytes the queue holds now (arena and bookkeeping).
@@ -310,7 +310,7 @@ impl SendQueue {
     }
 }
 
-fn span_bytes(arena: &[u8], span: Span) -> &[u8] {
+fn span_bytes(arena: &[u8], span: ArenaSpan) -> &[u8] {
     &arena[span.start as usize..(span.start + span.len) as usize]
 }
 
@@ -370,6 +370,7 @@ impl Outgoing {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn key(host: u64, metric: u64) -> SlotKey {
         SlotKey { host, metric }

@@ -17,14 +17,17 @@
 //! its own: the next periodic one carries it, within `metadata_interval`.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use crate::config::Settings;
+use crate::events::Events;
 use crate::gstream::Closes;
+use crate::mapping::MappedRecord;
+use crate::summary::Header;
 
+use super::saved::{self, SavedSource, SavedState};
 use super::series::{self, MetricState};
-use super::state::SavedSource;
 use super::template::Template;
 
 /// What the gateway remembers about one xrootd or cmsd.
@@ -60,10 +63,14 @@ pub(super) struct Source {
     pub(super) last_record: Vec<u8>,
     /// When a metadata request for it was last answered.
     pub(super) answered_at: Option<Instant>,
-    /// When its heartbeat's metadata was last sent (pipeline seconds).
+    /// Its last report sends every metadata: first sight, a new host
+    /// name, or a restart (a new start time, and a gmond may have dropped
+    /// it meanwhile).
+    pub(super) refresh_all: bool,
+    /// When its heartbeat's metadata was last sent (engine seconds).
     pub(super) heartbeat_meta_at: u32,
     /// Its last record's header attributes (`src="..." tos="..." ...`), to
-    /// name its XCache totals as its own metrics ([`super::pipeline`]).
+    /// name its XCache totals as its own metrics ([`super::xcache`]).
     pub(super) header: String,
     /// An XCache's g-stream, added up since this run of it started.
     pub(super) pfc: Option<Closes>,
@@ -91,6 +98,7 @@ impl Source {
             template: None,
             last_record: Vec::new(),
             answered_at: None,
+            refresh_all: true,
             heartbeat_meta_at: series::NEVER,
             header: String::new(),
             pfc: None,
@@ -129,6 +137,42 @@ impl Source {
         match self.interval {
             Some(interval) => ((f64::from(interval) * 1.5).ceil() as u32).max(1),
             None => default,
+        }
+    }
+
+    /// Whether the heartbeat's metadata goes out with this report: with
+    /// every metadata, else every `interval_s`.
+    pub(super) fn heartbeat_metadata_due(&mut self, now_s: u32, interval_s: u32) -> bool {
+        if self.refresh_all || self.heartbeat_meta_at == series::NEVER {
+            self.heartbeat_meta_at = now_s - self.lead(interval_s);
+            true
+        } else if now_s.saturating_sub(self.heartbeat_meta_at) >= interval_s {
+            self.heartbeat_meta_at = now_s;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Keeps its last datagram, to answer gmond's metadata requests.
+    pub(super) fn keep_record(&mut self, datagram: &[u8]) {
+        self.last_record.clear();
+        self.last_record.extend_from_slice(datagram);
+    }
+
+    /// Appends its counter state as the state file keeps it (nothing for a
+    /// source with no start and no counter).
+    pub(super) fn write_saved(&self, out: &mut String, ip: IpAddr) {
+        let counters = self
+            .states
+            .iter()
+            .filter(|m| m.last_raw != 0 || m.offset != 0);
+        if self.started.is_none() && counters.clone().next().is_none() {
+            return;
+        }
+        saved::write_source(out, ip, &self.program, self.started);
+        for m in counters {
+            saved::write_counter(out, m.key, m.last_raw, m.offset);
         }
     }
 
@@ -248,6 +292,85 @@ pub(super) struct Sources {
 }
 
 impl Sources {
+    /// The source of a record just mapped, from `from` at `now`: created
+    /// if new (with what the state file kept of it), its report noted
+    /// (interval, TMAX, a restart), its host name and TMAX set for its
+    /// metadata, and whether this report sends every metadata.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn report(
+        &mut self,
+        from: SocketAddr,
+        header: &Header<'_>,
+        mapped: &MappedRecord,
+        now: Instant,
+        now_s: u32,
+        settings: &Settings,
+        saved: Option<&SavedState>,
+        events: &mut Events<'_>,
+    ) -> &mut Source {
+        let number = |v: Option<&str>| v.and_then(|t| t.trim().parse::<u32>().ok()).unwrap_or(0);
+        let (tos, pid) = (number(header.tos), number(header.pid));
+        let (ip, program, cap) = (from.ip(), &mapped.program, settings.max_sources);
+        let (source, created, evicted) = self.get_or_insert(ip, program, now, cap, mapped.len());
+        if evicted > 0 {
+            events.sources_evicted(evicted, cap);
+        }
+        if created {
+            events.source_added();
+            if let Some(kept) = saved.and_then(|s| s.claim(ip, program)) {
+                source.restore(kept, now_s);
+            }
+        }
+        let tmax = announced_tmax(source.observe(now, settings.tmax), settings);
+        let restarted = source.note_start(tos, pid);
+        if restarted {
+            events.restarted(from, &mapped.host.spoof, program, tos, pid);
+            // Its counters count from zero again: continue from what was sent.
+            for state in &mut source.states {
+                state.restart();
+            }
+            source.pfc = None;
+        }
+        // A new TMAX (known from the second report on) goes out with each
+        // metric's next periodic metadata, which is spread over time:
+        // sources that started together learn their TMAX together, and
+        // resending everything for it would be their first burst all over
+        // again.
+        source.refresh_all =
+            restarted || source.host != mapped.host.spoof || source.metadata_tmax == 0;
+        if source.refresh_all {
+            source.host.clear();
+            source.host.push_str(&mapped.host.spoof);
+            source.host_key = crate::mapping::name_key(&source.host);
+        }
+        source.metadata_tmax = tmax;
+        source
+    }
+
+    /// The sources of one sender address.
+    pub(super) fn of_ip_mut(&mut self, ip: IpAddr) -> impl Iterator<Item = &mut Source> {
+        self.by_ip.get_mut(&ip).into_iter().flatten()
+    }
+
+    /// The XCache run a g-stream came from: the xrootd of `ip` started at
+    /// `stod` and, if the g-stream names its instance, running as `program`.
+    pub(super) fn xcache_of(
+        &mut self,
+        ip: IpAddr,
+        stod: u32,
+        program: Option<&str>,
+    ) -> Option<&mut Source> {
+        self.of_ip_mut(ip).find(|s| {
+            s.started.is_some_and(|(tos, _)| tos == stod)
+                && super::is_xrootd(&s.program)
+                && program.is_none_or(|p| p == s.program)
+        })
+    }
+
+    pub(super) fn iter_mut(&mut self) -> impl Iterator<Item = &mut Source> {
+        self.by_ip.values_mut().flatten()
+    }
+
     /// The source, created if new; evicts the least recently seen tenth
     /// when over `cap`. Returns it, whether it is new, and how many were evicted.
     pub(super) fn get_or_insert(

@@ -18,7 +18,7 @@
 //!
 //! The increase across a restart or reset is the new reading: what was
 //! counted since. Offsets (and the last readings) survive a gateway restart
-//! in the state file ([`super::state`]).
+//! in the state file ([`super::saved`]).
 //!
 //! **Changed values only** (`send_values = "changed"`): a value whose text
 //! equals the one last sent is not sent again until `value_heartbeat`

@@ -1,5 +1,5 @@
-//! The gateway's pipeline, driven with chosen instants: one [`Rig`] per
-//! test holds what a receive task holds (settings, pipeline, counters).
+//! The engine, driven with chosen instants: one [`Harness`] per test holds
+//! what a receive task holds (settings, an engine, counters).
 //!
 //! * here: what a record becomes, bad input, sources and their bounds;
 //! * [`fast_path`]: the template fast path equals the full path;
@@ -12,7 +12,9 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use super::Pipeline;
+use std::sync::Arc;
+
+use super::Engine;
 use super::source::{Source, Sources};
 use crate::config::{FileConfig, Overrides, Settings, validate};
 use crate::events::{Counters, Events, Snapshot};
@@ -20,11 +22,11 @@ use crate::ganglia::xdr::{self, Packet, Slope, Value, decode};
 
 mod continuity;
 mod fast_path;
-mod requests;
+pub(crate) mod requests;
 mod xcache;
 
 /// Settings from config text (sending to a port nobody reads).
-pub(in crate::gateway) fn settings(extra: &str) -> Settings {
+pub(crate) fn settings(extra: &str) -> Settings {
     let file = FileConfig::parse(extra, std::path::Path::new("t")).unwrap();
     validate(
         file,
@@ -37,31 +39,31 @@ pub(in crate::gateway) fn settings(extra: &str) -> Settings {
     .unwrap()
 }
 
-/// What a receive task holds: settings, a pipeline, counters.
-pub(in crate::gateway) struct Rig {
-    pub s: Settings,
-    pub p: Pipeline,
+/// What a receive task holds: settings, an engine, counters.
+pub(crate) struct Harness {
+    pub settings: Arc<Settings>,
+    pub engine: Engine,
     pub counters: Counters,
 }
 
-impl Rig {
-    pub fn new(config: &str) -> Rig {
-        let s = settings(config);
-        Rig {
-            p: Pipeline::new(&s),
-            s,
+impl Harness {
+    pub fn new(config: &str) -> Harness {
+        let settings = Arc::new(settings(config));
+        Harness {
+            engine: Engine::new(settings.clone(), Instant::now()),
+            settings,
             counters: Counters::default(),
         }
     }
 
     /// `secs` seconds after the pipeline's start.
     pub fn at(&self, secs: u64) -> Instant {
-        self.p.epoch + Duration::from_secs(secs)
+        self.engine.clock.epoch() + Duration::from_secs(secs)
     }
 
     /// One datagram from `from` (`ADDR:PORT`), `secs` seconds in; the
     /// packets it became are the pipeline's.
-    pub fn feed(&mut self, datagram: impl AsRef<[u8]>, from: &str, secs: u64) -> &mut Rig {
+    pub fn feed(&mut self, datagram: impl AsRef<[u8]>, from: &str, secs: u64) -> &mut Harness {
         let at = self.at(secs);
         self.feed_at(datagram, from.parse().unwrap(), at)
     }
@@ -71,15 +73,15 @@ impl Rig {
         datagram: impl AsRef<[u8]>,
         from: SocketAddr,
         at: Instant,
-    ) -> &mut Rig {
+    ) -> &mut Harness {
         let mut ev = Events::new(&self.counters, Duration::from_secs(60));
-        self.p.encode(datagram.as_ref(), from, at, &self.s, &mut ev);
+        self.engine.datagram(datagram.as_ref(), from, at, &mut ev);
         self
     }
 
     /// The last record's packets, decoded (and kept).
     pub fn packets(&self) -> Vec<Packet<'static>> {
-        self.p
+        self.engine
             .packets()
             .map(|b| decode(b).unwrap().into_owned())
             .collect()
@@ -145,7 +147,7 @@ fn metric_tmaxes(packets: &[Packet]) -> Vec<u32> {
 
 #[test]
 fn first_record_sends_metadata_then_values_only() {
-    let mut r = Rig::new("");
+    let mut r = Harness::new("");
     r.feed(REC, "10.0.0.1:40000", 0);
     let packets = r.packets();
     // heartbeat value, then metadata + value per metric.
@@ -213,7 +215,7 @@ fn first_record_sends_metadata_then_values_only() {
         }
         _ => unreachable!(),
     }
-    for b in r.p.packets() {
+    for b in r.engine.packets() {
         assert!(b.len() <= xdr::MAX_PACKET);
     }
 
@@ -252,16 +254,16 @@ fn first_record_sends_metadata_then_values_only() {
 
 #[test]
 fn bad_and_denied_datagrams_are_counted_and_send_nothing() {
-    let mut r = Rig::new("allow = [\"10.0.0.0/8\"]");
-    assert_eq!(r.feed(REC, "192.0.2.1:1", 0).p.packets().count(), 0);
+    let mut r = Harness::new("allow = [\"10.0.0.0/8\"]");
+    assert_eq!(r.feed(REC, "192.0.2.1:1", 0).engine.packets().count(), 0);
     assert_eq!(
         r.feed(b"<statistics><stats", "10.0.0.1:1", 0)
-            .p
+            .engine
             .packets()
             .count(),
         0
     );
-    assert!(r.feed(REC, "10.0.0.1:1", 0).p.packets().count() > 0);
+    assert!(r.feed(REC, "10.0.0.1:1", 0).engine.packets().count() > 0);
     let snap = r.snapshot();
     assert_eq!(
         (snap.datagrams, snap.denied, snap.parse_errors, snap.records),
@@ -271,14 +273,14 @@ fn bad_and_denied_datagrams_are_counted_and_send_nothing() {
 
 #[test]
 fn xrootd_and_cmsd_on_one_host_are_separate_sources() {
-    let mut r = Rig::new("");
+    let mut r = Harness::new("");
     r.feed(REC, "10.0.0.1:1", 0);
     r.feed(
         REC.replace("pgm=\"xrootd\"", "pgm=\"cmsd\""),
         "10.0.0.1:2",
         0,
     );
-    assert_eq!(r.p.sources(), 2);
+    assert_eq!(r.engine.sources(), 2);
     let names: Vec<String> = r
         .packets()
         .into_iter()
@@ -292,11 +294,11 @@ fn xrootd_and_cmsd_on_one_host_are_separate_sources() {
 
 #[test]
 fn metrics_per_source_are_capped() {
-    let mut r = Rig::new("max_metrics_per_source = 5");
+    let mut r = Harness::new("max_metrics_per_source = 5");
     r.feed(REC, "10.0.0.1:1", 0);
     // heartbeat (metadata + value) + 5 metrics x (metadata + value); of
     // the 10 metrics (tod left out), 5 over the cap.
-    assert_eq!(r.p.packets().count(), 12);
+    assert_eq!(r.engine.packets().count(), 12);
     assert_eq!(r.snapshot().metrics_dropped_cap, 5);
     assert_eq!(r.snapshot().variables_excluded, 1);
 }
@@ -326,15 +328,15 @@ fn largest_metadata_fits_a_packet() {
     let rec = format!(
         "<statistics pgm=\"{long}\" ins=\"{long}\" site=\"{long}\" src=\"{long}:1\"><stats id=\"{long}\"><{long}>1</{long}></stats></statistics>"
     );
-    let mut r = Rig::new(
+    let mut r = Harness::new(
         "group_name = \"{pgm}.{ins}.{site}.{section}\"\nmetric_name = \"{pgm}.{ins}.{site}.{var}\"",
     );
     r.feed(rec, "[2001:db8:1:2:3:4:5:6]:1", 0);
     // Every name is cut to the same 128 bytes: one metric (its metadata and
     // value, once: a name repeated in a record is sent once) and the
     // heartbeat (metadata and value).
-    assert_eq!(r.p.packets().count(), 4);
-    for b in r.p.packets() {
+    assert_eq!(r.engine.packets().count(), 4);
+    for b in r.engine.packets() {
         assert!(b.len() <= xdr::MAX_PACKET, "{}", b.len());
     }
 }
@@ -361,7 +363,7 @@ fn tmax_follows_the_interval_but_not_one_lost_report() {
 
 #[test]
 fn a_restart_is_noticed_and_resends_every_metadata() {
-    let mut r = Rig::new("");
+    let mut r = Harness::new("");
     for secs in [0, 15, 30] {
         r.feed(REC, "10.0.0.1:40000", secs);
     }

@@ -1,0 +1,277 @@
+//! The `serve` daemon: sockets, tasks and threads around the engines.
+//!
+//! The data path, top-down:
+//!
+//! ```text
+//! socket ──> receive ──> engine ───────────────> queue ──> sender ──> gmond
+//!            (a task per (crate::engine: parse,  (one per  (a thread per
+//!             socket)     map, source state,      channel,  channel: gmond's
+//!                         packets)                conflating) queue or a bucket)
+//!                      └──> table ──> xml_port ──> gmetad (with xml_listen)
+//! ```
+//!
+//! * [`receive`]: one task per listening socket, each with its own
+//!   [`Engine`](crate::engine::Engine); never waits for a send.
+//! * [`queue`]: per channel, at most one pending metadata and one pending
+//!   value per (host, metric); newer replaces older.
+//! * [`sender`]: a thread per channel, following the receive queue of a
+//!   gmond on this host ([`follow`]) or paced by a token bucket
+//!   (`max_send_rate`, `send_burst`); at stop, drains for at most
+//!   `drain_timeout`.
+//! * [`table`]: with `xml_listen`, what a gmond fed the same packets
+//!   would hold, which [`xml_port`] writes as gmond's XML to each poll:
+//!   gmetad polls the gateway, with or without a gmond.
+//!
+//! Beside them: [`requests`] hears gmond's metadata requests (136) and
+//! hands them to the receive tasks, whose answers go through the same
+//! queues; [`state_file`] keeps counter continuity across gateway
+//! restarts; [`self_metrics`] logs the counters and sends them as the
+//! gateway's own metrics; [`bind`] binds every socket.
+
+use std::future::Future;
+use std::io;
+use std::net::IpAddr;
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::net::UdpSocket;
+use tokio::sync::watch;
+
+use crate::config::Settings;
+use crate::engine::packets::PacketBatch;
+use crate::events::{Counters, Events};
+use crate::ganglia::channel::SendChannel;
+use receive::Receiver;
+use self_metrics::KernelDrops;
+use sender::{Outbox, Senders};
+use state_file::StateStore;
+use table::HostTable;
+
+/// Opens every channel of the settings.
+pub fn open_channels(settings: &Settings) -> io::Result<Vec<SendChannel>> {
+    settings
+        .channels
+        .iter()
+        .map(|spec| {
+            SendChannel::open(spec)
+                .map_err(|e| io::Error::new(e.kind(), format!("send channel {spec}: {e}")))
+        })
+        .collect()
+}
+
+/// The gateway's bound sockets.
+pub struct Sockets {
+    /// Where xrd.report datagrams arrive.
+    pub reports: Vec<std::net::UdpSocket>,
+    /// Where gmond's metadata requests arrive (`metadata_requests`).
+    pub requests: Vec<std::net::UdpSocket>,
+    /// Where gmetad polls for gmond's XML (`xml_listen`).
+    pub xml: Vec<std::net::TcpListener>,
+}
+
+/// The settings, send queues and XML table in force; replaced whole by
+/// a reload.
+pub(crate) struct InForce {
+    settings: Arc<Settings>,
+    outbox: Arc<Outbox>,
+    /// What the XML port writes (when `xml_listen` is set); the same
+    /// table across reloads.
+    table: Option<Arc<HostTable>>,
+}
+
+impl InForce {
+    /// Sends a batch (queues it for every channel) and takes it into the
+    /// XML table: what `ip` (the record's sender) reported, at `now`.
+    fn deliver(&self, batch: &PacketBatch, ip: IpAddr, now: Instant, events: &Events<'_>) {
+        self.outbox.queue(batch, now, events);
+        if let Some(table) = &self.table {
+            let evicted = table.take(batch, ip, now);
+            events.xml_hosts_evicted(evicted);
+        }
+    }
+}
+
+/// A new configuration for a running gateway (SIGHUP): every key but those
+/// of [`crate::config::RESTART_KEYS`] takes effect at once.
+pub struct Reload {
+    pub settings: Settings,
+    pub channels: Vec<SendChannel>,
+}
+
+/// Runs the gateway on already-bound sockets until `shutdown` completes,
+/// then stops receiving (handling what is already queued on the sockets),
+/// sends what is queued for at most `drain_timeout`, writes the state file
+/// and returns. Each [`Reload`] received replaces the settings and senders
+/// of every receive task between two datagrams (the old senders drain
+/// meanwhile); the sockets stay open, so nothing arriving meanwhile is lost
+/// (it waits in the socket buffer).
+pub async fn run(
+    settings: Settings,
+    sockets: Sockets,
+    channels: Vec<SendChannel>,
+    counters: Arc<Counters>,
+    shutdown: impl Future<Output = ()>,
+    mut reloads: tokio::sync::mpsc::Receiver<Reload>,
+) -> io::Result<()> {
+    let settings = Arc::new(settings);
+    let table = (!sockets.xml.is_empty()).then(|| Arc::new(HostTable::new(settings.max_sources)));
+    let store = Arc::new(open_state(&settings));
+    let mut senders = Senders::start(&settings, channels, counters.clone());
+    let (in_force_tx, in_force) = watch::channel(Arc::new(InForce {
+        settings: settings.clone(),
+        outbox: senders.outbox.clone(),
+        table: table.clone(),
+    }));
+    let (stop_tx, stop) = watch::channel(false);
+    let tasks = spawn_tasks(
+        sockets, &settings, &store, &table, &in_force, &counters, &stop,
+    )?;
+    let mut drain_timeout = settings.drain_timeout;
+    tokio::pin!(shutdown);
+    let mut retired = Vec::new();
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            Some(r) = reloads.recv() => {
+                let new = Senders::start(&r.settings, r.channels, counters.clone());
+                let old = std::mem::replace(&mut senders, new);
+                drain_timeout = r.settings.drain_timeout;
+                if let Some(table) = &table {
+                    table.set_max_hosts(r.settings.max_sources);
+                }
+                let settings = Arc::new(r.settings);
+                let outbox = senders.outbox.clone();
+                let _ = in_force_tx.send(Arc::new(InForce { settings, outbox, table: table.clone() }));
+                retired.push(tokio::spawn(old.drain(Instant::now() + drain_timeout)));
+                tracing::info!("configuration reloaded");
+            }
+        }
+    }
+    let stopping = Instant::now();
+    let _ = stop_tx.send(true);
+    for t in tasks {
+        let _ = t.await;
+    }
+    stop_sending(senders, retired, stopping, drain_timeout, &counters).await;
+    // Every receive task has handed in its final state.
+    if let Err(e) = store.save() {
+        state_file::warn_unwritable(&store, &e);
+    }
+    tracing::info!("stopped; counters: {}", counters.snapshot());
+    Ok(())
+}
+
+/// Starts a task per socket: the receive tasks (each with its engine and
+/// its part of the saved state), the request listeners, the XML port, the
+/// state file's writer and the self-metrics.
+fn spawn_tasks(
+    sockets: Sockets,
+    settings: &Settings,
+    store: &Arc<StateStore>,
+    table: &Option<Arc<HostTable>>,
+    in_force: &watch::Receiver<Arc<InForce>>,
+    counters: &Arc<Counters>,
+    stop: &watch::Receiver<bool>,
+) -> io::Result<Vec<tokio::task::JoinHandle<()>>> {
+    let fds: Vec<RawFd> = sockets.reports.iter().map(|s| s.as_raw_fd()).collect();
+    let mut tasks = Vec::new();
+    let mut request_queues = Vec::new();
+    for (part, socket) in sockets.reports.into_iter().enumerate() {
+        let socket = UdpSocket::from_std(socket)?;
+        let requests = (!sockets.requests.is_empty()).then(|| {
+            let (tx, rx) = tokio::sync::mpsc::channel(requests::QUEUE);
+            request_queues.push(tx);
+            rx
+        });
+        let state = store.state().clone();
+        let receiver = Receiver::new(in_force.clone(), counters.clone(), state, part, requests);
+        let run = receiver.run(socket, stop.clone(), settings.state_interval);
+        tasks.push(tokio::spawn(run));
+    }
+    for socket in sockets.requests {
+        let (queues, log_interval) = (request_queues.clone(), settings.log_interval);
+        let listen = requests::listen(socket, queues, counters.clone(), log_interval, stop.clone());
+        tasks.push(tokio::spawn(listen));
+    }
+    if let Some(table) = table {
+        for listener in sockets.xml {
+            let (table, counters) = (table.clone(), counters.clone());
+            let serve = xml_port::serve(listener, table, in_force.clone(), counters, stop.clone());
+            tasks.push(tokio::spawn(serve));
+        }
+    }
+    if store.path().is_some() {
+        let save = state_file::save_every(store.clone(), stop.clone(), settings.state_interval);
+        tasks.push(tokio::spawn(save));
+    }
+    let report = self_metrics::report(
+        counters.clone(),
+        KernelDrops::new(&fds),
+        in_force.clone(),
+        stop.clone(),
+    );
+    tasks.push(tokio::spawn(report));
+    Ok(tasks)
+}
+
+/// Sends what is queued (nothing is queued any more) for at most
+/// `drain_timeout` from `stopping`, and lets the senders retired by
+/// reloads finish.
+async fn stop_sending(
+    senders: Senders,
+    retired: Vec<tokio::task::JoinHandle<()>>,
+    stopping: Instant,
+    drain_timeout: Duration,
+    counters: &Counters,
+) {
+    let left = senders.outbox.stats(Instant::now()).packets;
+    if left > 0 {
+        tracing::info!(
+            "stopping: sending {left} queued packets (for at most {} s)",
+            drain_timeout.as_secs_f64()
+        );
+    }
+    let outbox = senders.outbox.clone();
+    senders.drain(stopping + drain_timeout).await;
+    for t in retired {
+        let _ = t.await;
+    }
+    set_queue(counters, &outbox);
+}
+
+/// Notes the send queues' length and age in the counters (gauges).
+fn set_queue(counters: &Counters, outbox: &Outbox) {
+    let s = outbox.stats(Instant::now());
+    counters.set_queue(s.packets, s.oldest);
+}
+
+/// Reads the state file named in the settings ([`state_file`]).
+fn open_state(settings: &Settings) -> StateStore {
+    let Some(path) = &settings.state_file else {
+        return StateStore::none();
+    };
+    let (store, read) = StateStore::open(path);
+    match read {
+        Ok(n) => tracing::info!(
+            "state file {}: {n} sources restored (counters stay continuous across this restart)",
+            path.display()
+        ),
+        Err(e) => tracing::warn!("{e}: starting without saved counter state"),
+    }
+    store
+}
+
+pub mod bind;
+pub mod follow;
+mod queue;
+mod receive;
+pub mod requests;
+pub mod self_metrics;
+mod sender;
+pub mod state_file;
+pub mod table;
+pub mod xml_port;
+
+#[cfg(test)]
+mod tests;

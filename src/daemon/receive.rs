@@ -1,0 +1,136 @@
+//! One receive task per listening socket: datagrams in, packets delivered.
+//!
+//! Each task owns its [`Engine`] (parser, mapper, the state of the sources
+//! that send to its socket), so the per-datagram path takes no lock but
+//! the send queues' (once per record, [`Outbox::queue`](super::sender::Outbox::queue)) and the XML
+//! table's shard, and never waits for a send: the senders pace the queues
+//! out.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::net::UdpSocket;
+use tokio::sync::{mpsc, watch};
+
+use crate::engine::packets::PacketBatch;
+use crate::engine::saved::SavedState;
+use crate::engine::{Engine, Request};
+use crate::events::{Counters, Events};
+
+use super::InForce;
+
+/// Largest datagram we accept: xrootd 5.9+ sends up to 64 KiB.
+const MAX_DATAGRAM: usize = 65536;
+
+/// One receive task: a socket and everything its datagrams need.
+pub(super) struct Receiver {
+    in_force: watch::Receiver<Arc<InForce>>,
+    counters: Arc<Counters>,
+    engine: Engine,
+    /// gmond's metadata requests, when they are listened for.
+    requests: Option<mpsc::Receiver<Request>>,
+}
+
+impl Receiver {
+    /// Task `part` of the state kept in `saved`.
+    pub(super) fn new(
+        in_force: watch::Receiver<Arc<InForce>>,
+        counters: Arc<Counters>,
+        saved: Arc<SavedState>,
+        part: usize,
+        requests: Option<mpsc::Receiver<Request>>,
+    ) -> Receiver {
+        let settings = in_force.borrow().settings.clone();
+        let mut engine = Engine::new(settings, Instant::now());
+        engine.keep_state(saved, part);
+        Receiver {
+            in_force,
+            counters,
+            engine,
+            requests,
+        }
+    }
+
+    /// Receives until `stop`, then handles what the kernel has already
+    /// queued on the socket and hands in the sources' state.
+    pub(super) async fn run(
+        mut self,
+        socket: UdpSocket,
+        mut stop: watch::Receiver<bool>,
+        save_every: Duration,
+    ) {
+        let mut save_tick = tokio::time::interval(save_every);
+        save_tick.tick().await;
+        let local = socket
+            .local_addr()
+            .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+        let mut now = self.in_force.borrow_and_update().clone();
+        let mut events = Events::new(&self.counters, now.settings.log_interval);
+        let mut buf = vec![0u8; MAX_DATAGRAM];
+        loop {
+            tokio::select! {
+                biased;
+                _ = stop.changed() => break,
+                _ = save_tick.tick() => self.engine.hand_in_state(),
+                Some(request) = next_request(&mut self.requests) => {
+                    answer(&mut self.engine, &request, Instant::now(), &now, &mut events);
+                }
+                Ok(()) = self.in_force.changed() => {
+                    now = self.in_force.borrow_and_update().clone();
+                    self.engine.reconfigure(now.settings.clone());
+                    events = Events::new(&self.counters, now.settings.log_interval);
+                }
+                r = socket.recv_from(&mut buf) => match r {
+                    Ok((n, from)) => {
+                        let at = Instant::now();
+                        let batch = self.engine.datagram(&buf[..n], from, at, &mut events);
+                        now.deliver(batch, from.ip(), at, &events);
+                    }
+                    Err(e) => events.receive_failed(local, &e),
+                },
+            }
+        }
+        // Finish what the kernel has already queued for us.
+        while let Ok((n, from)) = socket.try_recv_from(&mut buf) {
+            let at = Instant::now();
+            let batch = self.engine.datagram(&buf[..n], from, at, &mut events);
+            now.deliver(batch, from.ip(), at, &events);
+        }
+        self.engine.hand_in_state();
+    }
+}
+
+/// Answers what gmond asked for through the send queues: one host, or
+/// after a quiet spell every host; counts it.
+pub(super) fn answer(
+    engine: &mut Engine,
+    request: &Request,
+    at: Instant,
+    now: &InForce,
+    events: &mut Events<'_>,
+) {
+    match request {
+        Request::Metric(request) => {
+            let answered = engine.answer(request, at);
+            events.metadata_request(&request.host, &request.name, answered);
+            if answered {
+                now.outbox.queue(engine.batch(), at, events);
+            }
+        }
+        Request::Everything => {
+            let hosts = engine.answer_everything(at, |batch: &PacketBatch| {
+                now.outbox.queue(batch, at, events);
+            });
+            events.everything_asked(hosts);
+        }
+    }
+}
+
+/// The next request, or never when requests are not listened for.
+async fn next_request(queue: &mut Option<mpsc::Receiver<Request>>) -> Option<Request> {
+    match queue {
+        Some(q) => q.recv().await,
+        None => std::future::pending().await,
+    }
+}

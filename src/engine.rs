@@ -1,0 +1,519 @@
+//! The protocol core: datagrams in, Ganglia packets out. No socket, no
+//! clock of its own (every call says what time it is), no lock on the way:
+//! the daemon ([`crate::daemon`]) owns the sockets and drives one engine
+//! per receive task; tests and `dump` drive it with chosen instants.
+//!
+//! Per datagram ([`Engine::datagram`]): the allow list, then what it is
+//! (an XCache g-stream, [`xcache`]; other monitoring, ignored; a summary
+//! record), then for a record either the source's template, if the record
+//! is its last one with new numbers ([`template`]), or the full path:
+//! [`summary`](crate::summary) -> [`mapping`](crate::mapping) -> the
+//! source's state ([`source`]: metadata schedule, TMAX, restarts; counter
+//! continuity and changed-only sending in [`series`]) -> packets
+//! ([`packets`], every packet shape built there). The packets are left in
+//! a batch that the caller delivers (send queues, XML table).
+//!
+//! Beside it: gmond's metadata requests are answered from what the
+//! sources last sent ([`answer`]); the counters' state is handed to and
+//! claimed from [`saved`] (the daemon writes it to the state file).
+
+pub mod answer;
+pub mod clock;
+pub mod packets;
+pub mod saved;
+mod series;
+mod source;
+mod template;
+mod xcache;
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::config::Settings;
+use crate::events::Events;
+use crate::gstream;
+use crate::mapping::{MappedRecord, Mapper, Metric};
+use crate::summary::{SummaryParser, SummaryRecord};
+
+use clock::Clock;
+use packets::{PacketBatch, SlotKey};
+use saved::SavedState;
+use series::Counting;
+use source::{Source, Sources, announced_tmax};
+use template::Template;
+
+pub use answer::Request;
+
+/// Everything between a datagram and the packets it becomes.
+pub struct Engine {
+    settings: Arc<Settings>,
+    parser: SummaryParser,
+    mapper: Mapper,
+    mapped: MappedRecord,
+    sources: Sources,
+    batch: PacketBatch,
+    /// Compact per-metric timestamps (engine seconds) count from here.
+    clock: Clock,
+    /// Use the sources' templates ([`template`]); off only to test that
+    /// the fast path equals the full one, and for `dump`.
+    fast_path: bool,
+    /// Where the holes of the last matched template lie in the datagram.
+    holes: Vec<std::ops::Range<u32>>,
+    /// Records that took the fast path.
+    fast_path_hits: u64,
+    /// Where sources' counter state is claimed from and handed in to, and
+    /// this engine's part in it.
+    saved: Option<(Arc<SavedState>, usize)>,
+    /// XCache g-stream totals: the waiting ones, and scratch to map them.
+    xcache: xcache::Totals,
+    /// Which of a source's metrics an answer to gmond has sent.
+    answered: Vec<bool>,
+}
+
+/// Which of a metric's packets go out.
+#[derive(Clone, Copy)]
+enum Due {
+    /// Its value (unless changed-only sending holds it back), with its
+    /// metadata when `metadata` (first sight, or the periodic resend).
+    Report { metadata: bool },
+    /// Both, for gmond's metadata request: its value as last sent.
+    Answer,
+}
+
+impl Engine {
+    pub fn new(settings: Arc<Settings>, now: Instant) -> Engine {
+        Engine {
+            parser: SummaryParser::new(),
+            mapper: mapper(&settings),
+            settings,
+            mapped: MappedRecord::default(),
+            sources: Sources::default(),
+            batch: PacketBatch::default(),
+            clock: Clock::new(now),
+            fast_path: true,
+            holes: Vec::new(),
+            fast_path_hits: 0,
+            saved: None,
+            xcache: xcache::Totals::default(),
+            answered: Vec::new(),
+        }
+    }
+
+    /// Claims sources' saved state from `saved` when first heard from,
+    /// and hands theirs in as part `part` ([`hand_in_state`](Self::hand_in_state)).
+    pub fn keep_state(&mut self, saved: Arc<SavedState>, part: usize) {
+        self.saved = Some((saved, part));
+    }
+
+    /// Hands the sources' counter state in (for the state file).
+    pub fn hand_in_state(&self) {
+        let Some((saved, part)) = &self.saved else {
+            return;
+        };
+        let mut text = String::new();
+        for (ip, list) in &self.sources.by_ip {
+            for source in list {
+                source.write_saved(&mut text, *ip);
+            }
+        }
+        saved.hand_in(*part, text);
+    }
+
+    /// Takes new settings: new names and timing apply to the next record, and
+    /// every metric's metadata is sent again then (DMAX or TMAX may differ).
+    pub fn reconfigure(&mut self, settings: Arc<Settings>) {
+        self.mapper = mapper(&settings);
+        self.settings = settings;
+        for source in self.sources.iter_mut() {
+            source.resend_everything();
+        }
+    }
+
+    pub fn settings(&self) -> &Arc<Settings> {
+        &self.settings
+    }
+
+    /// Turns one datagram, from `from` at `now`, into the packets to send.
+    pub fn datagram(
+        &mut self,
+        datagram: &[u8],
+        from: SocketAddr,
+        now: Instant,
+        events: &mut Events<'_>,
+    ) -> &PacketBatch {
+        self.batch.clear();
+        events.datagram();
+        if !allowed(&self.settings, from.ip()) {
+            events.denied(from);
+            return &self.batch;
+        }
+        match gstream::read(datagram) {
+            Ok(gstream::Datagram::NotMonitoring) => {}
+            Ok(gstream::Datagram::Pfc(totals, instance)) => {
+                self.take_gstream(&totals, instance, from, now, events);
+                return &self.batch;
+            }
+            Ok(gstream::Datagram::Other(kind)) => {
+                events.monitoring_ignored(from, kind);
+                return &self.batch;
+            }
+            Err(e) => {
+                events.gstream_failed(from, datagram.len(), &e);
+                return &self.batch;
+            }
+        }
+        if !(self.fast_path && self.fast_path_took(datagram, from, now, events)) {
+            self.full_path(datagram, from, now, events);
+        }
+        &self.batch
+    }
+
+    /// A record the long way: parsed, mapped, its source's state updated,
+    /// its packets built; and the template for its next report made.
+    fn full_path(
+        &mut self,
+        datagram: &[u8],
+        from: SocketAddr,
+        now: Instant,
+        events: &mut Events<'_>,
+    ) {
+        let record = match self.parser.parse(datagram) {
+            Ok(r) => r,
+            Err(e) => return events.parse_failed(from, datagram.len(), &e),
+        };
+        events.record();
+        self.mapper.map(&record, from.ip(), &mut self.mapped);
+        events.excluded(self.mapped.excluded.len());
+        if self.mapped.rejected_count > 0 {
+            events.values_rejected(from, self.mapped.rejected_count, &self.mapped.rejected);
+        }
+        let s = &*self.settings;
+        let now_s = self.clock.secs(now);
+        let source = self.sources.report(
+            from,
+            &record.header(),
+            &self.mapped,
+            now,
+            now_s,
+            s,
+            self.saved.as_ref().map(|(saved, _)| &**saved),
+            events,
+        );
+        xcache::note_header(&mut source.header, &record.header());
+        self.xcache.claim_waiting(source, from.ip());
+        if s.answers_requests() {
+            source.keep_record(datagram);
+        }
+        let (metadata, values, capped) =
+            append_record(&mut self.batch, source, &self.mapped, now_s, s);
+        if capped > 0 {
+            let spoof = &self.mapped.host.spoof;
+            events.metric_cap(from, spoof, capped, s.max_metrics_per_source);
+        }
+        source.prune(now_s, s.dmax, interval_seconds(s));
+        events.sent(metadata, values);
+        source.template = None;
+        if self.fast_path && capped == 0 {
+            source.template = make_template(datagram, &record, &self.mapped, source, s);
+        }
+        // Its XCache totals, if it sent any, after its record's metrics.
+        let (metadata, values) = self.xcache.append(
+            &mut self.batch,
+            &mut self.mapper,
+            source,
+            from.ip(),
+            now_s,
+            s,
+            false,
+        );
+        events.sent(metadata, values);
+    }
+
+    /// The fast path: the datagram matches the template of a source of its
+    /// sender, and nothing but values changed (same program run, same
+    /// TMAX, no metadata due). Returns false, having sent nothing, otherwise.
+    fn fast_path_took(
+        &mut self,
+        datagram: &[u8],
+        from: SocketAddr,
+        now: Instant,
+        events: &mut Events<'_>,
+    ) -> bool {
+        let s = &*self.settings;
+        let now_s = self.clock.secs(now);
+        let holes = &mut self.holes;
+        let Some(source) = self.sources.of_ip_mut(from.ip()).find(|s| {
+            s.template
+                .as_deref()
+                .is_some_and(|t| t.matches(datagram, holes))
+        }) else {
+            return false;
+        };
+        let Some(t) = source.template.take() else {
+            return false;
+        };
+        let (tos, pid) = t.start(datagram, &self.holes);
+        // observe() notes the report; if the full path runs after all, it
+        // notes it again at the same instant: a zero gap, which is ignored.
+        let mut sent = None;
+        if source.started == Some((tos, pid))
+            && now_s < t.due_at
+            && announced_tmax(source.observe(now, s.tmax), s) == t.tmax
+            && source.metadata_tmax == t.tmax
+        {
+            if s.answers_requests() {
+                source.keep_record(datagram);
+            }
+            let values = template::Values {
+                states: &mut source.states,
+                host_key: source.host_key,
+                now_s,
+                heartbeat: s.value_heartbeat,
+            };
+            sent = t.emit(datagram, &self.holes, tos, values, &mut self.batch);
+        }
+        let excluded = t.excluded;
+        source.template = Some(t);
+        let Some(values) = sent else {
+            return false;
+        };
+        events.record();
+        events.excluded(excluded as usize);
+        source.prune(now_s, s.dmax, interval_seconds(s));
+        events.sent(0, values);
+        let (metadata, values) = self.xcache.append(
+            &mut self.batch,
+            &mut self.mapper,
+            source,
+            from.ip(),
+            now_s,
+            s,
+            false,
+        );
+        events.sent(metadata, values);
+        self.fast_path_hits += 1;
+        true
+    }
+
+    /// A pfc g-stream datagram: added to the totals of the XCache it came
+    /// from, which go out as that server's metrics at once and with each
+    /// of its records ([`xcache`]).
+    fn take_gstream(
+        &mut self,
+        totals: &gstream::Closes,
+        instance: Option<String>,
+        from: SocketAddr,
+        now: Instant,
+        events: &mut Events<'_>,
+    ) {
+        events.gstream(from, totals.bad_records);
+        let s = &*self.settings;
+        let now_s = self.clock.secs(now);
+        let program = instance.map(|i| xcache::program_of(&i));
+        let Some(source) = self
+            .sources
+            .xcache_of(from.ip(), totals.stod, program.as_deref())
+        else {
+            return self
+                .xcache
+                .wait(from, totals, program, s.max_sources, events);
+        };
+        source.pfc.get_or_insert_default().add(totals);
+        let (metadata, values) = self.xcache.append(
+            &mut self.batch,
+            &mut self.mapper,
+            source,
+            from.ip(),
+            now_s,
+            s,
+            false,
+        );
+        events.sent(metadata, values);
+    }
+
+    /// Turns the template fast path off (or on again): for `dump` and for
+    /// benchmarks of the full path. The packets are the same either way.
+    pub fn set_fast_path(&mut self, on: bool) {
+        self.fast_path = on;
+        if !on {
+            for source in self.sources.iter_mut() {
+                source.template = None;
+            }
+        }
+    }
+
+    /// How many records took the template fast path.
+    pub fn fast_path_hits(&self) -> u64 {
+        self.fast_path_hits
+    }
+
+    /// The packets of the last call, with their keys, as the send queues
+    /// and the XML table take them.
+    pub fn batch(&self) -> &PacketBatch {
+        &self.batch
+    }
+
+    /// The packets of the last call, for tests and dry runs.
+    pub fn packets(&self) -> impl Iterator<Item = &[u8]> {
+        self.batch.iter()
+    }
+
+    /// The metrics of the last record that took the full path, as mapped
+    /// (for `dump`'s notes; `dump` turns the fast path off).
+    pub fn mapped(&self) -> &MappedRecord {
+        &self.mapped
+    }
+
+    /// The metrics the last XCache totals sent were mapped to.
+    pub fn xcache_mapped(&self) -> &MappedRecord {
+        self.xcache.mapped()
+    }
+
+    /// Sources known now.
+    pub fn sources(&self) -> usize {
+        self.sources.len
+    }
+}
+
+fn mapper(settings: &Settings) -> Mapper {
+    Mapper::new(settings.metric_name.clone(), settings.group_name.clone())
+        .with_filter(settings.filter.clone())
+}
+
+/// `metadata_interval` in engine seconds (far below [`clock::SECONDS_BASE`]).
+fn interval_seconds(settings: &Settings) -> u32 {
+    settings
+        .metadata_interval
+        .as_secs()
+        .min(u64::from(clock::SECONDS_BASE / 2)) as u32
+}
+
+/// Appends a record's packets: its host's heartbeat first (gmond shows a
+/// host without its metadata, but asks for that metadata, a 136, at every
+/// heartbeat: so it gets gmetric -H's, on the metrics' schedule), then each
+/// metric's. Returns (metadata, values) appended and how many metrics the
+/// source's cap left out.
+fn append_record(
+    batch: &mut PacketBatch,
+    source: &mut Source,
+    mapped: &MappedRecord,
+    now_s: u32,
+    settings: &Settings,
+) -> (u64, u64, usize) {
+    let interval_s = interval_seconds(settings);
+    let whole = source.refresh_all;
+    let mut metadata = u64::from(source.heartbeat_metadata_due(now_s, interval_s));
+    if metadata > 0 {
+        batch.heartbeat_metadata(&source.host, source.host_key);
+    }
+    let tos = source.started.map_or(0, |(tos, _)| tos);
+    batch.heartbeat_value(&source.host, source.host_key, tos);
+    let (mut values, mut capped) = (1u64, 0usize);
+    for m in mapped.metrics() {
+        let cap = settings.max_metrics_per_source;
+        let Some((at, due)) = source.metric(m.name_key, now_s, interval_s, whole, cap) else {
+            capped += 1;
+            continue;
+        };
+        if !source.states[at].first_in(source.reports) {
+            continue;
+        }
+        let due = Due::Report { metadata: due };
+        let (m, v) = append_metric(batch, source, at, &m, due, now_s, settings);
+        metadata += m;
+        values += v;
+    }
+    (metadata, values, capped)
+}
+
+/// The template a source's next report like this one can take: from its
+/// second report on (a sender seen once, as in a flood of one-shot
+/// senders, costs no template).
+fn make_template(
+    datagram: &[u8],
+    record: &SummaryRecord<'_>,
+    mapped: &MappedRecord,
+    source: &Source,
+    settings: &Settings,
+) -> Option<Box<Template>> {
+    if source.started.is_none() || source.reports < 2 {
+        return None;
+    }
+    let (index, states) = (&source.index, &source.states);
+    let state = template::SourceState {
+        spoof: &mapped.host.spoof,
+        tmax: source.metadata_tmax,
+        heartbeat_meta_at: source.heartbeat_meta_at,
+        metric: &|key| {
+            let at = *index.get(&key)?;
+            Some((at, states.get(at as usize)?.meta_at))
+        },
+        interval_s: interval_seconds(settings),
+    };
+    Template::build(datagram, record, mapped, &state).map(Box::new)
+}
+
+/// Appends one metric of `source` (its state at `at`): its metadata when
+/// due, then its value, a counter continued past restarts. Every record's
+/// metrics, XCache totals and answers go out through here (the fast path's
+/// template holds the same packets, cut from these). Returns (metadata,
+/// values) appended.
+fn append_metric(
+    batch: &mut PacketBatch,
+    source: &mut Source,
+    at: usize,
+    m: &Metric<'_>,
+    due: Due,
+    now_s: u32,
+    settings: &Settings,
+) -> (u64, u64) {
+    let (metadata, answering) = match due {
+        Due::Report { metadata } => (metadata, false),
+        Due::Answer => (true, true),
+    };
+    if metadata {
+        let tmax = source.metadata_tmax;
+        batch.metadata(
+            &source.host,
+            source.host_key,
+            m,
+            &source.program,
+            tmax,
+            settings.dmax,
+        );
+    }
+    let mut number = [0u8; 20];
+    let state = &mut source.states[at];
+    let (text, counting) = (m.value.as_bytes(), Counting::of(m.kind));
+    let value = if answering {
+        // The value as last sent: the state stays as the record left it.
+        series::sent_text(state, text, counting, &mut number)
+    } else {
+        let value = series::counter_text(state, text, counting, &mut number);
+        if !state.admit(value, now_s, settings.value_heartbeat, metadata) {
+            return (u64::from(metadata), 0);
+        }
+        value
+    };
+    let key = SlotKey {
+        host: source.host_key,
+        metric: m.name_key,
+    };
+    batch.value(&source.host, key, m.name, value);
+    (u64::from(metadata), 1)
+}
+
+/// Whether a source's program (`pgm` or `pgm ins`) is an xrootd: a cmsd
+/// started in the same second has its start time but no cache.
+fn is_xrootd(program: &str) -> bool {
+    program == "xrootd" || program.starts_with("xrootd ")
+}
+
+/// Whether `allow` lets `ip` in (an empty list lets everyone in).
+fn allowed(settings: &Settings, ip: IpAddr) -> bool {
+    settings.allow.is_empty() || settings.allow.iter().any(|n| n.contains(&ip))
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

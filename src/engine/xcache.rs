@@ -1,0 +1,168 @@
+//! XCache's g-stream as metrics of the XCache's own host.
+//!
+//! An XCache's summary records leave its cache section's byte counts at 0;
+//! its g-stream (`xrootd.mongstream pfc`) says, per closed file, how many
+//! bytes were served from the cache, fetched from the origin and passed by.
+//! They are added up per XCache run (the xrootd of the g-stream's address
+//! whose start time is its `stod` and, if the g-stream names its instance,
+//! whose program that is) and go out as that server's metrics at once and
+//! with each of its records: named, typed and left out exactly as the same
+//! numbers in a `pfc` section of its own record would be. A server not
+//! heard from yet gets them when it is (they wait, bounded by
+//! `max_sources`).
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::net::{IpAddr, SocketAddr};
+
+use crate::config::Settings;
+use crate::events::Events;
+use crate::gstream::Closes;
+use crate::mapping::{HeaderParts, MappedRecord, Mapper};
+use crate::summary::{Header, SummaryParser};
+
+use super::packets::PacketBatch;
+use super::source::Source;
+use super::{Due, append_metric, interval_seconds, is_xrootd};
+
+/// A waiting g-stream's XCache: address, start time, program (when the
+/// g-stream names its instance).
+type Run = (IpAddr, u32, Option<String>);
+
+/// Totals of XCaches not heard from yet, and what maps totals to metrics.
+#[derive(Default)]
+pub(super) struct Totals {
+    waiting: HashMap<Run, Closes>,
+    /// A source's header with its totals, as a record to map, and what it
+    /// maps to.
+    record: String,
+    parser: SummaryParser,
+    mapped: MappedRecord,
+}
+
+/// The program a g-stream's instance name stands for (`xrootd` or
+/// `xrootd NAME`, as a summary record's `pgm` and `ins` make it).
+pub(super) fn program_of(instance: &str) -> String {
+    let mut p = String::new();
+    HeaderParts::new(Some("xrootd"), Some(instance), None).write_program(&mut p);
+    p
+}
+
+impl Totals {
+    /// Keeps the totals of an XCache not heard from yet.
+    pub(super) fn wait(
+        &mut self,
+        from: SocketAddr,
+        totals: &Closes,
+        program: Option<String>,
+        cap: usize,
+        events: &mut Events<'_>,
+    ) {
+        let key = (from.ip(), totals.stod, program);
+        let known = self.waiting.contains_key(&key);
+        if !known && self.waiting.len() >= cap {
+            return events.gstream_unmatched(from, totals.stod);
+        }
+        if !known {
+            events.gstream_waiting(from, totals.stod);
+        }
+        self.waiting.entry(key).or_default().add(totals);
+    }
+
+    /// A record of `source` arrived: totals that waited for it are its own.
+    pub(super) fn claim_waiting(&mut self, source: &mut Source, ip: IpAddr) {
+        if self.waiting.is_empty() || !is_xrootd(&source.program) {
+            return;
+        }
+        let tos = source.started.map_or(0, |(tos, _)| tos);
+        for program in [None, Some(source.program.clone())] {
+            if let Some(early) = self.waiting.remove(&(ip, tos, program)) {
+                source.pfc.get_or_insert_default().add(&early);
+            }
+        }
+    }
+
+    /// The metrics the last totals sent were mapped to.
+    pub(super) fn mapped(&self) -> &MappedRecord {
+        &self.mapped
+    }
+
+    /// Appends `source`'s totals to the batch, each on its metric's
+    /// schedule (metadata when due, or with `answering` every metadata, the
+    /// periodic resend left as it is), counters kept continuous. Returns
+    /// (metadata, values) appended.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn append(
+        &mut self,
+        batch: &mut PacketBatch,
+        mapper: &mut Mapper,
+        source: &mut Source,
+        ip: IpAddr,
+        now_s: u32,
+        settings: &Settings,
+        answering: bool,
+    ) -> (u64, u64) {
+        let Some(totals) = source.pfc else {
+            return (0, 0);
+        };
+        if source.header.is_empty() {
+            return (0, 0);
+        }
+        self.record.clear();
+        let _ = write!(
+            self.record,
+            "<statistics {}><stats id=\"pfc\"><files>{}</files><bytes_hit>{}</bytes_hit>\
+             <bytes_miss>{}</bytes_miss><bytes_bypass>{}</bytes_bypass></stats></statistics>",
+            source.header, totals.files, totals.bytes_hit, totals.bytes_miss, totals.bytes_bypass
+        );
+        let Ok(record) = self.parser.parse(self.record.as_bytes()) else {
+            return (0, 0);
+        };
+        mapper.map(&record, ip, &mut self.mapped);
+        let interval_s = interval_seconds(settings);
+        let cap = settings.max_metrics_per_source;
+        let (mut metadata, mut values) = (0, 0);
+        for m in self.mapped.metrics() {
+            if crate::catalog::section(m.var) != "pfc" {
+                continue;
+            }
+            let found = if answering {
+                let at = source.index.get(&m.name_key);
+                at.map(|&at| (at as usize, Due::Answer))
+            } else {
+                let found = source.metric(m.name_key, now_s, interval_s, false, cap);
+                found.map(|(at, metadata)| (at, Due::Report { metadata }))
+            };
+            let Some((at, due)) = found else {
+                continue;
+            };
+            let (m, v) = append_metric(batch, source, at, &m, due, now_s, settings);
+            metadata += m;
+            values += v;
+        }
+        (metadata, values)
+    }
+}
+
+/// A record's header attributes as `<statistics>` writes them (those that
+/// name its metrics and host), for [`Totals::append`]. Left empty if a
+/// value holds a `"`: it could not be written back.
+pub(super) fn note_header(out: &mut String, header: &Header<'_>) {
+    out.clear();
+    let attributes = [
+        ("src", header.src),
+        ("tos", header.tos),
+        ("pgm", header.pgm),
+        ("ins", header.ins),
+        ("pid", header.pid),
+        ("site", header.site),
+    ];
+    for (name, value) in attributes {
+        let Some(value) = value else { continue };
+        if value.contains('"') {
+            out.clear();
+            return;
+        }
+        let _ = write!(out, "{name}=\"{value}\" ");
+    }
+}
