@@ -218,16 +218,16 @@ impl Engine {
             source.template = make_template(datagram, &record, &self.mapped, source, s);
         }
         // Its XCache totals, if it sent any, after its record's metrics.
-        let (metadata, values) = self.xcache.append(
+        let ip = from.ip();
+        self.xcache.report(
             &mut self.batch,
             &mut self.mapper,
             source,
-            from.ip(),
+            ip,
             now_s,
             s,
-            false,
+            events,
         );
-        events.sent(metadata, values);
     }
 
     /// The fast path: the datagram matches the template of a source of its
@@ -282,16 +282,16 @@ impl Engine {
         events.excluded(excluded as usize);
         source.prune(now_s, s.dmax, interval_seconds(s));
         events.sent(0, values);
-        let (metadata, values) = self.xcache.append(
+        let ip = from.ip();
+        self.xcache.report(
             &mut self.batch,
             &mut self.mapper,
             source,
-            from.ip(),
+            ip,
             now_s,
             s,
-            false,
+            events,
         );
-        events.sent(metadata, values);
         self.fast_path_hits += 1;
         true
     }
@@ -320,16 +320,16 @@ impl Engine {
                 .wait(from, totals, program, s.max_sources, events);
         };
         source.pfc.get_or_insert_default().add(totals);
-        let (metadata, values) = self.xcache.append(
+        let ip = from.ip();
+        self.xcache.report(
             &mut self.batch,
             &mut self.mapper,
             source,
-            from.ip(),
+            ip,
             now_s,
             s,
-            false,
+            events,
         );
-        events.sent(metadata, values);
     }
 
     /// Turns the template fast path off (or on again): for `dump` and for

@@ -136,6 +136,63 @@ pub struct ClusterInfo<'a> {
     pub host_dmax: u32,
 }
 
+/// Writes one host and its metrics (by name) as gmond does; returns how
+/// many metrics. `ip` is scratch.
+fn write_host(
+    out: &mut Vec<u8>,
+    host: &Host,
+    name: &str,
+    cluster: &ClusterInfo<'_>,
+    now_s: u32,
+    unix: u64,
+    ip: &mut String,
+) -> usize {
+    use std::fmt::Write;
+    ip.clear();
+    let _ = write!(ip, "{}", host.ip);
+    let tn = now_s.saturating_sub(host.reported);
+    xml::host_start(
+        out,
+        &xml::Host {
+            name,
+            ip,
+            reported: unix.saturating_sub(u64::from(tn)),
+            tn: u64::from(tn),
+            tmax: host.tmax(),
+            dmax: cluster.host_dmax,
+            started: u64::from(host.started),
+        },
+    );
+    let mut order: Vec<(&Meta, &Entry)> = host
+        .metrics
+        .values()
+        .filter(|e| e.value_at != NEVER)
+        .filter_map(|e| Some((e.meta.as_deref()?, e)))
+        .collect();
+    order.sort_unstable_by(|a, b| a.0.name.cmp(&b.0.name));
+    let mut extra: Vec<(&str, &str)> = Vec::new();
+    for (m, e) in &order {
+        extra.clear();
+        extra.extend(m.extra.iter().map(|(k, v)| (&**k, &**v)));
+        xml::metric(
+            out,
+            &xml::Metric {
+                name: &m.name,
+                val: e.value.as_bytes(),
+                value_type: &m.value_type,
+                units: &m.units,
+                tn: u64::from(now_s.saturating_sub(e.value_at)),
+                tmax: e.tmax,
+                dmax: e.dmax,
+                slope: m.slope,
+                extra: &extra,
+            },
+        );
+    }
+    xml::host_end(out);
+    order.len()
+}
+
 fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -393,50 +450,8 @@ impl HostTable {
                 let Some(host) = shard.get(&listed.key) else {
                     continue;
                 };
-                let mut extra: Vec<(&str, &str)> = Vec::new();
-                ip.clear();
-                use std::fmt::Write;
-                let _ = write!(ip, "{}", host.ip);
-                let tn = now_s.saturating_sub(host.reported);
-                xml::host_start(
-                    &mut out,
-                    &xml::Host {
-                        name: rename.as_deref().unwrap_or(&host.name),
-                        ip: &ip,
-                        reported: unix.saturating_sub(u64::from(tn)),
-                        tn: u64::from(tn),
-                        tmax: host.tmax(),
-                        dmax: cluster.host_dmax,
-                        started: u64::from(host.started),
-                    },
-                );
-                let mut order: Vec<(&Meta, &Entry)> = host
-                    .metrics
-                    .values()
-                    .filter(|e| e.value_at != NEVER)
-                    .filter_map(|e| Some((e.meta.as_deref()?, e)))
-                    .collect();
-                order.sort_unstable_by(|a, b| a.0.name.cmp(&b.0.name));
-                for (m, e) in &order {
-                    extra.clear();
-                    extra.extend(m.extra.iter().map(|(k, v)| (&**k, &**v)));
-                    xml::metric(
-                        &mut out,
-                        &xml::Metric {
-                            name: &m.name,
-                            val: e.value.as_bytes(),
-                            value_type: &m.value_type,
-                            units: &m.units,
-                            tn: u64::from(now_s.saturating_sub(e.value_at)),
-                            tmax: e.tmax,
-                            dmax: e.dmax,
-                            slope: m.slope,
-                            extra: &extra,
-                        },
-                    );
-                }
-                written.metrics += order.len();
-                xml::host_end(&mut out);
+                let name = rename.as_deref().unwrap_or(&host.name);
+                written.metrics += write_host(&mut out, host, name, cluster, now_s, unix, &mut ip);
                 written.hosts += 1;
             }
             if out.len() >= CHUNK {

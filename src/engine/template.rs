@@ -16,12 +16,13 @@
 //! are byte for byte the full path's (a property test in `tests.rs` replays
 //! record sequences both ways).
 
+use std::collections::HashSet;
 use std::ops::Range;
 
 use crate::catalog::{self, Kind};
 use crate::ganglia::xdr;
-use crate::mapping::{Derived, MappedRecord, Role};
-use crate::summary::shape::{Hole, Shape};
+use crate::mapping::{Derived, MappedRecord, Metric, Role};
+use crate::summary::shape::{Hole, Shape, ShapeBuilder};
 use crate::summary::{self, SummaryRecord};
 
 use super::packets::{self, PacketBatch, SlotKey};
@@ -40,7 +41,7 @@ pub(super) struct Template {
     /// Cached packets and prefixes, back to back.
     bytes: Vec<u8>,
     heartbeat: Range<u32>,
-    outs: Vec<Out>,
+    values: Vec<CachedValue>,
     /// Inputs of the derived metrics, in record order.
     roles: Vec<(Role, Input)>,
     /// The derived metrics the record gave, in send order.
@@ -57,10 +58,24 @@ pub(super) struct Template {
     pub(super) excluded: u32,
 }
 
+/// A variable left out by `exclude`: no packet, but its digits are a hole
+/// (a report time changes every report) and it may be an input of a
+/// derived metric.
+fn excluded_input(shape: &mut ShapeBuilder<'_>, span: Option<Range<usize>>, value: &str) -> Input {
+    let hole = Hole {
+        max: MAX_DIGITS_64,
+        plain: true,
+    };
+    match span.filter(|span| shape.can_cut(span, hole)) {
+        Some(span) => Input::Hole(shape.cut(span, hole)),
+        None => Input::Literal(value.into()),
+    }
+}
+
 /// One value packet of the record, in send order (after the heartbeat):
 /// the packet up to its value, the value's source, and the metric's place
 /// in the source's states (counter continuity, changed-only sending).
-struct Out {
+struct CachedValue {
     prefix: Range<u32>,
     value: OutValue,
     state: u32,
@@ -130,7 +145,7 @@ impl Template {
             shape: Shape::default(),
             bytes: Vec::new(),
             heartbeat: 0..0,
-            outs: Vec::with_capacity(mapped.len()),
+            values: Vec::with_capacity(mapped.len()),
             roles: Vec::new(),
             derived: Vec::new(),
             tos: Input::Absent,
@@ -145,96 +160,129 @@ impl Template {
         let header_len = record.header_len();
         // A name repeated in the record is sent once (the full path's rule):
         // such a record gets no template.
-        let mut seen = std::collections::HashSet::with_capacity(mapped.len());
+        let mut seen = HashSet::with_capacity(mapped.len());
         let mut derived = Derived::default();
         let mut metrics = mapped.metrics();
         let mut excluded = mapped.excluded.iter().copied().peekable();
         for (j, v) in record.vars().enumerate() {
-            // Left out by `exclude`: no packet, but its digits are a hole
-            // (a report time changes every report) and it may be an input
-            // of a derived metric.
-            let is_excluded = excluded.next_if_eq(&(j as u32)).is_some();
             let span = summary::offset_in(datagram, v.value);
             let names_something = (j < header_len
                 && !matches!(v.name, "tod" | "tos" | "pid" | "toe"))
                 || matches!(v.name, "host" | "info.host")
                 || v.entry
                     .is_some_and(|e| catalog::list_key(e.list) == Some(e.field));
-            let input = if is_excluded {
-                let hole = Hole {
-                    max: MAX_DIGITS_64,
-                    plain: true,
-                };
-                match span.filter(|span| !names_something && shape.can_cut(span, hole)) {
-                    Some(span) => Input::Hole(shape.cut(span, hole)),
-                    None => Input::Literal(v.value.into()),
-                }
+            // Digits that name something (a host, a list key) stay literal.
+            let span = span.filter(|_| !names_something);
+            let input = if excluded.next_if_eq(&(j as u32)).is_some() {
+                excluded_input(&mut shape, span, v.value)
             } else {
                 let m = metrics.next()?;
-                let (slot, meta_at) = (state.metric)(m.name_key)?;
-                if !seen.insert(slot) {
-                    return None;
-                }
-                let due = meta_at.saturating_add(state.interval_s);
-                t.due_at = t.due_at.min(due);
-                // Values a JSON record made (not in the datagram) stay literal:
-                // they follow from the literal text around them.
-                let kib = m.kind == Kind::SizeKiB;
-                let hole = Hole {
-                    max: match m.kind {
-                        Kind::Counter32 | Kind::Gauge32 => MAX_DIGITS_32,
-                        Kind::SizeKiB => MAX_DIGITS_KIB,
-                        _ => MAX_DIGITS_64,
-                    },
-                    plain: true,
-                };
-                // A text value that is plain digits (a pid, a port) is a
-                // hole like a number: sent as it came either way. A size in
-                // KiB is sent times 1024.
-                let span = span.filter(|span| {
-                    !names_something && (kib || m.value == v.value) && shape.can_cut(span, hole)
-                });
-                let prefix = t.push(|out| packets::value_prefix(out, state.spoof, m.name));
-                let (input, value) = if let Some(span) = span {
-                    let hole = shape.cut(span, hole);
-                    let value = if kib {
-                        OutValue::KiBHole(hole)
-                    } else {
-                        OutValue::Hole(hole)
-                    };
-                    (Input::Hole(hole), value)
-                } else {
-                    let value = t.push(|out| out.extend_from_slice(m.value.as_bytes()));
-                    (Input::Literal(v.value.into()), OutValue::Fixed(value))
-                };
-                t.outs.push(Out {
-                    prefix,
-                    value,
-                    state: slot,
-                    counting: Counting::of(m.kind),
-                });
-                input
+                t.metric_input(&mut shape, span, v.value, &m, state, &mut seen)?
             };
-            if j < header_len {
-                if v.name == "tos" && matches!(t.tos, Input::Absent) {
-                    t.tos = input.clone();
-                }
-                if v.name == "pid" && matches!(t.pid, Input::Absent) {
-                    t.pid = input.clone();
-                }
-            }
-            if v.entry.is_none() {
-                let role = Role::of(v.name);
-                if role != Role::None {
-                    derived.note(role, v.value);
-                    t.roles.push((role, input));
-                }
-            }
+            t.note_input(
+                j < header_len,
+                v.name,
+                v.entry.is_none(),
+                v.value,
+                input,
+                &mut derived,
+            );
         }
         t.shape = shape.finish();
+        t.append_derived(metrics.collect(), &derived, state, &mut seen)?;
+        (!t.oversize).then_some(t)
+    }
 
-        // The derived metrics come last, as the mapping made them.
-        let rest: Vec<_> = metrics.collect();
+    /// A variable sent as metric `m`: its value packet's prefix, and its
+    /// digits a hole where they can be (else its text, literal). None if
+    /// the record cannot have a template (an unknown or repeated metric).
+    fn metric_input(
+        &mut self,
+        shape: &mut ShapeBuilder<'_>,
+        span: Option<Range<usize>>,
+        value: &str,
+        m: &Metric<'_>,
+        state: &SourceState<'_>,
+        seen: &mut HashSet<u32>,
+    ) -> Option<Input> {
+        let (slot, meta_at) = (state.metric)(m.name_key)?;
+        if !seen.insert(slot) {
+            return None;
+        }
+        self.due_at = self.due_at.min(meta_at.saturating_add(state.interval_s));
+        let kib = m.kind == Kind::SizeKiB;
+        let hole = Hole {
+            max: match m.kind {
+                Kind::Counter32 | Kind::Gauge32 => MAX_DIGITS_32,
+                Kind::SizeKiB => MAX_DIGITS_KIB,
+                _ => MAX_DIGITS_64,
+            },
+            plain: true,
+        };
+        // A text value that is plain digits (a pid, a port) is a hole like
+        // a number: sent as it came either way. A size in KiB is sent times
+        // 1024. Values a JSON record made (not in the datagram) stay
+        // literal: they follow from the literal text around them.
+        let span = span.filter(|span| (kib || m.value == value) && shape.can_cut(span, hole));
+        let prefix = self.push(|out| packets::value_prefix(out, state.spoof, m.name));
+        let (input, out_value) = if let Some(span) = span {
+            let hole = shape.cut(span, hole);
+            let out_value = if kib {
+                OutValue::KiBHole(hole)
+            } else {
+                OutValue::Hole(hole)
+            };
+            (Input::Hole(hole), out_value)
+        } else {
+            let fixed = self.push(|out| out.extend_from_slice(m.value.as_bytes()));
+            (Input::Literal(value.into()), OutValue::Fixed(fixed))
+        };
+        self.values.push(CachedValue {
+            prefix,
+            value: out_value,
+            state: slot,
+            counting: Counting::of(m.kind),
+        });
+        Some(input)
+    }
+
+    /// Notes where the start time, pid and derived metrics' inputs of the
+    /// record come from.
+    fn note_input(
+        &mut self,
+        in_header: bool,
+        name: &str,
+        plain: bool,
+        value: &str,
+        input: Input,
+        derived: &mut Derived,
+    ) {
+        if in_header {
+            if name == "tos" && matches!(self.tos, Input::Absent) {
+                self.tos = input.clone();
+            }
+            if name == "pid" && matches!(self.pid, Input::Absent) {
+                self.pid = input.clone();
+            }
+        }
+        if plain {
+            let role = Role::of(name);
+            if role != Role::None {
+                derived.note(role, value);
+                self.roles.push((role, input));
+            }
+        }
+    }
+
+    /// The derived metrics come last, as the mapping made them: `rest` must
+    /// be exactly those `derived` computes.
+    fn append_derived(
+        &mut self,
+        rest: Vec<Metric<'_>>,
+        derived: &Derived,
+        state: &SourceState<'_>,
+        seen: &mut HashSet<u32>,
+    ) -> Option<()> {
         let expected: Vec<&'static str> = derived.computed().map(|(n, _)| n).collect();
         if rest.len() != expected.len() {
             return None;
@@ -247,17 +295,17 @@ impl Template {
             if !seen.insert(at) {
                 return None;
             }
-            t.due_at = t.due_at.min(meta_at.saturating_add(state.interval_s));
-            let prefix = t.push(|out| packets::value_prefix(out, state.spoof, m.name));
-            t.outs.push(Out {
+            self.due_at = self.due_at.min(meta_at.saturating_add(state.interval_s));
+            let prefix = self.push(|out| packets::value_prefix(out, state.spoof, m.name));
+            self.values.push(CachedValue {
                 prefix,
                 value: OutValue::Derived,
                 state: at,
                 counting: Counting::of(m.kind),
             });
-            t.derived.push(name);
+            self.derived.push(name);
         }
-        (!t.oversize).then_some(t)
+        Some(())
     }
 
     fn push(&mut self, encode: impl FnOnce(&mut Vec<u8>)) -> Range<u32> {
@@ -340,12 +388,12 @@ impl Template {
         let bytes = &self.bytes;
         let slice = |r: &Range<u32>| &bytes[r.start as usize..r.end as usize];
         // Every packet is a cached piece plus at most a 20-digit value.
-        batch.reserve(bytes.len() + 28 * (holes.len() + n), self.outs.len() + 1);
+        batch.reserve(bytes.len() + 28 * (holes.len() + n), self.values.len() + 1);
         batch.heartbeat_from_prefix(values.host_key, slice(&self.heartbeat), tos);
         let mut sent = 1;
         let mut next_derived = 0;
         let (mut number, mut counted, mut scaled) = ([0u8; 20], [0u8; 20], [0u8; 20]);
-        for o in &self.outs {
+        for o in &self.values {
             let text = match &o.value {
                 OutValue::Fixed(r) => slice(r),
                 OutValue::Hole(i) => {

@@ -87,6 +87,23 @@ impl Totals {
         &self.mapped
     }
 
+    /// Appends `source`'s totals to the batch after its record's metrics,
+    /// counted as sent.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn report(
+        &mut self,
+        batch: &mut PacketBatch,
+        mapper: &mut Mapper,
+        source: &mut Source,
+        ip: IpAddr,
+        now_s: u32,
+        settings: &Settings,
+        events: &mut Events<'_>,
+    ) {
+        let (metadata, values) = self.append(batch, mapper, source, ip, now_s, settings, false);
+        events.sent(metadata, values);
+    }
+
     /// Appends `source`'s totals to the batch, each on its metric's
     /// schedule (metadata when due, or with `answering` every metadata, the
     /// periodic resend left as it is), counters kept continuous. Returns
