@@ -1,0 +1,223 @@
+//! The commands, one file each, and how they end.
+//!
+//! Exit codes, one rule for every command but the gmetric and mpxstats
+//! drop-ins (which keep their originals'): 2 when the command cannot start
+//! as configured (a bad config file or value, an address that cannot be
+//! bound, a send host that does not resolve, a state file another process
+//! owns); 1 when something fails after the start; 0 otherwise. A command
+//! says which with a [`Failure`]; [`exit_code`] is the one place that
+//! prints it and turns it into the exit code.
+
+pub mod check_config;
+pub mod docs;
+pub mod dump;
+pub mod gmetric;
+pub mod gweb;
+pub mod mpxstats;
+pub mod serve;
+
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use tracing_subscriber::EnvFilter;
+
+use xrd2ganglia::config::{self, ConfigError, Overrides};
+
+/// The command cannot start as configured.
+const CANNOT_START: u8 = 2;
+/// Something failed after the start.
+const FAILED: u8 = 1;
+
+/// Why a command did not succeed.
+pub enum Failure {
+    /// It could not start as configured: exit 2.
+    CannotStart(StartError),
+    /// It failed after the start: exit 1.
+    Failed(Failed),
+    /// It failed after the start and has said why already (`dump`: each
+    /// record that is not a summary record, on a line of its own): exit 1.
+    AlreadyReported,
+}
+
+/// What a command returns: `Ok` is exit 0.
+pub type Outcome = Result<(), Failure>;
+
+/// Why a command cannot start as configured. Displays as the line printed
+/// on stderr.
+pub enum StartError {
+    /// The config file, or a value given on the command line, is invalid.
+    Config(ConfigError),
+    /// The send channels cannot be opened (a host does not resolve).
+    Channels(io::Error),
+    /// The state file is owned by another process, or its lock cannot be
+    /// taken (the gateway's lock error, boxed: only `serve.rs` names the
+    /// library's daemon module).
+    StateFile(Box<dyn std::error::Error>),
+    /// An address cannot be listened on.
+    Bind {
+        listener: Listener,
+        addr: SocketAddr,
+        error: io::Error,
+    },
+    /// A file of records cannot be read (`dump`).
+    Read { path: PathBuf, error: io::Error },
+    /// The ganglia-web files cannot be made for these settings (`gweb`).
+    Gweb(String),
+}
+
+/// What something failed at after the start. Displays as the line printed
+/// on stderr.
+pub enum Failed {
+    /// Building the async runtime (`serve`): no matter of configuration,
+    /// so not a `StartError`.
+    Runtime(io::Error),
+    /// Serving (`serve`) or reading records (`dump`).
+    Io(io::Error),
+    /// Writing the ganglia-web files into `dir` (`gweb`).
+    GwebWrite { dir: PathBuf, error: io::Error },
+    /// Writing the man pages and completions into `dir` (`generate-docs`).
+    Docs { dir: PathBuf, error: io::Error },
+}
+
+/// What listens on an address, as a bind error names it.
+#[derive(Clone, Copy)]
+pub enum Listener {
+    /// xrd.report records (UDP): `listen`, `dump --listen`.
+    Reports,
+    /// gmond's metadata requests (UDP): `metadata_requests`.
+    MetadataRequests,
+    /// gmetad's polls (TCP): `xml_listen`.
+    Gmetad,
+}
+
+/// The one place a command's outcome becomes a message on stderr and an
+/// exit code.
+pub fn exit_code(outcome: Outcome) -> ExitCode {
+    let code = match outcome {
+        Ok(()) => return ExitCode::SUCCESS,
+        Err(Failure::CannotStart(e)) => {
+            eprintln!("{e}");
+            CANNOT_START
+        }
+        Err(Failure::Failed(e)) => {
+            eprintln!("{e}");
+            FAILED
+        }
+        Err(Failure::AlreadyReported) => FAILED,
+    };
+    ExitCode::from(code)
+}
+
+impl fmt::Display for StartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StartError::Config(e) => write!(f, "xrd2ganglia: {e}"),
+            StartError::Channels(e) => write!(f, "xrd2ganglia: {e}"),
+            StartError::StateFile(e) => write!(f, "xrd2ganglia: {e}"),
+            StartError::Bind {
+                listener,
+                addr,
+                error,
+            } => {
+                let what = listener.what(addr);
+                write!(f, "xrd2ganglia: cannot listen {what}: {error}")?;
+                if error.kind() == io::ErrorKind::AddrInUse {
+                    let (ss, port) = (listener.ss(), addr.port());
+                    write!(
+                        f,
+                        " (`ss {ss} 'sport = :{port}'` shows which process has it)"
+                    )?;
+                }
+                Ok(())
+            }
+            StartError::Read { path, error } => {
+                write!(f, "xrd2ganglia: cannot read {}: {error}", path.display())
+            }
+            StartError::Gweb(e) => write!(f, "xrd2ganglia gweb: {e}"),
+        }
+    }
+}
+
+impl fmt::Display for Failed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failed::Runtime(e) => write!(f, "xrd2ganglia: cannot start the runtime: {e}"),
+            Failed::Io(e) => write!(f, "xrd2ganglia: {e}"),
+            Failed::GwebWrite { dir, error } => write!(
+                f,
+                "xrd2ganglia gweb: cannot write to {}: {error}",
+                dir.display()
+            ),
+            Failed::Docs { dir, error } => write!(
+                f,
+                "xrd2ganglia: cannot write docs to {}: {error}",
+                dir.display()
+            ),
+        }
+    }
+}
+
+impl Listener {
+    /// How a bind error names it: "on ADDR", "for gmetad on ADDR (xml_listen)".
+    fn what(self, addr: &SocketAddr) -> String {
+        match self {
+            Listener::Reports => format!("on {addr}"),
+            Listener::MetadataRequests => format!("for gmond's metadata requests on {addr}"),
+            Listener::Gmetad => format!("for gmetad on {addr} (xml_listen)"),
+        }
+    }
+
+    /// The options of the `ss` command that shows which process has its
+    /// port.
+    fn ss(self) -> &'static str {
+        match self {
+            Listener::Reports | Listener::MetadataRequests => "-lunp",
+            Listener::Gmetad => "-ltnp",
+        }
+    }
+}
+
+impl From<StartError> for Failure {
+    fn from(e: StartError) -> Failure {
+        Failure::CannotStart(e)
+    }
+}
+
+impl From<Failed> for Failure {
+    fn from(e: Failed) -> Failure {
+        Failure::Failed(e)
+    }
+}
+
+impl From<ConfigError> for Failure {
+    fn from(e: ConfigError) -> Failure {
+        Failure::CannotStart(StartError::Config(e))
+    }
+}
+
+/// The configuration's naming and filters, for commands that send nothing
+/// (`dump`, `gweb`). Where the data goes is irrelevant there: settled on
+/// the command line, so that neither gmond.conf nor the file's send and
+/// xml_listen (a gmetad-polled site has send = false) can stop them.
+fn settings_for_naming(config: Option<&Path>) -> Result<config::Settings, ConfigError> {
+    let overrides = Overrides {
+        no_send: true,
+        xml_listen: vec!["127.0.0.1:8649".into()],
+        ..Default::default()
+    };
+    config::load(config, &overrides)
+}
+
+/// Logs to stderr at `level` (a tracing filter), unless RUST_LOG says
+/// otherwise.
+fn init_logging(level: &str) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}

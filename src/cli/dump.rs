@@ -1,0 +1,55 @@
+//! `xrd2ganglia dump`: what `serve` would send for some records, printed
+//! instead of sent.
+
+use std::io::{self, BufRead};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::path::{Path, PathBuf};
+
+use xrd2ganglia::dump::{self, Dumper, Style};
+
+use super::{Failed, Failure, Listener, Outcome, StartError, init_logging, settings_for_naming};
+
+/// Prints the metrics for the records received on `listen` (until stdout
+/// is closed), or else read from `input` (a file, or `-` or none: stdin)
+/// as sent by `from`. Fails (exit 1) if some records were not summary
+/// records, each reported on stderr.
+pub fn run(
+    config: Option<PathBuf>,
+    json: bool,
+    listen: Option<SocketAddr>,
+    from: IpAddr,
+    input: Option<PathBuf>,
+) -> Outcome {
+    // dump reports bad records itself, one line each.
+    init_logging("error");
+    let settings = settings_for_naming(config.as_deref())?;
+    let style = if json { Style::Json } else { Style::Table };
+    let mut dumper = Dumper::new(settings);
+    let (mut out, mut err) = (io::stdout().lock(), io::stderr());
+    if let Some(addr) = listen {
+        let socket = UdpSocket::bind(addr).map_err(|error| StartError::Bind {
+            listener: Listener::Reports,
+            addr,
+            error,
+        })?;
+        let _ = dump::from_socket(&mut dumper, &socket, style, &mut out, &mut err);
+        return Ok(());
+    }
+    let mut records: Box<dyn BufRead> = match input.as_deref().filter(|p| *p != Path::new("-")) {
+        None => Box::new(io::stdin().lock()),
+        Some(path) => match std::fs::File::open(path) {
+            Ok(f) => Box::new(io::BufReader::new(f)),
+            Err(error) => {
+                let path = path.to_owned();
+                return Err(StartError::Read { path, error }.into());
+            }
+        },
+    };
+    match dump::from_reader(&mut dumper, &mut records, from, style, &mut out, &mut err) {
+        Ok(0) => Ok(()),
+        // Some records were not summary records (each reported on stderr).
+        Ok(_) => Err(Failure::AlreadyReported),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(Failed::Io(e).into()),
+    }
+}
