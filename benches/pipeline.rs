@@ -80,7 +80,7 @@ fn bench(c: &mut Criterion) {
 
         // Steady state: metadata already sent, values only (what a report
         // costs). "full" parses and maps every record; the default matches
-        // the record against the source's template (gateway/template.rs)
+        // the record against the source's template (engine/template.rs)
         // and gives the same packets.
         for (label, fast) in [("parse+map+encode", true), ("parse+map+encode-full", false)] {
             let counters = Counters::default();
