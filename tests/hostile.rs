@@ -30,6 +30,36 @@ struct Class {
     datagrams: Vec<Vec<u8>>,
     /// Rejected as not a summary record (counted in parse_errors).
     rejected: bool,
+    /// What its datagrams are, by construction (not by our parser): how
+    /// many are records, rejected, XCache g-streams taken, other
+    /// monitoring ignored.
+    expect: Expect,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Expect {
+    records: u64,
+    rejected: u64,
+    gstream: u64,
+    ignored: u64,
+}
+
+const fn records(n: u64) -> Expect {
+    Expect {
+        records: n,
+        rejected: 0,
+        gstream: 0,
+        ignored: 0,
+    }
+}
+
+const fn rejected(n: u64) -> Expect {
+    Expect {
+        records: 0,
+        rejected: n,
+        gstream: 0,
+        ignored: 0,
+    }
 }
 
 fn classes() -> Vec<Class> {
@@ -49,14 +79,18 @@ fn classes() -> Vec<Class> {
         .map(|d| d.to_vec())
         .collect(),
         rejected: true,
+        expect: rejected(6),
     });
+    // Every prefix stops before the record's closing tag: none is whole.
+    let end = real.len() - real.iter().rev().position(|&b| b == b'>').unwrap_or(0);
+    assert!(real[..end].ends_with(b"</statistics>"));
+    let prefixes: Vec<Vec<u8>> = (1..end).step_by(37).map(|n| real[..n].to_vec()).collect();
+    let truncated = prefixes.len() as u64;
     v.push(Class {
         name: "truncated records",
-        datagrams: (1..real.len())
-            .step_by(37)
-            .map(|n| real[..n].to_vec())
-            .collect(),
+        datagrams: prefixes,
         rejected: true,
+        expect: rejected(truncated),
     });
     v.push(Class {
         name: "DOCTYPE with entities",
@@ -68,6 +102,7 @@ fn classes() -> Vec<Class> {
             .into_bytes(),
         ],
         rejected: false,
+        expect: records(1),
     });
     v.push(Class {
         name: "deep nesting",
@@ -76,6 +111,7 @@ fn classes() -> Vec<Class> {
             record(&"<a>".repeat(20)).into_bytes(),
         ],
         rejected: true,
+        expect: rejected(2),
     });
     v.push(Class {
         name: "64 KiB datagram",
@@ -90,6 +126,7 @@ fn classes() -> Vec<Class> {
             record(&body).into_bytes()
         }],
         rejected: false,
+        expect: records(1),
     });
     v.push(Class {
         name: "non-UTF-8 bytes",
@@ -98,6 +135,11 @@ fn classes() -> Vec<Class> {
             vec![0xff; 300],
         ],
         rejected: false,
+        expect: Expect {
+            records: 1,
+            rejected: 1,
+            ..Expect::default()
+        },
     });
     v.push(Class {
         name: "NUL bytes",
@@ -106,21 +148,29 @@ fn classes() -> Vec<Class> {
             vec![0; 200],
         ],
         rejected: false,
+        expect: Expect {
+            records: 1,
+            rejected: 1,
+            ..Expect::default()
+        },
     });
     v.push(Class {
         name: "numbers that overflow",
         datagrams: vec![record("<stats id=\"link\"><in>99999999999999999999999999</in><tmo>-99999999999999</tmo><num>4294967296</num><maxn>1e400</maxn></stats><stats id=\"x\"><y>1e999</y></stats>").into_bytes()],
         rejected: false,
+        expect: records(1),
     });
     v.push(Class {
         name: "NaN and inf",
         datagrams: vec![record("<stats id=\"link\"><in>NaN</in><out>inf</out><num>-inf</num></stats><stats id=\"x\"><g>nan</g><h>Infinity</h></stats>").into_bytes()],
         rejected: false,
+        expect: records(1),
     });
     v.push(Class {
         name: "negative counters",
         datagrams: vec![record("<stats id=\"link\"><in>-5</in><tot>-1</tot><tmo>-2147483648</tmo></stats><stats id=\"xrootd\"><ops><rd>-100</rd></ops></stats>").into_bytes()],
         rejected: false,
+        expect: records(1),
     });
     v.push(Class {
         name: "duplicate variables",
@@ -128,6 +178,7 @@ fn classes() -> Vec<Class> {
             record(&"<stats id=\"link\"><in>1</in><in>2</in></stats>".repeat(50)).into_bytes(),
         ],
         rejected: false,
+        expect: records(1),
     });
     v.push(Class {
         name: "thousands of list entries",
@@ -149,6 +200,7 @@ fn classes() -> Vec<Class> {
             .into_bytes()
         }],
         rejected: false,
+        expect: records(1),
     });
     v.push(Class {
         name: "XCache g-stream: truncated, bad header, hostile records",
@@ -171,6 +223,12 @@ fn classes() -> Vec<Class> {
             b"=\x00\x00\x0c\x6b\x06\x68\x63&s=x".to_vec(),
         ],
         rejected: true,
+        expect: Expect {
+            rejected: 3,
+            gstream: 1,
+            ignored: 1,
+            ..Expect::default()
+        },
     });
     v.push(Class {
         name: "names and values against gmond's XML",
@@ -191,6 +249,7 @@ fn classes() -> Vec<Class> {
             .into_bytes(),
         ],
         rejected: false,
+        expect: records(2),
     });
     v
 }
@@ -202,28 +261,25 @@ fn hostile_input_leaves_the_gateway_running_and_gmond_well_formed() {
     let classes = classes();
     let mut rows = Vec::new();
     let (mut total, mut rejected_total, mut records_total) = (0u64, 0u64, 0u64);
+    let (mut gstream_total, mut ignored_total) = (0u64, 0u64);
     for (k, class) in classes.iter().enumerate() {
         let ip = format!("127.0.3.{}", k + 1);
         // Each class twice over, so the rate limit has something to hold back.
         for _ in 0..2 {
             for d in &class.datagrams {
                 gw.send_as(&ip, d);
-                total += 1;
-                // Which datagrams are records, which are rejected (classes
-                // mix both) and which are neither (XCache g-stream, other
-                // monitoring data).
-                match xrd2ganglia::gstream::read(d) {
-                    Ok(xrd2ganglia::gstream::Datagram::NotMonitoring) => {
-                        if xrd2ganglia::summary::SummaryParser::new().parse(d).is_err() {
-                            rejected_total += 1;
-                        } else {
-                            records_total += 1;
-                        }
-                    }
-                    Ok(_) => {}
-                    Err(_) => rejected_total += 1,
-                }
             }
+            let e = class.expect;
+            assert_eq!(
+                e.records + e.rejected + e.gstream + e.ignored,
+                class.datagrams.len() as u64,
+                "{}: every datagram expected as something",
+                class.name
+            );
+            total += class.datagrams.len() as u64;
+            (records_total, rejected_total) =
+                (records_total + e.records, rejected_total + e.rejected);
+            (gstream_total, ignored_total) = (gstream_total + e.gstream, ignored_total + e.ignored);
         }
         let marker = 1000 + k as u32;
         // The valid record arrives (found by its sender's IP: gmond keeps the
@@ -252,12 +308,14 @@ fn hostile_input_leaves_the_gateway_running_and_gmond_well_formed() {
             }
         };
         let alive = gw.proc.child.try_wait().unwrap().is_none();
+        // Well-formed as xmllint (libxml2) reads it, not only our harness.
+        let wellformed = xmllint_accepts(&gmond.xml_text());
         rows.push((
             class.name,
             2 * class.datagrams.len(),
             !alive,
             !arrived,
-            true,
+            wellformed,
         ));
         assert!(
             alive,
@@ -266,6 +324,11 @@ fn hostile_input_leaves_the_gateway_running_and_gmond_well_formed() {
             gw.proc.log_text()
         );
         assert!(arrived, "valid record after {} lost", class.name);
+        assert!(
+            wellformed,
+            "gmond's XML after {} is not well-formed",
+            class.name
+        );
     }
     // Every METRIC line is within gmond's buffer.
     for line in gmond.xml_text().lines() {
@@ -285,17 +348,27 @@ fn hostile_input_leaves_the_gateway_running_and_gmond_well_formed() {
 
     assert!(gw.proc.terminate().success());
     let log = gw.proc.log_text();
-    let valid_records = classes.len() as u64;
-    let parsed = records_total;
+    // The counters as the gateway left them.
+    let last = log
+        .lines()
+        .rfind(|l| l.contains("stopped; counters:"))
+        .unwrap_or("");
     assert!(
-        log.contains(&format!("datagrams={total} records={parsed}")),
-        "{}",
-        log.lines().last().unwrap_or("")
+        last.contains(&format!("datagrams={total} records={records_total}")),
+        "{last}"
     );
-    assert!(log.contains(&format!("parse_errors={rejected_total}")));
+    assert!(
+        last.contains(&format!("parse_errors={rejected_total}")),
+        "{last}"
+    );
     // The XCache class: one g-stream taken each time, one '=' ignored.
-    assert!(log.contains("gstream_packets=2 gstream_unmatched=0 monitoring_ignored=2"));
-    assert!(parsed >= valid_records);
+    assert_eq!((gstream_total, ignored_total), (2, 2));
+    assert!(
+        last.contains(&format!(
+            "gstream_packets={gstream_total} gstream_unmatched=0 monitoring_ignored={ignored_total}"
+        )),
+        "{last}"
+    );
     // Rejections are logged once per sender and reason in the interval:
     // at most one line per kind of parse error, however many were sent.
     for (k, class) in classes.iter().enumerate().filter(|(_, c)| c.rejected) {
@@ -311,4 +384,23 @@ fn hostile_input_leaves_the_gateway_running_and_gmond_well_formed() {
             2 * class.datagrams.len()
         );
     }
+}
+
+/// Whether xmllint reads `xml` as well-formed (with gmond's DTD).
+fn xmllint_accepts(xml: &str) -> bool {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("xmllint")
+        .args(["--noout", "-"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("xmllint (libxml2-utils) is needed");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(xml.as_bytes())
+        .expect("write to xmllint");
+    child.wait().expect("xmllint ran").success()
 }
