@@ -649,7 +649,14 @@ fn gmond_restarted_gets_the_metrics_back_within_a_metadata_interval() {
             started.elapsed()
         );
     }
-    assert!(gw.proc.child.id() > 0);
+    // The gateway rode through gmond's restart: still running, and it
+    // stops cleanly.
+    let mut gw = gw;
+    assert!(
+        gw.proc.child.try_wait().unwrap().is_none(),
+        "gateway exited"
+    );
+    assert!(gw.proc.terminate().success(), "{}", gw.proc.log_text());
 }
 
 #[test]
