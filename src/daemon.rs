@@ -142,8 +142,8 @@ pub async fn run(
                 }
                 let settings = Arc::new(r.settings);
                 let outbox = senders.outbox.clone();
-                let _ = in_force_tx.send(Arc::new(InForce { settings, outbox, table: table.clone() }));
-                retired.push(tokio::spawn(old.drain(Instant::now() + drain_timeout)));
+                let was = in_force_tx.send_replace(Arc::new(InForce { settings, outbox, table: table.clone() }));
+                retired.push(tokio::spawn(retire(old, was, drain_timeout)));
                 tracing::info!("configuration reloaded");
             }
         }
@@ -160,6 +160,19 @@ pub async fn run(
     }
     tracing::info!("stopped; counters: {}", counters.snapshot());
     Ok(())
+}
+
+/// Retires the senders a reload replaced: once no task holds the settings
+/// they belonged to (a receive task takes the new ones between two
+/// datagrams, and until then may still queue into the old senders), they
+/// send what is queued for at most `drain_timeout`.
+async fn retire(senders: Senders, was: Arc<InForce>, drain_timeout: Duration) {
+    let deadline = Instant::now() + drain_timeout;
+    while Arc::strong_count(&was) > 1 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    drop(was);
+    senders.drain(Instant::now() + drain_timeout).await;
 }
 
 /// Starts a task per socket: the receive tasks (each with its engine and

@@ -1,6 +1,7 @@
-//! Delivery into a real gmond: the paced, conflating send queue and the
-//! bounded stop. (Capacity figures are the load tool's: `cargo bench --bench
-//! load -- --only gmond`; these tests check behaviour.)
+//! Delivery into a real gmond: the paced, conflating send queue. (The
+//! bounded stop needs no gmond: `src/daemon/tests.rs`. Capacity figures are
+//! the load tool's: `cargo bench --bench load -- --only gmond`; these tests
+//! check behaviour.)
 
 mod common;
 
@@ -33,42 +34,6 @@ fn server_record(i: usize) -> Vec<u8> {
 
 fn server_ip(i: usize) -> String {
     format!("127.0.{}.{}", 1 + i / 250, 1 + i % 250)
-}
-
-#[test]
-fn sigterm_after_a_burst_stops_within_drain_timeout_and_saves_the_state() {
-    let gmond = Gmond::start();
-    // Slow on purpose (the token bucket, not gmond's queue): what 300
-    // servers' first reports queue takes about 30 s to send at 2,000
-    // packets/s; drain_timeout gives it 1 s.
-    let mut gw = Gateway::start(
-        gmond.port,
-        "follow_gmond_queue = false\nmax_send_rate = 2000\nsend_burst = 50\ndrain_timeout = 1\nstats_interval = 0\nself_metrics_interval = 0\n",
-    );
-    for i in 0..300 {
-        gw.send_as(&server_ip(i), &server_record(i));
-    }
-    // Everything received (the queue holds it): wait for the last source.
-    std::thread::sleep(Duration::from_millis(500));
-    let asked = Instant::now();
-    let status = gw.proc.terminate();
-    let took = asked.elapsed();
-    let log = gw.proc.log_text();
-    assert!(status.success(), "exit status {status:?}: {log}");
-    // drain_timeout (1 s), the save and the runtime's shutdown: far from
-    // the 30 s a full send would take (slack for a loaded machine).
-    assert!(
-        took < Duration::from_secs(10),
-        "took {took:?} to stop: {log}"
-    );
-    assert!(log.contains("queued packets not sent"), "{log}");
-    let c = final_counters(&log);
-    assert_eq!(c["records"], 300, "{log}");
-    assert!(c["packets_unsent"] > 10_000, "{c:?}");
-    assert_eq!(c["send_queue"], 0, "{c:?}");
-    // The state file has every source.
-    let state = std::fs::read_to_string(gw.config.with_file_name("state")).unwrap();
-    assert_eq!(state.lines().filter(|l| l.starts_with("S\t")).count(), 300);
 }
 
 #[test]

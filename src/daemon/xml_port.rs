@@ -79,9 +79,11 @@ pub(super) async fn serve(
                 continue;
             }
         };
-        let now = in_force.borrow().clone();
+        // The settings only: a poll may take minutes, and the senders of
+        // settings a reload replaced retire when nothing holds them.
+        let settings = in_force.borrow().settings.clone();
         let ip = peer.ip().to_canonical();
-        if !now.settings.xml_allow.iter().any(|n| n.contains(&ip)) {
+        if !settings.xml_allow.iter().any(|n| n.contains(&ip)) {
             events.xml_denied(local, peer);
             continue;
         }
@@ -95,8 +97,8 @@ pub(super) async fn serve(
         let (table, done) = (table.clone(), done_tx.clone());
         tokio::task::spawn_blocking(move || {
             let cluster = ClusterInfo {
-                name: &now.settings.cluster_name,
-                host_dmax: now.settings.dmax,
+                name: &settings.cluster_name,
+                host_dmax: settings.dmax,
             };
             let outcome = write_document(stream, &table, &cluster, STALL_TIMEOUT, POLL_DEADLINE);
             let _ = done.send((peer, outcome));
