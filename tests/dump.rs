@@ -126,13 +126,27 @@ fn dump_prints_what_serve_sends() {
     let dir = Scratch::new("dump");
     let file = dir.path().join("records.xml");
     std::fs::write(&file, &record).unwrap();
+    // Its config names a gmond (this socket): dump sends it nothing.
+    let gmond = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let channel = format!(
+        "[[channel]]\nhost = \"127.0.0.1\"\nport = {}\n",
+        gmond.local_addr().unwrap().port()
+    );
     let cfg = dir.path().join("c.toml");
-    std::fs::write(&cfg, CONFIG).unwrap();
+    std::fs::write(&cfg, format!("{CONFIG}{channel}")).unwrap();
     let (rows, err, code) = dump_json(
         &["--config", cfg.to_str().unwrap(), file.to_str().unwrap()],
         b"",
     );
     assert_eq!(code, Some(0), "{err}");
+    // Nothing came (dump has exited: anything sent is in the buffer now).
+    gmond.set_nonblocking(true).unwrap();
+    let mut buf = [0u8; 2048];
+    let got = gmond.recv_from(&mut buf);
+    assert!(
+        matches!(&got, Err(e) if e.kind() == ErrorKind::WouldBlock),
+        "dump sent to the configured gmond: {got:?}"
+    );
     let mut dumped = BTreeMap::new();
     for r in &rows {
         for key in [
