@@ -251,8 +251,12 @@ fn changed_only_sends_fewer_packets_of_real_xrootd_streams_and_keeps_tn_below_tm
         c2 - c1
     );
     assert!(a1 - a0 > 500, "too few reports while idle: {}", a1 - a0);
-    assert!(idle_cut > 50.0, "idle: only {idle_cut:.0}% fewer packets");
-    assert!(load_cut > 10.0, "loaded: only {load_cut:.0}% fewer packets");
+    // Measured 80% idle (three runs: 232-234 of 1152) and 58-60% loaded
+    // (463-479 of 1152, 86-149 copies in 12 s): README's figures. The
+    // idle cut is the record's own (its counters do not move); the loaded
+    // one falls as more copies run, hence its wider margin.
+    assert!(idle_cut >= 75.0, "idle: only {idle_cut:.0}% fewer packets");
+    assert!(load_cut >= 50.0, "loaded: only {load_cut:.0}% fewer packets");
     // Both gmonds show the same metrics for the server.
     let names = |g: &Gmond| -> Vec<String> {
         let x = g.xml();
