@@ -186,14 +186,16 @@ pub fn restarts_draw_no_spike(
             known.len()
         );
         // Polls and sends are not in step and gmetad stamps whole seconds: a
-        // row may hold up to about two seconds' worth. A restart or wrap
-        // spike would be ~4.3e9.
+        // row may hold two polls' growth (never seen: in twelve series, two
+        // runs on this 2-core VM, 2026-11-25, every row's max was the true
+        // rate and the means 94-98.5% of it; a row at a restart can come
+        // short). A restart or wrap spike would be ~4.3e9.
         assert!(
-            max <= 3.0 * rate,
+            max <= 2.0 * rate,
             "{what}: rate {max} over the true {rate}: {rows:?}"
         );
         assert!(
-            mean > 0.6 * rate && mean < 1.4 * rate,
+            mean >= 0.9 * rate && mean <= 1.1 * rate,
             "{what}: mean rate {mean}, true {rate}: {rows:?}"
         );
         assert!(
