@@ -417,6 +417,25 @@ mod tests {
             ch.label(),
             "239.2.11.71:8649 (multicast, ttl 3, interface lo)"
         );
+        // What the kernel holds for the socket, not what the label says.
+        let sock = socket2::SockRef::from(&ch.socket);
+        assert_eq!(sock.multicast_ttl_v4().unwrap(), 3);
+        assert_eq!(
+            sock.multicast_if_v4().unwrap(),
+            std::net::Ipv4Addr::LOCALHOST
+        );
+        let default = SendChannel::open(&ChannelSpec {
+            ttl: 1,
+            mcast_if: None,
+            ..spec.clone()
+        })
+        .unwrap();
+        let sock = socket2::SockRef::from(&default.socket);
+        assert_eq!(sock.multicast_ttl_v4().unwrap(), 1);
+        assert_eq!(
+            sock.multicast_if_v4().unwrap(),
+            std::net::Ipv4Addr::UNSPECIFIED
+        );
         assert!(
             SendChannel::open(&ChannelSpec {
                 mcast_if: Some("no-such-if0".into()),
