@@ -72,10 +72,12 @@ impl Derived {
     /// (catalog name, value) of every derived variable these inputs give,
     /// in send order (at most four).
     pub(crate) fn computed(&self) -> impl Iterator<Item = (&'static str, u64)> {
-        let ms = |s: Option<u64>, u: Option<u64>| Some(s? * 1000 + u? / 1000);
+        // Seconds past what milliseconds in a u64 hold are no CPU time:
+        // left out, not wrapped.
+        let ms = |s: Option<u64>, u: Option<u64>| s?.checked_mul(1000)?.checked_add(u? / 1000);
         let usr = ms(self.usr_s, self.usr_u);
         let sys = ms(self.sys_s, self.sys_u);
-        let total = usr.zip(sys).map(|(u, s)| u + s);
+        let total = usr.zip(sys).and_then(|(u, s)| u.checked_add(s));
         let uptime = match (self.tod, self.tos) {
             (Some(tod), Some(tos)) if tod >= tos && tos > 0 => Some((tod - tos) as u64),
             _ => None,
@@ -101,5 +103,44 @@ impl Derived {
         }
         let text: &'t str = text;
         ends.into_iter().map(|(n, s, e)| (n, &text[s..e])).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn computed(inputs: &[(Role, &str)]) -> Vec<(&'static str, u64)> {
+        let mut d = Derived::default();
+        for (role, value) in inputs {
+            d.note(*role, value);
+        }
+        d.computed().collect()
+    }
+
+    #[test]
+    fn cpu_time_past_what_u64_milliseconds_hold_is_left_out() {
+        // 18446744073709552 s is past u64::MAX ms: no usr, hence no total.
+        let c = computed(&[
+            (Role::UsrS, "18446744073709552"),
+            (Role::UsrU, "0"),
+            (Role::SysS, "3"),
+            (Role::SysU, "999999"),
+        ]);
+        assert_eq!(c, [(catalog::DERIVED_CPU_SYS, 3999)]);
+        // Each fits, their sum does not.
+        let c = computed(&[
+            (Role::UsrS, "18446744073709551"),
+            (Role::UsrU, "0"),
+            (Role::SysS, "1000"),
+            (Role::SysU, "0"),
+        ]);
+        assert_eq!(
+            c,
+            [
+                (catalog::DERIVED_CPU_USR, 18_446_744_073_709_551_000),
+                (catalog::DERIVED_CPU_SYS, 1_000_000),
+            ]
+        );
     }
 }
