@@ -256,7 +256,10 @@ fn changed_only_sends_fewer_packets_of_real_xrootd_streams_and_keeps_tn_below_tm
     // idle cut is the record's own (its counters do not move); the loaded
     // one falls as more copies run, hence its wider margin.
     assert!(idle_cut >= 75.0, "idle: only {idle_cut:.0}% fewer packets");
-    assert!(load_cut >= 50.0, "loaded: only {load_cut:.0}% fewer packets");
+    assert!(
+        load_cut >= 50.0,
+        "loaded: only {load_cut:.0}% fewer packets"
+    );
     // Both gmonds show the same metrics for the server.
     let names = |g: &Gmond| -> Vec<String> {
         let x = g.xml();
