@@ -279,11 +279,9 @@ fn php_str(s: &str) -> String {
     format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
 }
 
-/// The PHP report: ganglia-web calls `graph_NAME(&$rrdtool_graph)` with
-/// `$rrd_dir` set to the host's RRD directory (or the cluster's
-/// `__SummaryInfo__`); it draws every `PREFIX<key>SUFFIX.rrd` there.
-fn php_report(r: &ListReport, names: &Names<'_>) -> String {
-    let name = names.report(r.key);
+/// The PHP report's `$lists` rows: `array(PREFIX, SUFFIX, LABEL),` for
+/// each field of each instance.
+fn php_lists(r: &ListReport, names: &Names<'_>) -> String {
     let mut pgms: Vec<Pgm> = r.fields.iter().map(|f| f.pgm).collect();
     pgms.sort();
     pgms.dedup();
@@ -302,6 +300,15 @@ fn php_report(r: &ListReport, names: &Names<'_>) -> String {
             );
         }
     }
+    lists
+}
+
+/// The PHP report: ganglia-web calls `graph_NAME(&$rrdtool_graph)` with
+/// `$rrd_dir` set to the host's RRD directory (or the cluster's
+/// `__SummaryInfo__`); it draws every `PREFIX<key>SUFFIX.rrd` there.
+fn php_report(r: &ListReport, names: &Names<'_>) -> String {
+    let name = names.report(r.key);
+    let lists = php_lists(r, names);
     let colors = COLORS
         .iter()
         .map(|c| php_str(c))

@@ -22,14 +22,14 @@
 //! `derived.rs` (CPU time and uptime, also used by the gateway's template);
 //! here, the mapping itself and its per-name cache.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 use std::net::IpAddr;
 
 use crate::catalog::{self, Kind, MetricSpec};
 use crate::ganglia::sanitize::{self, MAX_NAME, MAX_TEXT};
 use crate::ganglia::xdr::Slope;
-use crate::summary::{ListEntry, SummaryRecord};
+use crate::summary::{ListEntry, SummaryRecord, Variable};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Span {
@@ -188,6 +188,37 @@ impl MappedRecord {
             name_key: s.name_key,
         }
     }
+
+    /// Adds the metric of `v`, whose names are `names`; a value that cannot
+    /// be sent is counted (and the first few kept) instead.
+    #[inline]
+    fn push_variable(&mut self, names: &CachedNames, v: Variable<'_>, keyed: bool) {
+        let a = &mut self.arena;
+        let value_start = a.len();
+        let kind = match convert(a, names.spec.map(|s| s.kind), v.value) {
+            Ok(kind) => kind,
+            Err(bad) => {
+                a.truncate(value_start);
+                self.rejected_count += 1;
+                if self.rejected.len() < KEEP_REJECTED {
+                    self.rejected.push((
+                        v.name.to_string(),
+                        v.value.chars().take(64).collect(),
+                        bad,
+                    ));
+                }
+                return;
+            }
+        };
+        let value = span_from(a, value_start);
+        let mut slot = push_cached(a, names, value, kind, keyed);
+        if slot.sanitized {
+            let start = a.len();
+            a.push_str(v.name);
+            slot.original = span_from(a, start);
+        }
+        self.slots.push(slot);
+    }
 }
 
 /// Maps records; holds the settings and the reusable buffers.
@@ -202,12 +233,8 @@ pub struct Mapper {
     var: String,
     /// Its catalog name (`oss.paths.i.free`).
     catalog_name: String,
-    /// Entry keys of the current record as name components, into `keys_arena`.
-    keys: Vec<Option<Span>>,
-    /// The same keys as sent (text-sanitised), for titles.
-    key_texts: Vec<Option<Span>>,
-    keys_arena: String,
-    seen_keys: HashSet<u64>,
+    /// The list entries' keys of the current record.
+    entry_keys: EntryKeys,
     hasher: foldhash::fast::RandomState,
     derived_text: String,
     /// Per-record placeholder values, hashed: part of every cache key.
@@ -265,6 +292,17 @@ struct CachedNames {
 }
 
 impl CachedNames {
+    /// The six parts back to back, and where each ends (what [`part`](Self::part) reads).
+    fn pack(parts: [&str; 6]) -> (String, [u32; 6]) {
+        let mut text = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+        let mut ends = [0u32; 6];
+        for (i, part) in parts.into_iter().enumerate() {
+            text.push_str(part);
+            ends[i] = text.len() as u32;
+        }
+        (text, ends)
+    }
+
     fn part(&self, i: usize) -> &str {
         let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
         self.text.get(start..self.ends[i] as usize).unwrap_or("")
@@ -287,10 +325,7 @@ impl Mapper {
             header: HeaderParts::default(),
             var: String::new(),
             catalog_name: String::new(),
-            keys: Vec::new(),
-            key_texts: Vec::new(),
-            keys_arena: String::new(),
-            seen_keys: HashSet::new(),
+            entry_keys: EntryKeys::default(),
             hasher: foldhash::fast::RandomState::default(),
             derived_text: String::new(),
             context: 0,
@@ -326,23 +361,11 @@ impl Mapper {
         self.context = self
             .hasher
             .hash_one((h.pgm.as_str(), h.ins.as_str(), h.site.as_str()));
-        self.collect_entry_keys(record);
+        self.entry_keys.collect(record, &self.hasher);
 
         let mut derived = Derived::default();
         for (j, v) in record.vars().enumerate() {
-            let (key, key_text) = match v.entry {
-                Some(e) => {
-                    let k = self
-                        .keys
-                        .get(e.index)
-                        .copied()
-                        .flatten()
-                        .unwrap_or_default();
-                    let t = self.key_texts.get(e.index).copied().flatten().unwrap_or(k);
-                    (k, Some(t))
-                }
-                None => (Span::default(), None),
-            };
+            let (key, key_text) = self.entry_keys.of(v.entry);
             let at = self.names_of(v.name, v.entry, key, key_text);
             let Some(names) = self.names.get(&at) else {
                 continue;
@@ -350,37 +373,15 @@ impl Mapper {
             derived.note(names.role, v.value);
             if names.excluded {
                 out.excluded.push(j as u32);
-                continue;
+            } else {
+                out.push_variable(names, v, key_text.is_some());
             }
-
-            let a = &mut out.arena;
-            let value_start = a.len();
-            let kind = match convert(a, names.spec.map(|s| s.kind), v.value) {
-                Ok(kind) => kind,
-                Err(bad) => {
-                    a.truncate(value_start);
-                    out.rejected_count += 1;
-                    if out.rejected.len() < KEEP_REJECTED {
-                        out.rejected.push((
-                            v.name.to_string(),
-                            v.value.chars().take(64).collect(),
-                            bad,
-                        ));
-                    }
-                    continue;
-                }
-            };
-            let value = span_from(a, value_start);
-            let mut slot = push_cached(a, names, value, kind, key_text.is_some());
-            if slot.sanitized {
-                let start = a.len();
-                a.push_str(v.name);
-                slot.original = span_from(a, start);
-            }
-            out.slots.push(slot);
         }
+        self.map_derived(&derived, out);
+    }
 
-        // Derived variables go the same way as sent ones.
+    /// Derived variables go the same way as sent ones.
+    fn map_derived(&mut self, derived: &Derived, out: &mut MappedRecord) {
         let mut text = std::mem::take(&mut self.derived_text);
         for (name, value) in derived.values(&mut text) {
             let at = self.names_of(name, None, Span::default(), None);
@@ -406,42 +407,39 @@ impl Mapper {
         key: Span,
         key_text: Option<Span>,
     ) -> u64 {
-        let key_str = key.of(&self.keys_arena);
-        let key_text_str = key_text.map(|t| t.of(&self.keys_arena)).unwrap_or("");
-        let at = self
-            .hasher
-            .hash_one((self.context, raw, key_str, key_text_str));
-        if self
+        let key_str = self.entry_keys.text(key);
+        let key_text_str = key_text.map(|t| self.entry_keys.text(t)).unwrap_or("");
+        // `hash_one` spelled out, so that it is inlined here whichever
+        // codegen unit its instantiation lands in (a call cost 11
+        // instructions per variable when it was not).
+        let mut h = self.hasher.build_hasher();
+        (self.context, raw, key_str, key_text_str).hash(&mut h);
+        #[allow(clippy::manual_hash_one)]
+        let at = h.finish();
+        if !self
             .names
             .get(&at)
             .is_some_and(|n| n.matches(self.context, raw, key_str, key_text_str))
         {
-            return at;
+            self.fill_names(at, raw, entry, key, key_text);
         }
+        at
+    }
 
-        // Variable name with list keys, and the catalog name with `i`.
-        self.var.clear();
-        self.catalog_name.clear();
-        let mut sanitized = false;
-        match entry {
-            Some(e) => {
-                sanitized |= sanitize::push_name(&mut self.var, e.list, MAX_NAME);
-                self.var.push('.');
-                self.var.push_str(key_str);
-                self.catalog_name.push_str(e.list);
-                self.catalog_name.push_str(".i");
-                if !e.field.is_empty() {
-                    self.var.push('.');
-                    sanitized |= sanitize::push_name(&mut self.var, e.field, MAX_NAME);
-                    self.catalog_name.push('.');
-                    self.catalog_name.push_str(e.field);
-                }
-            }
-            None => {
-                sanitized |= sanitize::push_name(&mut self.var, raw, MAX_NAME);
-                self.catalog_name.push_str(raw);
-            }
-        }
+    /// Expands, sanitises and caches (at `at`) a variable's names. Once
+    /// per name: kept out of the per-variable path.
+    #[cold]
+    fn fill_names(
+        &mut self,
+        at: u64,
+        raw: &str,
+        entry: Option<ListEntry<'_>>,
+        key: Span,
+        key_text: Option<Span>,
+    ) {
+        let key_str = self.entry_keys.text(key);
+        let key_text_str = key_text.map(|t| self.entry_keys.text(t)).unwrap_or("");
+        let mut sanitized = var_names(&mut self.var, &mut self.catalog_name, raw, entry, key_str);
         let spec = catalog::lookup(&self.catalog_name);
         let parts = self.header.parts(catalog::section(&self.var), &self.var);
         self.name_buf.clear();
@@ -449,29 +447,14 @@ impl Mapper {
         self.group_buf.clear();
         self.group.expand(&mut self.group_buf, &parts);
 
-        let mut text = String::with_capacity(
-            raw.len()
-                + key_str.len()
-                + key_text_str.len()
-                + self.var.len()
-                + self.name_buf.len()
-                + self.group_buf.len(),
-        );
-        let mut ends = [0u32; 6];
-        for (i, part) in [
+        let (text, ends) = CachedNames::pack([
             raw,
             key_str,
             key_text_str,
             &self.var,
             &self.name_buf,
             &self.group_buf,
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            text.push_str(part);
-            ends[i] = text.len() as u32;
-        }
+        ]);
         if self.names.len() >= MAX_CACHED_NAMES {
             self.names.clear();
         }
@@ -489,64 +472,36 @@ impl Mapper {
                 sanitized,
             },
         );
-        at
     }
+}
 
-    /// First pass: the key of every list entry, sanitised, ties broken by index.
-    fn collect_entry_keys(&mut self, record: &SummaryRecord<'_>) {
-        self.keys.clear();
-        self.key_texts.clear();
-        self.keys_arena.clear();
-        self.seen_keys.clear();
-        let n = record.entry_count();
-        self.keys.resize(n, None);
-        self.key_texts.resize(n, None);
-        // Key field values first (order-insensitive: the key may come last).
-        for v in record.vars() {
-            let Some(e) = v.entry else { continue };
-            if self.keys[e.index].is_none()
-                && !v.value.is_empty()
-                && catalog::list_key(e.list) == Some(e.field)
-            {
-                let start = self.keys_arena.len();
-                push_key(&mut self.keys_arena, v.value);
-                self.keys[e.index] = Some(span_from(&self.keys_arena, start));
-                let start = self.keys_arena.len();
-                sanitize::push_text(&mut self.keys_arena, v.value, 64);
-                self.key_texts[e.index] = Some(span_from(&self.keys_arena, start));
-            }
-        }
-        // Entries without a key field are named by their id; ties get `-id`.
-        let mut seen_entries = 0;
-        for v in record.vars() {
-            let Some(e) = v.entry else { continue };
-            if e.index < seen_entries {
-                continue;
-            }
-            seen_entries = e.index + 1;
-            let key = match self.keys[e.index] {
-                Some(k) => k,
-                None => {
-                    let start = self.keys_arena.len();
-                    push_key(&mut self.keys_arena, e.id);
-                    span_from(&self.keys_arena, start)
-                }
-            };
-            let mut h = self.hasher.build_hasher();
-            e.list.hash(&mut h);
-            key.of(&self.keys_arena).hash(&mut h);
-            let mut key = key;
-            if !self.seen_keys.insert(h.finish()) {
-                let start = self.keys_arena.len();
-                self.keys_arena
-                    .extend_from_within(key.start as usize..key.end as usize);
-                self.keys_arena.push('-');
-                push_key(&mut self.keys_arena, e.id);
-                key = span_from(&self.keys_arena, start);
-            }
-            self.keys[e.index] = Some(key);
-        }
+/// Writes a variable's name with its list key (`var`, sanitised: true if
+/// that changed it) and its catalog name, with `i` for the key.
+fn var_names(
+    var: &mut String,
+    catalog_name: &mut String,
+    raw: &str,
+    entry: Option<ListEntry<'_>>,
+    key: &str,
+) -> bool {
+    var.clear();
+    catalog_name.clear();
+    let Some(e) = entry else {
+        catalog_name.push_str(raw);
+        return sanitize::push_name(var, raw, MAX_NAME);
+    };
+    let mut sanitized = sanitize::push_name(var, e.list, MAX_NAME);
+    var.push('.');
+    var.push_str(key);
+    catalog_name.push_str(e.list);
+    catalog_name.push_str(".i");
+    if !e.field.is_empty() {
+        var.push('.');
+        sanitized |= sanitize::push_name(var, e.field, MAX_NAME);
+        catalog_name.push('.');
+        catalog_name.push_str(e.field);
     }
+    sanitized
 }
 
 /// Appends a cached variable's names (and key, for list variables) to the
@@ -585,7 +540,7 @@ pub use naming::{DEFAULT_GROUP_TEMPLATE, DEFAULT_NAME_TEMPLATE, HeaderParts, Nam
 pub use value::BadValue;
 pub(crate) use value::kib_to_bytes;
 
-use naming::push_key;
+use naming::EntryKeys;
 use value::convert;
 
 #[cfg(test)]

@@ -109,12 +109,63 @@ impl Settings {
 }
 
 /// The file, with the command line applied, as typed settings; every
-/// error names the key and the value.
+/// error names the key and the value. Keys are checked in this order, so
+/// the first mistake in it is the one reported.
 pub fn validate(
     mut file: FileConfig,
     source: String,
     overrides: &Overrides,
 ) -> Result<Settings, ConfigError> {
+    let (listen, allow) = listening(&mut file, overrides)?;
+    let (channels, channels_from) = send_channels(&mut file, overrides)?;
+    let (xml_listen, xml_allow) = xml_port(&mut file, overrides, &channels_from)?;
+    let (metric_name, group_name, filter) = naming(&file)?;
+    check_intervals(&file)?;
+    let value_heartbeat = value_heartbeat(&file)?;
+    let state_file = state_file(&mut file, overrides)?;
+    let metadata_requests = metadata_requests(&file, &channels_from)?;
+    check_limits(&file)?;
+    let secs = Duration::from_secs;
+    Ok(Settings {
+        source,
+        listen,
+        allow,
+        channels,
+        channels_from,
+        metric_name,
+        group_name,
+        filter,
+        metadata_interval: secs(file.metadata_interval),
+        tmax: file.tmax,
+        dmax: file.dmax,
+        max_sources: file.max_sources,
+        max_metrics_per_source: file.max_metrics_per_source,
+        recv_buffer: file.recv_buffer,
+        log_interval: secs(file.log_interval.max(1)),
+        stats_interval: secs(file.stats_interval),
+        self_metrics_interval: secs(file.self_metrics_interval),
+        send_burst: file.send_burst,
+        max_send_rate: file.max_send_rate,
+        follow_gmond_queue: file.follow_gmond_queue,
+        resend_after: (file.resend_after > 0).then(|| secs(file.resend_after)),
+        drain_timeout: secs(file.drain_timeout),
+        value_heartbeat,
+        state_file,
+        state_interval: secs(file.state_interval),
+        metadata_requests,
+        send: file.send,
+        xml_listen,
+        xml_allow,
+        cluster_name: file.cluster_name.clone(),
+        effective: file,
+    })
+}
+
+/// `listen` (or `--listen`) and `allow`: where records are received, from whom.
+fn listening(
+    file: &mut FileConfig,
+    overrides: &Overrides,
+) -> Result<(Vec<SocketAddr>, Vec<IpNet>), ConfigError> {
     let listen_key = replace(&mut file.listen, &overrides.listen, "listen", "--listen");
     let listen = addresses(
         listen_key,
@@ -128,13 +179,20 @@ pub fn validate(
             "at least one address is needed",
         ));
     }
-    let allow = networks("allow", &file.allow)?;
+    Ok((listen, networks("allow", &file.allow)?))
+}
 
+/// The send channels and why these (none with `send = false` or
+/// `--no-send`); the file's `channel` list becomes them, for check-config.
+fn send_channels(
+    file: &mut FileConfig,
+    overrides: &Overrides,
+) -> Result<(Vec<ChannelSpec>, String), ConfigError> {
     if overrides.no_send {
         file.send = false;
     }
     let (channels, channels_from) = if file.send {
-        channels(&file, overrides)?
+        channels(file, overrides)?
     } else {
         let key = if overrides.no_send {
             "--no-send"
@@ -157,7 +215,16 @@ pub fn validate(
             bind: c.bind.map(|b| b.to_string()),
         })
         .collect();
+    Ok((channels, channels_from))
+}
 
+/// `xml_listen` (or `--xml-listen`) and `xml_allow`: where gmetad polls,
+/// from where; and the `cluster_name` it is answered with.
+fn xml_port(
+    file: &mut FileConfig,
+    overrides: &Overrides,
+    channels_from: &str,
+) -> Result<(Vec<SocketAddr>, Vec<IpNet>), ConfigError> {
     let xml_key = replace(
         &mut file.xml_listen,
         &overrides.xml_listen,
@@ -194,7 +261,11 @@ pub fn validate(
             "must be 1 to 256 characters, without '/' or control characters (gmetad and ganglia-web use it in paths)",
         ));
     }
+    Ok((xml_listen, xml_allow))
+}
 
+/// `metric_name`, `group_name`, `include` and `exclude`.
+fn naming(file: &FileConfig) -> Result<(NameTemplate, NameTemplate, VarFilter), ConfigError> {
     let template = |key: &str, v: &str| -> Result<NameTemplate, ConfigError> {
         let t = NameTemplate::parse(v).map_err(|e| bad(key, v, e))?;
         if key == "metric_name" && !t.uses_var() {
@@ -223,7 +294,11 @@ pub fn validate(
         include: globs("include", &file.include)?,
         exclude: globs("exclude", &file.exclude)?,
     };
+    Ok((metric_name, group_name, filter))
+}
 
+/// `metadata_interval`, `dmax` (longer than it, or 0) and `tmax`.
+fn check_intervals(file: &FileConfig) -> Result<(), ConfigError> {
     let metadata_interval = file.metadata_interval;
     if metadata_interval == 0 {
         return Err(bad("metadata_interval", 0, "must be at least 1 second"));
@@ -241,7 +316,12 @@ pub fn validate(
     if file.tmax == 0 {
         return Err(bad("tmax", 0, "must be at least 1 second"));
     }
-    let value_heartbeat = match file.send_values.as_str() {
+    Ok(())
+}
+
+/// `send_values` and `value_heartbeat`: None when every value is sent.
+fn value_heartbeat(file: &FileConfig) -> Result<Option<u32>, ConfigError> {
+    match file.send_values.as_str() {
         "all" => {
             if let Some(h) = file.value_heartbeat {
                 return Err(bad(
@@ -250,20 +330,25 @@ pub fn validate(
                     "only applies with send_values = \"changed\"",
                 ));
             }
-            None
+            Ok(None)
         }
         "changed" => match file.value_heartbeat.unwrap_or(DEFAULT_VALUE_HEARTBEAT) {
-            0 => return Err(bad("value_heartbeat", 0, "must be at least 1 second")),
-            h => Some(h),
+            0 => Err(bad("value_heartbeat", 0, "must be at least 1 second")),
+            h => Ok(Some(h)),
         },
-        other => {
-            return Err(bad(
-                "send_values",
-                other,
-                "must be \"all\" (every value of every report) or \"changed\" (values that changed, and the rest every value_heartbeat)",
-            ));
-        }
-    };
+        other => Err(bad(
+            "send_values",
+            other,
+            "must be \"all\" (every value of every report) or \"changed\" (values that changed, and the rest every value_heartbeat)",
+        )),
+    }
+}
+
+/// `state_file` (or `--state-file`; empty: none) and `state_interval`.
+fn state_file(
+    file: &mut FileConfig,
+    overrides: &Overrides,
+) -> Result<Option<PathBuf>, ConfigError> {
     let state_key = match &overrides.state_file {
         Some(p) => {
             file.state_file = p.clone();
@@ -285,6 +370,14 @@ pub fn validate(
     if file.state_interval == 0 {
         return Err(bad("state_interval", 0, "must be at least 1 second"));
     }
+    Ok(state_file)
+}
+
+/// `metadata_requests`: each with a port, and only when sending to gmond.
+fn metadata_requests(
+    file: &FileConfig,
+    channels_from: &str,
+) -> Result<Vec<SocketAddr>, ConfigError> {
     let metadata_requests = addresses(
         "metadata_requests",
         &file.metadata_requests,
@@ -300,6 +393,11 @@ pub fn validate(
             format!("only applies when sending to gmond ({channels_from})"),
         ));
     }
+    Ok(metadata_requests)
+}
+
+/// The sizes that must be at least 1, and `resend_after`.
+fn check_limits(file: &FileConfig) -> Result<(), ConfigError> {
     for (key, v) in [
         ("max_sources", file.max_sources),
         ("max_metrics_per_source", file.max_metrics_per_source),
@@ -317,40 +415,7 @@ pub fn validate(
             format!("must be at most {MAX_RESEND_AFTER} (seconds; 0: never)"),
         ));
     }
-    let secs = Duration::from_secs;
-    Ok(Settings {
-        source,
-        listen,
-        allow,
-        channels,
-        channels_from,
-        metric_name,
-        group_name,
-        filter,
-        metadata_interval: secs(metadata_interval),
-        tmax: file.tmax,
-        dmax,
-        max_sources: file.max_sources,
-        max_metrics_per_source: file.max_metrics_per_source,
-        recv_buffer: file.recv_buffer,
-        log_interval: secs(file.log_interval.max(1)),
-        stats_interval: secs(file.stats_interval),
-        self_metrics_interval: secs(file.self_metrics_interval),
-        send_burst: file.send_burst,
-        max_send_rate: file.max_send_rate,
-        follow_gmond_queue: file.follow_gmond_queue,
-        resend_after: (file.resend_after > 0).then(|| secs(file.resend_after)),
-        drain_timeout: secs(file.drain_timeout),
-        value_heartbeat,
-        state_file,
-        state_interval: secs(file.state_interval),
-        metadata_requests,
-        send: file.send,
-        xml_listen,
-        xml_allow,
-        cluster_name: file.cluster_name.clone(),
-        effective: file,
-    })
+    Ok(())
 }
 
 /// A command-line list (`flag`, repeatable) replaces the file's (`key`);

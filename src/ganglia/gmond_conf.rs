@@ -81,11 +81,7 @@ pub fn parse(text: &str, path: &Path) -> Result<GmondConf, ConfError> {
 }
 
 fn read_into(path: &Path, conf: &mut GmondConf, depth: usize) -> Result<(), ConfError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ConfError {
-        file: path.to_path_buf(),
-        line: 0,
-        message: e.to_string(),
-    })?;
+    let text = std::fs::read_to_string(path).map_err(|e| conf_error(path, 0, e.to_string()))?;
     parse_into(&text, path, conf, depth)
 }
 
@@ -102,11 +98,6 @@ enum Tok {
 }
 
 fn tokenize(text: &str, path: &Path) -> Result<Vec<(Tok, usize)>, ConfError> {
-    let err = |line, message: String| ConfError {
-        file: path.to_path_buf(),
-        line,
-        message,
-    };
     let b = text.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -119,93 +110,28 @@ fn tokenize(text: &str, path: &Path) -> Result<Vec<(Tok, usize)>, ConfError> {
                 i += 1;
             }
             c if c.is_ascii_whitespace() || c == b';' => i += 1,
-            b'#' => {
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'/' if b.get(i + 1) == Some(&b'/') => {
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
-                }
-            }
+            b'#' => i = line_end(b, i),
+            b'/' if b.get(i + 1) == Some(&b'/') => i = line_end(b, i),
             b'/' if b.get(i + 1) == Some(&b'*') => {
                 let start_line = line;
-                i += 2;
-                loop {
-                    if i + 1 >= b.len() {
-                        return Err(err(start_line, "unterminated /* comment".into()));
-                    }
-                    if b[i] == b'*' && b[i + 1] == b'/' {
-                        i += 2;
-                        break;
-                    }
-                    if b[i] == b'\n' {
-                        line += 1;
-                    }
-                    i += 1;
-                }
-            }
-            b'{' => {
-                out.push((Tok::Open, line));
-                i += 1;
-            }
-            b'}' => {
-                out.push((Tok::Close, line));
-                i += 1;
-            }
-            b'=' => {
-                out.push((Tok::Eq, line));
-                i += 1;
-            }
-            b'(' => {
-                out.push((Tok::LParen, line));
-                i += 1;
-            }
-            b')' => {
-                out.push((Tok::RParen, line));
-                i += 1;
-            }
-            b',' => {
-                out.push((Tok::Comma, line));
-                i += 1;
+                i = comment_end(b, i + 2, &mut line).ok_or_else(|| {
+                    conf_error(path, start_line, "unterminated /* comment".into())
+                })?;
             }
             b'"' | b'\'' => {
-                let quote = c;
                 let start_line = line;
-                let mut s = Vec::new();
-                i += 1;
-                loop {
-                    let Some(&ch) = b.get(i) else {
-                        return Err(err(start_line, "unterminated quoted string".into()));
-                    };
-                    i += 1;
-                    if ch == quote {
-                        break;
-                    }
-                    if ch == b'\\'
-                        && quote == b'"'
-                        && let Some(&next) = b.get(i)
-                    {
-                        i += 1;
-                        s.push(match next {
-                            b'n' => b'\n',
-                            b't' => b'\t',
-                            other => other,
-                        });
-                        continue;
-                    }
-                    if ch == b'\n' {
-                        line += 1;
-                    }
-                    s.push(ch);
-                }
-                out.push((
-                    Tok::Str(String::from_utf8_lossy(&s).into_owned()),
-                    start_line,
-                ));
+                let (s, end) = quoted(b, i, &mut line).ok_or_else(|| {
+                    conf_error(path, start_line, "unterminated quoted string".into())
+                })?;
+                out.push((Tok::Str(s), start_line));
+                i = end;
             }
             _ => {
+                if let Some(tok) = punctuation(c) {
+                    out.push((tok, line));
+                    i += 1;
+                    continue;
+                }
                 let start = i;
                 while i < b.len() && !ends_word(b, i) {
                     i += 1;
@@ -218,6 +144,85 @@ fn tokenize(text: &str, path: &Path) -> Result<Vec<(Tok, usize)>, ConfError> {
         }
     }
     Ok(out)
+}
+
+/// A `ConfError` at `line` of `path` (0: the file as a whole).
+fn conf_error(path: &Path, line: usize, message: String) -> ConfError {
+    ConfError {
+        file: path.to_path_buf(),
+        line,
+        message,
+    }
+}
+
+/// The single-byte token `c` is, if any.
+fn punctuation(c: u8) -> Option<Tok> {
+    Some(match c {
+        b'{' => Tok::Open,
+        b'}' => Tok::Close,
+        b'=' => Tok::Eq,
+        b'(' => Tok::LParen,
+        b')' => Tok::RParen,
+        b',' => Tok::Comma,
+        _ => return None,
+    })
+}
+
+/// Where the line holding `b[i]` ends (at its newline, or the end).
+fn line_end(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && b[i] != b'\n' {
+        i += 1;
+    }
+    i
+}
+
+/// After a `/* comment` whose text starts at `i`: the position after its
+/// `*/`, counting its newlines into `line`; None if it is not closed.
+fn comment_end(b: &[u8], mut i: usize, line: &mut usize) -> Option<usize> {
+    loop {
+        if i + 1 >= b.len() {
+            return None;
+        }
+        if b[i] == b'*' && b[i + 1] == b'/' {
+            return Some(i + 2);
+        }
+        if b[i] == b'\n' {
+            *line += 1;
+        }
+        i += 1;
+    }
+}
+
+/// The string quoted at `b[i]` (`"` with `\` escapes, or `'` as written)
+/// and the position after its closing quote, counting its newlines into
+/// `line`; None if it is not closed.
+fn quoted(b: &[u8], mut i: usize, line: &mut usize) -> Option<(String, usize)> {
+    let quote = b[i];
+    let mut s = Vec::new();
+    i += 1;
+    loop {
+        let &ch = b.get(i)?;
+        i += 1;
+        if ch == quote {
+            return Some((String::from_utf8_lossy(&s).into_owned(), i));
+        }
+        if ch == b'\\'
+            && quote == b'"'
+            && let Some(&next) = b.get(i)
+        {
+            i += 1;
+            s.push(match next {
+                b'n' => b'\n',
+                b't' => b'\t',
+                other => other,
+            });
+            continue;
+        }
+        if ch == b'\n' {
+            *line += 1;
+        }
+        s.push(ch);
+    }
 }
 
 /// A word ends at white space, punctuation, a quote or a comment.
@@ -238,11 +243,6 @@ fn parse_into(
     depth: usize,
 ) -> Result<(), ConfError> {
     let toks = tokenize(text, path)?;
-    let err = |line, message: String| ConfError {
-        file: path.to_path_buf(),
-        line,
-        message,
-    };
     // Stack of open section names (lowercase).
     let mut sections: Vec<String> = Vec::new();
     let mut channel: Option<UdpSendChannel> = None;
@@ -252,7 +252,11 @@ fn parse_into(
         match tok {
             Tok::Close => {
                 let Some(name) = sections.pop() else {
-                    return Err(err(*line, "'}' without an open section".into()));
+                    return Err(conf_error(
+                        path,
+                        *line,
+                        "'}' without an open section".into(),
+                    ));
                 };
                 if name == "udp_send_channel"
                     && sections.is_empty()
@@ -282,37 +286,8 @@ fn parse_into(
                 if matches!(toks.get(i), Some((Tok::Eq, _))) {
                     i += 1;
                 }
-                // Value: a word, a string, or a ( list ).
-                let mut values = Vec::new();
-                match toks.get(i) {
-                    Some((Tok::Word(v) | Tok::Str(v), _)) => {
-                        values.push(v.clone());
-                        i += 1;
-                    }
-                    Some((Tok::LParen, _)) => {
-                        i += 1;
-                        loop {
-                            match toks.get(i) {
-                                Some((Tok::RParen, _)) => {
-                                    i += 1;
-                                    break;
-                                }
-                                Some((Tok::Comma, _)) => i += 1,
-                                Some((Tok::Word(v) | Tok::Str(v), _)) => {
-                                    values.push(v.clone());
-                                    i += 1;
-                                }
-                                _ => {
-                                    return Err(err(
-                                        *line,
-                                        format!("unterminated list for {word:?}"),
-                                    ));
-                                }
-                            }
-                        }
-                    }
-                    _ => return Err(err(*line, format!("option {word:?} has no value"))),
-                }
+                let values = option_values(&toks, &mut i, word)
+                    .map_err(|message| conf_error(path, *line, message))?;
                 apply(
                     conf,
                     &mut channel,
@@ -324,13 +299,48 @@ fn parse_into(
                     depth,
                 )?;
             }
-            other => return Err(err(*line, format!("unexpected {other:?}"))),
+            other => return Err(conf_error(path, *line, format!("unexpected {other:?}"))),
         }
     }
     if let Some(open) = sections.last() {
-        return Err(err(0, format!("section {open:?} is not closed")));
+        return Err(conf_error(
+            path,
+            0,
+            format!("section {open:?} is not closed"),
+        ));
     }
     Ok(())
+}
+
+/// The value of option `word` at `toks[*i]` (`*i` then after it): a word,
+/// a string, or a `( list )`.
+fn option_values(toks: &[(Tok, usize)], i: &mut usize, word: &str) -> Result<Vec<String>, String> {
+    let mut values = Vec::new();
+    match toks.get(*i) {
+        Some((Tok::Word(v) | Tok::Str(v), _)) => {
+            values.push(v.clone());
+            *i += 1;
+        }
+        Some((Tok::LParen, _)) => {
+            *i += 1;
+            loop {
+                match toks.get(*i) {
+                    Some((Tok::RParen, _)) => {
+                        *i += 1;
+                        break;
+                    }
+                    Some((Tok::Comma, _)) => *i += 1,
+                    Some((Tok::Word(v) | Tok::Str(v), _)) => {
+                        values.push(v.clone());
+                        *i += 1;
+                    }
+                    _ => return Err(format!("unterminated list for {word:?}")),
+                }
+            }
+        }
+        _ => return Err(format!("option {word:?} has no value")),
+    }
+    Ok(values)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -344,11 +354,7 @@ fn apply(
     line: usize,
     depth: usize,
 ) -> Result<(), ConfError> {
-    let err = |message: String| ConfError {
-        file: path.to_path_buf(),
-        line,
-        message,
-    };
+    let err = |message: String| conf_error(path, line, message);
     let value = values.first().map(String::as_str).unwrap_or("");
     let section = sections.first().map(String::as_str);
     match (section, sections.len(), key) {

@@ -82,68 +82,25 @@ const INT: Option<&str> = Some("INT");
 
 /// In gmetric's table order (it decides the order of "possibilities" and of
 /// the help). The one source for parsing, `-h` and the man page.
+// One row an option, as in gmetric's table: rustfmt would spread the long ones.
+#[rustfmt::skip]
 const OPTIONS: &[Opt] = &[
     opt('h', "help", None, "Print help and exit"),
     opt('V', "version", None, "Print version and exit"),
-    opt(
-        'c',
-        "conf",
-        STRING,
-        "The configuration file to use for finding send channels (default=`/etc/ganglia/gmond.conf')",
-    ),
+    opt('c', "conf", STRING, "The configuration file to use for finding send channels (default=`/etc/ganglia/gmond.conf')"),
     opt('n', "name", STRING, "Name of the metric"),
     opt('v', "value", STRING, "Value of the metric"),
-    opt(
-        't',
-        "type",
-        STRING,
-        "Either string|int8|uint8|int16|uint16|int32|uint32|float|double",
-    ),
-    opt(
-        'u',
-        "units",
-        STRING,
-        "Unit of measure for the value e.g. Kilobytes, Celcius (default=`')",
-    ),
-    opt(
-        's',
-        "slope",
-        STRING,
-        "Either zero|positive|negative|both|derivative (default=`both')",
-    ),
-    opt(
-        'x',
-        "tmax",
-        INT,
-        "The maximum time in seconds between gmetric calls (default=`60')",
-    ),
-    opt(
-        'd',
-        "dmax",
-        INT,
-        "The lifetime in seconds of this metric (default=`0')",
-    ),
-    opt(
-        'g',
-        "group",
-        STRING,
-        "Group(s) of the metric (comma-separated)",
-    ),
+    opt('t', "type", STRING, "Either string|int8|uint8|int16|uint16|int32|uint32|float|double"),
+    opt('u', "units", STRING, "Unit of measure for the value e.g. Kilobytes, Celcius (default=`')"),
+    opt('s', "slope", STRING, "Either zero|positive|negative|both|derivative (default=`both')"),
+    opt('x', "tmax", INT, "The maximum time in seconds between gmetric calls (default=`60')"),
+    opt('d', "dmax", INT, "The lifetime in seconds of this metric (default=`0')"),
+    opt('g', "group", STRING, "Group(s) of the metric (comma-separated)"),
     opt('C', "cluster", STRING, "Cluster of the metric"),
     opt('D', "desc", STRING, "Description of the metric"),
     opt('T', "title", STRING, "Title of the metric"),
-    opt(
-        'S',
-        "spoof",
-        STRING,
-        "IP address and name of host/device (colon separated) we are spoofing (default=`')",
-    ),
-    opt(
-        'H',
-        "heartbeat",
-        None,
-        "spoof a heartbeat message (use with spoof option)",
-    ),
+    opt('S', "spoof", STRING, "IP address and name of host/device (colon separated) we are spoofing (default=`')"),
+    opt('H', "heartbeat", None, "spoof a heartbeat message (use with spoof option)"),
     Opt {
         short: None,
         long: "dry-run",
@@ -201,54 +158,7 @@ pub fn parse(argv0: &str, args: &[String]) -> Result<Parsed, String> {
             break;
         }
         if let Some(body) = arg.strip_prefix("--") {
-            let (name, inline) = match body.split_once('=') {
-                Some((n, v)) => (n, Some(v)),
-                None => (body, None),
-            };
-            let opt = match OPTIONS.iter().find(|o| o.long == name) {
-                Some(opt) => opt,
-                None => {
-                    let matches: Vec<&'static Opt> = OPTIONS
-                        .iter()
-                        .filter(|o| o.long.starts_with(name))
-                        .collect();
-                    match matches[..] {
-                        [] => return Err(format!("{argv0}: unrecognized option '{arg}'")),
-                        [one] => one,
-                        _ => {
-                            let list: Vec<String> =
-                                matches.iter().map(|o| format!("'--{}'", o.long)).collect();
-                            return Err(format!(
-                                "{argv0}: option '{arg}' is ambiguous; possibilities: {}",
-                                list.join(" ")
-                            ));
-                        }
-                    }
-                }
-            };
-            let value = if opt.takes_arg() {
-                match inline {
-                    Some(v) => Some(v.to_string()),
-                    None if i < args.len() => {
-                        i += 1;
-                        Some(args[i - 1].clone())
-                    }
-                    None => {
-                        return Err(format!(
-                            "{argv0}: option '--{}' requires an argument",
-                            opt.long
-                        ));
-                    }
-                }
-            } else {
-                if inline.is_some() {
-                    return Err(format!(
-                        "{argv0}: option '--{}' doesn't allow an argument",
-                        opt.long
-                    ));
-                }
-                None
-            };
+            let (opt, value) = long_option(argv0, arg, body, args, &mut i)?;
             if let Some(done) = apply(argv0, &mut o, opt, value)? {
                 return Ok(done);
             }
@@ -283,6 +193,64 @@ pub fn parse(argv0: &str, args: &[String]) -> Result<Parsed, String> {
         // Anything else is a non-option argument: ignored, as getopt's permutation does.
     }
     Ok(Parsed::Run(o))
+}
+
+/// The long option `arg` (`--` and `body`) and its argument: inline
+/// (`--name=v`) or the next of `args` (at `*i`, then stepped over).
+fn long_option(
+    argv0: &str,
+    arg: &str,
+    body: &str,
+    args: &[String],
+    i: &mut usize,
+) -> Result<(&'static Opt, Option<String>), String> {
+    let (name, inline) = match body.split_once('=') {
+        Some((n, v)) => (n, Some(v)),
+        None => (body, None),
+    };
+    let opt = long_named(argv0, arg, name)?;
+    if !opt.takes_arg() {
+        if inline.is_some() {
+            return Err(format!(
+                "{argv0}: option '--{}' doesn't allow an argument",
+                opt.long
+            ));
+        }
+        return Ok((opt, None));
+    }
+    match inline {
+        Some(v) => Ok((opt, Some(v.to_string()))),
+        None if *i < args.len() => {
+            *i += 1;
+            Ok((opt, Some(args[*i - 1].clone())))
+        }
+        None => Err(format!(
+            "{argv0}: option '--{}' requires an argument",
+            opt.long
+        )),
+    }
+}
+
+/// The option `name` names: exactly, else as the only option it begins.
+fn long_named(argv0: &str, arg: &str, name: &str) -> Result<&'static Opt, String> {
+    if let Some(opt) = OPTIONS.iter().find(|o| o.long == name) {
+        return Ok(opt);
+    }
+    let matches: Vec<&'static Opt> = OPTIONS
+        .iter()
+        .filter(|o| o.long.starts_with(name))
+        .collect();
+    match matches[..] {
+        [] => Err(format!("{argv0}: unrecognized option '{arg}'")),
+        [one] => Ok(one),
+        _ => {
+            let list: Vec<String> = matches.iter().map(|o| format!("'--{}'", o.long)).collect();
+            Err(format!(
+                "{argv0}: option '{arg}' is ambiguous; possibilities: {}",
+                list.join(" ")
+            ))
+        }
+    }
 }
 
 /// Records one option; Some(..) for -h/-V, which end parsing at once.

@@ -76,17 +76,7 @@ fn run_inner(
     err: &mut dyn Write,
     hostname: &dyn Fn() -> String,
 ) -> Result<(), Exit> {
-    let mut text = Vec::with_capacity(args.len());
-    for a in args {
-        match a.into_string() {
-            Ok(s) => text.push(s),
-            Err(a) => {
-                return Err(fail(format!(
-                    "{argv0}: argument {a:?} is not UTF-8 text. exiting.\n"
-                )));
-            }
-        }
-    }
+    let text = utf8_args(argv0, args)?;
     let o = match getopt::parse(argv0, &text) {
         Ok(getopt::Parsed::Run(o)) => o,
         Ok(getopt::Parsed::Help) => {
@@ -108,55 +98,82 @@ fn run_inner(
     let channels = if o.dry_run {
         Vec::new()
     } else {
-        let mut open = Vec::new();
-        for spec in &specs {
-            match SendChannel::open(spec) {
-                Ok(ch) => open.push(ch),
-                Err(_) if is_multicast(&spec.host) => {
-                    return Err(fail(format!(
-                        "Unable to join multicast channel {}:{}. Exiting\n\n",
-                        spec.host, spec.port
-                    )));
-                }
-                Err(_) => {
-                    return Err(fail(format!(
-                        "Unable to create UDP client for {}:{}. Often means there is no route to IP. Exiting.\n\n",
-                        spec.host, spec.port
-                    )));
-                }
-            }
-        }
-        open
+        open_channels(&specs)?
     };
 
     let metric = Metric::from_options(&o, &conf, hostname)?;
     let (metadata, value) = metric.encode();
     if o.dry_run {
-        let list: Vec<String> = specs.iter().map(|s| s.to_string()).collect();
-        let _ = writeln!(out, "# would send to {}", list.join(", "));
-        for p in [&metadata, &value] {
-            match xdr::decode(p) {
-                Ok(packet) => {
-                    let _ = write!(out, "{packet}");
-                }
-                Err(e) => {
-                    let _ = writeln!(out, "({} bytes: {e})", p.len());
-                }
-            }
-            if p.len() > xdr::MAX_PACKET {
-                let _ = writeln!(
-                    out,
-                    "# {} bytes: over the 1464-byte limit, would not be sent",
-                    p.len()
-                );
-            }
-        }
+        print_dry_run(out, &specs, [&metadata, &value]);
         return Ok(());
     }
     for warning in metric.gmond_line_warnings() {
         let _ = writeln!(err, "warning: {warning}");
     }
     send(&channels, &metadata, &value)
+}
+
+/// The arguments as text: one that is not UTF-8 is refused.
+fn utf8_args(argv0: &str, args: Vec<OsString>) -> Result<Vec<String>, Exit> {
+    let mut text = Vec::with_capacity(args.len());
+    for a in args {
+        match a.into_string() {
+            Ok(s) => text.push(s),
+            Err(a) => {
+                return Err(fail(format!(
+                    "{argv0}: argument {a:?} is not UTF-8 text. exiting.\n"
+                )));
+            }
+        }
+    }
+    Ok(text)
+}
+
+/// Opens every channel, failing (with gmetric's message) at the first
+/// that cannot be.
+fn open_channels(specs: &[ChannelSpec]) -> Result<Vec<SendChannel>, Exit> {
+    let mut open = Vec::new();
+    for spec in specs {
+        match SendChannel::open(spec) {
+            Ok(ch) => open.push(ch),
+            Err(_) if is_multicast(&spec.host) => {
+                return Err(fail(format!(
+                    "Unable to join multicast channel {}:{}. Exiting\n\n",
+                    spec.host, spec.port
+                )));
+            }
+            Err(_) => {
+                return Err(fail(format!(
+                    "Unable to create UDP client for {}:{}. Often means there is no route to IP. Exiting.\n\n",
+                    spec.host, spec.port
+                )));
+            }
+        }
+    }
+    Ok(open)
+}
+
+/// `--dry-run`: where the packets would go, and each decoded.
+fn print_dry_run(out: &mut dyn Write, specs: &[ChannelSpec], packets: [&[u8]; 2]) {
+    let list: Vec<String> = specs.iter().map(|s| s.to_string()).collect();
+    let _ = writeln!(out, "# would send to {}", list.join(", "));
+    for p in packets {
+        match xdr::decode(p) {
+            Ok(packet) => {
+                let _ = write!(out, "{packet}");
+            }
+            Err(e) => {
+                let _ = writeln!(out, "({} bytes: {e})", p.len());
+            }
+        }
+        if p.len() > xdr::MAX_PACKET {
+            let _ = writeln!(
+                out,
+                "# {} bytes: over the 1464-byte limit, would not be sent",
+                p.len()
+            );
+        }
+    }
 }
 
 /// The config (gmond.conf) and the send channels it names.
@@ -225,6 +242,127 @@ struct Metric {
     extra: Vec<(&'static str, String)>,
 }
 
+/// gmetric's own checks of a metric (not heartbeat): `-n -v -t` given, no
+/// `"` in them or in `-u`, a known type, a number unless a string.
+/// Returns the name, value and type.
+fn gmetric_checks(o: &getopt::Options) -> Result<(String, String, String), Exit> {
+    let (Some(n), Some(v), Some(t)) = (&o.name, &o.value, &o.value_type) else {
+        return Err(fail("Incorrect options supplied, exiting.\n"));
+    };
+    let units = o.units.as_deref().unwrap_or("");
+    if [n, v, t].iter().any(|s| s.contains('"')) || units.contains('"') {
+        return Err(fail(
+            "one of your parameters has an invalid character '\"'. exiting.\n",
+        ));
+    }
+    if !TYPES.contains(&t.as_str()) {
+        return Err(fail(format!(
+            "the type parameter \"{t}\" is not a valid type. exiting.\n"
+        )));
+    }
+    if t != "string" && cnum::strtod_len(v) != v.len() {
+        return Err(fail(format!(
+            "the value parameter \"{v}\" does not represent a number. exiting.\n"
+        )));
+    }
+    Ok((n.clone(), v.clone(), t.clone()))
+}
+
+/// The deliberate differences from gmetric (see the module doc): what
+/// gmond would drop, or copy into its XML and break it, is refused.
+fn refuse_what_gmond_mishandles(
+    o: &getopt::Options,
+    conf: &GmondConf,
+    heartbeat_mode: bool,
+    name: &str,
+    value: &str,
+    value_type: &str,
+) -> Result<(), Exit> {
+    if o.heartbeat && o.spoof.is_none() {
+        return Err(fail(
+            "-H (--heartbeat) needs -S (--spoof): gmond drops a heartbeat that is not spoofed (gmetric 3.7.2 sends it anyway). exiting.\n",
+        ));
+    }
+    if !heartbeat_mode && name.is_empty() {
+        return Err(fail(
+            "the name parameter is empty: gmond would list a metric with no name. exiting.\n",
+        ));
+    }
+    let mut raw: Vec<(&str, &str, &str)> = Vec::new();
+    if !heartbeat_mode {
+        raw.push(("name", name, "<>&"));
+        raw.push(("units", o.units.as_deref().unwrap_or(""), "<>&"));
+    }
+    for (param, v) in [
+        ("title", &o.title),
+        ("desc", &o.desc),
+        ("group", &o.group),
+        ("cluster", &o.cluster),
+        ("spoof", &o.spoof),
+    ] {
+        if let Some(v) = v {
+            raw.push((param, v, "\"<>&"));
+        }
+    }
+    if let Some(h) = &conf.override_hostname {
+        raw.push(("override_hostname", h, "\"<>&"));
+    }
+    if let Some(h) = &conf.override_ip {
+        raw.push(("override_ip", h, "\"<>&"));
+    }
+    for (param, v, bad) in raw {
+        if let Some(c) = v.chars().find(|c| bad.contains(*c) || c.is_control()) {
+            return Err(fail(format!(
+                "the {param} parameter {v:?} has the character {c:?}: gmond copies it into its XML unescaped, which breaks the XML and makes gmetad drop the whole cluster. exiting.\n"
+            )));
+        }
+    }
+    if value_type == "string"
+        && let Some(c) = value
+            .chars()
+            .find(|c| !c.is_ascii() || (c.is_ascii_control() && !matches!(c, '\t' | '\n' | '\r')))
+    {
+        return Err(fail(format!(
+            "the value parameter has the character {c:?}: gmond 3.7 escapes it into ill-formed XML, which makes gmetad drop the whole cluster. exiting.\n"
+        )));
+    }
+    if let Some(s) = &o.spoof {
+        let (ip, host) = s.split_once(':').unwrap_or((s, ""));
+        if ip.is_empty() || host.is_empty() {
+            return Err(fail(format!(
+                "the spoof parameter {s:?} needs both parts, IP:NAME: gmond does not file a host for it. exiting.\n"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The metadata's extra data, in gmetric's order.
+fn extra_data(o: &getopt::Options, spoof_host: Option<String>) -> Vec<(&'static str, String)> {
+    let mut extra = Vec::new();
+    if let Some(s) = spoof_host {
+        extra.push(("SPOOF_HOST", s));
+    }
+    if o.heartbeat {
+        extra.push(("SPOOF_HEARTBEAT", "yes".to_string()));
+    }
+    if let Some(c) = &o.cluster {
+        extra.push(("CLUSTER", c.clone()));
+    }
+    if let Some(g) = &o.group {
+        for token in g.split([',', ' ']).filter(|t| !t.is_empty()) {
+            extra.push(("GROUP", token.to_string()));
+        }
+    }
+    if let Some(d) = &o.desc {
+        extra.push(("DESC", d.clone()));
+    }
+    if let Some(t) = &o.title {
+        extra.push(("TITLE", t.clone()));
+    }
+    extra
+}
+
 impl Metric {
     fn from_options(
         o: &getopt::Options,
@@ -239,90 +377,15 @@ impl Metric {
                 "uint32".to_string(),
             )
         } else {
-            let (Some(n), Some(v), Some(t)) = (&o.name, &o.value, &o.value_type) else {
-                return Err(fail("Incorrect options supplied, exiting.\n"));
-            };
-            let units = o.units.as_deref().unwrap_or("");
-            if [n, v, t].iter().any(|s| s.contains('"')) || units.contains('"') {
-                return Err(fail(
-                    "one of your parameters has an invalid character '\"'. exiting.\n",
-                ));
-            }
-            if !TYPES.contains(&t.as_str()) {
-                return Err(fail(format!(
-                    "the type parameter \"{t}\" is not a valid type. exiting.\n"
-                )));
-            }
-            if t != "string" && cnum::strtod_len(v) != v.len() {
-                return Err(fail(format!(
-                    "the value parameter \"{v}\" does not represent a number. exiting.\n"
-                )));
-            }
-            (n.clone(), v.clone(), t.clone())
+            gmetric_checks(o)?
         };
         if let Some(s) = &o.spoof
             && !s.contains(':')
         {
             return Err(fail("Incorrect format for spoof argument. exiting.\n"));
         }
-
         // Where gmetric is wrong (see the module doc): refuse, and say why.
-        if o.heartbeat && o.spoof.is_none() {
-            return Err(fail(
-                "-H (--heartbeat) needs -S (--spoof): gmond drops a heartbeat that is not spoofed (gmetric 3.7.2 sends it anyway). exiting.\n",
-            ));
-        }
-        if !heartbeat_mode && name.is_empty() {
-            return Err(fail(
-                "the name parameter is empty: gmond would list a metric with no name. exiting.\n",
-            ));
-        }
-        let mut raw: Vec<(&str, &str, &str)> = Vec::new();
-        if !heartbeat_mode {
-            raw.push(("name", &name, "<>&"));
-            raw.push(("units", o.units.as_deref().unwrap_or(""), "<>&"));
-        }
-        for (param, v) in [
-            ("title", &o.title),
-            ("desc", &o.desc),
-            ("group", &o.group),
-            ("cluster", &o.cluster),
-            ("spoof", &o.spoof),
-        ] {
-            if let Some(v) = v {
-                raw.push((param, v, "\"<>&"));
-            }
-        }
-        if let Some(h) = &conf.override_hostname {
-            raw.push(("override_hostname", h, "\"<>&"));
-        }
-        if let Some(h) = &conf.override_ip {
-            raw.push(("override_ip", h, "\"<>&"));
-        }
-        for (param, v, bad) in raw {
-            if let Some(c) = v.chars().find(|c| bad.contains(*c) || c.is_control()) {
-                return Err(fail(format!(
-                    "the {param} parameter {v:?} has the character {c:?}: gmond copies it into its XML unescaped, which breaks the XML and makes gmetad drop the whole cluster. exiting.\n"
-                )));
-            }
-        }
-        if value_type == "string"
-            && let Some(c) = value.chars().find(|c| {
-                !c.is_ascii() || (c.is_ascii_control() && !matches!(c, '\t' | '\n' | '\r'))
-            })
-        {
-            return Err(fail(format!(
-                "the value parameter has the character {c:?}: gmond 3.7 escapes it into ill-formed XML, which makes gmetad drop the whole cluster. exiting.\n"
-            )));
-        }
-        if let Some(s) = &o.spoof {
-            let (ip, host) = s.split_once(':').unwrap_or((s, ""));
-            if ip.is_empty() || host.is_empty() {
-                return Err(fail(format!(
-                    "the spoof parameter {s:?} needs both parts, IP:NAME: gmond does not file a host for it. exiting.\n"
-                )));
-            }
-        }
+        refuse_what_gmond_mishandles(o, conf, heartbeat_mode, &name, &value, &value_type)?;
 
         // The host: -S, else gmond.conf's override, else gethostname().
         let override_spoof = conf.override_hostname.as_ref().map(|h| {
@@ -332,28 +395,7 @@ impl Metric {
         let spoof_host = o.spoof.clone().or(override_spoof);
         let host = spoof_host.clone().unwrap_or_else(hostname);
         let spoof = spoof_host.is_some() || o.heartbeat;
-
-        let mut extra = Vec::new();
-        if let Some(s) = &spoof_host {
-            extra.push(("SPOOF_HOST", s.clone()));
-        }
-        if o.heartbeat {
-            extra.push(("SPOOF_HEARTBEAT", "yes".to_string()));
-        }
-        if let Some(c) = &o.cluster {
-            extra.push(("CLUSTER", c.clone()));
-        }
-        if let Some(g) = &o.group {
-            for token in g.split([',', ' ']).filter(|t| !t.is_empty()) {
-                extra.push(("GROUP", token.to_string()));
-            }
-        }
-        if let Some(d) = &o.desc {
-            extra.push(("DESC", d.clone()));
-        }
-        if let Some(t) = &o.title {
-            extra.push(("TITLE", t.clone()));
-        }
+        let extra = extra_data(o, spoof_host);
 
         // -H ignores -u -s -x -d: the heartbeat is always this.
         let (units, slope, tmax, dmax) = if heartbeat_mode {

@@ -164,32 +164,30 @@ fn slopes_groups_and_defaults() {
 /// gmetric 3.7.2's messages for the same mistakes.
 #[test]
 fn gmetric_messages() {
-    assert_eq!(refused(&[]), "Incorrect options supplied, exiting.\n");
-    assert_eq!(
-        refused(&["-n", "m", "-v", "1"]),
-        "Incorrect options supplied, exiting.\n"
-    );
-    assert_eq!(refused(&["-H"]), "Incorrect options supplied, exiting.\n");
-    assert_eq!(
-        refused(&["-n", "a\"b", "-v", "1", "-t", "uint32"]),
-        "one of your parameters has an invalid character '\"'. exiting.\n"
-    );
-    assert_eq!(
-        refused(&["-n", "m", "-v", "1", "-t", "uint32", "-u", "\""]),
-        "one of your parameters has an invalid character '\"'. exiting.\n"
-    );
-    assert_eq!(
-        refused(&["-n", "m", "-v", "1", "-t", "int64"]),
-        "the type parameter \"int64\" is not a valid type. exiting.\n"
-    );
-    assert_eq!(
-        refused(&["-n", "m", "-v", "abc", "-t", "uint32"]),
-        "the value parameter \"abc\" does not represent a number. exiting.\n"
-    );
-    assert_eq!(
-        refused(&["-n", "m", "-v", "1", "-t", "uint32", "-S", "nocolon"]),
-        "Incorrect format for spoof argument. exiting.\n"
-    );
+    let incorrect = "Incorrect options supplied, exiting.\n";
+    let quote = "one of your parameters has an invalid character '\"'. exiting.\n";
+    let cases: &[(&[&str], &str)] = &[
+        (&[], incorrect),
+        (&["-n", "m", "-v", "1"], incorrect),
+        (&["-H"], incorrect),
+        (&["-n", "a\"b", "-v", "1", "-t", "uint32"], quote),
+        (&["-n", "m", "-v", "1", "-t", "uint32", "-u", "\""], quote),
+        (
+            &["-n", "m", "-v", "1", "-t", "int64"],
+            "the type parameter \"int64\" is not a valid type. exiting.\n",
+        ),
+        (
+            &["-n", "m", "-v", "abc", "-t", "uint32"],
+            "the value parameter \"abc\" does not represent a number. exiting.\n",
+        ),
+        (
+            &["-n", "m", "-v", "1", "-t", "uint32", "-S", "nocolon"],
+            "Incorrect format for spoof argument. exiting.\n",
+        ),
+    ];
+    for (argv, message) in cases {
+        assert_eq!(refused(argv), *message, "{argv:?}");
+    }
     // Heartbeat mode ignores -n/-v/-t entirely.
     assert!(
         Metric::from_options(

@@ -1,7 +1,15 @@
 //! Metric and group names: the templates (`metric_name`, `group_name`)
 //! and the list keys that stand for a list index in a name.
 
+use std::collections::HashSet;
+use std::hash::{BuildHasher, Hash, Hasher};
+
+use foldhash::fast::RandomState;
+
+use super::{Span, span_from};
+use crate::catalog;
 use crate::ganglia::sanitize::{self, MAX_NAME};
+use crate::summary::{ListEntry, SummaryRecord};
 
 /// The default metric name template.
 pub const DEFAULT_NAME_TEMPLATE: &str = "{pgm}.{ins}.{var}";
@@ -213,4 +221,100 @@ pub(super) fn push_key(out: &mut String, s: &str) {
         .collect();
     out.truncate(start);
     out.push_str(&replaced);
+}
+
+/// The list entries' keys of one record: the entry's key field (the oss
+/// path's `lp`, the space's name, the cmsm node's host), else its id; a key
+/// two entries of a list share gets `-<id>`.
+#[derive(Default)]
+pub(super) struct EntryKeys {
+    /// Per entry, as a name component, into `arena`.
+    keys: Vec<Option<Span>>,
+    /// The same keys as sent (text-sanitised), for titles.
+    texts: Vec<Option<Span>>,
+    arena: String,
+    seen: HashSet<u64>,
+}
+
+impl EntryKeys {
+    /// First pass over a record: the key of every list entry, sanitised,
+    /// ties broken by index.
+    #[inline]
+    pub(super) fn collect(&mut self, record: &SummaryRecord<'_>, hasher: &RandomState) {
+        self.keys.clear();
+        self.texts.clear();
+        self.arena.clear();
+        self.seen.clear();
+        let n = record.entry_count();
+        self.keys.resize(n, None);
+        self.texts.resize(n, None);
+        // Key field values first (order-insensitive: the key may come last).
+        for v in record.vars() {
+            let Some(e) = v.entry else { continue };
+            if self.keys[e.index].is_none()
+                && !v.value.is_empty()
+                && catalog::list_key(e.list) == Some(e.field)
+            {
+                let start = self.arena.len();
+                push_key(&mut self.arena, v.value);
+                self.keys[e.index] = Some(span_from(&self.arena, start));
+                let start = self.arena.len();
+                sanitize::push_text(&mut self.arena, v.value, 64);
+                self.texts[e.index] = Some(span_from(&self.arena, start));
+            }
+        }
+        // Entries without a key field are named by their id; ties get `-id`.
+        let mut seen_entries = 0;
+        for v in record.vars() {
+            let Some(e) = v.entry else { continue };
+            if e.index < seen_entries {
+                continue;
+            }
+            seen_entries = e.index + 1;
+            let key = match self.keys[e.index] {
+                Some(k) => k,
+                None => {
+                    let start = self.arena.len();
+                    push_key(&mut self.arena, e.id);
+                    span_from(&self.arena, start)
+                }
+            };
+            let mut h = hasher.build_hasher();
+            e.list.hash(&mut h);
+            key.of(&self.arena).hash(&mut h);
+            let mut key = key;
+            if !self.seen.insert(h.finish()) {
+                let start = self.arena.len();
+                self.arena
+                    .extend_from_within(key.start as usize..key.end as usize);
+                self.arena.push('-');
+                push_key(&mut self.arena, e.id);
+                key = span_from(&self.arena, start);
+            }
+            self.keys[e.index] = Some(key);
+        }
+    }
+
+    /// The key of the entry a variable is in, as a name component and as
+    /// shown in titles.
+    #[inline]
+    pub(super) fn of(&self, entry: Option<ListEntry<'_>>) -> (Span, Option<Span>) {
+        let Some(e) = entry else {
+            return (Span::default(), None);
+        };
+        let k = self
+            .keys
+            .get(e.index)
+            .copied()
+            .flatten()
+            .unwrap_or_default();
+        let t = self.texts.get(e.index).copied().flatten().unwrap_or(k);
+        (k, Some(t))
+    }
+
+    /// The text of a key [`of`](Self::of) gave.
+    #[inline]
+    pub(super) fn text(&self, key: Span) -> &str {
+        key.of(&self.arena)
+    }
 }

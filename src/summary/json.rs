@@ -95,14 +95,7 @@ pub(super) struct Frame {
 
 /// Flattens the JSON record `text` into `s`.
 pub(super) fn flatten(text: &str, s: &mut Scratch) -> Result<(), ParseError> {
-    s.names.clear();
-    s.slots.clear();
-    s.entries.clear();
-    s.owned.clear();
-    s.path.clear();
-    s.json.clear();
-    s.header_len = 0;
-
+    s.clear();
     let mut r = Reader {
         b: text.as_bytes(),
         pos: 0,
@@ -117,9 +110,6 @@ pub(super) fn flatten(text: &str, s: &mut Scratch) -> Result<(), ParseError> {
         count_slot: 0,
     });
     let mut in_header = true;
-    let truncated = |s: &Scratch| ParseError::Truncated {
-        depth: s.json.len(),
-    };
     loop {
         r.skip_ws();
         let Some(top) = s.json.last().copied() else {
@@ -141,18 +131,7 @@ pub(super) fn flatten(text: &str, s: &mut Scratch) -> Result<(), ParseError> {
             continue;
         }
         if top.count > 0 {
-            if c != b',' {
-                return Err(malformed(
-                    r.pos,
-                    if top.array {
-                        "expected ',' or ']'"
-                    } else {
-                        "expected ',' or '}'"
-                    },
-                ));
-            }
-            r.pos += 1;
-            r.skip_ws();
+            comma(&mut r, c, top.array)?;
         }
         if let Some(f) = s.json.last_mut() {
             f.count += 1;
@@ -160,60 +139,11 @@ pub(super) fn flatten(text: &str, s: &mut Scratch) -> Result<(), ParseError> {
         // 1: a member of `statistics`; 2: of a section; ...
         let level = s.json.len();
         let path_len = s.path.len();
-        let mut entry = top.entry;
-        // A member of `statistics` that is a section.
-        let mut section = false;
-        if top.array {
-            // Element `count` of the list: its entry, id = its position.
-            if !s.path.is_empty() {
-                s.path.push('.');
-            }
-            let _ = write!(s.path, "{}", top.count);
-            let id_start = s.owned.len();
-            let _ = write!(s.owned, "{}", top.count);
-            s.entries.push(Entry {
-                list: top.list,
-                id: Span::owned(id_start, s.owned.len()),
-                field_at: s.path.len() as u32 + 1,
-            });
-            entry = (s.entries.len() - 1) as u32;
+        let (entry, section) = if top.array {
+            (element_entry(s, top), false)
         } else {
-            let Some(c) = r.peek() else {
-                return Err(truncated(s));
-            };
-            if c != b'"' {
-                return Err(malformed(r.pos, "expected a key"));
-            }
-            let Some(key) = r.string() else {
-                return Err(truncated(s));
-            };
-            r.skip_ws();
-            match r.peek() {
-                Some(b':') => r.pos += 1,
-                Some(_) => return Err(malformed(r.pos, "expected ':'")),
-                None => return Err(truncated(s)),
-            }
-            r.skip_ws();
-            // `"":value` below `statistics`, value not a container, is the
-            // container's own value: no component of its own.
-            let own_value =
-                key.start == key.end && level >= 2 && !matches!(r.peek(), Some(b'{' | b'['));
-            if !own_value {
-                if !s.path.is_empty() {
-                    s.path.push('.');
-                }
-                let raw = text.get(key.start..key.end).unwrap_or("");
-                if key.escaped {
-                    unescape(raw, &mut s.path);
-                } else {
-                    s.path.push_str(raw);
-                }
-                if level == 1 && s.path.starts_with("stats_") {
-                    s.path.replace_range(..6, "");
-                    section = true;
-                }
-            }
-        }
+            (top.entry, member_key(&mut r, text, s, level)?)
+        };
         let Some(c) = r.peek() else {
             return Err(truncated(s));
         };
@@ -223,33 +153,7 @@ pub(super) fn flatten(text: &str, s: &mut Scratch) -> Result<(), ParseError> {
             s.header_len = s.slots.len();
         }
         if container {
-            if s.json.len() > MAX_DEPTH {
-                return Err(ParseError::TooDeep { offset: r.pos });
-            }
-            r.pos += 1;
-            let array = c == b'[';
-            let (mut list, mut count_slot) = (Span::default(), 0);
-            if array {
-                // The list's own value, its length, comes first (as the
-                // XML count before the entries); it is known at `]`.
-                let start = s.names.len();
-                s.names.push_str(&s.path);
-                list = Span::new(start, s.names.len());
-                s.slots.push(Slot {
-                    name: list,
-                    value: Span::default(),
-                    entry,
-                });
-                count_slot = (s.slots.len() - 1) as u32;
-            }
-            s.json.push(Frame {
-                path_len: path_len as u32,
-                entry,
-                array,
-                count: 0,
-                list,
-                count_slot,
-            });
+            open_container(&mut r, s, c == b'[', path_len, entry)?;
             continue;
         }
         let value = match scalar(&mut r, text, &mut s.owned) {
@@ -265,13 +169,139 @@ pub(super) fn flatten(text: &str, s: &mut Scratch) -> Result<(), ParseError> {
     }
 }
 
+/// At `c`, after a member or element: the `,` before the next one.
+#[inline]
+fn comma(r: &mut Reader<'_>, c: u8, array: bool) -> Result<(), ParseError> {
+    if c != b',' {
+        return Err(malformed(
+            r.pos,
+            if array {
+                "expected ',' or ']'"
+            } else {
+                "expected ',' or '}'"
+            },
+        ));
+    }
+    r.pos += 1;
+    r.skip_ws();
+    Ok(())
+}
+
+fn truncated(s: &Scratch) -> ParseError {
+    ParseError::Truncated {
+        depth: s.json.len(),
+    }
+}
+
+/// Element `top.count` of the array `top`: its list entry (id: its
+/// position) and its path component; returns the entry.
+#[inline]
+fn element_entry(s: &mut Scratch, top: Frame) -> u32 {
+    if !s.path.is_empty() {
+        s.path.push('.');
+    }
+    let _ = write!(s.path, "{}", top.count);
+    let id_start = s.owned.len();
+    let _ = write!(s.owned, "{}", top.count);
+    s.entries.push(Entry {
+        list: top.list,
+        id: Span::owned(id_start, s.owned.len()),
+        field_at: s.path.len() as u32 + 1,
+    });
+    (s.entries.len() - 1) as u32
+}
+
+/// Reads an object member's `"key":` and adds the key to the path; true
+/// if the member is a section (a `stats_` member of `statistics`).
+#[inline]
+fn member_key(
+    r: &mut Reader<'_>,
+    text: &str,
+    s: &mut Scratch,
+    level: usize,
+) -> Result<bool, ParseError> {
+    let Some(c) = r.peek() else {
+        return Err(truncated(s));
+    };
+    if c != b'"' {
+        return Err(malformed(r.pos, "expected a key"));
+    }
+    let Some(key) = r.string() else {
+        return Err(truncated(s));
+    };
+    r.skip_ws();
+    match r.peek() {
+        Some(b':') => r.pos += 1,
+        Some(_) => return Err(malformed(r.pos, "expected ':'")),
+        None => return Err(truncated(s)),
+    }
+    r.skip_ws();
+    // `"":value` below `statistics`, value not a container, is the
+    // container's own value: no component of its own.
+    let own_value = key.start == key.end && level >= 2 && !matches!(r.peek(), Some(b'{' | b'['));
+    if own_value {
+        return Ok(false);
+    }
+    if !s.path.is_empty() {
+        s.path.push('.');
+    }
+    let raw = text.get(key.start..key.end).unwrap_or("");
+    if key.escaped {
+        unescape(raw, &mut s.path);
+    } else {
+        s.path.push_str(raw);
+    }
+    if level == 1 && s.path.starts_with("stats_") {
+        s.path.replace_range(..6, "");
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// At `{` or `[`: opens the container for a member whose path is the
+/// current one.
+#[inline]
+fn open_container(
+    r: &mut Reader<'_>,
+    s: &mut Scratch,
+    array: bool,
+    path_len: usize,
+    entry: u32,
+) -> Result<(), ParseError> {
+    if s.json.len() > MAX_DEPTH {
+        return Err(ParseError::TooDeep { offset: r.pos });
+    }
+    r.pos += 1;
+    let (mut list, mut count_slot) = (Span::default(), 0);
+    if array {
+        // The list's own value, its length, comes first (as the
+        // XML count before the entries); it is known at `]`.
+        let start = s.names.len();
+        s.names.push_str(&s.path);
+        list = Span::new(start, s.names.len());
+        s.slots.push(Slot {
+            name: list,
+            value: Span::default(),
+            entry,
+        });
+        count_slot = (s.slots.len() - 1) as u32;
+    }
+    s.json.push(Frame {
+        path_len: path_len as u32,
+        entry,
+        array,
+        count: 0,
+        list,
+        count_slot,
+    });
+    Ok(())
+}
+
 /// Reads `{"statistics":{` (after blanks).
 fn open_record(r: &mut Reader<'_>, text: &str) -> Result<(), ParseError> {
     r.skip_ws();
     let start = r.pos;
-    let not_statistics = || ParseError::NotStatistics {
-        found: super::xml::preview(text, start),
-    };
+    let not_statistics = || ParseError::not_statistics(text, start);
     let truncated = ParseError::Truncated { depth: 0 };
     if r.peek() != Some(b'{') {
         return Err(not_statistics());

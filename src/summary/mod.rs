@@ -66,6 +66,18 @@ struct Scratch {
 }
 
 impl Scratch {
+    /// Empties every buffer for the next record (both readers).
+    fn clear(&mut self) {
+        self.names.clear();
+        self.slots.clear();
+        self.entries.clear();
+        self.header_len = 0;
+        self.owned.clear();
+        self.path.clear();
+        self.frames.clear();
+        self.json.clear();
+    }
+
     /// Records the current path as a variable with `value` (both readers).
     fn emit(&mut self, value: Span, entry: u32) {
         let start = self.names.len();
@@ -208,6 +220,13 @@ impl fmt::Display for ParseError {
 impl std::error::Error for ParseError {}
 
 impl ParseError {
+    /// [`NotStatistics`](Self::NotStatistics), showing what `text` has from byte `at`.
+    fn not_statistics(text: &str, at: usize) -> ParseError {
+        ParseError::NotStatistics {
+            found: text.get(at..).unwrap_or("").chars().take(24).collect(),
+        }
+    }
+
     /// Short fixed label, for counters and rate-limit keys.
     pub fn reason(&self) -> &'static str {
         match self {

@@ -1,19 +1,15 @@
-//! The XML form of xrd.report records, read with quick-xml into [`Scratch`].
+//! The XML form of xrd.report records, read into [`Scratch`].
 //!
-//! A tokenizer supplies [`Token`]s; element names, attributes and values are
-//! taken as byte ranges of the datagram text (no unescaping, no allocation per
-//! variable). End tags are matched by hand because real senders emit
-//! `</statistics toe="...">` and `</mdb</rsp>`.
-//!
-//! Two tokenizers: a byte scanner for the plain XML that xrootd writes
-//! (the `parse` and `parse-reference` benches in `benches/pipeline.rs`
-//! compare them on real records), and quick-xml for everything else. The scanner
-//! gives up on the first construct it does not read, and the datagram is read
-//! again from the start by quick-xml, so quick-xml remains the authority on
-//! what a record means and what is wrong with it.
+//! A tokenizer (`tokens.rs`: a byte scanner for what xrootd writes,
+//! quick-xml for the rest) supplies [`Token`]s; element names, attributes
+//! and values are taken as byte ranges of the datagram text (no unescaping,
+//! no allocation per variable). End tags are matched by hand because real
+//! senders emit `</statistics toe="...">` and `</mdb</rsp>`.
 
-use quick_xml::Reader;
-use quick_xml::events::Event;
+mod tokens;
+
+pub(super) use tokens::{FastTokens, QuickXmlTokens, Token, Tokens};
+use tokens::{NAME_BYTE, Stop};
 
 use super::{Entry, MAX_DEPTH, NO_ENTRY, ParseError, Scratch, Slot, Span};
 
@@ -30,42 +26,6 @@ pub(super) struct Frame {
     has_children: bool,
     /// Innermost list entry this element is in (`NO_ENTRY` if none).
     entry: u32,
-}
-
-/// One piece of markup or text, as byte offsets into the datagram text.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Token {
-    /// `<name ...>` (`empty`: `<name .../>`), `start` at `<`, `end` after `>`.
-    Open {
-        start: usize,
-        end: usize,
-        empty: bool,
-    },
-    /// Raw text between tags (or a CDATA section's content).
-    Text {
-        start: usize,
-        end: usize,
-    },
-    /// `</name ...>`, `start` at `<`, `end` after `>`.
-    Close {
-        start: usize,
-        end: usize,
-    },
-    Eof,
-}
-
-/// Why a tokenizer stopped.
-pub(super) enum Stop {
-    /// The fast scanner met something only quick-xml reads (`<!`, `<?`, `&`,
-    /// a byte-order mark, an unclosed tag): start again with quick-xml.
-    Unsupported,
-    Error(ParseError),
-}
-
-impl From<ParseError> for Stop {
-    fn from(e: ParseError) -> Stop {
-        Stop::Error(e)
-    }
 }
 
 /// Flattens `text` into `s`. Records as xrootd writes them (tags, attributes
@@ -90,282 +50,118 @@ pub(super) fn flatten_reference(text: &str, s: &mut Scratch) -> Result<(), Parse
     }
 }
 
-/// A source of [`Token`]s over one datagram text.
-pub(super) trait Tokens {
-    fn next(&mut self) -> Result<Token, Stop>;
-}
-
-/// quick-xml's reader, configured to tolerate what real senders emit.
-pub(super) struct QuickXmlTokens<'t> {
-    reader: Reader<&'t [u8]>,
-}
-
-impl<'t> QuickXmlTokens<'t> {
-    pub(super) fn new(text: &'t str) -> Self {
-        let mut reader = Reader::from_str(text);
-        let config = reader.config_mut();
-        config.check_end_names = false;
-        config.allow_unmatched_ends = true;
-        config.allow_dangling_amp = true;
-        config.check_comments = false;
-        config.expand_empty_elements = false;
-        config.trim_text(false);
-        QuickXmlTokens { reader }
-    }
-}
-
-impl Tokens for QuickXmlTokens<'_> {
-    fn next(&mut self) -> Result<Token, Stop> {
-        loop {
-            let start = self.reader.buffer_position() as usize;
-            let event = self
-                .reader
-                .read_event()
-                .map_err(|e| ParseError::Malformed {
-                    offset: self.reader.error_position() as usize,
-                    reason: e.to_string(),
-                })?;
-            let end = self.reader.buffer_position() as usize;
-            return Ok(match event {
-                Event::Start(_) => Token::Open {
-                    start,
-                    end,
-                    empty: false,
-                },
-                Event::Empty(_) => Token::Open {
-                    start,
-                    end,
-                    empty: true,
-                },
-                Event::Text(_) | Event::GeneralRef(_) => Token::Text { start, end },
-                // `<![CDATA[` .. `]]>`
-                Event::CData(_) => Token::Text {
-                    start: start + 9,
-                    end: end.saturating_sub(3).max(start + 9),
-                },
-                Event::End(_) => Token::Close { start, end },
-                Event::Eof => Token::Eof,
-                Event::Decl(_) | Event::Comment(_) | Event::PI(_) | Event::DocType(_) => continue,
-            });
-        }
-    }
-}
-
-/// The hot path's scanner: `<name ...>`, `<name .../>`, `</name ...>` and
-/// text without `&`. It ends tags exactly where quick-xml
-/// does (the first `>` outside single or double quotes) and gives up with
-/// [`Stop::Unsupported`] on anything else.
-pub(super) struct FastTokens<'t> {
-    bytes: &'t [u8],
-    pos: usize,
-}
-
-impl<'t> FastTokens<'t> {
-    pub(super) fn new(text: &'t str) -> Self {
-        FastTokens {
-            bytes: text.as_bytes(),
-            pos: 0,
-        }
-    }
-
-    /// The end (after `>`) of the tag whose rest starts at `from`,
-    /// quote-aware. A byte loop: tags are a few bytes long, too short for
-    /// memchr to pay.
-    fn tag_end(&self, from: usize) -> Result<usize, Stop> {
-        let b = self.bytes;
-        if b.get(from) == Some(&b'>') {
-            return Ok(from + 1);
-        }
-        let mut quote = 0u8;
-        for (i, &c) in b.iter().enumerate().skip(from) {
-            match (quote, c) {
-                (0, b'>') => return Ok(i + 1),
-                (0, b'"' | b'\'') => quote = c,
-                (q, c) if q == c => quote = 0,
-                _ => {}
-            }
-        }
-        Err(Stop::Unsupported)
-    }
-}
-
-impl Tokens for FastTokens<'_> {
-    fn next(&mut self) -> Result<Token, Stop> {
-        let b = self.bytes;
-        let start = self.pos;
-        if start == 0 && b.starts_with("\u{feff}".as_bytes()) {
-            return Err(Stop::Unsupported);
-        }
-        if start >= b.len() {
-            return Ok(Token::Eof);
-        }
-        if b[start] != b'<' {
-            let mut end = start;
-            while end < b.len() && b[end] != b'<' {
-                if b[end] == b'&' {
-                    return Err(Stop::Unsupported);
-                }
-                end += 1;
-            }
-            self.pos = end;
-            return Ok(Token::Text { start, end });
-        }
-        let is_name_start =
-            |c: Option<&u8>| c.is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_');
-        // Most tags are a bare name: step over it, then the quote-aware
-        // search only has what follows (attributes) left to read.
-        let after_name = |from: usize| {
-            let mut i = from;
-            while i < b.len() && NAME_BYTE[b[i] as usize] {
-                i += 1;
-            }
-            i
-        };
-        let token = match b.get(start + 1) {
-            Some(b'/') if is_name_start(b.get(start + 2)) => {
-                let end = self.tag_end(after_name(start + 2))?;
-                Token::Close { start, end }
-            }
-            c if is_name_start(c) => {
-                let end = self.tag_end(after_name(start + 1))?;
-                Token::Open {
-                    start,
-                    end,
-                    empty: end - start >= 3 && b[end - 2] == b'/',
-                }
-            }
-            _ => return Err(Stop::Unsupported),
-        };
-        let (Token::Open { end, .. } | Token::Close { end, .. }) = token else {
-            unreachable!()
-        };
-        self.pos = end;
-        Ok(token)
-    }
-}
-
-/// Bytes of a tag name as xrootd writes them (none of them is a quote, `>`,
-/// `/` or white space, so skipping them never skips the end of a tag).
-static NAME_BYTE: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut c = 0;
-    while c < 256 {
-        let b = c as u8;
-        t[c] = b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':');
-        c += 1;
-    }
-    t
-};
-
+/// Reads `tokens` into `s` until the record's end tag (or an error).
 fn flatten_with(text: &str, s: &mut Scratch, mut tokens: impl Tokens) -> Result<(), Stop> {
-    s.names.clear();
-    s.slots.clear();
-    s.entries.clear();
-    s.path.clear();
-    s.frames.clear();
-    s.header_len = 0;
-
+    s.clear();
     let mut seen_root = false;
     loop {
-        match tokens.next()? {
+        let record_ended = match tokens.next()? {
             Token::Open { start, end, empty } => {
                 let tag = tag_span(text, start, end);
                 if !seen_root {
                     if tag.of(text) != "statistics" {
-                        return Err(ParseError::NotStatistics {
-                            found: preview(text, start),
-                        }
-                        .into());
+                        return Err(ParseError::not_statistics(text, start).into());
                     }
                     seen_root = true;
                     open_root(text, s, end, tag);
-                    if empty {
-                        return Ok(());
-                    }
+                    empty
                 } else if s.frames.is_empty() {
                     // One record per datagram: anything after it is ignored.
-                    return Ok(());
+                    true
                 } else {
                     open(text, s, start, end, tag)?;
                     if empty {
                         close_top(text, s);
                     }
+                    false
                 }
             }
             Token::Text { start, end } => {
-                let span = Span::new(start, end);
-                match s.frames.last_mut() {
-                    Some(frame) => {
-                        frame.text = Some(match frame.text {
-                            Some(t) => Span {
-                                start: t.start,
-                                end: span.end,
-                            },
-                            None => span,
-                        });
-                    }
-                    None if !seen_root && !span.of(text).trim().is_empty() => {
-                        return Err(ParseError::NotStatistics {
-                            found: preview(text, start),
-                        }
-                        .into());
-                    }
-                    None => {}
-                }
+                add_text(text, s, seen_root, Span::new(start, end))?;
+                false
             }
-            Token::Close { start, end } => {
-                // Nearly always `</name>` closing the innermost element.
-                let bytes = text.as_bytes();
-                if let Some(top) = s.frames.last()
-                    && s.frames.len() > 1
-                    && bytes.get(start + 2..end - 1)
-                        == bytes.get(top.tag.start as usize..top.tag.end as usize)
-                {
-                    close_top(text, s);
-                    continue;
-                }
-                // `</a>`, `</statistics toe="1">`, `</mdb</rsp>`
-                let inner = text.get(start + 2..end.saturating_sub(1)).unwrap_or("");
-                let mut offset = start + 2;
-                // Only a fused tag (`mdb</rsp`) needs splitting; skip the
-                // substring searcher for the ordinary end tag.
-                let (mut split, mut single);
-                let pieces: &mut dyn Iterator<Item = &str> = if inner.as_bytes().contains(&b'<') {
-                    split = inner.split("</");
-                    &mut split
-                } else {
-                    single = std::iter::once(inner);
-                    &mut single
-                };
-                for piece in pieces {
-                    let name_len = piece
-                        .bytes()
-                        .position(|c| c.is_ascii_whitespace())
-                        .unwrap_or(piece.len());
-                    let tag = Span::new(offset, offset + name_len);
-                    if close_named(text, s, tag) && s.frames.is_empty() {
-                        // Legacy `toe` attribute on the end tag.
-                        let attrs_at = offset + name_len;
-                        add_attributes(text, s, attrs_at, offset + piece.len());
-                        return Ok(());
-                    }
-                    offset += piece.len() + 2;
-                }
-            }
-            Token::Eof => {
-                return Err(if !seen_root && text.trim().is_empty() {
-                    ParseError::Empty
-                } else if !seen_root {
-                    ParseError::NotStatistics {
-                        found: preview(text, text.len() - text.trim_start().len()),
-                    }
-                } else {
-                    ParseError::Truncated {
-                        depth: s.frames.len(),
-                    }
-                }
-                .into());
-            }
+            Token::Close { start, end } => close(text, s, start, end),
+            Token::Eof => return Err(ended_early(text, s, seen_root).into()),
+        };
+        if record_ended {
+            return Ok(());
+        }
+    }
+}
+
+/// Text goes to the innermost open element (pieces of it joined); before
+/// the root element only white space is allowed.
+#[inline]
+fn add_text(text: &str, s: &mut Scratch, seen_root: bool, span: Span) -> Result<(), ParseError> {
+    match s.frames.last_mut() {
+        Some(frame) => {
+            frame.text = Some(match frame.text {
+                Some(t) => Span {
+                    start: t.start,
+                    end: span.end,
+                },
+                None => span,
+            });
+        }
+        None if !seen_root && !span.of(text).trim().is_empty() => {
+            return Err(ParseError::not_statistics(text, span.start as usize));
+        }
+        None => {}
+    }
+    Ok(())
+}
+
+/// The end tag `text[start..end]`; true when it ends the record.
+#[inline]
+fn close(text: &str, s: &mut Scratch, start: usize, end: usize) -> bool {
+    // Nearly always `</name>` closing the innermost element.
+    let bytes = text.as_bytes();
+    if let Some(top) = s.frames.last()
+        && s.frames.len() > 1
+        && bytes.get(start + 2..end - 1) == bytes.get(top.tag.start as usize..top.tag.end as usize)
+    {
+        close_top(text, s);
+        return false;
+    }
+    // `</a>`, `</statistics toe="1">`, `</mdb</rsp>`
+    let inner = text.get(start + 2..end.saturating_sub(1)).unwrap_or("");
+    let mut offset = start + 2;
+    // Only a fused tag (`mdb</rsp`) needs splitting; skip the
+    // substring searcher for the ordinary end tag.
+    let (mut split, mut single);
+    let pieces: &mut dyn Iterator<Item = &str> = if inner.as_bytes().contains(&b'<') {
+        split = inner.split("</");
+        &mut split
+    } else {
+        single = std::iter::once(inner);
+        &mut single
+    };
+    for piece in pieces {
+        let name_len = piece
+            .bytes()
+            .position(|c| c.is_ascii_whitespace())
+            .unwrap_or(piece.len());
+        let tag = Span::new(offset, offset + name_len);
+        if close_named(text, s, tag) && s.frames.is_empty() {
+            // Legacy `toe` attribute on the end tag.
+            let attrs_at = offset + name_len;
+            add_attributes(text, s, attrs_at, offset + piece.len());
+            return true;
+        }
+        offset += piece.len() + 2;
+    }
+    false
+}
+
+/// Why the text ended before the record did.
+fn ended_early(text: &str, s: &Scratch, seen_root: bool) -> ParseError {
+    if !seen_root && text.trim().is_empty() {
+        ParseError::Empty
+    } else if !seen_root {
+        ParseError::not_statistics(text, text.len() - text.trim_start().len())
+    } else {
+        ParseError::Truncated {
+            depth: s.frames.len(),
         }
     }
 }
@@ -383,10 +179,7 @@ fn tag_span(text: &str, start: usize, end: usize) -> Span {
     Span::new(start + 1, i)
 }
 
-pub(super) fn preview(text: &str, start: usize) -> String {
-    text.get(start..).unwrap_or("").chars().take(24).collect()
-}
-
+/// The first element, `<statistics ...>`: its attributes are the header.
 fn open_root(text: &str, s: &mut Scratch, end: usize, tag: Span) {
     s.frames.push(Frame {
         tag,
