@@ -200,7 +200,7 @@ impl Engine {
             self.saved.as_ref().map(|(saved, _)| &**saved),
             events,
         );
-        xcache::note_header(&mut source.header, &record.header());
+        xcache::Naming::note(&mut source.naming, &record.header());
         self.xcache.claim_waiting(source, from.ip());
         if s.answers_requests() {
             source.keep_record(datagram);
@@ -218,16 +218,8 @@ impl Engine {
             source.template = make_template(datagram, &record, &self.mapped, source, s);
         }
         // Its XCache totals, if it sent any, after its record's metrics.
-        let ip = from.ip();
-        self.xcache.report(
-            &mut self.batch,
-            &mut self.mapper,
-            source,
-            ip,
-            now_s,
-            s,
-            events,
-        );
+        self.xcache
+            .report(&mut self.batch, &mut self.mapper, source, now_s, s, events);
     }
 
     /// The fast path: the datagram matches the template of a source of its
@@ -282,16 +274,8 @@ impl Engine {
         events.excluded(excluded as usize);
         source.prune(now_s, s.dmax, interval_seconds(s));
         events.sent(0, values);
-        let ip = from.ip();
-        self.xcache.report(
-            &mut self.batch,
-            &mut self.mapper,
-            source,
-            ip,
-            now_s,
-            s,
-            events,
-        );
+        self.xcache
+            .report(&mut self.batch, &mut self.mapper, source, now_s, s, events);
         self.fast_path_hits += 1;
         true
     }
@@ -301,7 +285,7 @@ impl Engine {
     /// of its records ([`xcache`]).
     fn take_gstream(
         &mut self,
-        totals: &gstream::Closes,
+        totals: &gstream::PfcTotals,
         instance: Option<String>,
         from: SocketAddr,
         now: Instant,
@@ -320,16 +304,8 @@ impl Engine {
                 .wait(from, totals, program, s.max_sources, events);
         };
         source.pfc.get_or_insert_default().add(totals);
-        let ip = from.ip();
-        self.xcache.report(
-            &mut self.batch,
-            &mut self.mapper,
-            source,
-            ip,
-            now_s,
-            s,
-            events,
-        );
+        self.xcache
+            .report(&mut self.batch, &mut self.mapper, source, now_s, s, events);
     }
 
     /// Turns the template fast path off (or on again): for `dump` and for

@@ -34,7 +34,7 @@ pub enum Datagram {
     NotMonitoring,
     /// pfc's g-stream: what its records add up to, and the instance name
     /// (`-n`) its JSON header gives (`insthdr`), if it does.
-    Pfc(Closes, Option<String>),
+    Pfc(PfcTotals, Option<String>),
     /// Other xrootd monitoring data (another g-stream, the binary streams'
     /// `=`, `d`, `f`... packets): nothing the gateway sends to Ganglia.
     Other(Kind),
@@ -60,7 +60,7 @@ impl fmt::Display for Kind {
 
 /// The `file_close` records of one pfc g-stream datagram, added up.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Closes {
+pub struct PfcTotals {
     /// The xrootd's start time (its summary's `tos`).
     pub stod: u32,
     /// `file_close` records.
@@ -72,9 +72,9 @@ pub struct Closes {
     pub bad_records: u32,
 }
 
-impl Closes {
+impl PfcTotals {
     /// Adds `more` (of the same xrootd run) to these totals.
-    pub fn add(&mut self, more: &Closes) {
+    pub fn add(&mut self, more: &PfcTotals) {
         self.files = self.files.saturating_add(more.files);
         self.bytes_hit = self.bytes_hit.saturating_add(more.bytes_hit);
         self.bytes_miss = self.bytes_miss.saturating_add(more.bytes_miss);
@@ -216,10 +216,10 @@ struct Record {
 
 /// The `file_close` records of `records` (newline-separated, the last
 /// ended by a NUL), added up. Other events are not counted.
-fn add_up(stod: u32, records: &[u8]) -> Closes {
-    let mut closes = Closes {
+fn add_up(stod: u32, records: &[u8]) -> PfcTotals {
+    let mut closes = PfcTotals {
         stod,
-        ..Closes::default()
+        ..PfcTotals::default()
     };
     for line in records.split(|&b| b == b'\n') {
         let line = trim(line);

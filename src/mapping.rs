@@ -189,6 +189,15 @@ impl MappedRecord {
         }
     }
 
+    /// Empty, the buffers kept.
+    fn clear(&mut self) {
+        self.arena.clear();
+        self.slots.clear();
+        self.rejected.clear();
+        self.rejected_count = 0;
+        self.excluded.clear();
+    }
+
     /// Adds the metric of `v`, whose names are `names`; a value that cannot
     /// be sent is counted (and the first few kept) instead.
     #[inline]
@@ -344,23 +353,10 @@ impl Mapper {
 
     /// Maps `record`, sent from `source`, into `out` (cleared first).
     pub fn map(&mut self, record: &SummaryRecord<'_>, source: IpAddr, out: &mut MappedRecord) {
-        out.arena.clear();
-        out.slots.clear();
-        out.rejected.clear();
-        out.rejected_count = 0;
-        out.excluded.clear();
+        out.clear();
         let header = record.header();
         host_identity(&header, record, source, &mut out.host);
-
-        // Placeholder values, sanitised once per record. A record without
-        // pgm predates nothing we know of; call it xrootd.
-        self.header.set(header.pgm, header.ins, header.site);
-        let h = &self.header;
-        h.write_program(&mut out.program);
-
-        self.context = self
-            .hasher
-            .hash_one((h.pgm.as_str(), h.ins.as_str(), h.site.as_str()));
+        self.set_header(header.pgm, header.ins, header.site, out);
         self.entry_keys.collect(record, &self.hasher);
 
         let mut derived = Derived::default();
@@ -378,6 +374,55 @@ impl Mapper {
             }
         }
         self.map_derived(&derived, out);
+    }
+
+    /// Maps values a server sent apart from its records but that are its
+    /// own (an XCache's g-stream totals, `pfc.*`), as `(flat name, value)`:
+    /// named, typed and left out exactly as the same variables in a record
+    /// with this `pgm`, `ins` and `site` would be. `out` holds only these
+    /// (no host, nothing derived).
+    pub fn map_values(
+        &mut self,
+        (pgm, ins, site): (Option<&str>, Option<&str>, Option<&str>),
+        values: &[(&str, &str)],
+        out: &mut MappedRecord,
+    ) {
+        out.clear();
+        self.set_header(pgm, ins, site, out);
+        for (j, &(name, value)) in values.iter().enumerate() {
+            let at = self.names_of(name, None, Span::default(), None);
+            let Some(names) = self.names.get(&at) else {
+                continue;
+            };
+            if names.excluded {
+                out.excluded.push(j as u32);
+            } else {
+                let v = Variable {
+                    name,
+                    value,
+                    entry: None,
+                };
+                out.push_variable(names, v, false);
+            }
+        }
+    }
+
+    /// The placeholder values of the header being mapped, sanitised once
+    /// per record (a record without `pgm` predates nothing we know of; call
+    /// it xrootd), and the program they name.
+    fn set_header(
+        &mut self,
+        pgm: Option<&str>,
+        ins: Option<&str>,
+        site: Option<&str>,
+        out: &mut MappedRecord,
+    ) {
+        self.header.set(pgm, ins, site);
+        let h = &self.header;
+        h.write_program(&mut out.program);
+        self.context = self
+            .hasher
+            .hash_one((h.pgm.as_str(), h.ins.as_str(), h.site.as_str()));
     }
 
     /// Derived variables go the same way as sent ones.

@@ -177,7 +177,7 @@ impl Engine {
         }
         let (batch, mapper) = (&mut self.batch, &mut self.mapper);
         self.xcache
-            .append(batch, mapper, source, ip, now_s, settings, true);
+            .append(batch, mapper, source, now_s, settings, true);
         true
     }
 }

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::Settings;
 use crate::events::Events;
-use crate::gstream::Closes;
+use crate::gstream::PfcTotals;
 use crate::mapping::MappedRecord;
 use crate::summary::Header;
 
@@ -69,11 +69,11 @@ pub(super) struct Source {
     pub(super) refresh_all: bool,
     /// When its heartbeat's metadata was last sent (engine seconds).
     pub(super) heartbeat_meta_at: u32,
-    /// Its last record's header attributes (`src="..." tos="..." ...`), to
-    /// name its XCache totals as its own metrics ([`super::xcache`]).
-    pub(super) header: String,
+    /// What named its last record's metrics, to name its XCache totals as
+    /// its own metrics ([`super::xcache`]).
+    pub(super) naming: Option<super::xcache::Naming>,
     /// An XCache's g-stream, added up since this run of it started.
-    pub(super) pfc: Option<Closes>,
+    pub(super) pfc: Option<PfcTotals>,
 }
 
 impl Source {
@@ -100,7 +100,7 @@ impl Source {
             answered_at: None,
             refresh_all: true,
             heartbeat_meta_at: series::NEVER,
-            header: String::new(),
+            naming: None,
             pfc: None,
         }
     }

@@ -12,14 +12,14 @@
 //! `max_sources`).
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
 
 use crate::config::Settings;
 use crate::events::Events;
-use crate::gstream::Closes;
+use crate::ganglia::format_u64;
+use crate::gstream::PfcTotals;
 use crate::mapping::{HeaderParts, MappedRecord, Mapper};
-use crate::summary::{Header, SummaryParser};
+use crate::summary::Header;
 
 use super::packets::PacketBatch;
 use super::source::Source;
@@ -29,15 +29,21 @@ use super::{Due, append_metric, interval_seconds, is_xrootd};
 /// g-stream names its instance).
 type Run = (IpAddr, u32, Option<String>);
 
-/// Totals of XCaches not heard from yet, and what maps totals to metrics.
+/// Totals of XCaches not heard from yet, and what the last totals sent
+/// were mapped to.
 #[derive(Default)]
 pub(super) struct Totals {
-    waiting: HashMap<Run, Closes>,
-    /// A source's header with its totals, as a record to map, and what it
-    /// maps to.
-    record: String,
-    parser: SummaryParser,
+    waiting: HashMap<Run, PfcTotals>,
     mapped: MappedRecord,
+}
+
+/// What names a source's metrics in its last record: its `pgm`, `ins` and
+/// `site`, as sent.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct Naming {
+    pgm: Option<Box<str>>,
+    ins: Option<Box<str>>,
+    site: Option<Box<str>>,
 }
 
 /// The program a g-stream's instance name stands for (`xrootd` or
@@ -53,7 +59,7 @@ impl Totals {
     pub(super) fn wait(
         &mut self,
         from: SocketAddr,
-        totals: &Closes,
+        totals: &PfcTotals,
         program: Option<String>,
         cap: usize,
         events: &mut Events<'_>,
@@ -95,12 +101,11 @@ impl Totals {
         batch: &mut PacketBatch,
         mapper: &mut Mapper,
         source: &mut Source,
-        ip: IpAddr,
         now_s: u32,
         settings: &Settings,
         events: &mut Events<'_>,
     ) {
-        let (metadata, values) = self.append(batch, mapper, source, ip, now_s, settings, false);
+        let (metadata, values) = self.append(batch, mapper, source, now_s, settings, false);
         events.sent(metadata, values);
     }
 
@@ -114,35 +119,33 @@ impl Totals {
         batch: &mut PacketBatch,
         mapper: &mut Mapper,
         source: &mut Source,
-        ip: IpAddr,
         now_s: u32,
         settings: &Settings,
         answering: bool,
     ) -> (u64, u64) {
-        let Some(totals) = source.pfc else {
+        let (Some(totals), Some(naming)) = (source.pfc, &source.naming) else {
             return (0, 0);
         };
-        if source.header.is_empty() {
-            return (0, 0);
-        }
-        self.record.clear();
-        let _ = write!(
-            self.record,
-            "<statistics {}><stats id=\"pfc\"><files>{}</files><bytes_hit>{}</bytes_hit>\
-             <bytes_miss>{}</bytes_miss><bytes_bypass>{}</bytes_bypass></stats></statistics>",
-            source.header, totals.files, totals.bytes_hit, totals.bytes_miss, totals.bytes_bypass
+        // As a `pfc` section of its own record would hold them.
+        let mut digits = [[0u8; 20]; 4];
+        let [files, hit, miss, bypass] = &mut digits;
+        let text = |buf, v| std::str::from_utf8(format_u64(buf, v)).unwrap_or("0");
+        let values = [
+            ("pfc.files", text(files, totals.files)),
+            ("pfc.bytes_hit", text(hit, totals.bytes_hit)),
+            ("pfc.bytes_miss", text(miss, totals.bytes_miss)),
+            ("pfc.bytes_bypass", text(bypass, totals.bytes_bypass)),
+        ];
+        let parts = (
+            naming.pgm.as_deref(),
+            naming.ins.as_deref(),
+            naming.site.as_deref(),
         );
-        let Ok(record) = self.parser.parse(self.record.as_bytes()) else {
-            return (0, 0);
-        };
-        mapper.map(&record, ip, &mut self.mapped);
+        mapper.map_values(parts, &values, &mut self.mapped);
         let interval_s = interval_seconds(settings);
         let cap = settings.max_metrics_per_source;
         let (mut metadata, mut values) = (0, 0);
         for m in self.mapped.metrics() {
-            if crate::catalog::section(m.var) != "pfc" {
-                continue;
-            }
             let found = if answering {
                 let at = source.index.get(&m.name_key);
                 at.map(|&at| (at as usize, Due::Answer))
@@ -161,25 +164,19 @@ impl Totals {
     }
 }
 
-/// A record's header attributes as `<statistics>` writes them (those that
-/// name its metrics and host), for [`Totals::append`]. Left empty if a
-/// value holds a `"`: it could not be written back.
-pub(super) fn note_header(out: &mut String, header: &Header<'_>) {
-    out.clear();
-    let attributes = [
-        ("src", header.src),
-        ("tos", header.tos),
-        ("pgm", header.pgm),
-        ("ins", header.ins),
-        ("pid", header.pid),
-        ("site", header.site),
-    ];
-    for (name, value) in attributes {
-        let Some(value) = value else { continue };
-        if value.contains('"') {
-            out.clear();
-            return;
+impl Naming {
+    /// Takes what names the metrics of a record with this header (no
+    /// allocation while it stays the same, as it does between reports).
+    pub(super) fn note(naming: &mut Option<Naming>, header: &Header<'_>) {
+        let n = naming.get_or_insert_default();
+        for (kept, sent) in [
+            (&mut n.pgm, header.pgm),
+            (&mut n.ins, header.ins),
+            (&mut n.site, header.site),
+        ] {
+            if kept.as_deref() != sent {
+                *kept = sent.map(Into::into);
+            }
         }
-        let _ = write!(out, "{name}=\"{value}\" ");
     }
 }

@@ -9,7 +9,7 @@ fn capture(name: &str) -> Vec<u8> {
 
 /// What a binary g-stream datagram (no instance name) adds up to.
 fn closes(stod: u32, files: u64, hit: u64, miss: u64) -> Datagram {
-    let c = Closes {
+    let c = PfcTotals {
         stod,
         files,
         bytes_hit: hit,
@@ -127,7 +127,7 @@ fn broken_gstream_datagrams_are_errors_or_counted() {
     assert_eq!(
         read(body),
         Ok(Datagram::Pfc(
-            Closes {
+            PfcTotals {
                 stod: 7,
                 files: 2,
                 bytes_hit: 15,
