@@ -188,14 +188,15 @@ fn gmetric_messages() {
     for (argv, message) in cases {
         assert_eq!(refused(argv), *message, "{argv:?}");
     }
-    // Heartbeat mode ignores -n/-v/-t entirely.
-    assert!(
-        Metric::from_options(
-            &args(&["-S", "1.2.3.4:h", "-H", "-t", "int64", "-n", "a\"b"]),
-            &GmondConf::default(),
-            &vm
-        )
-        .is_ok()
+    // Heartbeat mode ignores -n/-v/-t entirely: the same packets as
+    // without them.
+    let conf = GmondConf::default();
+    assert_eq!(
+        packets(
+            &["-S", "1.2.3.4:h", "-H", "-t", "int64", "-n", "a\"b"],
+            &conf
+        ),
+        packets(&["-S", "1.2.3.4:h", "-H"], &conf)
     );
 }
 
@@ -237,15 +238,17 @@ fn deliberate_refusals() {
         refused(&["-n", "m", "-v", "1", "-t", "uint32", "-S", ":name"])
             .contains("needs both parts")
     );
-    // gmond escapes these in a string VAL: accepted.
-    assert!(
-        Metric::from_options(
-            &args(&["-n", "m", "-v", "a<b>&'c", "-t", "string"]),
-            &GmondConf::default(),
-            &vm
-        )
-        .is_ok()
+    // gmond escapes these in a string VAL: accepted, and sent as given.
+    let (_, value) = packets(
+        &["-n", "m", "-v", "a<b>&'c", "-t", "string"],
+        &GmondConf::default(),
     );
+    match crate::ganglia::xdr::decode(&value) {
+        Ok(crate::ganglia::xdr::Packet::Value { id, value, .. }) => {
+            assert_eq!((&*id.name, value.to_string()), ("m", "a<b>&'c".to_string()));
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]

@@ -175,39 +175,92 @@ proptest::proptest! {
             Err(e) => proptest::prop_assert_eq!(e.reason(), "too_deep", "{}: {}", e, text),
         }
     }
+}
 
-    /// Any bytes after `{"statistics":{` parse or fail cleanly, and every
-    /// value is in the datagram or was made from it.
-    #[test]
-    fn json_shaped_bytes_never_panic(
-        parts in proptest::collection::vec(
-            proptest::prop_oneof![
-                proptest::strategy::Just("{".to_string()),
-                proptest::strategy::Just("}".to_string()),
-                proptest::strategy::Just("[".to_string()),
-                proptest::strategy::Just("]".to_string()),
-                proptest::strategy::Just(",".to_string()),
-                proptest::strategy::Just(":".to_string()),
-                proptest::strategy::Just("\"stats_a\":".to_string()),
-                proptest::strategy::Just("\"\":".to_string()),
-                proptest::strategy::Just("\"\\u".to_string()),
-                proptest::strategy::Just("\\".to_string()),
-                proptest::strategy::Just("\"".to_string()),
-                proptest::strategy::Just("null".to_string()),
-                proptest::strategy::Just("-1.5e3".to_string()),
-                "[ a-z0-9\t\n]{0,6}",
-                "\\PC{0,4}",
-            ],
-            0..32,
-        ),
-    ) {
-        let text = format!("{{\"statistics\":{{{}", parts.concat());
-        let mut p = SummaryParser::new();
-        if let Ok(r) = p.parse(text.as_bytes()) {
-            for v in r.vars() {
-                let _ = (v.name, v.value, v.entry);
+/// Any bytes after `{"statistics":{` parse or fail cleanly, and every
+/// value is in the datagram or was made from it. Counts how many cases
+/// parsed: the assertions below run only for those.
+#[test]
+fn json_shaped_bytes_never_panic() {
+    use proptest::strategy::Strategy as _;
+    let strategy = proptest::collection::vec(
+        proptest::prop_oneof![
+            proptest::strategy::Just("{".to_string()),
+            proptest::strategy::Just("}".to_string()),
+            proptest::strategy::Just("[".to_string()),
+            proptest::strategy::Just("]".to_string()),
+            proptest::strategy::Just(",".to_string()),
+            proptest::strategy::Just(":".to_string()),
+            proptest::strategy::Just("\"stats_a\":".to_string()),
+            proptest::strategy::Just("\"\":".to_string()),
+            proptest::strategy::Just("\"\\u".to_string()),
+            proptest::strategy::Just("\\".to_string()),
+            proptest::strategy::Just("\"".to_string()),
+            proptest::strategy::Just("null".to_string()),
+            proptest::strategy::Just("-1.5e3".to_string()),
+            "[ a-z0-9\t\n]{0,6}",
+            "\\PC{0,4}",
+        ],
+        0..32,
+    );
+    let parsed = std::cell::Cell::new(0u32);
+    let cases = 2000;
+    let mut runner = proptest::test_runner::TestRunner::new(proptest::test_runner::Config {
+        cases,
+        failure_persistence: None,
+        ..Default::default()
+    });
+    runner
+        .run(&strategy.boxed(), |parts| {
+            let text = format!("{{\"statistics\":{{{}", parts.concat());
+            let mut p = SummaryParser::new();
+            if let Ok(r) = p.parse(text.as_bytes()) {
+                parsed.set(parsed.get() + 1);
+                // Made, not borrowed: a list's length or an entry's position
+                // (at most one per part), or a string with an escape undone.
+                let made = |v: &str| {
+                    v.parse::<usize>().is_ok_and(|n| n <= parts.len()) || text.contains('\\')
+                };
+                for v in r.vars() {
+                    proptest::prop_assert!(
+                        crate::summary::offset_in(text.as_bytes(), v.value).is_some()
+                            || made(v.value),
+                        "{:?} of {} neither in nor made from {}",
+                        v.value,
+                        v.name,
+                        text
+                    );
+                    if let Some(e) = v.entry {
+                        proptest::prop_assert!(
+                            text.contains(e.list.rsplit('.').next().unwrap_or("")) || made(e.id),
+                            "entry {:?} of {}",
+                            e,
+                            text
+                        );
+                    }
+                }
+                let h = r.header();
+                for value in [
+                    h.tod, h.ver, h.src, h.tos, h.pgm, h.ins, h.pid, h.site, h.toe,
+                ]
+                .into_iter()
+                .flatten()
+                {
+                    proptest::prop_assert!(
+                        crate::summary::offset_in(text.as_bytes(), value).is_some() || made(value),
+                        "header {:?} of {}",
+                        value,
+                        text
+                    );
+                }
             }
-            let _ = r.header();
-        }
-    }
+            Ok(())
+        })
+        .unwrap();
+    // Measured: 149 of 2000 (7.5%: most token runs are not JSON).
+    assert!(
+        parsed.get() >= cases / 20,
+        "{} of {cases} parsed",
+        parsed.get()
+    );
 }
