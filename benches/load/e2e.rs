@@ -35,7 +35,7 @@ use xrd2ganglia::events::{Counters, Events};
 use xrd2ganglia::ganglia::xdr::{self, Metadata, MetricId, Packet, Slope};
 use xrd2ganglia::gateway::Pipeline;
 
-use crate::gmond::{Gmond, Xml};
+use crate::gmond::{BusyWatch, Gmond, Xml};
 use crate::mmsg::{MmsgSender, paced};
 use crate::{Gateway, LogLine, Records, clock_ticks, free_port, server_ip};
 
@@ -61,6 +61,16 @@ pub struct E2eOptions {
     pub ceiling: Option<f64>,
     pub sustain: Duration,
     pub down: Duration,
+    /// Which of (a)-(e) to run ("a".."e").
+    pub runs: Vec<String>,
+    /// Settings added to the gateway's file in (b)-(e).
+    pub gateway_conf: String,
+}
+
+impl E2eOptions {
+    fn runs(&self, name: &str) -> bool {
+        self.runs.iter().any(|r| r == name)
+    }
 }
 
 #[derive(Default)]
@@ -87,8 +97,11 @@ pub fn run(bin: &Path, o: &E2eOptions) -> E2e {
     }
     let records = Records::load(o.servers);
     let t = Instant::now();
+    // (c) and (d) are loaded from the ceiling; (b) and (e) need none.
+    let needs_ceiling = o.runs("a") || (o.ceiling.is_none() && (o.runs("c") || o.runs("d")));
     let ceiling = match o.ceiling {
         Some(c) => c,
+        None if !needs_ceiling => FALLBACK_CEILING,
         None => match ceiling(o) {
             Ok(c) => {
                 let best = c.best;
@@ -123,22 +136,30 @@ pub fn run(bin: &Path, o: &E2eOptions) -> E2e {
             e.errors.push(format!("{what}: {msg}"));
         }
     };
-    let t = Instant::now();
-    let r = burst(bin, &records, &mut expect, o).map(|b| e.burst = Some(b));
-    note(&mut e, "(b) burst", r);
-    println!("load: gmond (b) burst took {}", secs(t.elapsed()));
-    let t = Instant::now();
-    let r = sustained(bin, &records, &mut expect, o, ceiling).map(|s| e.sustained = Some(s));
-    note(&mut e, "(c) sustained", r);
-    println!("load: gmond (c) sustained took {}", secs(t.elapsed()));
-    let t = Instant::now();
-    let r = restart(bin, &records, &mut expect, o, ceiling).map(|s| e.restart = Some(s));
-    note(&mut e, "(d) gmond restart", r);
-    println!("load: gmond (d) restart took {}", secs(t.elapsed()));
-    let t = Instant::now();
-    let r = sigterm(bin, &records, o).map(|s| e.sigterm = Some(s));
-    note(&mut e, "(e) SIGTERM", r);
-    println!("load: gmond (e) SIGTERM took {}", secs(t.elapsed()));
+    if o.runs("b") {
+        let t = Instant::now();
+        let r = burst(bin, &records, &mut expect, o).map(|b| e.burst = Some(b));
+        note(&mut e, "(b) burst", r);
+        println!("load: gmond (b) burst took {}", secs(t.elapsed()));
+    }
+    if o.runs("c") {
+        let t = Instant::now();
+        let r = sustained(bin, &records, &mut expect, o, ceiling).map(|s| e.sustained = Some(s));
+        note(&mut e, "(c) sustained", r);
+        println!("load: gmond (c) sustained took {}", secs(t.elapsed()));
+    }
+    if o.runs("d") {
+        let t = Instant::now();
+        let r = restart(bin, &records, &mut expect, o, ceiling).map(|s| e.restart = Some(s));
+        note(&mut e, "(d) gmond restart", r);
+        println!("load: gmond (d) restart took {}", secs(t.elapsed()));
+    }
+    if o.runs("e") {
+        let t = Instant::now();
+        let r = sigterm(bin, &records, o).map(|s| e.sigterm = Some(s));
+        note(&mut e, "(e) SIGTERM", r);
+        println!("load: gmond (e) SIGTERM took {}", secs(t.elapsed()));
+    }
     e
 }
 
@@ -241,6 +262,11 @@ pub struct Burst {
     pub queue: QueueStats,
     pub cpu_s: f64,
     pub peak_rss_kib: u64,
+    /// gmond's CPU (utime + stime) from the burst's start to the poll.
+    pub gmond_cpu_s: f64,
+    /// When gmond last worked (its CPU time rose by 1 ms in 5 ms), from
+    /// the burst's start: when it took the last packet.
+    pub gmond_busy_until: Option<Duration>,
 }
 
 impl Burst {
@@ -258,18 +284,25 @@ fn burst(
     o: &E2eOptions,
 ) -> Result<Burst, String> {
     let gmond = Gmond::start(free_port(), free_port(), "")?;
-    let gw = gateway(bin, gmond.port, o.servers, "");
+    let gw = gateway(bin, gmond.port, o.servers, &o.gateway_conf);
     let mut fleet = Fleet::new(records, gw.addr());
     let cpu0 = gw.cpu_ticks();
+    let gmond_cpu0 = crate::cpu_ticks(gmond.pid());
     let t0 = Instant::now();
+    let busy = BusyWatch::start(gmond.pid(), t0);
     let sent_within = fleet.burst(Duration::from_millis(100));
     let timeout = if o.smoke { 20 } else { 30 };
     let drained_at = drained(&gw, t0, fleet.total, Duration::from_secs(timeout));
+    let gmond_busy_until = busy.last_busy();
     let drops = gmond.drops();
+    let gmond_cpu_s =
+        crate::cpu_ticks(gmond.pid()).saturating_sub(gmond_cpu0) as f64 / clock_ticks();
     let polled = Instant::now();
     let xml = gmond.xml()?;
     let check = check(&fleet, expect, &xml, None);
     Ok(Burst {
+        gmond_cpu_s,
+        gmond_busy_until,
         servers: fleet.len(),
         sent_within,
         drained_at: drained_at.map(|t| t.duration_since(t0)),
@@ -314,7 +347,7 @@ fn sustained(
     let rps = value_pps / records.value_packets_per_record();
     let interval = Duration::from_secs_f64(records.servers as f64 / rps);
     let gmond = Gmond::start(free_port(), free_port(), "")?;
-    let gw = gateway(bin, gmond.port, o.servers, "");
+    let gw = gateway(bin, gmond.port, o.servers, &o.gateway_conf);
     let mut fleet = Fleet::new(records, gw.addr());
     let cpu0 = gw.cpu_ticks();
     let t0 = Instant::now();
@@ -416,7 +449,10 @@ fn restart(
         bin,
         gmond.port,
         o.servers,
-        &format!("metadata_requests = [\"127.0.0.1:{request_port}\"]{rate}"),
+        &format!(
+            "metadata_requests = [\"127.0.0.1:{request_port}\"]{rate}\n{}",
+            o.gateway_conf
+        ),
     );
     let mut fleet = Fleet::new(records, gw.addr());
     let mut r = Restart {
@@ -500,7 +536,7 @@ pub struct Sigterm {
 fn sigterm(bin: &Path, records: &Records, o: &E2eOptions) -> Result<Sigterm, String> {
     use std::os::unix::process::ExitStatusExt;
     let gmond = Gmond::start(free_port(), free_port(), "")?;
-    let mut gw = gateway(bin, gmond.port, o.servers, "");
+    let mut gw = gateway(bin, gmond.port, o.servers, &o.gateway_conf);
     let mut fleet = Fleet::new(records, gw.addr());
     fleet.burst(Duration::from_millis(100));
     let (status, took) = gw.terminate(Duration::from_secs(30));

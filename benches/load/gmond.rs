@@ -129,6 +129,12 @@ impl Gmond {
         crate::udp_rows(Some(self.pid()), self.port)
     }
 
+    /// gmond's CPU time so far, in ns (every thread's run time, from
+    /// /proc/PID/task/*/schedstat: finer than utime + stime's ticks).
+    pub fn cpu_ns(&self) -> u64 {
+        cpu_ns(self.pid())
+    }
+
     /// Datagrams the kernel dropped at gmond's receive socket so far.
     pub fn drops(&self) -> u64 {
         crate::drops_of(&self.sockets())
@@ -174,6 +180,57 @@ impl Drop for Gmond {
         // Child::kill signals our own child by its pid.
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A process's CPU time in ns: the sum of its threads' run time
+/// (/proc/PID/task/*/schedstat, first field); 0 if it is gone.
+pub fn cpu_ns(pid: u32) -> u64 {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            let text = std::fs::read_to_string(e.ok()?.path().join("schedstat")).ok()?;
+            text.split_whitespace().next()?.parse::<u64>().ok()
+        })
+        .sum()
+}
+
+/// Watches a process's CPU time from another thread: when it last rose
+/// (how long after `t0`), sampled every 5 ms until stopped. For gmond, the
+/// last rise is when it took the last packet of a burst.
+pub struct BusyWatch {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: thread::JoinHandle<Option<Duration>>,
+}
+
+impl BusyWatch {
+    pub fn start(pid: u32, t0: Instant) -> BusyWatch {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = thread::spawn(move || {
+            let mut last = cpu_ns(pid);
+            let mut rose = None;
+            while !flag.load(Ordering::Relaxed) {
+                thread::sleep(Duration::from_millis(5));
+                let now = cpu_ns(pid);
+                // More than gmond's idle ticking (its timers): 1 ms of
+                // work in 5 ms.
+                if now > last + 1_000_000 {
+                    rose = Some(t0.elapsed());
+                }
+                last = now;
+            }
+            rose
+        });
+        BusyWatch { stop, thread }
+    }
+
+    /// Stops watching: when the CPU time last rose, from `t0`.
+    pub fn last_busy(self) -> Option<Duration> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().ok().flatten()
     }
 }
 

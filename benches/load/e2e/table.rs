@@ -155,6 +155,12 @@ impl E2e {
                 .target("<= 10 s", b.settle().is_some_and(|t| t <= SETTLE_TARGET)),
             );
             rows.push(row(
+                "    gmond last busy (took the last packet) at",
+                b.gmond_busy_until
+                    .map(secs)
+                    .unwrap_or_else(|| "never busy".into()),
+            ));
+            rows.push(row(
                 "    gmond's XML at the poll",
                 format!(
                     "{} bytes, polled at {}",
@@ -171,8 +177,11 @@ impl E2e {
                 ),
             ));
             rows.push(row(
-                "    gateway: CPU, peak RSS (VmHWM)",
-                format!("{:.2} s, {} KiB", b.cpu_s, b.peak_rss_kib),
+                "    gateway: CPU, peak RSS (VmHWM); gmond: CPU",
+                format!(
+                    "{:.2} s, {} KiB; {:.2} s",
+                    b.cpu_s, b.peak_rss_kib, b.gmond_cpu_s
+                ),
             ));
             rows.push(row(
                 "    gateway: socket drops, send errors, packets conflated",
