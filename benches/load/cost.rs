@@ -67,6 +67,8 @@ pub struct Phase {
     pub drops: u64,
     pub cpu_ns: u64,
     pub ticks: u64,
+    /// From the first packet sent to gmond's queue empty again.
+    pub took: Duration,
 }
 
 impl Phase {
@@ -99,6 +101,15 @@ impl CostRun {
         let ns: u64 = ps.iter().map(|p| p.cpu_ns).sum();
         let taken: u64 = ps.iter().map(|p| p.taken()).sum();
         Some(ns as f64 / 1000.0 / taken as f64)
+    }
+
+    /// Packets of `kind` gmond took per second of wall time (with its
+    /// queue kept filled: its intake on this machine as loaded then).
+    pub fn intake(&self, kind: &str) -> Option<f64> {
+        let ps: Vec<&Phase> = self.phases.iter().filter(|p| p.kind == kind).collect();
+        let secs: f64 = ps.iter().map(|p| p.took.as_secs_f64()).sum();
+        let taken: u64 = ps.iter().map(|p| p.taken()).sum();
+        (!ps.is_empty() && secs > 0.0).then(|| taken as f64 / secs)
     }
 
     pub fn ticks_us(&self, kind: &str) -> Option<f64> {
@@ -349,6 +360,7 @@ fn send_phase(
         drops: gmond.drops() - drops0,
         cpu_ns: (gmond.cpu_ns() - ns0).saturating_sub(idle),
         ticks: cpu_ticks(gmond.pid()) - ticks0,
+        took,
     })
 }
 
@@ -433,18 +445,25 @@ impl Cost {
             let us = spread(self.runs.iter().filter_map(|r| r.us(k)).collect());
             let x = spread(self.ratios(k));
             let ticks = spread(self.runs.iter().filter_map(|r| r.ticks_us(k)).collect());
+            let intake = spread(self.runs.iter().filter_map(|r| r.intake(k)).collect());
             let fmt = |s: Option<(f64, f64, f64)>, p: usize| {
                 s.map_or("-".into(), |(m, lo, hi)| {
                     format!("{m:.p$} ({lo:.p$}-{hi:.p$})")
                 })
             };
             println!(
-                "{:<48} {:>8} {:>26} {:>22} {:>12}",
+                "{:<48} {:>8} {:>26} {:>22} {:>12} {:>22}",
                 format!("({k}) {what}"),
                 n,
                 fmt(us, 2),
                 fmt(x, 2),
-                ticks.map_or("-".into(), |(m, _, _)| format!("{m:.2}"))
+                ticks.map_or("-".into(), |(m, _, _)| format!("{m:.2}")),
+                intake.map_or("-".into(), |(m, lo, hi)| format!(
+                    "{:.0}k ({:.0}k-{:.0}k)",
+                    m / 1e3,
+                    lo / 1e3,
+                    hi / 1e3
+                ))
             );
         }
         let m = &self.steady;

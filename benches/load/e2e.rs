@@ -267,6 +267,8 @@ pub struct Burst {
     /// When gmond last worked (its CPU time rose by 1 ms in 5 ms), from
     /// the burst's start: when it took the last packet.
     pub gmond_busy_until: Option<Duration>,
+    /// Drops at gmond's socket per half-second from the burst's start.
+    pub drops_by_time: Vec<u64>,
 }
 
 impl Burst {
@@ -289,11 +291,11 @@ fn burst(
     let cpu0 = gw.cpu_ticks();
     let gmond_cpu0 = crate::cpu_ticks(gmond.pid());
     let t0 = Instant::now();
-    let busy = BusyWatch::start(gmond.pid(), t0);
+    let busy = BusyWatch::start(&gmond, t0);
     let sent_within = fleet.burst(Duration::from_millis(100));
     let timeout = if o.smoke { 20 } else { 30 };
     let drained_at = drained(&gw, t0, fleet.total, Duration::from_secs(timeout));
-    let gmond_busy_until = busy.last_busy();
+    let watched = busy.stop();
     let drops = gmond.drops();
     let gmond_cpu_s =
         crate::cpu_ticks(gmond.pid()).saturating_sub(gmond_cpu0) as f64 / clock_ticks();
@@ -302,7 +304,8 @@ fn burst(
     let check = check(&fleet, expect, &xml, None);
     Ok(Burst {
         gmond_cpu_s,
-        gmond_busy_until,
+        gmond_busy_until: watched.last_busy,
+        drops_by_time: watched.drops,
         servers: fleet.len(),
         sent_within,
         drained_at: drained_at.map(|t| t.duration_since(t0)),

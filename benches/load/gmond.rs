@@ -196,41 +196,71 @@ pub fn cpu_ns(pid: u32) -> u64 {
         .sum()
 }
 
-/// Watches a process's CPU time from another thread: when it last rose
-/// (how long after `t0`), sampled every 5 ms until stopped. For gmond, the
-/// last rise is when it took the last packet of a burst.
+/// Watches gmond from another thread, every 5 ms until stopped: when its
+/// CPU time last rose (how long after `t0`: when it took the last packet
+/// of a burst), and when the kernel dropped packets at its socket (asked
+/// by netlink, as the gateway asks: cheap whatever the sockets on the
+/// host).
 pub struct BusyWatch {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    thread: thread::JoinHandle<Option<Duration>>,
+    thread: thread::JoinHandle<Watched>,
+}
+
+/// What a [`BusyWatch`] saw.
+#[derive(Clone, Debug, Default)]
+pub struct Watched {
+    pub last_busy: Option<Duration>,
+    /// Drops per 500 ms from `t0` (index: half-seconds), trailing zeros cut.
+    pub drops: Vec<u64>,
 }
 
 impl BusyWatch {
-    pub fn start(pid: u32, t0: Instant) -> BusyWatch {
+    pub fn start(gmond: &Gmond, t0: Instant) -> BusyWatch {
         use std::sync::atomic::{AtomicBool, Ordering};
         let stop = std::sync::Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
+        let pid = gmond.pid();
+        let target = std::net::SocketAddr::from(([127, 0, 0, 1], gmond.port));
         let thread = thread::spawn(move || {
+            let mut diag = xrd2ganglia::sock_diag::SockDiag::open().ok();
+            let mut drops_now = || {
+                diag.as_mut()
+                    .and_then(|d| d.udp_receiver(target).ok().flatten())
+                    .and_then(|q| q.drops)
+            };
+            let mut w = Watched::default();
             let mut last = cpu_ns(pid);
-            let mut rose = None;
+            let mut dropped = drops_now();
             while !flag.load(Ordering::Relaxed) {
                 thread::sleep(Duration::from_millis(5));
                 let now = cpu_ns(pid);
                 // More than gmond's idle ticking (its timers): 1 ms of
                 // work in 5 ms.
                 if now > last + 1_000_000 {
-                    rose = Some(t0.elapsed());
+                    w.last_busy = Some(t0.elapsed());
                 }
                 last = now;
+                let d = drops_now();
+                if let (Some(before), Some(after)) = (dropped, d)
+                    && after > before
+                {
+                    let at = (t0.elapsed().as_millis() / 500) as usize;
+                    if w.drops.len() <= at {
+                        w.drops.resize(at + 1, 0);
+                    }
+                    w.drops[at] += after - before;
+                }
+                dropped = d.or(dropped);
             }
-            rose
+            w
         });
         BusyWatch { stop, thread }
     }
 
-    /// Stops watching: when the CPU time last rose, from `t0`.
-    pub fn last_busy(self) -> Option<Duration> {
+    /// Stops watching.
+    pub fn stop(self) -> Watched {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        self.thread.join().ok().flatten()
+        self.thread.join().unwrap_or_default()
     }
 }
 

@@ -132,6 +132,19 @@ impl E2e {
                     .target("0", b.drops == 0)
                     .strict(),
             );
+            let when: Vec<String> = b
+                .drops_by_time
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .map(|(i, n)| format!("{:.1} s: {n}", i as f64 / 2.0))
+                .collect();
+            for chunk in when.chunks(4) {
+                rows.push(row(
+                    "    of which in the half-second from",
+                    chunk.join(", "),
+                ));
+            }
             let settle = match (b.settle(), b.drained_at) {
                 (Some(t), _) => secs(t),
                 (None, Some(t)) => format!(
