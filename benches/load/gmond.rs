@@ -129,6 +129,12 @@ impl Gmond {
         crate::udp_rows(Some(self.pid()), self.port)
     }
 
+    /// gmond's CPU time so far, in ns (every thread's run time, from
+    /// /proc/PID/task/*/schedstat: finer than utime + stime's ticks).
+    pub fn cpu_ns(&self) -> u64 {
+        cpu_ns(self.pid())
+    }
+
     /// Datagrams the kernel dropped at gmond's receive socket so far.
     pub fn drops(&self) -> u64 {
         crate::drops_of(&self.sockets())
@@ -174,6 +180,87 @@ impl Drop for Gmond {
         // Child::kill signals our own child by its pid.
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A process's CPU time in ns: the sum of its threads' run time
+/// (/proc/PID/task/*/schedstat, first field); 0 if it is gone.
+pub fn cpu_ns(pid: u32) -> u64 {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            let text = std::fs::read_to_string(e.ok()?.path().join("schedstat")).ok()?;
+            text.split_whitespace().next()?.parse::<u64>().ok()
+        })
+        .sum()
+}
+
+/// Watches gmond from another thread, every 5 ms until stopped: when its
+/// CPU time last rose (how long after `t0`: when it took the last packet
+/// of a burst), and when the kernel dropped packets at its socket (asked
+/// by netlink, as the gateway asks: cheap whatever the sockets on the
+/// host).
+pub struct BusyWatch {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: thread::JoinHandle<Watched>,
+}
+
+/// What a [`BusyWatch`] saw.
+#[derive(Clone, Debug, Default)]
+pub struct Watched {
+    pub last_busy: Option<Duration>,
+    /// Drops per 500 ms from `t0` (index: half-seconds), trailing zeros cut.
+    pub drops: Vec<u64>,
+}
+
+impl BusyWatch {
+    pub fn start(gmond: &Gmond, t0: Instant) -> BusyWatch {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let pid = gmond.pid();
+        let target = std::net::SocketAddr::from(([127, 0, 0, 1], gmond.port));
+        let thread = thread::spawn(move || {
+            let mut diag = xrd2ganglia::sock_diag::SockDiag::open().ok();
+            let mut drops_now = || {
+                diag.as_mut()
+                    .and_then(|d| d.udp_receiver(target).ok().flatten())
+                    .and_then(|q| q.drops)
+            };
+            let mut w = Watched::default();
+            let mut last = cpu_ns(pid);
+            let mut dropped = drops_now();
+            while !flag.load(Ordering::Relaxed) {
+                thread::sleep(Duration::from_millis(5));
+                let now = cpu_ns(pid);
+                // More than gmond's idle ticking (its timers): 1 ms of
+                // work in 5 ms.
+                if now > last + 1_000_000 {
+                    w.last_busy = Some(t0.elapsed());
+                }
+                last = now;
+                let d = drops_now();
+                if let (Some(before), Some(after)) = (dropped, d)
+                    && after > before
+                {
+                    let at = (t0.elapsed().as_millis() / 500) as usize;
+                    if w.drops.len() <= at {
+                        w.drops.resize(at + 1, 0);
+                    }
+                    w.drops[at] += after - before;
+                }
+                dropped = d.or(dropped);
+            }
+            w
+        });
+        BusyWatch { stop, thread }
+    }
+
+    /// Stops watching.
+    pub fn stop(self) -> Watched {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().unwrap_or_default()
     }
 }
 

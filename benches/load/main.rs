@@ -29,11 +29,14 @@
 //! runs above), `report.rs`; into a real gmond: `e2e.rs` (runs (b)-(e)),
 //! `e2e/` (the ceiling (a), the simulated fleet, the table), `gmond.rs`;
 //! gmetad polling the gateway: `xml.rs`; gmetad polling gmond at a site's
-//! load, once per delivery mode of the gateway: `poll.rs`.
+//! load, once per delivery mode of the gateway: `poll.rs`; what each kind
+//! of packet (a value, a metadata resend, a metadata or a host that gmond
+//! has not seen) costs gmond's CPU: `cost.rs`.
 //!
-//! `cargo bench --bench load` runs everything but `poll` (about 3
-//! minutes); `poll` runs only when named (`--only poll`: about 5.5 minutes
-//! per mode at its defaults, three modes);
+//! `cargo bench --bench load` runs everything but `poll` and `cost` (about
+//! 3 minutes); those run only when named (`--only poll`: about 5.5 minutes
+//! per mode at its defaults, three modes; `--only cost`: about 30 s per
+//! run with gmond's queue kept filled, 2.5 minutes paced);
 //! `cargo bench --bench load -- --help` lists the options. Under
 //! `cargo test` (no `--bench` argument) it runs a smoke pass in seconds and
 //! checks that every part works, that no serve run loses a record, and that
@@ -77,6 +80,7 @@ use records::*;
 use report::*;
 use runs::*;
 use sink::*;
+mod cost;
 mod gmond;
 mod mmsg;
 mod poll;
@@ -98,10 +102,22 @@ const USAGE: &str = "cargo bench --bench load -- [options]
                     (value packets/s)
   --sustain SECS    measured length of the sustained gmond run (default 20)
   --down SECS       how long gmond stays stopped in the restart run (default 10)
+  --gmond-runs LIST which gmond runs to do: a,b,c,d,e (default all; (a) is
+                    measured only when (c) or (d) needs it and --ceiling is
+                    not given, or when named)
   --xml-rps R       records/s of the xml run (default 500)
+  --gateway-conf TEXT  settings added to the gateway's file in the gmond
+                    runs, ';' between lines (e.g. 'follow_gmond_queue =
+                    false': the token bucket, as for a gmond on another host)
+  --gateway-bin PATH the gateway binary of the gmond runs (an older build, for
+                    a before/after comparison; default: the one under test)
   --only LIST       runs to do: raw,serve,rates,parse,chain,memory,gmond,xml,
-                    poll (every one but poll when not given: poll runs
-                    only when named, and never in the smoke)
+                    poll,cost (every one but poll and cost when not given:
+                    those run only when named, and never in the smoke)
+  --cost-runs N     runs of the cost run, a fresh gmond each (default 5)
+  --cost-rate PKTS  packets/s of each phase of the cost run (default 20000;
+                    0: keep gmond's receive queue filled, so that it never
+                    waits for a packet)
   --poll-servers N  simulated servers of the poll run (default 1000)
   --poll-interval SECS  how often each of them reports (default 15)
   --poll-every SECS how often gmetad polls gmond and the gateway (default 15)
@@ -127,6 +143,11 @@ struct Options {
     down: Duration,
     xml_rps: f64,
     only: Vec<String>,
+    gmond_runs: Vec<String>,
+    gateway_conf: String,
+    gateway_bin: Option<PathBuf>,
+    cost_runs: usize,
+    cost_rate: f64,
     smoke: bool,
     poll: poll::PollOptions,
 }
@@ -146,6 +167,11 @@ impl Options {
             xml_rps: 500.0,
             down: Duration::from_secs(10),
             only: Vec::new(),
+            gmond_runs: ["a", "b", "c", "d", "e"].map(String::from).to_vec(),
+            gateway_conf: String::new(),
+            gateway_bin: None,
+            cost_runs: 5,
+            cost_rate: 20_000.0,
             smoke: !bench,
             poll: poll::PollOptions {
                 servers: 1000,
@@ -176,6 +202,20 @@ impl Options {
                 "--down" => o.down = Duration::from_secs_f64(number(&value())),
                 "--rates" => o.rates = value().split(',').map(|r| number(r) as u64).collect(),
                 "--only" => o.only = value().split(',').map(str::to_string).collect(),
+                "--gateway-conf" => o.gateway_conf = value().replace(';', "\n"),
+                "--cost-runs" => o.cost_runs = number(&value()) as usize,
+                "--cost-rate" => o.cost_rate = number(&value()),
+                "--gateway-bin" => o.gateway_bin = Some(PathBuf::from(value())),
+                "--gmond-runs" => {
+                    o.gmond_runs = value().split(',').map(str::to_string).collect();
+                    if let Some(r) = o
+                        .gmond_runs
+                        .iter()
+                        .find(|r| !"abcde".contains(r.as_str()) || r.len() != 1)
+                    {
+                        usage(&format!("no gmond run {r:?} (runs: a,b,c,d,e)"));
+                    }
+                }
                 "--poll-servers" => o.poll.servers = number(&value()) as usize,
                 "--poll-interval" => o.poll.interval = seconds(&value()),
                 "--poll-every" => o.poll.every = seconds(&value()),
@@ -216,6 +256,11 @@ impl Options {
 
     fn runs(&self, name: &str) -> bool {
         self.only.is_empty() || self.only.iter().any(|o| o == name)
+    }
+
+    /// Runs done only when named (never in the smoke).
+    fn named(&self, name: &str) -> bool {
+        self.only.iter().any(|o| o == name)
     }
 }
 
@@ -341,13 +386,15 @@ fn main() {
     }
     if o.runs("gmond") {
         let e = e2e::run(
-            &bin,
+            o.gateway_bin.as_deref().unwrap_or(&bin),
             &e2e::E2eOptions {
                 servers: o.gmond_servers,
                 smoke: o.smoke,
                 ceiling: o.ceiling,
                 sustain: o.sustain,
                 down: o.down,
+                runs: o.gmond_runs.clone(),
+                gateway_conf: o.gateway_conf.clone(),
             },
         );
         // gmond missing: the smoke and an explicit --only gmond fail;
@@ -360,10 +407,20 @@ fn main() {
     }
     // Only when named: at its defaults it takes about a quarter of an
     // hour, and the smoke must stay quick.
-    if o.only.iter().any(|r| r == "poll") {
+    if o.named("poll") {
         let t = Instant::now();
         report.poll = Some(poll::run(&bin, &o.poll));
         println!("load: poll took {:.1} s", t.elapsed().as_secs_f64());
+    }
+    if o.named("cost") {
+        let t = Instant::now();
+        let c = cost::run(&cost::CostOptions {
+            servers: o.gmond_servers,
+            runs: o.cost_runs.max(1),
+            rate: o.cost_rate,
+        });
+        println!("load: cost took {:.1} s", t.elapsed().as_secs_f64());
+        c.print();
     }
     report.print(&records);
     if o.smoke {

@@ -18,12 +18,23 @@ use std::collections::{HashMap, VecDeque};
 use std::time::Instant;
 
 use crate::engine::clock::Clock;
-use crate::engine::packets::{PacketBatch, PacketKind, SlotKey};
+use crate::engine::packets::{PacketBatch, PacketKind, SlotKey, heartbeat_key};
 
 /// What a drained queue keeps for the next burst; more is freed (and given
 /// back to the system).
 const KEEP_SLOTS: usize = 4096;
 const KEEP_BYTES: usize = 1 << 20;
+
+/// What a metadata packet costs in the sender's budget, in tokens (a value
+/// costs one): the sender sets it per pacing mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Prices {
+    /// A metric's metadata (128).
+    pub metadata: usize,
+    /// A host's heartbeat metadata: the first packet of a new host, the
+    /// one that creates it in gmond.
+    pub host: usize,
+}
 
 /// Where a pending packet's bytes lie in the queue's arena (`len` 0: none).
 #[derive(Clone, Copy, Default)]
@@ -142,10 +153,10 @@ impl SendQueue {
 
     /// Moves packets to `out`, oldest slot first (metadata before value),
     /// while fewer than `budget` tokens are spent: a value costs one, a
-    /// metadata packet `metadata_cost` (the last one taken may overdraw
+    /// metadata packet what `prices` says (the last one taken may overdraw
     /// the budget by less than that). Returns the tokens spent.
-    pub fn pop(&mut self, budget: usize, metadata_cost: usize, out: &mut Outgoing) -> usize {
-        self.pop_while(budget, metadata_cost, out, None, |_| false)
+    pub fn pop(&mut self, budget: usize, prices: Prices, out: &mut Outgoing) -> usize {
+        self.pop_while(budget, prices, out, None, |_| false)
     }
 
     /// As [`pop`](Self::pop), but only the slots first queued at or before
@@ -154,17 +165,17 @@ impl SendQueue {
         &mut self,
         cutoff: Instant,
         budget: usize,
-        metadata_cost: usize,
+        prices: Prices,
         out: &mut Outgoing,
         skip: impl Fn(SlotKey) -> bool,
     ) -> usize {
-        self.pop_while(budget, metadata_cost, out, Some(cutoff), skip)
+        self.pop_while(budget, prices, out, Some(cutoff), skip)
     }
 
     fn pop_while(
         &mut self,
         budget: usize,
-        metadata_cost: usize,
+        prices: Prices,
         out: &mut Outgoing,
         cutoff: Option<Instant>,
         skip: impl Fn(SlotKey) -> bool,
@@ -175,6 +186,7 @@ impl SendQueue {
             Some(Some(since_epoch)) => Some(since_epoch.as_millis()),
             None => None,
         };
+        let heartbeat = heartbeat_key();
         let mut spent = 0;
         let mut packets = 0;
         while spent < budget {
@@ -193,7 +205,11 @@ impl SendQueue {
                         PacketKind::Metadata,
                         span_bytes(&self.arena, slot.metadata),
                     );
-                    spent += metadata_cost;
+                    spent += if slot.key.metric == heartbeat {
+                        prices.host
+                    } else {
+                        prices.metadata
+                    };
                 }
                 self.garbage += slot.metadata.len as usize;
                 slot.metadata = ArenaSpan::default();
@@ -376,9 +392,14 @@ mod tests {
         SlotKey { host, metric }
     }
 
+    const ONE: Prices = Prices {
+        metadata: 1,
+        host: 1,
+    };
+
     fn drain(q: &mut SendQueue, budget: usize) -> Vec<Vec<u8>> {
         let mut out = Outgoing::default();
-        q.pop(budget, 1, &mut out);
+        q.pop(budget, ONE, &mut out);
         out.packets().into_iter().map(<[u8]>::to_vec).collect()
     }
 
@@ -411,17 +432,23 @@ mod tests {
     }
 
     #[test]
-    fn metadata_costs_more_tokens() {
+    fn metadata_costs_more_tokens_and_a_heartbeat_metadata_its_own() {
         let mut q = SendQueue::default();
         let t = Instant::now();
+        q.push(key(1, heartbeat_key()), PacketKind::Metadata, b"h", t);
         for m in 0..4 {
             q.push(key(1, m), PacketKind::Metadata, b"m", t);
             q.push(key(1, m), PacketKind::Value, b"v", t);
         }
+        let prices = Prices {
+            metadata: 3,
+            host: 5,
+        };
         let mut out = Outgoing::default();
-        // 6 tokens: metadata (3) + value (1), then metadata (3): overdrawn by 1.
-        assert_eq!(q.pop(6, 3, &mut out), 7);
-        assert_eq!(out.packets(), [b"m", b"v", b"m"]);
+        // 11 tokens: the host (5), metadata (3) + value (1), then
+        // metadata (3): overdrawn by 1.
+        assert_eq!(q.pop(11, prices, &mut out), 12);
+        assert_eq!(out.packets(), [b"h", b"m", b"v", b"m"]);
         assert_eq!(q.len(), 5);
     }
 

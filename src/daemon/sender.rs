@@ -20,7 +20,9 @@
 //! * **a token bucket** otherwise: at most `send_burst` packets back to
 //!   back, `max_send_rate` packets per second on average (0: as fast as
 //!   the channel takes them), a metadata packet counting as
-//!   [`METADATA_COST`] value packets. To a unicast address, each packet
+//!   [`METADATA_COST`] value packets and a host's heartbeat metadata as
+//!   [`NEW_HOST_COST`] (what gmond spends on them when they create a
+//!   metric or a host, measured). To a unicast address, each packet
 //!   goes out a second time `resend_after` after the first (unless a newer
 //!   one of its metric waits meanwhile; never after a newer one), if the
 //!   bucket has room once the new packets are out: a gmond that was deaf
@@ -40,19 +42,51 @@ use crate::events::{Counters, Events};
 use crate::ganglia::channel::{SendChannel, Sent};
 
 use super::follow::GmondQueue;
-use super::queue::{Outgoing, SendQueue};
+use super::queue::{Outgoing, Prices, SendQueue};
 use crate::engine::packets::PacketBatch;
 
 /// Packets taken from a queue per lock, unpaced (one to a few sendmmsg calls).
 const UNPACED_CHUNK: usize = 256;
 
-/// What a metadata packet costs in the token bucket, in value packets:
-/// gmond spends about twice as long on one (it copies every string and
-/// extra element into its tables). Measured on gmond 3.7.2 with a smooth
-/// sender: the highest rate without drops was about 20,000/s for metadata
-/// packets alone, 40,000/s for values alone and 30,000/s for the two
-/// alternating (README, "Delivery into gmond").
-pub const METADATA_COST: usize = 2;
+/// What a metric's metadata costs in the token bucket, in value packets:
+/// what gmond 3.7.2 spends on the metadata that creates a metric, plus
+/// what the metric's first value costs it beyond an update (that value
+/// creates the metric's value entry: the pair is what a new metric costs).
+/// Measured on the 2-core development machine (Firecracker VM, Linux
+/// 6.18, a stock gmond on loopback), 2026-11-25, commit 684c0ac: gmond's
+/// CPU per packet with its queue kept filled (`cargo bench --bench load
+/// -- --only cost --cost-rate 0`, 10 runs; docs/gmond.md, "What each
+/// packet costs gmond"): a value update 2.65-2.78 us, a creating metadata
+/// 1.85-1.97 x that (1.82-2.16 over the runs), a first value 1.75-1.79 x
+/// (1.70-1.95): about 1.9 + 0.8 = 2.7, rounded up. Every metadata is
+/// priced so: the sender cannot tell a periodic resend (1.05-1.12 x) from
+/// a first sight, and after a gmond restart every metadata it answers is
+/// one. At the default metadata_interval that costs 14% of the steady
+/// records per second the bucket lets through (a report every 15 s is
+/// 101.6 values and 25.1 metadata: 177 tokens instead of 152).
+pub const METADATA_COST: usize = 3;
+
+/// What a host's heartbeat metadata costs in the token bucket: it is the
+/// first packet of a new host, which creates the host in gmond, and the
+/// host's first heartbeat value creates its value entry. Same runs as
+/// [`METADATA_COST`]: 2.59-2.79 x a value update (2.45-3.06), the first
+/// heartbeat value 1.95-2.11 x (1.79-2.28): about 2.7 + 1.0 = 3.7,
+/// rounded up.
+pub const NEW_HOST_COST: usize = 4;
+
+/// The token bucket's prices: what gmond's one thread spends.
+const BUCKET_PRICES: Prices = Prices {
+    metadata: METADATA_COST,
+    host: NEW_HOST_COST,
+};
+
+/// Following gmond's queue, a token is room in that queue
+/// ([`BYTES_PER_TOKEN`](super::follow::BYTES_PER_TOKEN)) and a metadata
+/// packet takes at most 1,280 bytes of it: two, whatever it creates.
+const QUEUE_PRICES: Prices = Prices {
+    metadata: 2,
+    host: 2,
+};
 
 /// The shortest pause between two sends: a thread's sleep is about this
 /// precise, so packets leave in runs of rate x this (40 at 40,000/s).
@@ -351,7 +385,7 @@ impl Resends {
         match now.checked_sub(self.after) {
             Some(cutoff) if budget > 0 => {
                 self.queue
-                    .pop_queued_by(cutoff, budget, METADATA_COST, out, |key| {
+                    .pop_queued_by(cutoff, budget, BUCKET_PRICES, out, |key| {
                         pending.contains(key)
                     })
             }
@@ -470,9 +504,13 @@ fn send_loop(lane: &Lane, pace: Pace, mut mode: Mode, counters: &Counters, log_i
             },
         };
         out.clear();
+        let prices = match level {
+            Some(_) => QUEUE_PRICES,
+            None => BUCKET_PRICES,
+        };
         let (spent, fresh) = {
             let mut state = lane.lock();
-            let spent = state.queue.pop(budget, METADATA_COST, &mut out);
+            let spent = state.queue.pop(budget, prices, &mut out);
             let fresh = out.len();
             let resent = resends.as_mut().map_or(0, |r| {
                 r.pop_due(now, budget.saturating_sub(spent), &mut out, &state.queue)
@@ -604,13 +642,20 @@ mod tests {
         assert!(counters.snapshot().packets_conflated >= 900);
         senders.drain(start + Duration::from_millis(200)).await;
         let took = start.elapsed();
-        let got = sink.join().unwrap().len();
-        // 20 at once, then 2,000/s: about 420 in 0.2 s; never more than
-        // the bucket allows in the time it had. (The lower bounds leave
-        // room for a loaded machine that starves the sender's thread.)
-        let allowed = 20.0 + 2000.0 * took.as_secs_f64();
-        assert!(got as f64 <= allowed, "{got} sent in {took:?}");
-        assert!(got >= 100, "{got} sent in {took:?}");
+        let packets = sink.join().unwrap();
+        let got = packets.len();
+        // 20 tokens at once, then 2,000/s: about 420 in 0.2 s, a metadata
+        // packet METADATA_COST of them; never more than the bucket allows
+        // in the time it had (the last packet may overdraw it). (The lower
+        // bounds leave room for a loaded machine that starves the sender's
+        // thread.)
+        let tokens: usize = packets
+            .iter()
+            .map(|p| if p == &[b'M'; 8] { METADATA_COST } else { 1 })
+            .sum();
+        let allowed = 20.0 + 2000.0 * took.as_secs_f64() + METADATA_COST as f64;
+        assert!(tokens as f64 <= allowed, "{tokens} tokens sent in {took:?}");
+        assert!(got >= 50, "{got} sent in {took:?}");
         assert!(took < Duration::from_secs(1), "{took:?}");
         // Every packet queued was sent, replaced by a newer one, or counted unsent.
         let c = counters.snapshot();
