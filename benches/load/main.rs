@@ -425,6 +425,12 @@ fn main() {
     report.print(&records);
     if o.smoke {
         report.check_smoke();
+    } else if let Some(missed) = report.gmond.as_ref().map(|g| g.missed_targets())
+        && !missed.is_empty()
+    {
+        // A benchmark run that misses a target fails, as the smoke fails.
+        eprintln!("load: targets missed:\n  {}", missed.join("\n  "));
+        std::process::exit(1);
     }
 }
 

@@ -259,12 +259,18 @@ impl Report {
                 failed.push(format!("{}: no latency measured", r.label));
             }
         }
-        for r in [&self.mpxstats_theirs, &self.mpxstats_ours, &self.chain]
-            .into_iter()
-            .flatten()
-        {
-            if r.completed == 0 {
-                failed.push(format!("{}: nothing came out", r.label));
+        // A tool that is missing fails the smoke, as it fails the tests.
+        for (what, r) in [
+            ("XRootD's mpxstats", &self.mpxstats_theirs),
+            ("our mpxstats", &self.mpxstats_ours),
+            ("the mpxstats | perl | gmetric chain", &self.chain),
+        ] {
+            match r {
+                None => failed.push(format!("{what}: not run (a tool missing or not started)")),
+                Some(r) if r.completed == 0 => {
+                    failed.push(format!("{}: nothing came out", r.label))
+                }
+                Some(_) => {}
             }
         }
         if let Some(m) = &self.memory {

@@ -399,6 +399,15 @@ impl E2e {
         rows
     }
 
+    /// The figures whose target this run missed.
+    pub(crate) fn missed_targets(&self) -> Vec<String> {
+        self.rows()
+            .into_iter()
+            .filter(|r| r.pass == Some(false))
+            .map(|r| format!("{}: {} (target {})", r.figure.trim(), r.value, r.target))
+            .collect()
+    }
+
     pub fn print(&self) {
         println!();
         println!(
