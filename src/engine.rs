@@ -200,7 +200,7 @@ impl Engine {
             self.saved.as_ref().map(|(saved, _)| &**saved),
             events,
         );
-        xcache::Naming::note(&mut source.naming, &record.header());
+        source::Naming::note(&mut source.naming, &record.header());
         self.xcache.claim_waiting(source, from.ip());
         if s.answers_requests() {
             source.keep_record(datagram);

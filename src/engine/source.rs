@@ -71,7 +71,7 @@ pub(super) struct Source {
     pub(super) heartbeat_meta_at: u32,
     /// What named its last record's metrics, to name its XCache totals as
     /// its own metrics ([`super::xcache`]).
-    pub(super) naming: Option<super::xcache::Naming>,
+    pub(super) naming: Option<Naming>,
     /// An XCache's g-stream, added up since this run of it started.
     pub(super) pfc: Option<PfcTotals>,
 }
@@ -280,6 +280,41 @@ impl Source {
         self.metadata_tmax = 0;
         for s in &mut self.states {
             s.meta_at = series::NEVER;
+        }
+    }
+}
+
+/// What names a source's metrics in its last record: its `pgm`, `ins` and
+/// `site`, as sent.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct Naming {
+    pgm: Option<Box<str>>,
+    ins: Option<Box<str>>,
+    site: Option<Box<str>>,
+}
+
+impl Naming {
+    /// `pgm`, `ins` and `site`, as the mapping takes them.
+    pub(super) fn parts(&self) -> (Option<&str>, Option<&str>, Option<&str>) {
+        (
+            self.pgm.as_deref(),
+            self.ins.as_deref(),
+            self.site.as_deref(),
+        )
+    }
+
+    /// Takes what names the metrics of a record with this header (no
+    /// allocation while it stays the same, as it does between reports).
+    pub(super) fn note(naming: &mut Option<Naming>, header: &Header<'_>) {
+        let n = naming.get_or_insert_default();
+        for (kept, sent) in [
+            (&mut n.pgm, header.pgm),
+            (&mut n.ins, header.ins),
+            (&mut n.site, header.site),
+        ] {
+            if kept.as_deref() != sent {
+                *kept = sent.map(Into::into);
+            }
         }
     }
 }

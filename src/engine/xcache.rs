@@ -19,7 +19,6 @@ use crate::events::Events;
 use crate::ganglia::format_u64;
 use crate::gstream::PfcTotals;
 use crate::mapping::{HeaderParts, MappedRecord, Mapper};
-use crate::summary::Header;
 
 use super::packets::PacketBatch;
 use super::source::Source;
@@ -35,15 +34,6 @@ type Run = (IpAddr, u32, Option<String>);
 pub(super) struct Totals {
     waiting: HashMap<Run, PfcTotals>,
     mapped: MappedRecord,
-}
-
-/// What names a source's metrics in its last record: its `pgm`, `ins` and
-/// `site`, as sent.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(super) struct Naming {
-    pgm: Option<Box<str>>,
-    ins: Option<Box<str>>,
-    site: Option<Box<str>>,
 }
 
 /// The program a g-stream's instance name stands for (`xrootd` or
@@ -136,11 +126,7 @@ impl Totals {
             ("pfc.bytes_miss", text(miss, totals.bytes_miss)),
             ("pfc.bytes_bypass", text(bypass, totals.bytes_bypass)),
         ];
-        let parts = (
-            naming.pgm.as_deref(),
-            naming.ins.as_deref(),
-            naming.site.as_deref(),
-        );
+        let parts = naming.parts();
         mapper.map_values(parts, &values, &mut self.mapped);
         let interval_s = interval_seconds(settings);
         let cap = settings.max_metrics_per_source;
@@ -161,22 +147,5 @@ impl Totals {
             values += v;
         }
         (metadata, values)
-    }
-}
-
-impl Naming {
-    /// Takes what names the metrics of a record with this header (no
-    /// allocation while it stays the same, as it does between reports).
-    pub(super) fn note(naming: &mut Option<Naming>, header: &Header<'_>) {
-        let n = naming.get_or_insert_default();
-        for (kept, sent) in [
-            (&mut n.pgm, header.pgm),
-            (&mut n.ins, header.ins),
-            (&mut n.site, header.site),
-        ] {
-            if kept.as_deref() != sent {
-                *kept = sent.map(Into::into);
-            }
-        }
     }
 }
