@@ -318,7 +318,7 @@ pub struct Burst {
     pub peak_rss_kib: u64,
     /// gmond's CPU (utime + stime) from the burst's start to the poll.
     pub gmond_cpu_s: f64,
-    /// When gmond last worked (its CPU time rose by 1 ms in 5 ms), from
+    /// When gmond last worked (its CPU time rose by 0.1 ms in 5 ms), from
     /// the burst's start: when it took the last packet.
     pub gmond_busy_until: Option<Duration>,
     /// Drops at gmond's socket per half-second from the burst's start.
