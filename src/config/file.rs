@@ -13,7 +13,8 @@ use super::ConfigError;
 use crate::mapping::{DEFAULT_EXCLUDE, DEFAULT_GROUP_TEMPLATE, DEFAULT_NAME_TEMPLATE};
 
 /// Value packets per second per send channel (a metadata packet counts as
-/// two). Into a stock gmond 3.7.2 on the 2-core machine here (`cargo bench
+/// three, a host's heartbeat metadata as four: what they cost gmond,
+/// docs/gmond.md). Into a stock gmond 3.7.2 on the 2-core machine here (`cargo bench
 /// --bench load -- --only gmond`; README, "Delivery into gmond"): 0 drops
 /// at 40,000 and 55,000 on a quiet machine, 40 drops at 70,000, and drops
 /// at 45,000 in two runs of four; at 40,000, 0 drops in three full runs of
@@ -107,7 +108,8 @@ pub struct FileConfig {
     /// Per send channel, packets sent back to back at most.
     pub send_burst: usize,
     /// Per send channel, value packets per second on average; a metadata
-    /// packet counts as two (0: unpaced).
+    /// packet counts as three, a host's heartbeat metadata as four (0:
+    /// unpaced).
     pub max_send_rate: u64,
     /// A channel whose gmond is on this host follows that gmond's receive
     /// queue (read in /proc/self/net/udp) instead of `max_send_rate` and
