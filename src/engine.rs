@@ -190,9 +190,11 @@ impl Engine {
         }
         let s = &*self.settings;
         let now_s = self.clock.secs(now);
+        // Read once: each read scans the record's variables.
+        let header = record.header();
         let source = self.sources.report(
             from,
-            &record.header(),
+            &header,
             &self.mapped,
             now,
             now_s,
@@ -200,7 +202,7 @@ impl Engine {
             self.saved.as_ref().map(|(saved, _)| &**saved),
             events,
         );
-        source::Naming::note(&mut source.naming, &record.header());
+        source::Naming::note(&mut source.naming, &header);
         self.xcache.claim_waiting(source, from.ip());
         if s.answers_requests() {
             source.keep_record(datagram);
