@@ -200,7 +200,7 @@ impl MappedRecord {
 
     /// Adds the metric of `v`, whose names are `names`; a value that cannot
     /// be sent is counted (and the first few kept) instead.
-    #[inline]
+    #[inline(always)]
     fn push_variable(&mut self, names: &CachedNames, v: Variable<'_>, keyed: bool) {
         let a = &mut self.arena;
         let value_start = a.len();
@@ -445,6 +445,7 @@ impl Mapper {
 
     /// The cache slot of a variable's names, filled if new. `key` is the
     /// entry's key as a name component, `key_text` as shown in titles.
+    #[inline(always)]
     fn names_of(
         &mut self,
         raw: &str,
