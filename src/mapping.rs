@@ -29,25 +29,10 @@ use std::net::IpAddr;
 use crate::catalog::{self, Kind, MetricSpec};
 use crate::ganglia::sanitize::{self, MAX_NAME, MAX_TEXT};
 use crate::ganglia::xdr::Slope;
-use crate::summary::{ListEntry, SummaryRecord, Variable};
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Span {
-    start: u32,
-    end: u32,
-}
-
-impl Span {
-    fn of(self, s: &str) -> &str {
-        s.get(self.start as usize..self.end as usize).unwrap_or("")
-    }
-}
+use crate::summary::{ListEntry, Span, SummaryRecord, Variable};
 
 fn span_from(out: &str, start: usize) -> Span {
-    Span {
-        start: start as u32,
-        end: out.len() as u32,
-    }
+    Span::new(start, out.len())
 }
 
 #[derive(Clone, Copy, Debug)]

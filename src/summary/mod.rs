@@ -90,22 +90,26 @@ impl Scratch {
     }
 }
 
-/// Half-open byte range `start..end` into a string held elsewhere.
+/// Half-open byte range `start..end` into a string held elsewhere: the
+/// crate's one way of keeping text without owning it (the parser's names
+/// and values, the mapping's cached names).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Span {
-    start: u32,
-    end: u32,
+pub(crate) struct Span {
+    pub(crate) start: u32,
+    pub(crate) end: u32,
 }
 
 impl Span {
-    fn new(start: usize, end: usize) -> Self {
+    pub(crate) fn new(start: usize, end: usize) -> Self {
         // Datagrams are at most 64 KiB, names a bounded multiple of that.
         Span {
             start: start as u32,
             end: end as u32,
         }
     }
-    fn of(self, s: &str) -> &str {
+
+    #[inline]
+    pub(crate) fn of(self, s: &str) -> &str {
         s.get(self.start as usize..self.end as usize).unwrap_or("")
     }
 
