@@ -30,7 +30,7 @@ use crate::ganglia::xdr::Slope;
 pub enum Kind {
     /// Cumulative 32-bit counter (C `int`): double with integer text,
     /// positive. The gateway keeps it continuous across wraps and restarts
-    /// (`gateway/series.rs`), so what it sends outgrows 32 bits.
+    /// (`engine/series.rs`), so what it sends outgrows 32 bits.
     Counter32,
     /// Cumulative 64-bit counter (C `long long`): double with integer text, positive.
     Counter64,

@@ -170,7 +170,7 @@ fn slope_follows_meaning() {
     assert_eq!(Counter64.slope(), Slope::Positive);
     assert_eq!(Gauge64.slope(), Slope::Both);
     assert_eq!(Text.slope(), Slope::Zero);
-    // Counters are kept continuous past 32 bits (gateway/series.rs).
+    // Counters are kept continuous past 32 bits (engine/series.rs).
     assert_eq!(
         (
             Counter32.value_type(),

@@ -19,7 +19,7 @@ struct Table {
 
 impl Table {
     fn new(config: &str, max_hosts: usize) -> Table {
-        // The table first: its clock starts before the pipeline's, so
+        // The table first: its clock starts before the engine's, so
         // `secs` seconds in are as many for both.
         let t = HostTable::new(max_hosts);
         Table {
@@ -28,7 +28,7 @@ impl Table {
         }
     }
 
-    /// `datagram` from `from`, `secs` seconds in, through the pipeline
+    /// `datagram` from `from`, `secs` seconds in, through the engine
     /// and into the table.
     fn feed(&mut self, datagram: &str, from: &str, secs: u64) {
         self.r.feed(datagram, from, secs);

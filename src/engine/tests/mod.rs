@@ -56,13 +56,13 @@ impl Harness {
         }
     }
 
-    /// `secs` seconds after the pipeline's start.
+    /// `secs` seconds after the engine's start.
     pub fn at(&self, secs: u64) -> Instant {
         self.engine.clock.epoch() + Duration::from_secs(secs)
     }
 
     /// One datagram from `from` (`ADDR:PORT`), `secs` seconds in; the
-    /// packets it became are the pipeline's.
+    /// packets it became are the engine's.
     pub fn feed(&mut self, datagram: impl AsRef<[u8]>, from: &str, secs: u64) -> &mut Harness {
         let at = self.at(secs);
         self.feed_at(datagram, from.parse().unwrap(), at)
