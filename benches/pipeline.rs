@@ -124,6 +124,12 @@ fn bench(c: &mut Criterion) {
                 g.bench_function("xml-table", |b| {
                     b.iter(|| table.take(std::hint::black_box(pipeline.batch()), ip, t0))
                 });
+                // A report whose metadata is due (a new host, or every
+                // metadata_interval): the table decodes each metadata
+                // packet, where values are taken by their byte range.
+                g.bench_function("xml-table-metadata", |b| {
+                    b.iter(|| table.take(std::hint::black_box(first.batch()), ip, t0))
+                });
             }
         }
         g.finish();
