@@ -1136,8 +1136,9 @@ pub static CATALOG: &[MetricSpec] = &[
     // (the memory cache, pss.memcache); xrootd 5.x. Only rmc counts the
     // bytes, hits and misses (prerd.*, rd.*, pass): pfc leaves them at 0
     // in every release up to 6.1 (it sets only store.size and mem.* up
-    // to 5.7, nothing from 5.8), and no release counts pass.cnt. 5.5-5.7
-    // send `<hits>N></hits>`; the parser drops the stray '>'.
+    // to 5.7, nothing from 5.8), and no release counts pass.cnt. Every
+    // release from 5.0.0 to 5.6.9 sends `<rd><hits>N></hits>` (pfc and rmc
+    // alike; fixed in 5.7.0); the parser drops the stray '>'.
     spec!(
         "cache.prerd.in",
         Counter64,
