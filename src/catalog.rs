@@ -16,7 +16,8 @@
 //!
 //! Types: C `int` fields (printed with `%d`, so they go negative past 2^31)
 //! are `uint32` and sent as their unsigned value; `long long` fields are
-//! `double` with integer text; timestamps are `double`.
+//! `double` with integer text; timestamps are `double`; the one `char`
+//! counter (`cmsm.node.i.shr.use`, 5.4.0+) is [`Kind::Counter8`].
 //!
 //! List entries are written with `i` for the index (`oss.paths.i.free`);
 //! [`LIST_KEYS`] says which field names an entry.
@@ -34,6 +35,14 @@ pub enum Kind {
     Counter32,
     /// Cumulative 64-bit counter (C `long long`): double with integer text, positive.
     Counter64,
+    /// Cumulative 8-bit counter (a C `char` printed with `%d`): double with
+    /// integer text, positive. It wraps 127 -> -128 where `char` is signed
+    /// (x86) and 255 -> 0 where it is unsigned (ARM, POWER); the value
+    /// reader takes -128..-1 as 128..255 and the gateway reads a drop of
+    /// less than 128 as a wrap (`engine/series.rs`), so either counts on
+    /// steadily. Readings above 255 are taken as they are: they come from
+    /// releases up to 5.3.4, which had an `int` there.
+    Counter8,
     /// 32-bit value that goes up and down, or a high-water mark: uint32, both.
     Gauge32,
     /// 64-bit value that goes up and down: double, both.
@@ -53,16 +62,19 @@ impl Kind {
     pub fn value_type(self) -> &'static str {
         match self {
             Kind::Gauge32 => "uint32",
-            Kind::Counter32 | Kind::Counter64 | Kind::Gauge64 | Kind::Timestamp | Kind::SizeKiB => {
-                "double"
-            }
+            Kind::Counter8
+            | Kind::Counter32
+            | Kind::Counter64
+            | Kind::Gauge64
+            | Kind::Timestamp
+            | Kind::SizeKiB => "double",
             Kind::Text => "string",
         }
     }
 
     pub fn slope(self) -> Slope {
         match self {
-            Kind::Counter32 | Kind::Counter64 => Slope::Positive,
+            Kind::Counter8 | Kind::Counter32 | Kind::Counter64 => Slope::Positive,
             Kind::Gauge32 | Kind::Gauge64 | Kind::Timestamp | Kind::SizeKiB => Slope::Both,
             Kind::Text => Slope::Zero,
         }
@@ -385,10 +397,10 @@ pub static CATALOG: &[MetricSpec] = &[
     ),
     spec!(
         "cmsm.node.i.shr.use",
-        Counter32,
+        Counter8,
         "exhaustions/s",
         "Node share exhausted",
-        "Number of times the share of the node was exhausted."
+        "Number of times the share of the node was exhausted (a char since 5.4.0: wraps at 8 bits)."
     ),
     spec!(
         "cmsm.frq.add",
