@@ -5,6 +5,12 @@
 //! legacy `toe` end-tag attribute), and what xrootd 5.x actually prints
 //! (read in the xrootd source and seen in records captured from xrootd 5.5.3:
 //! buff.xl*, xrootd.ops.wv/ws, xrootd.sig.*, ofs.tpc.*, pss.*, cache.*).
+//! The catalog is held to `tests/data/xrootd-releases.tsv`, what every
+//! release from 3.0.0 to 6.1 sends, read from XRootD's source: entries
+//! no release sends are not here (the 2018 reference's `xrootd.prr`, a typo
+//! for `err`, and `cmsc.role`/`cmss.role`), entries only old releases send
+//! say so ([`MetricSpec::until`]), and so do fields whose width changed
+//! ([`MetricSpec::old_width`]).
 //!
 //! Slope follows meaning, not the reference's arrows:
 //! * cumulative counters are `positive` (gmetad stores them as RRD COUNTER
@@ -16,7 +22,8 @@
 //!
 //! Types: C `int` fields (printed with `%d`, so they go negative past 2^31)
 //! are `uint32` and sent as their unsigned value; `long long` fields are
-//! `double` with integer text; timestamps are `double`.
+//! `double` with integer text; timestamps are `double`; the one `char`
+//! counter (`cmsm.node.i.shr.use`, 5.4.0+) is [`Kind::Counter8`].
 //!
 //! List entries are written with `i` for the index (`oss.paths.i.free`);
 //! [`LIST_KEYS`] says which field names an entry.
@@ -34,6 +41,14 @@ pub enum Kind {
     Counter32,
     /// Cumulative 64-bit counter (C `long long`): double with integer text, positive.
     Counter64,
+    /// Cumulative 8-bit counter (a C `char` printed with `%d`): double with
+    /// integer text, positive. It wraps 127 -> -128 where `char` is signed
+    /// (x86) and 255 -> 0 where it is unsigned (ARM, POWER); the value
+    /// reader takes -128..-1 as 128..255 and the gateway reads a drop of
+    /// less than 128 as a wrap (`engine/series.rs`), so either counts on
+    /// steadily. Readings above 255 are taken as they are: they come from
+    /// releases that had an `int` there (see [`MetricSpec::old_width`]).
+    Counter8,
     /// 32-bit value that goes up and down, or a high-water mark: uint32, both.
     Gauge32,
     /// 64-bit value that goes up and down: double, both.
@@ -53,16 +68,19 @@ impl Kind {
     pub fn value_type(self) -> &'static str {
         match self {
             Kind::Gauge32 => "uint32",
-            Kind::Counter32 | Kind::Counter64 | Kind::Gauge64 | Kind::Timestamp | Kind::SizeKiB => {
-                "double"
-            }
+            Kind::Counter8
+            | Kind::Counter32
+            | Kind::Counter64
+            | Kind::Gauge64
+            | Kind::Timestamp
+            | Kind::SizeKiB => "double",
             Kind::Text => "string",
         }
     }
 
     pub fn slope(self) -> Slope {
         match self {
-            Kind::Counter32 | Kind::Counter64 => Slope::Positive,
+            Kind::Counter8 | Kind::Counter32 | Kind::Counter64 => Slope::Positive,
             Kind::Gauge32 | Kind::Gauge64 | Kind::Timestamp | Kind::SizeKiB => Slope::Both,
             Kind::Text => Slope::Zero,
         }
@@ -84,6 +102,12 @@ pub struct MetricSpec {
     pub title: &'static str,
     /// One sentence for DESC.
     pub desc: &'static str,
+    /// The last XRootD release that sends it, when no current one does
+    /// (`tests/data/xrootd-releases.tsv`); None: current releases send it.
+    pub until: Option<&'static str>,
+    /// (last release, bits): up to that release its field had this width,
+    /// not the one [`kind`](Self::kind) says.
+    pub old_width: Option<(&'static str, u8)>,
 }
 
 /// The field that names a list entry, per list ("index only to break ties").
@@ -111,6 +135,12 @@ pub fn is_derived(var: &str) -> bool {
     .contains(&var)
 }
 
+/// Whether `var` is one the gateway makes from XCache's g-stream
+/// (`engine/xcache.rs`: `pfc.*`), not from a summary record.
+pub fn is_from_gstream(var: &str) -> bool {
+    var.starts_with("pfc.")
+}
+
 pub const DERIVED_CPU_USR: &str = "proc.cpu.usr";
 pub const DERIVED_CPU_SYS: &str = "proc.cpu.sys";
 pub const DERIVED_CPU_TOTAL: &str = "proc.cpu.total";
@@ -121,12 +151,23 @@ pub const UNKNOWN_UNITS: &str = "";
 
 macro_rules! spec {
     ($var:literal, $kind:ident, $units:literal, $title:literal, $desc:literal) => {
+        spec!(@ $var, $kind, $units, $title, $desc, None, None)
+    };
+    ($var:literal, $kind:ident, $units:literal, $title:literal, $desc:literal, until = $until:literal) => {
+        spec!(@ $var, $kind, $units, $title, $desc, Some($until), None)
+    };
+    ($var:literal, $kind:ident, $units:literal, $title:literal, $desc:literal, old_width = ($last:literal, $bits:literal)) => {
+        spec!(@ $var, $kind, $units, $title, $desc, None, Some(($last, $bits)))
+    };
+    (@ $var:literal, $kind:ident, $units:literal, $title:literal, $desc:literal, $until:expr, $old:expr) => {
         MetricSpec {
             var: $var,
             kind: Kind::$kind,
             units: $units,
             title: $title,
             desc: $desc,
+            until: $until,
+            old_width: $old,
         }
     };
 }
@@ -151,7 +192,8 @@ pub static CATALOG: &[MetricSpec] = &[
         Timestamp,
         "s",
         "Report end time",
-        "Unix time when statistics gathering ended (2009 edition: attribute of the end tag)."
+        "Unix time when statistics gathering ended: an attribute of the end tag, sent from 2009-07 to 2010-02 (before any release tag); sgen.toe since.",
+        until = "2010-02"
     ),
     spec!(
         "tos",
@@ -201,7 +243,7 @@ pub static CATALOG: &[MetricSpec] = &[
         Text,
         "",
         "Host attribute",
-        "Host attribute sent by the dCache xrootd door."
+        "Host attribute: the name of the sender, added by mpxstats -s; the dCache xrootd monitor plug-in sends it too."
     ),
     // Derived by the gateway.
     spec!(
@@ -290,20 +332,6 @@ pub static CATALOG: &[MetricSpec] = &[
         "CMS role",
         "Role code of a data server cmsd (S server, R supervisor, ...): xrootd sends cms where the reference says cmsc or cmss."
     ),
-    spec!(
-        "cmsc.role",
-        Text,
-        "",
-        "CMS client role",
-        "Role identification of the cms client."
-    ),
-    spec!(
-        "cmss.role",
-        Text,
-        "",
-        "CMS server role",
-        "Role identification of the cms server."
-    ),
     // cmsm (2.2.2.2). sel.r/w are resummed every 60 s by cmsd, so they can drop.
     spec!(
         "cmsm.role",
@@ -385,10 +413,11 @@ pub static CATALOG: &[MetricSpec] = &[
     ),
     spec!(
         "cmsm.node.i.shr.use",
-        Counter32,
+        Counter8,
         "exhaustions/s",
         "Node share exhausted",
-        "Number of times the share of the node was exhausted."
+        "Number of times the share of the node was exhausted (a char since 5.4.0: wraps at 8 bits).",
+        old_width = ("5.3.4", 32)
     ),
     spec!(
         "cmsm.frq.add",
@@ -821,10 +850,11 @@ pub static CATALOG: &[MetricSpec] = &[
     // rootd (2.2.9).
     spec!(
         "rootd.num",
-        Counter64,
+        Counter32,
         "selections/s",
         "rootd protocol selections",
-        "Number of times the rootd protocol was selected."
+        "Number of times the rootd protocol was selected (a C int; releases up to 5.3.4).",
+        until = "5.3.4"
     ),
     // sched (2.2.10). The reference gives threads an up-arrow; it is the
     // current thread count, a gauge.
@@ -933,14 +963,16 @@ pub static CATALOG: &[MetricSpec] = &[
         Counter64,
         "requests/s",
         "Read requests",
-        "Read requests."
+        "Read requests.",
+        old_width = ("3.0.5", 32)
     ),
     spec!(
         "xrootd.ops.pr",
         Counter64,
         "requests/s",
         "Pre-read requests",
-        "Pre-read requests."
+        "Pre-read requests.",
+        old_width = ("3.0.5", 32)
     ),
     spec!(
         "xrootd.ops.rv",
@@ -975,7 +1007,8 @@ pub static CATALOG: &[MetricSpec] = &[
         Counter64,
         "requests/s",
         "Write requests",
-        "Write requests."
+        "Write requests.",
+        old_width = ("3.0.5", 32)
     ),
     spec!(
         "xrootd.ops.sync",
@@ -1031,7 +1064,8 @@ pub static CATALOG: &[MetricSpec] = &[
         Counter64,
         "requests/s",
         "Async I/O requests",
-        "Async I/O requests processed."
+        "Async I/O requests processed.",
+        old_width = ("3.0.5", 32)
     ),
     spec!(
         "xrootd.aio.max",
@@ -1045,7 +1079,8 @@ pub static CATALOG: &[MetricSpec] = &[
         Counter64,
         "requests/s",
         "Async I/O converted to sync",
-        "Async I/O requests converted to sync I/O."
+        "Async I/O requests converted to sync I/O.",
+        old_width = ("3.0.5", 32)
     ),
     spec!(
         "xrootd.err",
@@ -1067,13 +1102,6 @@ pub static CATALOG: &[MetricSpec] = &[
         "requests/s",
         "Delayed requests",
         "Number of requests that ended with a delay."
-    ),
-    spec!(
-        "xrootd.prr",
-        Counter32,
-        "requests/s",
-        "prr requests",
-        "Listed in the reference XML schema but not described there, and not sent by xrootd 5.x; kept for older servers."
     ),
     spec!(
         "xrootd.lgn.num",
@@ -1136,8 +1164,9 @@ pub static CATALOG: &[MetricSpec] = &[
     // (the memory cache, pss.memcache); xrootd 5.x. Only rmc counts the
     // bytes, hits and misses (prerd.*, rd.*, pass): pfc leaves them at 0
     // in every release up to 6.1 (it sets only store.size and mem.* up
-    // to 5.7, nothing from 5.8), and no release counts pass.cnt. 5.5-5.7
-    // send `<hits>N></hits>`; the parser drops the stray '>'.
+    // to 5.7, nothing from 5.8), and no release counts pass.cnt. Every
+    // release from 5.0.0 to 5.6.9 sends `<rd><hits>N></hits>` (pfc and rmc
+    // alike; fixed in 5.7.0); the parser drops the stray '>'.
     spec!(
         "cache.prerd.in",
         Counter64,

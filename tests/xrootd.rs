@@ -3,22 +3,23 @@
 
 mod common;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::UdpSocket;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{Capture, Gateway, Gmond, Scratch, Xrootd, free_port};
-use xrd2ganglia::catalog::Kind;
-use xrd2ganglia::mapping::{
-    DEFAULT_GROUP_TEMPLATE, DEFAULT_NAME_TEMPLATE, MappedRecord, Mapper, NameTemplate,
-};
-use xrd2ganglia::summary::SummaryParser;
+use common::releases::{self, Row};
+use common::{Capture, Gateway, Gmond, Scratch, XmlHost, XmlMetric, Xrootd, free_port};
+use xrd2ganglia::catalog;
 
 const CONFIG: &str =
     "metadata_interval = 2\ndmax = 0\nstats_interval = 0\nself_metrics_interval = 0\n";
+
+/// The XRootD release Debian's packages run here (`xrootd -v`; the test
+/// checks the records' `ver`).
+const RELEASE: &str = "5.5.3";
 
 fn xrdcp(args: &[&str]) {
     let out = Command::new("xrdcp")
@@ -33,30 +34,140 @@ fn xrdcp(args: &[&str]) {
     );
 }
 
-/// Maps a record the way the gateway does; (host name, metric names and values, kinds).
-fn expected(datagram: &[u8]) -> (String, Vec<(String, String, Kind)>) {
-    let mut parser = SummaryParser::new();
-    let record = parser
-        .parse(datagram)
-        .expect("xrootd sent a record we cannot parse");
-    let mut mapper = Mapper::new(
-        NameTemplate::parse(DEFAULT_NAME_TEMPLATE).unwrap(),
-        NameTemplate::parse(DEFAULT_GROUP_TEMPLATE).unwrap(),
-    );
-    let mut out = MappedRecord::default();
-    mapper.map(&record, "127.0.0.1".parse().unwrap(), &mut out);
-    assert_eq!(out.rejected_count, 0, "values rejected: {:?}", out.rejected);
-    let metrics = out
-        .metrics()
-        .map(|m| (m.name.to_string(), m.value.to_string(), m.kind))
+/// `<NAME>N</NAME>` inside `<stats id="SECTION">` of a raw XML record, as a
+/// number: read with a string search, not the crate's parser.
+fn raw_value(datagram: &[u8], section: &str, name: &str) -> Option<u64> {
+    let text = std::str::from_utf8(datagram).ok()?;
+    let at = text.find(&format!("<stats id=\"{section}\">"))?;
+    let rest = &text[at..];
+    let rest = &rest[rest.find(&format!("<{name}>"))? + name.len() + 2..];
+    rest[..rest.find('<')?].parse().ok()
+}
+
+/// The sections a raw XML record holds (`<stats id="NAME">`, not the
+/// numbered list entries), and its `ver`.
+fn raw_sections(datagram: &[u8]) -> (BTreeSet<String>, String) {
+    let text = std::str::from_utf8(datagram).expect("xrootd sends text");
+    let sections = text
+        .split("<stats id=\"")
+        .skip(1)
+        .filter_map(|s| s.split_once('"').map(|(id, _)| id))
+        .filter(|id| !id.bytes().all(|b| b.is_ascii_digit()))
+        .map(str::to_string)
         .collect();
-    (out.host.name.clone(), metrics)
+    let ver = text
+        .split_once(" ver=\"")
+        .and_then(|(_, r)| r.split_once('"'))
+        .map(|(v, _)| v.to_string())
+        .expect("a ver attribute");
+    (sections, ver)
+}
+
+/// What the release table says a record of `RELEASE` holding `sections`
+/// must become, named with `prefix` (`xrootd.ds.`): every variable that
+/// release sends there unconditionally (header attributes always).
+struct Expected<'t> {
+    prefix: String,
+    /// Variables sent on their own, by metric name.
+    plain: BTreeMap<String, &'t Row>,
+    /// List fields (`oss.paths.i.free`): sent per entry.
+    lists: Vec<&'t Row>,
+}
+
+impl<'t> Expected<'t> {
+    fn new(table: &'t [Row], prefix: &str, sections: &BTreeSet<String>) -> Expected<'t> {
+        let mut e = Expected {
+            prefix: prefix.to_string(),
+            plain: BTreeMap::new(),
+            lists: Vec::new(),
+        };
+        for row in releases::sent_by(table, RELEASE) {
+            if row.when.is_some()
+                || !(row.section == "statistics" || sections.contains(&row.section))
+            {
+                continue;
+            }
+            match row.list_entry() {
+                Some(_) => e.lists.push(row),
+                None => {
+                    e.plain.insert(format!("{prefix}{}", row.variable), row);
+                }
+            }
+        }
+        e
+    }
+
+    /// The row a metric of this record is, if the table knows it.
+    fn row_of(&self, metric: &str) -> Option<&'t Row> {
+        if let Some(row) = self.plain.get(metric) {
+            return Some(row);
+        }
+        let var = metric.strip_prefix(&self.prefix)?;
+        self.lists.iter().copied().find(|r| {
+            r.list_entry().is_some_and(|(list, field)| {
+                var.strip_prefix(list)
+                    .and_then(|v| v.strip_prefix('.'))
+                    .and_then(|v| v.strip_suffix(field))
+                    .is_some_and(|key| key.len() > 1 && key.ends_with('.'))
+            })
+        })
+    }
+
+    /// Whether `host` shows every expected metric: each plain one, and each
+    /// list field once per entry its list says it has.
+    fn all_shown(&self, host: &XmlHost) -> bool {
+        self.plain.keys().all(|n| host.metrics.contains_key(n))
+            && self.lists.iter().all(|r| {
+                let list = r.list_entry().map_or("", |(list, _)| list);
+                let entries = host
+                    .metrics
+                    .get(&format!("{}{list}", self.prefix))
+                    .and_then(|m| m.get("VAL").parse::<usize>().ok());
+                let shown = host
+                    .metrics
+                    .keys()
+                    .filter(|k| self.row_of(k).is_some_and(|x| std::ptr::eq(x, *r)))
+                    .count();
+                entries == Some(shown)
+            })
+    }
+}
+
+/// TYPE and SLOPE of a metric, held to what the table says of its field:
+/// a cumulative field is a counter (gmetad graphs a rate: positive, and a
+/// double to outgrow 32 bits); text is a string with slope zero; anything
+/// else is no counter: both, or zero where the gateway sends an
+/// identifier (a pid, a port) as text.
+fn check_type_and_slope(name: &str, m: &XmlMetric, row: &Row) {
+    let (ty, slope) = (m.get("TYPE"), m.get("SLOPE"));
+    if row.cumulative {
+        assert_eq!(
+            (ty, slope),
+            ("double", "positive"),
+            "{name}: cumulative ({})",
+            row.source
+        );
+    } else if row.width.is_none() {
+        assert_eq!(
+            (ty, slope),
+            ("string", "zero"),
+            "{name}: text ({})",
+            row.source
+        );
+    } else if ty == "string" {
+        assert_eq!(slope, "zero", "{name}: an identifier sent as text");
+    } else {
+        assert!(matches!(ty, "uint32" | "double"), "{name}: TYPE {ty}");
+        assert_eq!(slope, "both", "{name}: not cumulative ({})", row.source);
+    }
 }
 
 #[test]
 fn real_xrootd_and_cmsd_reach_gmond() {
     let gmond = Gmond::start();
-    let gw = Gateway::start(gmond.port, CONFIG);
+    // Everything the records hold goes out (no default exclusions): what
+    // gmond must show is what the release table says xrootd sends.
+    let gw = Gateway::start(gmond.port, &format!("{CONFIG}exclude = []\n"));
     let capture = Capture::new();
     let root = Scratch::new("xrd");
     for d in ["ds/data", "ds/admin", "mgr/admin", "srv/data", "srv/admin"] {
@@ -116,15 +227,8 @@ fn real_xrootd_and_cmsd_reach_gmond() {
     let deadline = Instant::now() + Duration::from_secs(20);
     let record = loop {
         let d = capture.next();
-        let mut p = SummaryParser::new();
-        let r = p.parse(&d).unwrap();
-        let moved = r
-            .get("link.in")
-            .and_then(|v| v.parse::<u64>().ok())
-            .is_some_and(|v| v >= 5 << 20)
-            && r.get("link.out")
-                .and_then(|v| v.parse::<u64>().ok())
-                .is_some_and(|v| v >= 5 << 20);
+        let moved = raw_value(&d, "link", "in").is_some_and(|v| v >= 5 << 20)
+            && raw_value(&d, "link", "out").is_some_and(|v| v >= 5 << 20);
         if moved {
             break d;
         }
@@ -134,7 +238,36 @@ fn real_xrootd_and_cmsd_reach_gmond() {
             ds.proc.log_text()
         );
     };
-    let (host, metrics) = expected(&record);
+    // What that record must become, from the release table (built from
+    // XRootD's source), never from the crate's parser or mapping.
+    let (sections, ver) = raw_sections(&record);
+    assert_eq!(
+        ver,
+        format!("v{RELEASE}"),
+        "the packaged xrootd is not {RELEASE}"
+    );
+    let table = releases::load();
+    let expected = Expected::new(&table, "xrootd.ds.", &sections);
+    for s in [
+        "info", "buff", "link", "poll", "proc", "xrootd", "ofs", "oss", "sched", "sgen",
+    ] {
+        assert!(sections.contains(s), "no {s} section in {sections:?}");
+    }
+    // What the gateway adds (documented in README): the derived metrics.
+    let derived = [
+        catalog::DERIVED_UPTIME,
+        catalog::DERIVED_CPU_USR,
+        catalog::DERIVED_CPU_SYS,
+        catalog::DERIVED_CPU_TOTAL,
+    ]
+    .map(|d| format!("xrootd.ds.{d}"));
+    // The host the ds's metrics are filed under.
+    let ds_host = |x: &common::GangliaXml| {
+        x.hosts
+            .iter()
+            .find(|(_, h)| h.metrics.contains_key("xrootd.ds.link.in"))
+            .map(|(name, _)| name.clone())
+    };
 
     // gmond shows every metric of that record. The gateway got the datagram
     // when the capture socket did: wait for its values, not just the names.
@@ -142,10 +275,10 @@ fn real_xrootd_and_cmsd_reach_gmond() {
         Duration::from_secs(15),
         "every metric of the ds record, after the transfer",
         |x| {
-            x.hosts.get(&host).is_some_and(|h| {
-                metrics
-                    .iter()
-                    .all(|(name, _, _)| h.metrics.contains_key(name))
+            ds_host(x).is_some_and(|host| {
+                let h = &x.hosts[&host];
+                expected.all_shown(h)
+                    && derived.iter().all(|d| h.metrics.contains_key(d))
                     && ["xrootd.ds.link.in", "xrootd.ds.link.out"].iter().all(|m| {
                         h.metrics
                             .get(*m)
@@ -161,18 +294,46 @@ fn real_xrootd_and_cmsd_reach_gmond() {
             })
         },
     );
+    let host = ds_host(&x).unwrap_or_default();
     let h = x.host(&host);
     assert_eq!(h.attrs["IP"], "127.0.0.1");
-    let numeric = metrics.iter().filter(|(_, _, k)| *k != Kind::Text).count();
+    let numeric = expected
+        .plain
+        .values()
+        .filter(|r| r.width.is_some())
+        .count();
     assert!(
         numeric >= 60,
-        "only {numeric} numeric metrics in a real ds record"
+        "only {numeric} numeric variables in a real ds record, says the table"
     );
-    for (name, _, kind) in &metrics {
-        let m = &h.metrics[name];
-        assert_eq!(m.get("TYPE"), kind.value_type(), "{name}");
-        assert_eq!(m.get("SLOPE"), kind.slope().as_str(), "{name}");
+    // Every metric of the ds is a variable 5.5.3 sends (or one the gateway
+    // derives), with the type and slope its field calls for.
+    let mut checked = 0;
+    for (name, m) in h
+        .metrics
+        .iter()
+        .filter(|(n, _)| n.starts_with("xrootd.ds."))
+    {
+        if let Some(var) = name
+            .strip_prefix("xrootd.ds.")
+            .filter(|v| catalog::is_derived(v))
+        {
+            // The gateway's own (README): as the catalog describes it.
+            let kind = catalog::lookup(var).map(|s| s.kind);
+            assert_eq!(
+                kind.map(|k| (k.value_type(), k.slope().as_str())),
+                Some((m.get("TYPE"), m.get("SLOPE"))),
+                "{name}"
+            );
+            continue;
+        }
+        let row = expected
+            .row_of(name)
+            .unwrap_or_else(|| panic!("{name}: {RELEASE} sends no such variable, says the table"));
+        check_type_and_slope(name, m, row);
+        checked += 1;
     }
+    assert!(checked > expected.plain.len(), "{checked} checked");
     let link_in = x.metric(&host, "xrootd.ds.link.in");
     assert!(link_in.get("VAL").parse::<u64>().unwrap() >= 5 << 20);
     assert_eq!(

@@ -1,9 +1,16 @@
 use super::*;
 use crate::ganglia::sanitize;
 
+/// The release table (`tests/data/xrootd-releases.tsv`) and its reader,
+/// shared with the integration tests.
+#[allow(dead_code)]
+#[path = "../../tests/common/releases.rs"]
+mod releases;
+
 /// Every variable documented in the XRootD System Monitoring Reference,
 /// section 2.2 (2018, `shared/reference/000_*`), as listed in its tables and
-/// XML schemas, plus the 2009 edition's (`003_*`) end-tag `toe`.
+/// XML schemas, plus the 2009 edition's (`003_*`) end-tag `toe`, less what
+/// no release sends ([`NO_RELEASE_SENDS`]).
 /// (`host` is mpxstats' -s sender, not part of a record.)
 const DOCUMENTED: &[&str] = &[
     "ins",
@@ -19,7 +26,6 @@ const DOCUMENTED: &[&str] = &[
     "buff.buffs",
     "buff.mem",
     "buff.reqs",
-    "cmsc.role",
     "cmsm.role",
     "cmsm.sel.t",
     "cmsm.sel.r",
@@ -40,7 +46,6 @@ const DOCUMENTED: &[&str] = &[
     "cmsm.frq.ls",
     "cmsm.frq.rf",
     "cmsm.frq.rs",
-    "cmss.role",
     "info.host",
     "info.name",
     "info.port",
@@ -122,7 +127,6 @@ const DOCUMENTED: &[&str] = &[
     "xrootd.ops.rv",
     "xrootd.ops.sync",
     "xrootd.ops.wr",
-    "xrootd.prr",
     "xrootd.rdr",
     "xrootd.lgn.num",
     "xrootd.lgn.af",
@@ -130,10 +134,178 @@ const DOCUMENTED: &[&str] = &[
     "xrootd.lgn.ua",
 ];
 
+/// In the 2018 reference but sent by no release (the release table's
+/// header says why): `<prr>` is a typo for `<err>` in its format example;
+/// cmsd sends `cms` or `cmsm`, never `cmsc` or `cmss`.
+const NO_RELEASE_SENDS: &[&str] = &["xrootd.prr", "cmsc.role", "cmss.role"];
+
 #[test]
 fn every_documented_variable_is_in_the_catalog() {
     let missing: Vec<_> = DOCUMENTED.iter().filter(|v| lookup(v).is_none()).collect();
     assert!(missing.is_empty(), "not in the catalog: {missing:?}");
+}
+
+#[test]
+fn what_no_release_sends_is_neither_catalogued_nor_in_the_table() {
+    let table = releases::load();
+    for var in NO_RELEASE_SENDS {
+        assert!(lookup(var).is_none(), "{var} is catalogued");
+        assert!(
+            table.iter().all(|r| r.variable != *var),
+            "{var} is in the release table"
+        );
+    }
+}
+
+/// The width a counter kind reads its field at.
+fn counter_bits(kind: Kind) -> Option<u8> {
+    match kind {
+        Kind::Counter8 => Some(8),
+        Kind::Counter32 => Some(32),
+        Kind::Counter64 => Some(64),
+        _ => None,
+    }
+}
+
+/// The catalog against the release table, built from XRootD's source
+/// (never from this crate): every entry is in it (or derived, or from the
+/// g-stream); counter or not, the counter's width, the releases of an
+/// entry no current release sends and a field's older width all agree.
+#[test]
+fn catalog_holds_to_the_release_table() {
+    let table = releases::load();
+    let newest = releases::newest(&table);
+    let mut wrong = Vec::new();
+    for spec in CATALOG {
+        let var = spec.var;
+        if is_derived(var) || is_from_gstream(var) {
+            assert!(
+                table.iter().all(|r| r.variable != var),
+                "{var}: made by the gateway, yet in the release table"
+            );
+            continue;
+        }
+        let Some(row) = newest.iter().find(|r| r.variable == var) else {
+            wrong.push(format!("{var}: no release sends it"));
+            continue;
+        };
+        if spec.kind.is_counter() != row.cumulative {
+            wrong.push(format!(
+                "{var}: {:?}, but the table says cumulative {} ({})",
+                spec.kind, row.cumulative, row.source
+            ));
+        }
+        if row.cumulative && counter_bits(spec.kind) != row.width {
+            wrong.push(format!(
+                "{var}: {:?}, but the field is {:?} bits ({})",
+                spec.kind, row.width, row.source
+            ));
+        }
+        if row.width.is_none() && spec.kind != Kind::Text {
+            wrong.push(format!("{var}: {:?}, but xrootd sends text", spec.kind));
+        }
+        let until = (!row.is_current()).then_some(row.last_text.as_str());
+        if spec.until != until {
+            wrong.push(format!(
+                "{var}: until {:?}, but the table's last release is {}",
+                spec.until, row.last_text
+            ));
+        }
+        // The newest older range whose field had another width.
+        let older = table
+            .iter()
+            .filter(|r| r.variable == var && r.last < row.first && r.width != row.width)
+            .max_by(|a, b| a.last.cmp(&b.last))
+            .map(|r| (r.last_text.as_str(), r.width.unwrap_or(0)));
+        if spec.old_width != older {
+            wrong.push(format!(
+                "{var}: old_width {:?}, but the table says {older:?}",
+                spec.old_width
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Every variable a current release sends is catalogued (what only old
+/// releases sent may be left out; the table still lists it).
+#[test]
+fn every_variable_current_releases_send_is_catalogued() {
+    let table = releases::load();
+    let missing: Vec<_> = table
+        .iter()
+        .filter(|r| r.is_current() && lookup(&r.variable).is_none())
+        .map(|r| format!("{} ({})", r.variable, r.source))
+        .collect();
+    assert!(missing.is_empty(), "not catalogued: {missing:?}");
+}
+
+/// The table against real records of xrootd 5.5.3 and 6.1.0 (the
+/// captures in `tests/data`): each names only variables the table says
+/// its release sends, and each section in it has every variable the table
+/// says that release sends there unconditionally (list fields when the
+/// list has entries). The parser only reads the names.
+#[test]
+fn real_records_match_the_release_table() {
+    let table = releases::load();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let mut files = Vec::new();
+    for sub in ["records", "records-5.9"] {
+        for e in std::fs::read_dir(dir.join(sub)).unwrap() {
+            let path = e.unwrap().path();
+            if matches!(
+                path.extension().and_then(|x| x.to_str()),
+                Some("xml" | "json")
+            ) {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    assert!(files.len() >= 30, "{files:?}");
+    let mut parser = crate::summary::SummaryParser::new();
+    for path in &files {
+        let datagram = std::fs::read(path).unwrap();
+        let record = parser.parse(&datagram).unwrap();
+        let ver = record.header().ver.unwrap();
+        let release = ver.strip_prefix('v').unwrap();
+        let mut names = std::collections::BTreeSet::new();
+        for v in record.vars() {
+            names.insert(match v.entry {
+                Some(e) if !e.field.is_empty() => format!("{}.i.{}", e.list, e.field),
+                // An entry's own text: none in these records.
+                Some(e) => panic!("{}: text of entry {}", path.display(), e.list),
+                None => v.name.to_string(),
+            });
+        }
+        let sends: Vec<_> = releases::sent_by(&table, release).collect();
+        for name in &names {
+            assert!(
+                sends.iter().any(|r| r.variable == *name),
+                "{}: {name} is not sent by {release}, says the table",
+                path.display()
+            );
+        }
+        let sections: std::collections::BTreeSet<_> = sends
+            .iter()
+            .filter(|r| names.contains(&r.variable))
+            .map(|r| r.section.as_str())
+            .collect();
+        for r in &sends {
+            let expected = sections.contains(r.section.as_str())
+                && r.when.is_none()
+                && r.list_entry().is_none_or(|(list, _)| {
+                    names.iter().any(|n| n.starts_with(&format!("{list}.i.")))
+                });
+            assert!(
+                !expected || names.contains(&r.variable),
+                "{}: {release} sends {} ({}), says the table",
+                path.display(),
+                r.variable,
+                r.source
+            );
+        }
+    }
 }
 
 #[test]

@@ -13,7 +13,8 @@
 //!   source continues from what was last sent (`offset += last reading`);
 //! * one counter went down without a restart: a C `int` counter whose
 //!   forward distance modulo 2^32 is under 2^31 wrapped (`offset += 2^32`:
-//!   the rate across the wrap is right); anything else was reset
+//!   the rate across the wrap is right), and likewise a C `char` counter
+//!   (`cmsm.node.i.shr.use`) modulo 2^8; anything else was reset
 //!   (`offset += last reading`).
 //!
 //! The increase across a restart or reset is the new reading: what was
@@ -35,6 +36,8 @@ pub(super) enum Counting {
     None,
     /// A C `int` counter: a drop may be a 32-bit wrap.
     Wraps32,
+    /// A C `char` counter: a drop may be an 8-bit wrap.
+    Wraps8,
     /// A 64-bit counter: a drop is a reset.
     Resets,
 }
@@ -43,6 +46,7 @@ impl Counting {
     pub(super) fn of(kind: crate::catalog::Kind) -> Counting {
         use crate::catalog::Kind;
         match kind {
+            Kind::Counter8 => Counting::Wraps8,
             Kind::Counter32 => Counting::Wraps32,
             Kind::Counter64 => Counting::Resets,
             _ => Counting::None,
@@ -97,12 +101,17 @@ impl MetricState {
     /// The number to send for counter reading `raw`.
     pub fn count(&mut self, raw: u64, counting: Counting) -> u64 {
         if raw < self.last_raw {
-            let forward = raw.wrapping_add(1 << 32).wrapping_sub(self.last_raw);
-            if counting == Counting::Wraps32
-                && self.last_raw <= u64::from(u32::MAX)
-                && forward < 1 << 31
+            // The counter's modulus: a drop by less than half of it is a wrap.
+            let modulus: u64 = match counting {
+                Counting::Wraps32 => 1 << 32,
+                Counting::Wraps8 => 1 << 8,
+                _ => 0,
+            };
+            if modulus != 0
+                && self.last_raw < modulus
+                && raw.wrapping_add(modulus).wrapping_sub(self.last_raw) < modulus / 2
             {
-                self.offset = self.offset.saturating_add(1 << 32);
+                self.offset = self.offset.saturating_add(modulus);
             } else {
                 self.offset = self.offset.saturating_add(self.last_raw);
             }
@@ -236,6 +245,25 @@ mod tests {
         let mut c = MetricState::new(1, 0);
         sent(&mut c, top, Counting::Resets);
         assert_eq!(sent(&mut c, 50, Counting::Resets), top + 50);
+    }
+
+    #[test]
+    fn char_counters_wrap_at_two_to_the_8() {
+        // The readings as the value reader makes them (-128 -> 128).
+        let mut s = MetricState::new(1, 0);
+        assert_eq!(sent(&mut s, 200, Counting::Wraps8), 200);
+        // 56 to the wrap, then 10 more: +66.
+        assert_eq!(sent(&mut s, 10, Counting::Wraps8), 266);
+        assert_eq!(sent(&mut s, 11, Counting::Wraps8), 267);
+        // A drop whose forward distance is 128 or more is no plausible
+        // wrap: a reset (100 -> 10 is 166 forward).
+        let mut r = MetricState::new(1, 0);
+        sent(&mut r, 100, Counting::Wraps8);
+        assert_eq!(sent(&mut r, 10, Counting::Wraps8), 110);
+        // So is any drop from above 255 (an int field, releases up to 5.3.4).
+        let mut o = MetricState::new(1, 0);
+        sent(&mut o, 300, Counting::Wraps8);
+        assert_eq!(sent(&mut o, 250, Counting::Wraps8), 550);
     }
 
     #[test]

@@ -213,7 +213,7 @@ impl Template {
         let kib = m.kind == Kind::SizeKiB;
         let hole = Hole {
             max: match m.kind {
-                Kind::Counter32 | Kind::Gauge32 => MAX_DIGITS_32,
+                Kind::Counter8 | Kind::Counter32 | Kind::Gauge32 => MAX_DIGITS_32,
                 Kind::SizeKiB => MAX_DIGITS_KIB,
                 _ => MAX_DIGITS_64,
             },

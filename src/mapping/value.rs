@@ -1,5 +1,6 @@
 //! A variable's value text as sent: checked and converted for its kind.
-//! `int` counters that wrapped negative are sent unsigned, 64-bit values as
+//! `int` counters that wrapped negative are sent unsigned (a `char` counter
+//! past 127 as its byte, 128..255), 64-bit values as
 //! integer text, positive-slope values only as integers; unknown numeric
 //! variables as double, unknown text as string.
 
@@ -38,7 +39,7 @@ pub(super) fn convert(out: &mut String, kind: Option<Kind>, text: &str) -> Resul
         && kind != Kind::SizeKiB
         && is_plain_integer(
             text,
-            if matches!(kind, Kind::Counter32 | Kind::Gauge32) {
+            if matches!(kind, Kind::Counter8 | Kind::Counter32 | Kind::Gauge32) {
                 9
             } else {
                 18
@@ -88,6 +89,19 @@ pub(super) fn convert_general(
                 } else {
                     BadValue::OutOfRange
                 });
+            }
+            let _ = write!(out, "{v}");
+        }
+        Kind::Counter8 => {
+            let v = parse_integer(text)?;
+            // `%d` of a signed `char` past 127 prints -128..-1: the byte is
+            // 128..255 (an unsigned `char` prints it so).
+            let v = if (-128..0).contains(&v) { v + 256 } else { v };
+            if v < 0 {
+                return Err(BadValue::NegativeCounter);
+            }
+            if v > i64::from(u32::MAX) {
+                return Err(BadValue::OutOfRange);
             }
             let _ = write!(out, "{v}");
         }

@@ -18,7 +18,8 @@
 //!
 //! What real senders get wrong is tolerated here, not in callers: a legacy
 //! `toe` attribute on the end tag (`</statistics toe="..">`, pre-2010), stray
-//! `>` in text (`<hits>0></hits>`, xrootd 5.5-5.7 pfc), fused end tags
+//! `>` in text (`<rd><hits>0></hits>` in the cache section of every xrootd
+//! 5.0.0-5.6.9 proxy cache, pfc or rmc; fixed in 5.7.0), fused end tags
 //! (`<mdb>0</mdb</rsp>`, SSI), numeric tag names (`<200>`, 6.0 http plugin),
 //! other attribute orders and extra attributes (dCache). Entities are never
 //! expanded and nothing is fetched: text is taken as the raw bytes between

@@ -147,14 +147,18 @@ const CASES: &[(&str, &[(&str, &str)])] = &[
             ("sgen.toe", "1700000011"),
         ],
     ),
-    // 5.5-5.7 pfc: `<hits>0></hits>` must not poison the rest.
+    // xrootd 5.0.0-5.6.9, any proxy cache (pfc or rmc): `<rd><hits>N></hits>`
+    // (XrdPosixConfig.cc:566 at v5.6.9, fixed in 5.7.0) must not poison the rest.
     (
-        r#"<statistics><stats id="cache" type="pfc"><prerd><in>0</in><hits>0></hits><miss>0</miss></prerd><rd><in>5</in></rd></stats></statistics>"#,
+        r#"<statistics><stats id="cache" type="rmc"><prerd><in>0</in><hits>0</hits><miss>0</miss></prerd><rd><in>5</in><out>9</out><hits>3></hits><miss>2</miss></rd></stats></statistics>"#,
         &[
             ("cache.prerd.in", "0"),
             ("cache.prerd.hits", "0"),
             ("cache.prerd.miss", "0"),
             ("cache.rd.in", "5"),
+            ("cache.rd.out", "9"),
+            ("cache.rd.hits", "3"),
+            ("cache.rd.miss", "2"),
         ],
     ),
     // SSI: `<mdb>0</mdb</rsp>` closes both elements.

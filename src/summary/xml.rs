@@ -315,8 +315,9 @@ fn close_top(text: &str, s: &mut Scratch) {
     s.path.truncate(frame.path_len as usize);
 }
 
-/// Trims white space and stray trailing `>` (xrootd 5.5-5.7 XCache sends
-/// `<hits>0></hits>`; mpxstats prints `0`), then one pair of surrounding
+/// Trims white space and stray trailing `>` (the cache section of every
+/// xrootd 5.0.0-5.6.9 proxy cache, pfc or rmc, sends `<rd><hits>0></hits>`,
+/// fixed in 5.7.0; mpxstats prints `0`), then one pair of surrounding
 /// double quotes.
 fn unquote(text: &str, span: Span) -> Span {
     let raw = span.of(text);

@@ -11,6 +11,7 @@ mod gmetad;
 mod gmond;
 mod gmond_conf;
 mod gweb;
+pub mod releases;
 pub mod replay;
 mod scratch;
 

@@ -41,6 +41,57 @@ fn counters_stay_continuous_across_restarts_resets_and_wraps() {
     }
 }
 
+/// A meta-manager cmsd's record (`cms.repstats shr`) in 5.5.3's format
+/// (XrdCmsCluster.cc:1282-1291 at v6.1.0, the same since 3.1.0): one
+/// manager in its node list, whose `<use>` (Shrin) is a `char` since
+/// 5.4.0, printed with `%d`.
+fn meta_manager_record(tod: u64, selections: u64, used: i64) -> String {
+    format!(
+        r#"<statistics tod="{tod}" ver="v5.5.3" src="meta.example.org:1213" tos="1700000000" pgm="cmsd" ins="anon" pid="4242" site="T2_X"><stats id="cmsm"><role>MM</role><sel><t>{selections}</t><r>{selections}</r><w>0</w></sel><node>1<stats id="0"><host>mgr1.example.org</host><role>M</role><run>awn</run><ref><r>{selections}</r><w>0</w></ref><shr>50<use>{used}</use></shr></stats></node></stats></statistics>"#
+    )
+}
+
+/// `cmsm.node.i.shr.use` counts on at a steady rate through its 8-bit wrap:
+/// 127 -> -128 where `char` is signed (x86), 255 -> 0 where it is unsigned
+/// (ARM); neither is read as a jump of about 4.3e9 (a C int's -128).
+#[test]
+fn a_char_counter_wraps_at_8_bits_without_a_spike() {
+    for (arch, readings) in [
+        ("signed char", [126, 127, -128, -127, -126]),
+        ("unsigned char", [254, 255, 0, 1, 2]),
+    ] {
+        for fast in [true, false] {
+            let mut r = Harness::new("");
+            r.engine.set_fast_path(fast);
+            let mut sent = Vec::new();
+            for (i, used) in readings.iter().enumerate() {
+                let step = i as u64 + 1;
+                let rec = meta_manager_record(1_700_000_000 + 10 * step, 100 * step, *used);
+                let v = r.feed(rec, "10.0.0.9:40000", 10 * step).values();
+                let uses: Vec<_> = v.iter().filter(|(k, _)| k.ends_with(".shr.use")).collect();
+                assert_eq!(uses.len(), 1, "{arch}, step {i}: {v:?}");
+                let (name, value) = uses[0];
+                assert!(
+                    name.starts_with("cmsd.") && name.contains(".cmsm.node."),
+                    "{name}"
+                );
+                sent.push(
+                    value
+                        .parse::<u64>()
+                        .unwrap_or_else(|e| panic!("{arch}: {value:?}: {e}")),
+                );
+            }
+            // One more exhaustion every 10 s: the rate gmetad draws is flat.
+            let steps: Vec<u64> = sent.windows(2).map(|w| w[1].wrapping_sub(w[0])).collect();
+            assert_eq!(
+                steps,
+                [1, 1, 1, 1],
+                "{arch}, fast path {fast}: sent {sent:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn changed_only_sends_unchanged_values_on_the_heartbeat_and_grows_tmax() {
     let mut r = Harness::new("send_values = \"changed\"\nvalue_heartbeat = 45\n");
