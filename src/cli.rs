@@ -6,7 +6,9 @@
 //! bound, a send host that does not resolve, a state file another process
 //! owns); 1 when something fails after the start; 0 otherwise. A command
 //! says which with a [`Failure`]; [`exit_code`] is the one place that
-//! prints it and turns it into the exit code.
+//! prints it and turns it into the exit code. Every command's codes, the
+//! drop-ins' too, are listed in `xrd2ganglia::config::docs::EXIT_CODES`
+//! (docs/configuration.md shows them; tests/docs.rs reaches each).
 
 pub mod check_config;
 pub mod docs;

@@ -2,8 +2,10 @@
 //! -> validated [`Settings`]. Errors name the key and the value.
 //!
 //! * [`file`]: every key, its default and meaning, defined once
-//!   ([`FileConfig`]);
-//! * [`settings`]: validation into typed [`Settings`], the channels.
+//!   ([`FileConfig`] and its [`KEYS`]);
+//! * [`settings`]: validation into typed [`Settings`], the channels;
+//! * [`docs`]: docs/configuration.md and the man page xrd2ganglia.toml(5),
+//!   made from the keys.
 //!
 //! Where packets go, first match wins: `--send` on the command line;
 //! `[[channel]]` tables in the file; the `udp_send_channel`s of `gmond_conf`
@@ -13,12 +15,14 @@
 use std::fmt;
 use std::path::Path;
 
+pub mod docs;
 pub mod file;
 pub mod settings;
 
 pub use file::{
-    ChannelConfig, DEFAULT_GMOND_CONF, DEFAULT_LISTEN, DEFAULT_SEND_BURST, DEFAULT_SEND_RATE,
-    DEFAULT_STATE_FILE, DEFAULT_XML_ALLOW, FileConfig, RESTART_KEYS,
+    Absent, CHANNEL_KEYS, ChannelConfig, DEFAULT_GMOND_CONF, DEFAULT_LISTEN, DEFAULT_SEND_BURST,
+    DEFAULT_SEND_RATE, DEFAULT_STATE_FILE, DEFAULT_XML_ALLOW, FileConfig, KEYS, Key, OnSighup,
+    restart_keys, waits_for_restart,
 };
 pub use settings::{DEFAULT_SEND, Overrides, Settings, validate};
 

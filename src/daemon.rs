@@ -92,8 +92,9 @@ impl InForce {
     }
 }
 
-/// A new configuration for a running gateway (SIGHUP): every key but those
-/// of [`crate::config::RESTART_KEYS`] takes effect at once.
+/// A new configuration for a running gateway (SIGHUP): every key takes
+/// effect at once but those that wait for a restart
+/// ([`crate::config::OnSighup::Restart`]).
 pub struct Reload {
     pub settings: Settings,
     pub channels: Vec<SendChannel>,

@@ -10,6 +10,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use clap::builder::{OsStringValueParser, TypedValueParser};
 use clap::{Parser, Subcommand};
 
 use xrd2ganglia::config::{self, Overrides};
@@ -35,7 +36,8 @@ struct ConfigArgs {
     #[arg(short, long, value_name = "HOST:PORT")]
     send: Vec<String>,
     /// Keep counter state in FILE instead of the config's `state_file` ("": keep none).
-    #[arg(long, value_name = "FILE")]
+    // Parsed as any OsString: clap's PathBuf parser refuses "" as a missing value.
+    #[arg(long, value_name = "FILE", value_parser = OsStringValueParser::new().map(PathBuf::from))]
     state_file: Option<PathBuf>,
     /// Serve gmond's XML for gmetad on ADDR:PORT instead of the config's `xml_listen` (repeatable).
     #[arg(long, value_name = "ADDR:PORT")]

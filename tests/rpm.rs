@@ -218,6 +218,7 @@ fn rpm_builds_offline_installs_and_runs() {
             "/usr/share/man/man1/xrd2ganglia-mpxstats.1.gz",
             "/usr/share/man/man1/xrd2ganglia-serve.1.gz",
             "/usr/share/man/man1/xrd2ganglia.1.gz",
+            "/usr/share/man/man5/xrd2ganglia.toml.5.gz",
             "/usr/share/zsh/site-functions/_xrd2ganglia",
         ],
         "{files}"

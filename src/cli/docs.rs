@@ -1,10 +1,12 @@
-//! `xrd2ganglia generate-docs` (hidden, for packaging): man pages and
-//! shell completions.
+//! `xrd2ganglia generate-docs` (hidden, for packaging): man pages, shell
+//! completions and the configuration page.
 
 use std::path::Path;
 
 use clap::CommandFactory;
 use clap_complete::Shell;
+
+use xrd2ganglia::config;
 
 use super::{Failed, Outcome};
 use crate::Cli;
@@ -19,7 +21,9 @@ pub fn run(dir: &Path) -> Outcome {
 
 /// Man pages (xrd2ganglia.1 and one per command) and bash/zsh/fish
 /// completions, from the clap definitions; gmetric's and mpxstats' pages
-/// from their own option tables.
+/// from their own option tables; the config file's man page
+/// (xrd2ganglia.toml.5) and docs/configuration.md from the key
+/// definitions.
 fn generate(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let mut cli = Cli::command();
@@ -44,6 +48,8 @@ fn generate(dir: &Path) -> std::io::Result<()> {
             &format!("{name}.1"),
         )?;
     }
+    std::fs::write(dir.join("xrd2ganglia.toml.5"), config::docs::man_page())?;
+    std::fs::write(dir.join("configuration.md"), config::docs::markdown())?;
     for shell in [Shell::Bash, Shell::Zsh, Shell::Fish] {
         clap_complete::generate_to(shell, &mut cli, "xrd2ganglia", dir)?;
     }

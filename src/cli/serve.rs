@@ -177,9 +177,9 @@ async fn reload_on_sighup(
 }
 
 /// The configuration `config` now reads as, with its send channels open;
-/// or why it is refused. A changed key of [`config::RESTART_KEYS`]
-/// (compared with the file the gateway `started` with) is logged by name
-/// and waits for a restart (and `send = false` is refused while no XML
+/// or why it is refused. A changed key that waits for a restart
+/// ([`config::OnSighup::Restart`]; compared with the file the gateway
+/// `started` with) is logged by name and keeps its running value (and `send = false` is refused while no XML
 /// port is open: the data would go nowhere).
 fn reload(config: &ConfigArgs, started: &config::FileConfig) -> Result<daemon::Reload, String> {
     let settings = config.load().map_err(|e| e.to_string())?;
@@ -191,7 +191,7 @@ fn reload(config: &ConfigArgs, started: &config::FileConfig) -> Result<daemon::R
         );
     }
     for key in started.changed_keys(&settings.effective) {
-        if config::RESTART_KEYS.contains(&key) {
+        if config::waits_for_restart(key) {
             tracing::warn!(
                 "SIGHUP: {key} changed: it takes effect at the next restart (the running value stays)"
             );

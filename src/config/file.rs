@@ -1,9 +1,17 @@
 //! The configuration file: every key, its default and its meaning, defined
 //! once. Each key is optional in the file (serde fills in its default);
 //! [`super::validate`] turns the result into typed [`super::Settings`];
-//! `check-config` prints the effective file by serialising it; the list of
-//! keys ([`FileConfig::keys`]) is derived from this struct, and a test
-//! holds the shipped config and README's table to it.
+//! `check-config` prints the effective file by serialising it.
+//!
+//! A key's value and default are its field of [`FileConfig`] (and of
+//! [`ChannelConfig`] for `[[channel]]`) and `impl Default`; everything
+//! else said of it (what it means, what its value looks like, whether a
+//! reload applies it, which option overrides it) is its [`Key`] in
+//! [`KEYS`] (and [`CHANNEL_KEYS`]), right below the struct.
+//! docs/configuration.md and the man page xrd2ganglia.toml(5)
+//! ([`super::docs`]) and the reload's warnings are made from them. Tests
+//! hold the tables to the structs' fields, both ways and in order, and
+//! the shipped config and docs/configuration.md to the tables.
 
 use std::path::{Path, PathBuf};
 
@@ -42,108 +50,489 @@ pub const DEFAULT_XML_ALLOW: &[&str] = &["127.0.0.0/8", "::1/128"];
 /// "changed"`.
 pub const DEFAULT_VALUE_HEARTBEAT: u32 = 60;
 
-/// The keys whose change waits for a restart; every other key takes effect
-/// at a reload (SIGHUP), which logs each of these that changed, by name,
-/// and leaves its running value in place. What holds them: the sockets
-/// stay bound (`listen`, `recv_buffer`, `metadata_requests`,
-/// `xml_listen`), the state file stays owned (`state_file`,
-/// `state_interval`), and the timers and log limiters made at start
-/// (`stats_interval`, `self_metrics_interval`, `log_interval`: the
-/// receive tasks take a new `log_interval` at once, the XML port and the
-/// metadata-request listener at the restart).
-pub const RESTART_KEYS: &[&str] = &[
-    "listen",
-    "recv_buffer",
-    "log_interval",
-    "stats_interval",
-    "self_metrics_interval",
-    "state_file",
-    "state_interval",
-    "metadata_requests",
-    "xml_listen",
-];
-
-/// The file as written; every key has its default.
+/// The file as written; every key has its default. A field is a key:
+/// what it means is its [`Key`] in [`KEYS`], below.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct FileConfig {
-    /// UDP addresses to receive xrd.report datagrams on (IPv6 sockets are
-    /// v6-only).
     pub listen: Vec<String>,
-    /// Sender networks accepted; others are dropped, counted and logged.
-    /// Empty: every sender.
     pub allow: Vec<String>,
-    /// Where to find `udp_send_channel`s when no channel is given (default
-    /// /etc/ganglia/gmond.conf, used if it exists; named here, it must).
     pub gmond_conf: Option<PathBuf>,
-    /// Send channels to gmond (unicast or multicast).
     pub channel: Vec<ChannelConfig>,
-    /// Metric name template.
     pub metric_name: String,
-    /// GROUP template.
     pub group_name: String,
-    /// Variables left out (patterns on variable names, `*` and `?`
-    /// wildcards; see README, "What the default leaves out").
     pub exclude: Vec<String>,
-    /// Variables sent even when `exclude` matches them.
     pub include: Vec<String>,
-    /// Seconds between metadata resends per metric.
     pub metadata_interval: u64,
-    /// TMAX before a source's report interval is known.
     pub tmax: u32,
-    /// DMAX: 0 (never expire) or more than `metadata_interval`.
     pub dmax: u32,
-    /// Sources remembered; the least recently seen are forgotten past it.
     pub max_sources: usize,
-    /// New metrics of a source past this are not sent (counted, logged).
     pub max_metrics_per_source: usize,
-    /// SO_RCVBUF of the listening sockets, bytes.
     pub recv_buffer: usize,
-    /// At most one log line per sender and reason per this many seconds.
     pub log_interval: u64,
-    /// The gateway's counters are logged this often, seconds (0: never).
     pub stats_interval: u64,
-    /// The gateway's counters are sent to Ganglia this often (0: never).
     pub self_metrics_interval: u64,
-    /// Per send channel, packets sent back to back at most.
     pub send_burst: usize,
-    /// Per send channel, value packets per second on average; a metadata
-    /// packet counts as three, a host's heartbeat metadata as four (0:
-    /// unpaced).
     pub max_send_rate: u64,
-    /// A channel whose gmond is on this host follows that gmond's receive
-    /// queue (read in /proc/self/net/udp) instead of `max_send_rate` and
-    /// `send_burst`: it holds its packets while gmond does not read (while
-    /// gmetad polls it) and sends as fast as gmond reads.
     pub follow_gmond_queue: bool,
-    /// Seconds after which a unicast channel that does not follow its
-    /// gmond's queue (gmond on another host) sends each packet a second
-    /// time, if the token bucket has room, never after a newer one of its
-    /// metric (0: never).
     pub resend_after: u64,
-    /// At stop, seconds the queued packets may take to go out.
     pub drain_timeout: u64,
-    /// "all": every value of every report; "changed": values that changed,
-    /// the rest every `value_heartbeat`.
     pub send_values: String,
-    /// With "changed": seconds before an unchanged value is sent again
-    /// (default 60; TMAX grows by as much).
     pub value_heartbeat: Option<u32>,
-    /// Counter continuity across gateway restarts ("": not kept).
     pub state_file: PathBuf,
-    /// Seconds between writes of `state_file` (and at exit).
     pub state_interval: u64,
-    /// Where to hear gmond's metadata requests (136): unicast addresses to
-    /// bind or multicast groups to join, with port.
     pub metadata_requests: Vec<String>,
-    /// false: nothing goes to gmond, only `xml_listen` has the data.
     pub send: bool,
-    /// TCP addresses where gmetad polls the gateway for gmond's XML.
     pub xml_listen: Vec<String>,
-    /// Who may poll `xml_listen`: networks or addresses.
     pub xml_allow: Vec<String>,
-    /// The CLUSTER NAME of that XML.
     pub cluster_name: String,
+}
+
+/// One key of the file: everything said of it but its value's type and
+/// default (its field and `impl Default`). The docs page, the man page and
+/// the reload's warnings are made from these.
+#[derive(Clone, Copy, Debug)]
+pub struct Key {
+    /// As written in the file (the field's name).
+    pub name: &'static str,
+    /// What its value looks like, for a reader ("list of ADDRESS:PORT").
+    pub value: &'static str,
+    /// What leaving it out means.
+    pub absent: Absent,
+    /// Whether a reload (SIGHUP) applies it.
+    pub on_sighup: OnSighup,
+    /// The command-line option that overrides it, and how.
+    pub option: Option<&'static str>,
+    /// What it does: one paragraph, `code` in backticks.
+    pub meaning: &'static str,
+}
+
+/// What leaving a key out of the file means.
+#[derive(Clone, Copy, Debug)]
+pub enum Absent {
+    /// Its default value, as serialising the default shows it
+    /// (`FileConfig::default()`; a channel with only its `host`).
+    Default,
+    /// It has no value; what the gateway does then (a function: the text
+    /// names constants).
+    Means(fn() -> String),
+    /// It must be given.
+    Required,
+}
+
+/// Whether a reload (SIGHUP) applies a key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnSighup {
+    /// The reload applies it.
+    AtOnce,
+    /// It waits for the next restart: a reload that changes it logs it by
+    /// name and keeps the running value. Why.
+    Restart(&'static str),
+}
+
+/// Why a listening address waits for a restart.
+const BOUND: &str = "its sockets stay bound";
+/// Why a timer's interval waits for a restart.
+const TIMER: &str = "its timer is set at the start";
+
+/// Every key of [`FileConfig`], in its order (a test holds the two to
+/// each other).
+pub const KEYS: &[Key] = &[
+    Key {
+        name: "listen",
+        value: "list of ADDRESS:PORT",
+        absent: Absent::Default,
+        on_sighup: OnSighup::Restart(BOUND),
+        option: Some("`--listen ADDR:PORT` (repeatable) replaces the list"),
+        meaning: "UDP addresses where xrd.report datagrams arrive; IPv6 in brackets \
+            (`[::]:3333`). IPv6 sockets are v6-only, so both wildcards can be bound. \
+            An empty list is an error.",
+    },
+    Key {
+        name: "allow",
+        value: "list of networks or addresses",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "Senders whose datagrams are accepted: networks (`10.0.0.0/8`, \
+            `2001:db8::/32`) or single addresses. A datagram from anywhere else is \
+            dropped, counted (`denied`) and logged once per sender per `log_interval`. \
+            Empty: every sender is accepted.",
+    },
+    Key {
+        name: "gmond_conf",
+        value: "path",
+        absent: Absent::Means(|| {
+            let (host, port) = super::DEFAULT_SEND;
+            format!("`{DEFAULT_GMOND_CONF}` if it exists, else unicast to {host}:{port}")
+        }),
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "A gmond.conf whose `udp_send_channel` sections are the send channels \
+            when neither `--send` nor `[[channel]]` gives any, the way gmetric finds gmond \
+            (libconfuse syntax: comments, `include`, `host` or `mcast_join`, `port`, \
+            `ttl`, `mcast_if`, `bind`). Left out, the default file is read if it exists. \
+            Named here, the file must exist: a missing one is an error. A file without \
+            `udp_send_channel` is an error either way.",
+    },
+    Key {
+        name: "channel",
+        value: "array of tables (`[[channel]]`, keys below)",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: Some("`--send HOST:PORT` (repeatable, unicast) replaces the channels"),
+        meaning: "Send channels to gmond, one `[[channel]]` table each, unicast or \
+            multicast. Given, `gmond_conf` is not read.",
+    },
+    Key {
+        name: "metric_name",
+        value: "template",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "The Ganglia metric name. Placeholders: `{pgm}` (xrootd or cmsd), \
+            `{ins}` (the instance name, `-n`; empty for `anon`), `{site}` \
+            (all.sitename), `{section}` (`link`, `oss`, ...), `{var}` (the variable: \
+            `link.in`, `oss.paths._data_.free`). A dot-separated part that expands to \
+            nothing is dropped. It must contain `{var}`; without `{pgm}` and `{ins}`, an \
+            xrootd and a cmsd (or two instances) on one host overwrite each other's \
+            metrics (a warning says so). Names keep letters, digits, `.`, `_` and `-` \
+            (anything else becomes `_`) and are cut at 128 bytes. In `{var}`, a list \
+            entry is named by its key (the oss path's `lp`, the space's `name`, the cmsm \
+            node's `host`; else its index), cut at 64 bytes, with `.` and `/` made `_`; \
+            two entries with the same key get `-` and their index.",
+    },
+    Key {
+        name: "group_name",
+        value: "template",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "The metric's group (gmond's GROUP extra data: how ganglia-web groups \
+            metrics), with `metric_name`'s placeholders.",
+    },
+    Key {
+        name: "exclude",
+        value: "list of patterns",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "Variables left out: patterns on variable names as metric names carry \
+            them (`oss.paths._data_.free`) or as the catalog names them \
+            (`oss.paths.i.free`); `*` stands for any run of characters, `?` for one. The \
+            default leaves out the report times (a new number every report) and the \
+            seconds and microseconds halves of the CPU time (a sawtooth; \
+            `proc.cpu.usr`, `.sys` and `.total`, derived from them, are sent). Left-out \
+            variables are counted (`variables_excluded`). `[]` sends everything.",
+    },
+    Key {
+        name: "include",
+        value: "list of patterns",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "Variables sent although `exclude` matches them (`[\"proc.*\"]`).",
+    },
+    Key {
+        name: "metadata_interval",
+        value: "seconds",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "Seconds between metadata resends for each metric (at least 1). gmond \
+            forgets a metric `dmax` seconds after its last metadata, and shows nothing \
+            for a metric whose metadata it lost (a gmond restart) until the next resend \
+            (or an answer to its request: `metadata_requests`).",
+    },
+    Key {
+        name: "tmax",
+        value: "seconds",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "TMAX announced before a source's report interval is known (at least \
+            1). Once two reports have arrived, TMAX is 1.5 times the interval seen.",
+    },
+    Key {
+        name: "dmax",
+        value: "seconds",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "DMAX: gmond drops a metric this long after its last metadata, so a \
+            server that stops reporting disappears. 0 keeps metrics forever; otherwise \
+            it must be longer than `metadata_interval`.",
+    },
+    Key {
+        name: "max_sources",
+        value: "count",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "Sources (sender address, program and instance) remembered at most; \
+            past it the least recently seen tenth is forgotten, counted \
+            (`sources_evicted`) and logged. Also the most hosts the `xml_listen` \
+            document holds. At least 1.",
+    },
+    Key {
+        name: "max_metrics_per_source",
+        value: "count",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "Metrics per source at most: further new metrics are not sent, counted \
+            (`metrics_dropped_cap`) and logged. At least 1.",
+    },
+    Key {
+        name: "recv_buffer",
+        value: "bytes",
+        absent: Absent::Default,
+        on_sighup: OnSighup::Restart(BOUND),
+        option: None,
+        meaning: "SO_RCVBUF of the `listen` sockets (at least 1); the kernel caps it at \
+            `net.core.rmem_max`.",
+    },
+    Key {
+        name: "log_interval",
+        value: "seconds",
+        absent: Absent::Default,
+        on_sighup: OnSighup::Restart(
+            "the XML port and the metadata-request listener keep the value they started \
+             with; the receive tasks and the senders take the new one",
+        ),
+        option: None,
+        meaning: "At most one log line per sender and reason per this many seconds (0 \
+            counts as 1).",
+    },
+    Key {
+        name: "stats_interval",
+        value: "seconds",
+        absent: Absent::Default,
+        on_sighup: OnSighup::Restart(TIMER),
+        option: None,
+        meaning: "The gateway's counters are logged this often (0: never).",
+    },
+    Key {
+        name: "self_metrics_interval",
+        value: "seconds",
+        absent: Absent::Default,
+        on_sighup: OnSighup::Restart(TIMER),
+        option: None,
+        meaning: "The gateway's counters are sent to Ganglia this often, as metrics of \
+            the gateway's own host in group `xrd2ganglia` (0: never).",
+    },
+    Key {
+        name: "send_burst",
+        value: "packets",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "Per send channel that does not follow its gmond's queue: packets sent \
+            back to back at most (the token bucket's size; at least 1).",
+    },
+    Key {
+        name: "max_send_rate",
+        value: "packets per second",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "Per send channel that does not follow its gmond's queue: value packets \
+            per second on average; a metadata packet counts as three, a host's \
+            heartbeat metadata as four, what they cost gmond (0: unpaced). \
+            docs/gmond.md has the measurements.",
+    },
+    Key {
+        name: "follow_gmond_queue",
+        value: "boolean",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "A channel whose gmond is on this host follows that gmond's receive \
+            queue (read in `/proc/self/net/udp`) instead of `max_send_rate` and \
+            `send_burst`: it holds its packets while gmond does not read (while gmetad \
+            polls it) and sends as fast as gmond reads. The log says, per channel, which \
+            way it sends.",
+    },
+    Key {
+        name: "resend_after",
+        value: "seconds",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "For a unicast channel that does not follow its gmond's queue (a gmond \
+            on another host): seconds after which each packet is sent a second time, \
+            when the token bucket has room, never after a newer one of its metric, so \
+            that a gmond deaf during a poll hears the copy (0: never; at most 60). \
+            Multicast channels send no copies.",
+    },
+    Key {
+        name: "drain_timeout",
+        value: "seconds",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "At stop, queued packets are sent, paced, for at most this many \
+            seconds; the rest is counted (`packets_unsent`) and logged. Also how long \
+            the senders a reload replaced may drain.",
+    },
+    Key {
+        name: "send_values",
+        value: "`\"all\"` or `\"changed\"`",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "`\"all\"`: every value of every report. `\"changed\"`: a value goes out \
+            when its text changed, an unchanged one again every `value_heartbeat` \
+            seconds, and TMAX is announced as much larger, so gmond's TN stays below it. \
+            gmetad writes every metric at each poll either way, so the graphs are the \
+            same; `\"changed\"` sends fewer packets for an idle server.",
+    },
+    Key {
+        name: "value_heartbeat",
+        value: "seconds",
+        absent: Absent::Means(|| {
+            format!("{DEFAULT_VALUE_HEARTBEAT} with `send_values = \"changed\"`")
+        }),
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "With `send_values = \"changed\"`: seconds before an unchanged value is \
+            sent again (at least 1). Given with `send_values = \"all\"`, an error.",
+    },
+    Key {
+        name: "state_file",
+        value: "path",
+        absent: Absent::Default,
+        on_sighup: OnSighup::Restart("the running gateway owns the file it started with"),
+        option: Some("`--state-file FILE` replaces it (`\"\"`: none)"),
+        meaning: "Counter continuity across restarts: cumulative counters are sent as \
+            reading + offset and never go down when an xrootd restarts; the offsets and \
+            last readings are written here every `state_interval` and at exit, and read \
+            at start. `\"\"` keeps nothing. The directory is made if missing; a \
+            directory as the value is an error. One gateway owns the file while it runs \
+            (an flock on `<state_file>.lock`, with its pid): another one given the same \
+            file cannot start.",
+    },
+    Key {
+        name: "state_interval",
+        value: "seconds",
+        absent: Absent::Default,
+        on_sighup: OnSighup::Restart(TIMER),
+        option: None,
+        meaning: "Seconds between writes of `state_file` (and at exit; at least 1).",
+    },
+    Key {
+        name: "metadata_requests",
+        value: "list of ADDRESS:PORT",
+        absent: Absent::Default,
+        on_sighup: OnSighup::Restart(BOUND),
+        option: None,
+        meaning: "Where to hear gmond's metadata requests (136). A gmond that restarted \
+            asks for each value it cannot show; the gateway answers at once with every \
+            metadata of that host (at most once per host per 5 s), instead of the \
+            metrics staying invisible until the next `metadata_interval`. A multicast \
+            group is joined (`239.2.11.71:8649`, the port shared with gmond), a unicast \
+            address is bound (`0.0.0.0:8650`, for gmonds whose `udp_send_channel` points \
+            at the gateway); each needs its port. With `send = false`, an error.",
+    },
+    Key {
+        name: "send",
+        value: "boolean",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: Some("`--no-send` makes it false"),
+        meaning: "Whether packets go to gmond. `false`: only the XML port has the data; \
+            `xml_listen` is then required and `metadata_requests` must be empty. A \
+            reload to `false` is refused while the running gateway has no XML port.",
+    },
+    Key {
+        name: "xml_listen",
+        value: "list of ADDRESS:PORT",
+        absent: Absent::Default,
+        on_sighup: OnSighup::Restart(BOUND),
+        option: Some("`--xml-listen ADDR:PORT` (repeatable) replaces the list"),
+        meaning: "TCP addresses where gmetad polls the gateway as it polls a gmond's \
+            `tcp_accept_channel`: each connection gets the whole XML document (every \
+            host and metric, with their last values) and is closed. A gmond on the same \
+            host holds 8649 already.",
+    },
+    Key {
+        name: "xml_allow",
+        value: "list of networks or addresses",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "Who may poll `xml_listen`; others are closed at once, counted \
+            (`xml_denied`) and logged once per `log_interval`. An empty list is an error \
+            (no one could poll): leave the key out for this host only.",
+    },
+    Key {
+        name: "cluster_name",
+        value: "text",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "The CLUSTER NAME of that XML: the cluster gmetad and ganglia-web show, \
+            and the directory of its RRDs; 1 to 256 characters, without `/` or control \
+            characters.",
+    },
+];
+
+/// The keys of a `[[channel]]` table, in [`ChannelConfig`]'s order. A
+/// reload applies them all (it opens the channels again).
+pub const CHANNEL_KEYS: &[Key] = &[
+    Key {
+        name: "host",
+        value: "name or address",
+        absent: Absent::Required,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "A host name or unicast address, or a multicast group (`239.2.11.71`).",
+    },
+    Key {
+        name: "port",
+        value: "port",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "gmond's UDP port (not 0).",
+    },
+    Key {
+        name: "ttl",
+        value: "hops",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "Multicast TTL: how many routers a packet to a group may cross.",
+    },
+    Key {
+        name: "mcast_if",
+        value: "interface name or address",
+        absent: Absent::Means(|| "the kernel's choice".into()),
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "The interface multicast packets leave by.",
+    },
+    Key {
+        name: "bind",
+        value: "IP address",
+        absent: Absent::Means(|| "the kernel's choice".into()),
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "The local address to send from.",
+    },
+];
+
+/// Whether a change of `key` waits for a restart ([`OnSighup::Restart`]).
+pub fn waits_for_restart(key: &str) -> bool {
+    KEYS.iter()
+        .any(|k| k.name == key && matches!(k.on_sighup, OnSighup::Restart(_)))
+}
+
+/// The keys whose change waits for a restart, in definition order.
+pub fn restart_keys() -> impl Iterator<Item = &'static str> {
+    KEYS.iter()
+        .filter(|k| matches!(k.on_sighup, OnSighup::Restart(_)))
+        .map(|k| k.name)
 }
 
 impl Default for FileConfig {
@@ -229,35 +618,47 @@ impl FileConfig {
             .collect()
     }
 
-    /// Every key the file takes, in definition order (what serde's derive
-    /// knows of this struct: a deserializer that only asks).
+    /// Every key the file takes, in definition order.
     pub fn keys() -> &'static [&'static str] {
-        struct Fields(Option<&'static [&'static str]>);
-        impl<'de> serde::Deserializer<'de> for &mut Fields {
-            type Error = serde::de::value::Error;
-            fn deserialize_any<V: serde::de::Visitor<'de>>(
-                self,
-                _: V,
-            ) -> Result<V::Value, Self::Error> {
-                Err(serde::de::Error::custom("only the field names are asked"))
-            }
-            fn deserialize_struct<V: serde::de::Visitor<'de>>(
-                self,
-                _: &'static str,
-                fields: &'static [&'static str],
-                _: V,
-            ) -> Result<V::Value, Self::Error> {
-                self.0 = Some(fields);
-                Err(serde::de::Error::custom("only the field names are asked"))
-            }
-            serde::forward_to_deserialize_any! {
-                bool i8 i16 i32 i64 u8 u16 u32 u64 f32 f64 char str string bytes
-                byte_buf option unit unit_struct newtype_struct seq tuple
-                tuple_struct map enum identifier ignored_any
-            }
-        }
-        let mut f = Fields(None);
-        let _ = FileConfig::deserialize(&mut f);
-        f.0.unwrap_or(&[])
+        field_names::<FileConfig>()
     }
+}
+
+impl ChannelConfig {
+    /// Every key a `[[channel]]` table takes, in definition order.
+    pub fn keys() -> &'static [&'static str] {
+        field_names::<ChannelConfig>()
+    }
+}
+
+/// The fields of a struct as serde's derive knows them (its keys in a
+/// file): a deserializer that only asks.
+fn field_names<T: serde::de::DeserializeOwned>() -> &'static [&'static str] {
+    struct Fields(Option<&'static [&'static str]>);
+    impl<'de> serde::Deserializer<'de> for &mut Fields {
+        type Error = serde::de::value::Error;
+        fn deserialize_any<V: serde::de::Visitor<'de>>(
+            self,
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            Err(serde::de::Error::custom("only the field names are asked"))
+        }
+        fn deserialize_struct<V: serde::de::Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.0 = Some(fields);
+            Err(serde::de::Error::custom("only the field names are asked"))
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 u8 u16 u32 u64 f32 f64 char str string bytes
+            byte_buf option unit unit_struct newtype_struct seq tuple
+            tuple_struct map enum identifier ignored_any
+        }
+    }
+    let mut f = Fields(None);
+    let _ = T::deserialize(&mut f);
+    f.0.unwrap_or(&[])
 }

@@ -51,10 +51,11 @@ fn shipped_config_is_valid_and_documented() {
 }
 
 /// Every key of [`FileConfig`] (the one definition) is documented in the
-/// shipped file, set or commented out, and has its row in README's table;
-/// neither names a key the gateway does not take.
+/// shipped file, set or commented out, and has its row in
+/// docs/configuration.md's table; neither names a key the gateway does
+/// not take.
 #[test]
-fn every_key_is_in_the_shipped_file_and_the_readme() {
+fn every_key_is_in_the_shipped_file_and_the_docs() {
     let keys = FileConfig::keys();
     assert!(
         keys.len() >= 27 && keys.contains(&"cluster_name"),
@@ -62,7 +63,7 @@ fn every_key_is_in_the_shipped_file_and_the_readme() {
     );
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let shipped = std::fs::read_to_string(root.join("conf/xrd2ganglia.toml")).unwrap();
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let docs = std::fs::read_to_string(root.join("docs/configuration.md")).unwrap();
     let form = |key: &str| match key {
         "channel" => "[[channel]]".to_string(),
         k => format!("{k} ="),
@@ -83,39 +84,158 @@ fn every_key_is_in_the_shipped_file_and_the_readme() {
             form(key)
         );
         let row = match *key {
-            "channel" => "| `[[channel]]`".to_string(),
+            "channel" => "| `[[channel]]` |".to_string(),
             k => format!("| `{k}` |"),
         };
         assert!(
-            readme.contains(&row),
-            "README's config table has no row {row}"
+            docs.contains(&row),
+            "docs/configuration.md's key table has no row {row}"
         );
     }
-    // README's table names nothing else, and says of each key what a
-    // reload does with it, as RESTART_KEYS defines it.
-    let table = &readme[readme
-        .find("| key | default | on SIGHUP | meaning |")
+    // The table names nothing else, and says of each key what a reload
+    // does with it, as its OnSighup defines it.
+    let table = &docs[docs
+        .find("| key | value | default | on SIGHUP | meaning |")
         .unwrap()..];
+    let mut rows = 0;
     for line in table.lines().skip(2).take_while(|l| l.starts_with('|')) {
         let key = line.split('`').nth(1).unwrap_or("");
         let key = key.trim_start_matches("[[").trim_end_matches("]]");
         assert!(
             keys.contains(&key),
-            "README's config table has {key:?}, which is no key"
+            "docs/configuration.md's key table has {key:?}, which is no key"
         );
-        let sighup = line.split(" | ").nth(2).unwrap_or("");
-        let want = if crate::config::RESTART_KEYS.contains(&key) {
+        let sighup = line.split(" | ").nth(3).unwrap_or("");
+        let want = if crate::config::waits_for_restart(key) {
             "restart"
         } else {
             "at once"
         };
-        assert_eq!(sighup, want, "README's config table, {key}");
+        assert!(
+            sighup.starts_with(want),
+            "docs/configuration.md's key table, {key}: {sighup:?}, not {want:?}"
+        );
+        rows += 1;
     }
-    assert!(
-        crate::config::RESTART_KEYS.iter().all(|k| keys.contains(k)),
-        "{:?}",
-        crate::config::RESTART_KEYS
+    assert_eq!(rows, keys.len(), "docs/configuration.md's key table");
+}
+
+/// The facts of each key ([`KEYS`], [`CHANNEL_KEYS`]) are held to the
+/// structs: one entry per field, both ways, in the fields' order.
+#[test]
+fn the_key_tables_are_the_structs_fields() {
+    let names = |keys: &[Key]| keys.iter().map(|k| k.name).collect::<Vec<_>>();
+    assert_eq!(names(KEYS), FileConfig::keys(), "KEYS against FileConfig");
+    assert_eq!(
+        names(CHANNEL_KEYS),
+        ChannelConfig::keys(),
+        "CHANNEL_KEYS against ChannelConfig"
     );
+    // What the reload's warnings go by.
+    let restart: Vec<&str> = restart_keys().collect();
+    assert!(restart.contains(&"listen") && restart.contains(&"state_file"));
+    assert!(waits_for_restart("xml_listen") && !waits_for_restart("max_send_rate"));
+    assert!(!waits_for_restart("no_such_key"));
+    // Every text is one paragraph of balanced `code` spans (the man page
+    // makes them bold), with nothing that would break a table row.
+    for k in KEYS.iter().chain(CHANNEL_KEYS) {
+        for text in [k.value, k.meaning].into_iter().chain(k.option) {
+            assert!(
+                !text.contains(['\n', '|']) && text.matches('`').count() % 2 == 0,
+                "{}: {text:?}",
+                k.name
+            );
+        }
+    }
+}
+
+/// A default shown in the docs is the real one (serialised from
+/// `FileConfig::default()` or a channel with only its host), and a key
+/// says what leaving it out means exactly when it has no such value.
+#[test]
+fn the_docs_show_the_real_defaults() {
+    let shown = docs::defaults_shown();
+    assert_eq!(shown.len(), KEYS.len() + CHANNEL_KEYS.len());
+    for (k, (name, text, serialised)) in KEYS.iter().chain(CHANNEL_KEYS).zip(&shown) {
+        assert_eq!(k.name, *name);
+        assert!(text.is_some(), "{name}: no default to show");
+        assert_eq!(
+            matches!(k.absent, Absent::Default),
+            *serialised,
+            "{name}: Absent::Default if and only if it has a default value"
+        );
+    }
+    let of = |name: &str| {
+        let (_, text, _) = shown.iter().find(|(n, ..)| *n == name).unwrap();
+        text.clone().unwrap()
+    };
+    let listen = DEFAULT_LISTEN
+        .iter()
+        .map(|a| format!("{a:?}"))
+        .collect::<Vec<_>>();
+    assert_eq!(of("listen"), format!("`[{}]`", listen.join(", ")));
+    assert_eq!(of("max_send_rate"), format!("`{DEFAULT_SEND_RATE}`"));
+    assert_eq!(of("port"), format!("`{}`", DEFAULT_SEND.1));
+    assert!(of("gmond_conf").contains(DEFAULT_GMOND_CONF));
+    assert_eq!(of("host"), "required");
+}
+
+/// docs/configuration.md is the generated page, as it is now.
+#[test]
+fn the_configuration_page_is_up_to_date() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/configuration.md");
+    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        checked_in == docs::markdown(),
+        "docs/configuration.md is not what the key definitions make: run\n  {}",
+        docs::REGENERATE
+    );
+}
+
+/// The man page xrd2ganglia.toml(5): a man(7) page with a tagged
+/// paragraph per key, each key's name in bold (tests/docs.rs renders it).
+#[test]
+fn the_man_page_has_every_key() {
+    let page = docs::man_page();
+    let body = page
+        .lines()
+        .skip_while(|l| !l.starts_with(".TH "))
+        .collect::<Vec<_>>();
+    assert!(
+        body.first()
+            .is_some_and(|l| l.starts_with(".TH XRD2GANGLIA.TOML 5 ")),
+        "{page}"
+    );
+    for section in [
+        "NAME",
+        "SYNOPSIS",
+        "DESCRIPTION",
+        "KEYS",
+        "CHANNELS",
+        "RELOAD",
+    ] {
+        assert!(
+            body.contains(&format!(".SH {section}").as_str()),
+            "{section}"
+        );
+    }
+    // Its KEYS and CHANNELS sections: a tagged paragraph per key, in order.
+    for (section, keys) in [("KEYS", KEYS), ("CHANNELS", CHANNEL_KEYS)] {
+        let lines: Vec<&str> = body
+            .iter()
+            .skip_while(|l| **l != format!(".SH {section}"))
+            .skip(1)
+            .take_while(|l| !l.starts_with(".SH "))
+            .copied()
+            .collect();
+        let tagged: Vec<&str> = lines
+            .windows(2)
+            .filter(|w| w[0] == ".TP")
+            .filter_map(|w| w[1].strip_prefix("\\fB")?.split("\\fR").next())
+            .collect();
+        let names: Vec<&str> = keys.iter().map(|k| k.name).collect();
+        assert_eq!(tagged, names, "the man page's {section}");
+    }
 }
 
 #[test]

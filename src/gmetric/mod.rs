@@ -37,8 +37,9 @@ use crate::ganglia::xdr::{self, Metadata, MetricId, Packet, Slope, Text};
 /// The gmetric version whose behaviour this reproduces.
 pub const GMETRIC_VERSION: &str = "3.7.2";
 pub const DEFAULT_CONF: &str = "/etc/ganglia/gmond.conf";
-/// gmond's built-in default send channel.
-const DEFAULT_CHANNEL: (&str, u16, u32) = ("239.2.11.71", 8649, 1);
+/// gmond's built-in default send channel: where gmetric sends without a
+/// gmond.conf (host, port, ttl).
+pub const DEFAULT_CHANNEL: (&str, u16, u32) = ("239.2.11.71", 8649, 1);
 
 const TYPES: [&str; 9] = [
     "string", "int8", "uint8", "int16", "uint16", "int32", "uint32", "float", "double",

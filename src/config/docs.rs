@@ -1,0 +1,497 @@
+//! The configuration's documentation, made from the key definitions
+//! ([`KEYS`], [`CHANNEL_KEYS`]) and the defaults (`FileConfig::default()`
+//! serialised): docs/configuration.md ([`markdown`]) and the man page
+//! xrd2ganglia.toml(5) ([`man_page`]). `xrd2ganglia generate-docs DIR`
+//! writes both; a test holds the checked-in page to [`markdown`].
+//!
+//! The prose around the keys is written here once, with `code` in
+//! backticks, and rendered for each format.
+
+use roff::{Inline, Roff, bold, italic, roman};
+
+use super::file::{Absent, CHANNEL_KEYS, ChannelConfig, FileConfig, KEYS, Key, OnSighup};
+use super::{DEFAULT_CONFIG, DEFAULT_GMOND_CONF, DEFAULT_SEND};
+
+/// The command that writes the generated pages, for the page's header and
+/// the test that finds the checked-in page out of date.
+pub const REGENERATE: &str =
+    "cargo run -- generate-docs target/docs && cp target/docs/configuration.md docs/";
+
+/// One exit code of one command, as docs/configuration.md lists it
+/// (tests/docs.rs runs the binary into each that is not 0).
+pub struct ExitCode {
+    pub command: &'static str,
+    pub code: u8,
+    /// When the command ends with it (`code` in backticks).
+    pub when: &'static str,
+}
+
+/// Every command's exit codes. The rule for the gateway's own commands
+/// (src/cli.rs): 2 when it cannot start as configured, 1 when something
+/// fails after the start; the gmetric and mpxstats drop-ins keep their
+/// originals' codes. A command-line mistake (an unknown option, a missing
+/// value) is 2 for every command but the drop-ins; `--help` and
+/// `--version` are 0.
+pub const EXIT_CODES: &[ExitCode] = &[
+    ExitCode {
+        command: "serve",
+        code: 0,
+        when: "stopped by SIGTERM or SIGINT",
+    },
+    ExitCode {
+        command: "serve",
+        code: 1,
+        when: "failed after the start: the runtime could not be made (`cannot start the \
+            runtime`), or serving failed",
+    },
+    ExitCode {
+        command: "serve",
+        code: 2,
+        when: "cannot start as configured: a bad option; the config file cannot be read \
+            or is invalid (the message names the key and the value); a `gmond_conf` named \
+            but missing; an address of `listen`, `metadata_requests` or `xml_listen` that \
+            cannot be bound (the message says how to find who holds it); a send host that \
+            does not resolve; a `state_file` another process owns (the message names its \
+            pid) or whose directory cannot be made",
+    },
+    ExitCode {
+        command: "check-config",
+        code: 0,
+        when: "valid: the effective settings are printed",
+    },
+    ExitCode {
+        command: "check-config",
+        code: 2,
+        when: "what stops `serve` from starting, but for the addresses and the state \
+            file (a running gateway may hold them): a bad option, an invalid file or \
+            value, a send host that does not resolve",
+    },
+    ExitCode {
+        command: "dump",
+        code: 0,
+        when: "every record was a summary record; with `--listen`, stdout was closed",
+    },
+    ExitCode {
+        command: "dump",
+        code: 1,
+        when: "some records were not summary records (each is reported on stderr), or \
+            reading failed",
+    },
+    ExitCode {
+        command: "dump",
+        code: 2,
+        when: "a bad option or config; the input file cannot be read; the `--listen` \
+            address cannot be bound",
+    },
+    ExitCode {
+        command: "gweb",
+        code: 0,
+        when: "the files are written (their paths are printed)",
+    },
+    ExitCode {
+        command: "gweb",
+        code: 1,
+        when: "the files cannot be written into `--out`",
+    },
+    ExitCode {
+        command: "gweb",
+        code: 2,
+        when: "a bad option or config, or the files cannot be made for these settings: \
+            an `--instance` given twice, `metric_name` with `{site}` but no `--site`, a \
+            bad cluster name, a report's variable left out by `exclude`",
+    },
+    ExitCode {
+        command: "gmetric",
+        code: 0,
+        when: "sent (or `--dry-run`, `-h`, `-V`)",
+    },
+    ExitCode {
+        command: "gmetric",
+        code: 1,
+        when: "gmetric's errors, with its messages: a bad option or value, a `-c` file \
+            that is missing or unreadable, a channel that cannot be opened, a send that \
+            failed",
+    },
+    ExitCode {
+        command: "gmetric",
+        code: 2,
+        when: "the `-c` path is a directory (gmetric 3.7.2: `input in flex scanner \
+            failed`)",
+    },
+    ExitCode {
+        command: "mpxstats",
+        code: 0,
+        when: "stdout was closed (the reader went away)",
+    },
+    ExitCode {
+        command: "mpxstats",
+        code: 1,
+        when: "a bad option, or the port cannot be bound",
+    },
+];
+
+/// The defaults of the file's keys, as the file would write them.
+fn file_defaults() -> toml::Table {
+    toml::Table::try_from(FileConfig::default()).unwrap_or_default()
+}
+
+/// The defaults of a `[[channel]]` table's keys: a channel with only its
+/// required `host`, serialised.
+fn channel_defaults() -> toml::Table {
+    let channel: Option<ChannelConfig> = toml::from_str("host = \"\"").ok();
+    let mut table = channel
+        .and_then(|c| toml::Table::try_from(c).ok())
+        .unwrap_or_default();
+    table.remove("host");
+    table
+}
+
+/// What leaving `key` out means, as the docs show it (`code` in
+/// backticks); None where the key says `Absent::Default` but the defaults
+/// have no value for it (a test holds the two to each other).
+fn default_text(key: &Key, defaults: &toml::Table) -> Option<String> {
+    match key.absent {
+        Absent::Default => defaults.get(key.name).map(|v| format!("`{v}`")),
+        Absent::Means(what) => Some(what()),
+        Absent::Required => Some("required".into()),
+    }
+}
+
+/// Every key's default as the docs show it, for the test that holds
+/// [`Absent`] to the defaults: (key, shown, has a serialised default).
+pub fn defaults_shown() -> Vec<(&'static str, Option<String>, bool)> {
+    let (file, channel) = (file_defaults(), channel_defaults());
+    let file_keys = KEYS.iter().map(|k| (k, &file));
+    let channel_keys = CHANNEL_KEYS.iter().map(|k| (k, &channel));
+    file_keys
+        .chain(channel_keys)
+        .map(|(k, d)| (k.name, default_text(k, d), d.contains_key(k.name)))
+        .collect()
+}
+
+/// "at once", or "restart" and why.
+fn on_sighup(key: &Key) -> String {
+    match key.on_sighup {
+        OnSighup::AtOnce => "at once".into(),
+        OnSighup::Restart(why) => format!("restart ({why})"),
+    }
+}
+
+/// The paragraphs before the keys.
+fn introduction() -> Vec<String> {
+    vec![
+        format!(
+            "The gateway reads one TOML file: the one `--config FILE` (`-c`) names, which \
+             must exist; without `--config`, `{DEFAULT_CONFIG}` if it exists; else none, \
+             every key at its default. Every key is optional."
+        ),
+        "A key the gateway does not take, a value of the wrong type or out of range stops \
+         the start with a message that names the key and the value (exit 2). \
+         `xrd2ganglia check-config [--config FILE]` checks a file as a reload would (the \
+         values and the send hosts, not the addresses and the state file a running gateway \
+         holds) and prints the effective settings: every key with its value, the command \
+         line applied, the send channels resolved."
+            .into(),
+        "`dump` and `gweb` take `--config` too, for the naming (`metric_name`, \
+         `group_name`, `include`, `exclude`, `cluster_name`); where the file sends the data \
+         (`send`, `channel`, `gmond_conf`, `xml_listen`) does not apply to them."
+            .into(),
+    ]
+}
+
+/// Where packets go: the list, first match wins.
+fn where_packets_go() -> Vec<String> {
+    let (host, port) = DEFAULT_SEND;
+    vec![
+        "`--send HOST:PORT` on the command line (repeatable, unicast);".into(),
+        "the `[[channel]]` tables of the file;".into(),
+        format!(
+            "the `udp_send_channel` sections of `gmond_conf` (`{DEFAULT_GMOND_CONF}` unless \
+             named) when that file exists, the way gmetric finds gmond;"
+        ),
+        format!("otherwise unicast to {host}:{port}, a gmond on this host;"),
+        "nowhere with `send = false` or `--no-send` (`xml_listen` then has the data).".into(),
+    ]
+}
+
+/// What follows the list of where packets go.
+fn packets_note() -> String {
+    let (host, port, ttl) = crate::gmetric::DEFAULT_CHANNEL;
+    format!(
+        "The gmetric drop-in (`xrd2ganglia gmetric`) finds its channels as gmetric does, \
+         in `-c FILE` or `{DEFAULT_GMOND_CONF}`, and without either sends where gmond's \
+         built-in default channel does: multicast to {host}:{port}, ttl {ttl}. So without a \
+         gmond.conf, `serve` sends unicast to {}:{} while `gmetric` sends multicast.",
+        DEFAULT_SEND.0, DEFAULT_SEND.1
+    )
+}
+
+/// What a reload does.
+fn reload() -> Vec<String> {
+    vec![
+        "SIGHUP (`systemctl reload xrd2ganglia`) reads the file again, with the command \
+         line the gateway started with. A file that does not pass (as `check-config` would \
+         say) is refused with a log line, and the running configuration stays."
+            .into(),
+        "Otherwise the keys marked \"at once\" take effect between two datagrams: the send \
+         channels are opened again and the replaced ones drain their queues for at most \
+         `drain_timeout`; counter offsets are kept. A changed key marked \"restart\" keeps \
+         its running value and is logged by name (`SIGHUP: stats_interval changed: it \
+         takes effect at the next restart (the running value stays)`). `send = false` is \
+         refused while the running gateway has no XML port."
+            .into(),
+    ]
+}
+
+/// The options that are no key, after the table of those that override one.
+fn other_options() -> Vec<String> {
+    vec![
+        "`--config FILE` (`-c`) names the file (above). `serve --log-level FILTER` sets \
+         the log filter (`error`, `warn`, `info`, `debug`, `trace` or a tracing filter); \
+         logs go to stderr. See `xrd2ganglia serve --help`."
+            .into(),
+    ]
+}
+
+/// Escapes a table cell's text for markdown.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|")
+}
+
+/// docs/configuration.md.
+pub fn markdown() -> String {
+    let mut out = String::new();
+    let mut line = |s: &str| {
+        out.push_str(s);
+        out.push('\n');
+    };
+    line("# Configuration");
+    line("");
+    line(&format!(
+        "<!-- Made from the key definitions (src/config/file.rs) by src/config/docs.rs: \
+         edit those, then `{REGENERATE}`. -->"
+    ));
+    for p in introduction() {
+        line("");
+        line(&p);
+    }
+    line("");
+    line("## Keys");
+    line("");
+    line(
+        "\"On SIGHUP\" says whether a reload applies the key at once or it waits for the \
+         next restart ([Reload](#reload-sighup)).",
+    );
+    line("");
+    line("| key | value | default | on SIGHUP | meaning |");
+    line("|---|---|---|---|---|");
+    let defaults = file_defaults();
+    for key in KEYS {
+        let name = match key.name {
+            "channel" => "[[channel]]",
+            k => k,
+        };
+        let default = default_text(key, &defaults).unwrap_or_default();
+        let meaning = match key.option {
+            Some(o) => format!("{} Command line: {o}.", key.meaning),
+            None => key.meaning.to_string(),
+        };
+        line(&format!(
+            "| `{name}` | {} | {} | {} | {} |",
+            cell(key.value),
+            cell(&default),
+            on_sighup(key),
+            cell(&meaning)
+        ));
+    }
+    line("");
+    line("## `[[channel]]`");
+    line("");
+    line("Each `[[channel]]` table is one send channel; a reload opens them again. Its keys:");
+    line("");
+    line("| key | value | default | meaning |");
+    line("|---|---|---|---|");
+    let defaults = channel_defaults();
+    for key in CHANNEL_KEYS {
+        let default = default_text(key, &defaults).unwrap_or_default();
+        line(&format!(
+            "| `{}` | {} | {} | {} |",
+            key.name,
+            cell(key.value),
+            cell(&default),
+            cell(key.meaning)
+        ));
+    }
+    line("");
+    line("Where packets go, first match wins:");
+    line("");
+    for (i, item) in where_packets_go().iter().enumerate() {
+        line(&format!("{}. {item}", i + 1));
+    }
+    line("");
+    line(&packets_note());
+    line("");
+    line("## Reload (SIGHUP)");
+    for p in reload() {
+        line("");
+        line(&p);
+    }
+    line("");
+    line("## Command line");
+    line("");
+    line("`serve` and `check-config` take these options in place of keys:");
+    line("");
+    line("| key | command line |");
+    line("|---|---|");
+    for key in KEYS {
+        if let Some(o) = key.option {
+            line(&format!("| `{}` | {} |", key.name, cell(o)));
+        }
+    }
+    for p in other_options() {
+        line("");
+        line(&p);
+    }
+    line("");
+    line("## Exit codes");
+    line("");
+    line(
+        "`xrd2ganglia`'s own commands exit 2 when they cannot start as configured and 1 \
+         when something fails after the start; the gmetric and mpxstats drop-ins keep their \
+         originals' codes. `--help` and `--version` exit 0.",
+    );
+    line("");
+    line("| command | exit | when |");
+    line("|---|---|---|");
+    for e in EXIT_CODES {
+        line(&format!(
+            "| `{}` | {} | {} |",
+            e.command,
+            e.code,
+            cell(e.when)
+        ));
+    }
+    out
+}
+
+/// Text with `code` in backticks, as roff: code in bold.
+fn inline(text: &str) -> Vec<Inline> {
+    text.split('`')
+        .enumerate()
+        .filter(|(_, part)| !part.is_empty())
+        .map(|(i, part)| if i % 2 == 1 { bold(part) } else { roman(part) })
+        .collect()
+}
+
+/// One key as a tagged paragraph: its name and default, then its meaning,
+/// then its facts.
+fn roff_key(page: &mut Roff, key: &Key, defaults: &toml::Table) {
+    let default = default_text(key, defaults).unwrap_or_default();
+    let mut tag = vec![bold(key.name)];
+    match key.absent {
+        Absent::Default => tag.push(roman(" = ")),
+        Absent::Means(_) => tag.push(roman(" (left out: ")),
+        Absent::Required => tag.push(roman(" (")),
+    }
+    tag.extend(inline(&default));
+    if !matches!(key.absent, Absent::Default) {
+        tag.push(roman(")"));
+    }
+    page.control("TP", []).text(tag).text(inline(key.meaning));
+    let mut facts = vec![roff::line_break(), italic("Value:"), roman(" ")];
+    facts.extend(inline(key.value));
+    facts.push(roman(". "));
+    facts.push(italic("On SIGHUP:"));
+    facts.push(roman(format!(" {}.", on_sighup(key))));
+    if let Some(o) = key.option {
+        facts.push(roman(" "));
+        facts.push(italic("Command line:"));
+        facts.push(roman(" "));
+        facts.extend(inline(o));
+        facts.push(roman("."));
+    }
+    page.text(facts);
+}
+
+/// The man page xrd2ganglia.toml(5).
+pub fn man_page() -> String {
+    let version = format!("xrd2ganglia {}", env!("CARGO_PKG_VERSION"));
+    let mut page = Roff::new();
+    page.control(
+        "TH",
+        ["XRD2GANGLIA.TOML", "5", "\"\"", &version, "File Formats"],
+    )
+    .control("SH", ["NAME"])
+    .text([roman(
+        "xrd2ganglia.toml - configuration file of the xrd2ganglia gateway",
+    )])
+    .control("SH", ["SYNOPSIS"])
+    .text([roman(DEFAULT_CONFIG)])
+    .control("SH", ["DESCRIPTION"]);
+    for (i, p) in introduction().iter().enumerate() {
+        if i > 0 {
+            page.control("PP", []);
+        }
+        page.text(inline(p));
+    }
+    page.control("SH", ["KEYS"]);
+    let defaults = file_defaults();
+    for key in KEYS {
+        roff_key(&mut page, key, &defaults);
+    }
+    page.control("SH", ["CHANNELS"]).text(inline(
+        "Each `[[channel]]` table is one send channel; a reload opens them again. Its keys:",
+    ));
+    let defaults = channel_defaults();
+    for key in CHANNEL_KEYS {
+        roff_key(&mut page, key, &defaults);
+    }
+    page.control("PP", [])
+        .text([roman("Where packets go, first match wins:")]);
+    for (i, item) in where_packets_go().iter().enumerate() {
+        page.control("IP", [format!("{}.", i + 1).as_str(), "4"])
+            .text(inline(item));
+    }
+    page.control("PP", []).text(inline(&packets_note()));
+    page.control("SH", ["RELOAD"]);
+    for (i, p) in reload().iter().enumerate() {
+        if i > 0 {
+            page.control("PP", []);
+        }
+        page.text(inline(p));
+    }
+    page.control("SH", ["COMMAND LINE"]).text(inline(
+        "`serve` and `check-config` take these options in place of keys:",
+    ));
+    for key in KEYS {
+        if let Some(o) = key.option {
+            page.control("TP", [])
+                .text([bold(key.name)])
+                .text(inline(o));
+        }
+    }
+    for p in other_options() {
+        page.control("PP", []).text(inline(&p));
+    }
+    page.control("SH", ["FILES"])
+        .control("TP", [])
+        .text([roman(DEFAULT_CONFIG)])
+        .text([roman("The configuration file.")])
+        .control("TP", [])
+        .text([roman(DEFAULT_GMOND_CONF)])
+        .text(inline(
+            "gmond's, where the send channels are found (`gmond_conf`).",
+        ))
+        .control("SH", ["SEE ALSO"])
+        .text([
+            bold("xrd2ganglia"),
+            roman("(1), "),
+            bold("xrd2ganglia-check-config"),
+            roman("(1), "),
+            bold("xrd2ganglia-serve"),
+            roman("(1), "),
+            bold("gmond.conf"),
+            roman("(5)"),
+        ]);
+    page.render()
+}
