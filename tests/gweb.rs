@@ -748,7 +748,7 @@ fn the_cluster_and_host_pages_show_the_reports() {
     let (_, body) = server.get(&format!("c={CLUSTER}"));
     assert!(body.contains("m=load_one&"), "{body}");
     assert!(body.contains("stacked.php?"), "{body}");
-    // README's settings for a ganglia-web that shows XRootD only: each
+    // docs/ganglia-web.md's settings for a ganglia-web that shows XRootD only: each
     // server's throughput out instead, every one drawn from its data, and
     // no stacked graph.
     gweb.add_conf(&readme_gweb_conf());
@@ -798,16 +798,16 @@ fn render_images(gweb: &Gweb, body: &str) -> usize {
     images
 }
 
-/// The conf.php lines README gives for a ganglia-web that shows XRootD
-/// only: its first `php` block.
+/// The conf.php lines docs/ganglia-web.md gives for a ganglia-web that
+/// shows XRootD only: its first `php` block.
 fn readme_gweb_conf() -> String {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let section = &readme[readme.find("## In ganglia-web").unwrap()..];
-    let block = &section[section
-        .find("```php\n")
-        .expect("README: no php block in In ganglia-web")
-        + 7..];
+    let page =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ganglia-web.md"))
+            .unwrap();
+    let section = &page[page.find("A ganglia-web that shows XRootD only").unwrap()..];
+    let block = &section[section.find("```php\n").expect(
+        "docs/ganglia-web.md: no php block after \"A ganglia-web that shows XRootD only\"",
+    ) + 7..];
     block[..block.find("```").unwrap()].to_string()
 }
 

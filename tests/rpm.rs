@@ -126,13 +126,13 @@ fn rpmlint_accepts_only_the_explained(paths: &[PathBuf]) {
     );
 }
 
-/// The glibc version a target ships, from README's row for it ("2.34",
-/// "2.39+"), and whether README says the RPM built here installs there.
+/// The glibc version a target ships, from docs/install.md's row for it ("2.34",
+/// "2.39+"), and whether the page says the RPM built here installs there.
 fn readme_targets(readme: &str) -> Vec<(String, Vec<u32>, bool)> {
     let section = readme
         .split("**Which RPM installs where.**")
         .nth(1)
-        .expect("README: no \"Which RPM installs where\" paragraph");
+        .expect("docs/install.md: no \"Which RPM installs where\" paragraph");
     section
         .lines()
         .skip_while(|l| !l.starts_with("| target |"))
@@ -259,10 +259,10 @@ fn rpm_builds_offline_installs_and_runs() {
         .max_by_key(|v| version(v))
         .unwrap_or_else(|| panic!("no glibc requirement:\n{requires}"));
     assert_eq!(floor, "2.34", "{requires}");
-    let readme = std::fs::read_to_string(Path::new(manifest).join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(Path::new(manifest).join("docs/install.md")).unwrap();
     assert!(
         readme.contains(&format!("`GLIBC_{floor}`")),
-        "README does not state the floor GLIBC_{floor}"
+        "docs/install.md does not state the floor GLIBC_{floor}"
     );
     let targets = readme_targets(&readme);
     for name in ["EL8", "EL9", "Fedora"] {

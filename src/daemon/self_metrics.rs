@@ -290,16 +290,31 @@ mod table_tests {
     }
 
     #[test]
-    fn readme_lists_every_self_metric() {
-        let readme = include_str!("../../README.md");
-        let at = readme.find("## Watching the gateway").unwrap();
-        let section = &readme[at..at + readme[at..].find("\n## Architecture").unwrap()];
-        for c in COUNTERS.iter().chain([&crate::events::KERNEL_DROPS]) {
+    fn the_operations_page_has_a_row_for_every_self_metric() {
+        let page = include_str!("../../docs/operations.md");
+        let at = page.find("## Self-metrics").unwrap();
+        let section = &page[at..at + page[at..].find("\n## Logs").unwrap()];
+        let rows: Vec<&str> = section.lines().filter(|l| l.starts_with("| `")).collect();
+        let all: Vec<&crate::events::CounterSpec> = COUNTERS
+            .iter()
+            .chain([&crate::events::KERNEL_DROPS])
+            .collect();
+        for c in &all {
             let name = c.metric.trim_start_matches("xrd2ganglia.");
+            let kind = match c.kind {
+                crate::events::CounterKind::Counter => "counter",
+                crate::events::CounterKind::Gauge => "gauge",
+            };
+            let row = format!("| `{name}` | {kind} | {} |", c.units);
             assert!(
-                section.contains(&format!("`{name}`")),
-                "README's Watching the gateway does not list {name}"
+                rows.iter().any(|r| r.starts_with(&row)),
+                "docs/operations.md's Self-metrics has no row {row}"
             );
         }
+        assert_eq!(
+            rows.len(),
+            all.len(),
+            "a row for a metric that does not exist"
+        );
     }
 }
