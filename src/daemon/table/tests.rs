@@ -290,3 +290,66 @@ fn an_xrootd_and_a_cmsd_from_one_address_are_one_host() {
     let metrics = &doc["rdr"].1;
     assert!(metrics.contains_key("xrootd.link.in") && metrics.contains_key("cmsd.cmsm.role"));
 }
+
+/// A batch with one metric's metadata and value for `host`.
+fn one_metric(host: &str, units: &str, title: &str, value: &str) -> PacketBatch {
+    use crate::engine::packets::{MetadataOf, SlotKey};
+    let key = SlotKey {
+        host: crate::fnv::hash(host.as_bytes()),
+        metric: crate::fnv::hash(b"xrootd.link.in"),
+    };
+    let spoof = format!("192.0.2.9:{host}");
+    let mut b = PacketBatch::default();
+    b.metadata_of(MetadataOf {
+        key,
+        host: &spoof,
+        spoof: true,
+        name: "xrootd.link.in",
+        value_type: "double",
+        units: units,
+        slope: xdr::Slope::Positive,
+        tmax: 60,
+        dmax: 0,
+        group: "xrootd",
+        desc: "bytes received",
+        title: title,
+    });
+    b.value_of(key, &spoof, true, "xrootd.link.in", value.as_bytes());
+    b
+}
+
+#[test]
+fn metadata_that_changes_replaces_what_a_host_held_and_alike_is_shared() {
+    let t = HostTable::new(100);
+    let at = Instant::now();
+    let ip: IpAddr = "192.0.2.9".parse().unwrap();
+    t.take(&one_metric("a", "bytes/s", "In", "1"), ip, at);
+    t.take(&one_metric("b", "bytes/s", "In", "2"), ip, at);
+    // The same metadata again (a periodic resend), then changed units and
+    // title for host a only.
+    t.take(&one_metric("a", "bytes/s", "In", "3"), ip, at);
+    t.take(&one_metric("a", "B/s", "Bytes in", "4"), ip, at);
+    let (doc, _, _) = document(&t, at);
+    let a = &doc["a"].1["xrootd.link.in"];
+    let b = &doc["b"].1["xrootd.link.in"];
+    assert_eq!(
+        (
+            a["UNITS"].as_str(),
+            a["extra:TITLE"].as_str(),
+            a["VAL"].as_str()
+        ),
+        ("B/s", "Bytes in", "4")
+    );
+    assert_eq!(
+        (
+            b["UNITS"].as_str(),
+            b["extra:TITLE"].as_str(),
+            b["VAL"].as_str()
+        ),
+        ("bytes/s", "In", "2")
+    );
+    // Two distinct metadata held, each once: b's is the one a had first.
+    let metas = t.metas.lock().unwrap();
+    assert_eq!(metas.len(), 2);
+    assert!(metas.values().all(|m| Arc::strong_count(m) == 2));
+}
