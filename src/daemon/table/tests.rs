@@ -306,13 +306,13 @@ fn one_metric(host: &str, units: &str, title: &str, value: &str) -> PacketBatch 
         spoof: true,
         name: "xrootd.link.in",
         value_type: "double",
-        units: units,
+        units,
         slope: xdr::Slope::Positive,
         tmax: 60,
         dmax: 0,
         group: "xrootd",
         desc: "bytes received",
-        title: title,
+        title,
     });
     b.value_of(key, &spoof, true, "xrootd.link.in", value.as_bytes());
     b
