@@ -28,7 +28,6 @@
 //! its name back once the old address has stopped reporting.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hasher};
 use std::io;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
@@ -42,6 +41,7 @@ use crate::engine::clock::Clock;
 use crate::engine::packets::{PacketBatch, PacketKind, heartbeat_key};
 use crate::ganglia::xdr::{self, Packet};
 use crate::ganglia::xml;
+use meta::{Meta, MetaView, Metas};
 
 /// Shards of the host table: a poll holds one for one host at a time.
 const SHARDS: usize = 64;
@@ -51,78 +51,6 @@ const HOST_TMAX: u32 = 20;
 const UP_FACTOR: u32 = 4;
 /// Output is handed to the socket in pieces of about this size.
 const CHUNK: usize = 64 * 1024;
-
-/// A metric's metadata, shared by every host that sends it alike.
-#[derive(Debug, PartialEq, Eq)]
-struct Meta {
-    name: Box<str>,
-    value_type: Box<str>,
-    units: Box<str>,
-    slope: &'static str,
-    /// In the order gmond writes them (the packet's reversed), without
-    /// the SPOOF_* elements that only address the packet.
-    extra: Box<[(Box<str>, Box<str>)]>,
-}
-
-/// A metric's metadata as its packet says it, borrowed from the packet:
-/// compared with what a host holds, and hashed to find the shared
-/// [`Meta`], before anything is allocated.
-struct MetaView<'p> {
-    name: &'p str,
-    value_type: &'p str,
-    units: &'p str,
-    slope: &'static str,
-    /// The packet's extra elements, in the packet's order (SPOOF_* kept).
-    extra: &'p [(xdr::Text<'p>, xdr::Text<'p>)],
-}
-
-impl MetaView<'_> {
-    /// The extra elements as a [`Meta`] holds them: reversed, no SPOOF_*.
-    fn extra(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.extra
-            .iter()
-            .rev()
-            .filter(|(k, _)| !k.starts_with("SPOOF_"))
-            .map(|(k, v)| (k.as_ref(), v.as_ref()))
-    }
-
-    fn matches(&self, m: &Meta) -> bool {
-        *m.name == *self.name
-            && *m.value_type == *self.value_type
-            && *m.units == *self.units
-            && m.slope == self.slope
-            && m.extra.len() == self.extra().count()
-            && m.extra
-                .iter()
-                .zip(self.extra())
-                .all(|((k, v), (vk, vv))| **k == *vk && **v == *vv)
-    }
-
-    fn hash_with(&self, state: &RandomState) -> u64 {
-        let mut h = state.build_hasher();
-        for part in [self.name, self.value_type, self.units, self.slope] {
-            h.write(part.as_bytes());
-            h.write_u8(0xff);
-        }
-        for (k, v) in self.extra() {
-            h.write(k.as_bytes());
-            h.write_u8(0xff);
-            h.write(v.as_bytes());
-            h.write_u8(0xff);
-        }
-        h.finish()
-    }
-
-    fn to_meta(&self) -> Meta {
-        Meta {
-            name: self.name.into(),
-            value_type: self.value_type.into(),
-            units: self.units.into(),
-            slope: self.slope,
-            extra: self.extra().map(|(k, v)| (k.into(), v.into())).collect(),
-        }
-    }
-}
 
 /// One metric of one host.
 struct Entry {
@@ -169,13 +97,8 @@ type Shard = HashMap<u64, Host, RandomState>;
 /// The hosts and metrics to write for gmetad.
 pub struct HostTable {
     shards: Box<[Mutex<Shard>]>,
-    /// Shared metadata by the hash of its fields ([`MetaView::hash_with`]
-    /// with `metas_hasher`, keyed per table). On the rare collision the
-    /// second metadata is simply not shared.
-    metas: Mutex<HashMap<u64, Arc<Meta>, RandomState>>,
-    metas_hasher: RandomState,
-    /// Size of `metas` after its last sweep.
-    metas_swept: AtomicUsize,
+    /// Metadata, shared by the hosts that send it alike.
+    metas: Metas,
     clock: Clock,
     /// Unix seconds at the clock's epoch: GMOND_STARTED of an unspoofed host (the
     /// gateway's own), whose packets carry no heartbeat.
@@ -271,9 +194,7 @@ impl HostTable {
     pub fn new(max_hosts: usize) -> HostTable {
         HostTable {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
-            metas: Mutex::default(),
-            metas_hasher: RandomState::default(),
-            metas_swept: AtomicUsize::new(0),
+            metas: Metas::default(),
             clock: Clock::new(Instant::now()),
             epoch_unix: unix_now().min(u64::from(u32::MAX)) as u32,
             hosts: AtomicUsize::new(0),
@@ -364,7 +285,7 @@ impl HostTable {
                     let host = self.host(shard, key.host, &id.host, id.spoof, ip, now_s);
                     let entry = host.metrics.entry(key.metric).or_insert_with(Entry::new);
                     if !entry.meta.as_deref().is_some_and(|m| view.matches(m)) {
-                        entry.meta = Some(self.intern(&view));
+                        entry.meta = Some(self.metas.intern(&view));
                     }
                     entry.tmax = meta.tmax;
                     entry.dmax = meta.dmax;
@@ -430,25 +351,6 @@ impl HostTable {
         });
         host.ip = ip;
         host
-    }
-
-    fn intern(&self, view: &MetaView<'_>) -> Arc<Meta> {
-        let hash = view.hash_with(&self.metas_hasher);
-        let mut metas = self.metas.lock().unwrap_or_else(|e| e.into_inner());
-        match metas.get(&hash) {
-            Some(m) if view.matches(m) => return m.clone(),
-            Some(_) => return Arc::new(view.to_meta()),
-            None => {}
-        }
-        // Metadata no host uses any more (a renamed metric, an expired
-        // list entry) goes when the set has doubled since the last sweep.
-        if metas.len() >= 2 * self.metas_swept.load(Relaxed).max(1024) {
-            metas.retain(|_, m| Arc::strong_count(m) > 1);
-            self.metas_swept.store(metas.len(), Relaxed);
-        }
-        let meta = Arc::new(view.to_meta());
-        metas.insert(hash, meta.clone());
-        meta
     }
 
     /// Over this many hosts, the oldest are evicted down to the cap (in
@@ -630,5 +532,6 @@ fn resolve_names(hosts: &[Listed], now_s: u32) -> Vec<Option<String>> {
     names
 }
 
+mod meta;
 #[cfg(test)]
 mod tests;
