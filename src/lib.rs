@@ -62,4 +62,5 @@ pub mod mapping;
 pub mod mpxstats;
 pub mod proc_udp;
 pub mod sock_diag;
+pub mod status;
 pub mod summary;

@@ -67,6 +67,25 @@ pub const EXIT_CODES: &[ExitCode] = &[
             value, a send host that does not resolve",
     },
     ExitCode {
+        command: "status",
+        code: 0,
+        when: "the gateway answered: its status is printed",
+    },
+    ExitCode {
+        command: "status",
+        code: 1,
+        when: "no gateway answered on the control socket: no such socket (`no gateway \
+            answers on PATH: no such socket`), connection refused (a socket left by a \
+            gateway that is not running), permission denied (not root nor in the \
+            service's group), no answer within 10 s, or an error reply",
+    },
+    ExitCode {
+        command: "status",
+        code: 2,
+        when: "a bad option; the config file cannot be read or is invalid, or its \
+            `control_socket` is `\"\"` (no socket to ask)",
+    },
+    ExitCode {
         command: "dump",
         code: 0,
         when: "every record was a summary record; with `--listen`, stdout was closed",

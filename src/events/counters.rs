@@ -156,4 +156,6 @@ counters! {
         "Hosts written as NAME@ADDRESS in the last document because another address had their name.";
     xml_hosts_evicted: Counter "xml_hosts_evicted", "hosts/s", "XML hosts evicted",
         "Hosts the XML table forgot to stay within max_sources, the longest silent first.";
+    control_rejected: Counter "control_rejected", "requests/s", "Control requests rejected",
+        "Connections to control_socket answered with an error: not a request, too long, none in time, or too many at once.";
 }
