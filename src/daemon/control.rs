@@ -255,6 +255,13 @@ async fn gather(
     counters: &Counters,
     deadline: Instant,
 ) -> Result<Status, String> {
+    // Read before the receive tasks answer: what the sources show is at
+    // least as new as what the counters count.
+    let counters = counters
+        .snapshot()
+        .each()
+        .map(|(spec, v)| (spec.field.to_string(), v))
+        .collect();
     let mut waiting = Vec::with_capacity(asks.len());
     for ask in asks {
         let (tx, rx) = oneshot::channel();
@@ -266,6 +273,7 @@ async fn gather(
         version: SCHEMA_VERSION,
         gateway: env!("CARGO_PKG_VERSION").to_string(),
         pid: std::process::id(),
+        counters,
         ..Status::default()
     };
     for rx in waiting {
@@ -281,11 +289,6 @@ async fn gather(
         }
     }
     status.sort();
-    status.counters = counters
-        .snapshot()
-        .each()
-        .map(|(spec, v)| (spec.field.to_string(), v))
-        .collect();
     Ok(status)
 }
 

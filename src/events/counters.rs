@@ -126,6 +126,8 @@ counters! {
         "Sends after which gmond was found not listening.";
     receive_errors: Counter "receive_errors", "errors/s", "Receive errors",
         "Receive calls that failed.";
+    control_rejected: Counter "control_rejected", "requests/s", "Control requests rejected",
+        "Connections to control_socket answered with an error: not a request, too long, none in time, or too many at once.";
     sources_evicted: Counter "sources_evicted", "sources/s", "Sources evicted",
         "Sources forgotten because max_sources was reached.";
     sources: Gauge "sources", "sources", "Sources tracked",
@@ -156,6 +158,4 @@ counters! {
         "Hosts written as NAME@ADDRESS in the last document because another address had their name.";
     xml_hosts_evicted: Counter "xml_hosts_evicted", "hosts/s", "XML hosts evicted",
         "Hosts the XML table forgot to stay within max_sources, the longest silent first.";
-    control_rejected: Counter "control_rejected", "requests/s", "Control requests rejected",
-        "Connections to control_socket answered with an error: not a request, too long, none in time, or too many at once.";
 }
