@@ -172,3 +172,42 @@ impl Status {
         self.refused.sort_by_key(|r| r.address);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tally_stays_bounded_and_counts_the_rest() {
+        let mut t = AddressTally::default();
+        let now = Instant::now();
+        for i in 0..(MAX_ADDRESSES as u32 + 10) {
+            t.note(IpAddr::from(i.to_be_bytes()), now);
+        }
+        t.note(IpAddr::from(0u32.to_be_bytes()), now);
+        assert_eq!(t.iter().count(), MAX_ADDRESSES);
+        assert_eq!(t.unlisted, 10);
+        assert_eq!(t.count(IpAddr::from(0u32.to_be_bytes())), 2);
+    }
+
+    #[test]
+    fn merging_adds_the_refused_of_each_socket() {
+        let (now, wall) = (Instant::now(), SystemTime::now());
+        let ip: IpAddr = "192.0.2.1".parse().unwrap();
+        let part = |count, ago: u64| Status {
+            refused: vec![AddressStatus {
+                address: ip,
+                count,
+                last_heard: Heard::at(now - Duration::from_secs(ago), now, wall),
+            }],
+            refused_unlisted: 1,
+            ..Status::default()
+        };
+        let mut s = part(2, 5);
+        s.merge(part(3, 1));
+        assert_eq!(s.refused.len(), 1);
+        assert_eq!(s.refused[0].count, 5);
+        assert_eq!(s.refused[0].last_heard.seconds_ago, 1.0);
+        assert_eq!(s.refused_unlisted, 2);
+    }
+}

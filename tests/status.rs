@@ -326,44 +326,49 @@ fn non_root_at_the_default_socket_runs_on_without_it() {
     );
 }
 
+/// Runs `serve` with `control_socket = socket` and a config in `dir`,
+/// expecting it to exit by itself: its exit code and stderr. One still
+/// running after 10 s is killed (by its pid) and the test fails.
+fn serve_exit(dir: &Scratch, socket: &str) -> (Option<i32>, String) {
+    let conf = dir.path().join(format!("c{}.toml", free_port()));
+    std::fs::write(
+        &conf,
+        format!("{QUIET}state_file = \"\"\ncontrol_socket = {socket:?}\n"),
+    )
+    .unwrap();
+    let mut child = Command::new(BIN)
+        .args(["serve", "--config"])
+        .arg(&conf)
+        .args(["--listen", &format!("127.0.0.1:{}", free_port())])
+        .args(["--send", &format!("127.0.0.1:{}", free_port())])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("serve with control_socket = {socket:?} started");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// A control_socket named in the config that cannot be bound stops the
 /// start, as any address that cannot be bound does; so does one another
 /// gateway answers on.
 #[test]
 fn an_explicit_socket_that_cannot_be_bound_stops_the_start() {
     let dir = Scratch::new("status-explicit");
-    let run = |socket: &str| {
-        let conf = dir.path().join(format!("c{}.toml", free_port()));
-        std::fs::write(
-            &conf,
-            format!("{QUIET}state_file = \"\"\ncontrol_socket = {socket:?}\n"),
-        )
-        .unwrap();
-        let mut child = Command::new(BIN)
-            .args(["serve", "--config"])
-            .arg(&conf)
-            .args(["--listen", &format!("127.0.0.1:{}", free_port())])
-            .args(["--send", &format!("127.0.0.1:{}", free_port())])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while child.try_wait().unwrap().is_none() {
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("serve with control_socket = {socket:?} started");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let out = child.wait_with_output().unwrap();
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
+    let run = |socket: &str| serve_exit(&dir, socket);
     let missing = dir.path().join("no-such-dir/control");
     let (code, err) = run(missing.to_str().unwrap());
     assert_eq!(code, Some(2), "{err}");
@@ -383,4 +388,24 @@ fn an_explicit_socket_that_cannot_be_bound_stops_the_start() {
     // And the first still answers.
     status_json(&socket);
     drop(gw);
+}
+
+/// A socket left by a gateway that did not stop cleanly is replaced; a
+/// file that is not a socket is not.
+#[test]
+fn a_stale_socket_is_replaced_and_a_file_is_not() {
+    let dir = Scratch::new("status-stale");
+    let socket = dir.path().join("control");
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+    let config = format!("{QUIET}control_socket = {:?}\n", socket.to_str().unwrap());
+    let gw = Gateway::start(free_port(), &config);
+    assert_eq!(status_json(&socket)["pid"], gw.proc.child.id());
+    drop(gw);
+
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "keep me").unwrap();
+    let (code, err) = serve_exit(&dir, file.to_str().unwrap());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("the path exists and is not a socket"), "{err}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
 }

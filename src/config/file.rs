@@ -489,10 +489,10 @@ pub const KEYS: &[Key] = &[
         meaning: "The Unix socket where `xrd2ganglia status` asks the running gateway for \
             its sources, refused senders and counters; made mode 0660 (root and the \
             service's group), its directory 0750 by the unit's `RuntimeDirectory=`. \
-            `\"\"`: none. At the default path, a socket that cannot be made (no \
-            /run/xrd2ganglia for a non-root quick look, or another gateway answering \
-            there) is logged once and the gateway runs without it; a path set here that \
-            cannot be bound stops the start (exit 2). A stale socket left by a gateway \
+            `\"\"`: none. At the default path (left out or written), a socket that \
+            cannot be made (no /run/xrd2ganglia for a non-root quick look, or another \
+            gateway answering there) is logged once and the gateway runs without it; \
+            another path that cannot be bound stops the start (exit 2). A stale socket left by a gateway \
             that did not stop cleanly is replaced; the socket is removed at stop.",
     },
 ];

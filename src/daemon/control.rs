@@ -6,7 +6,7 @@
 //!
 //! **Receiving never waits for it.** Each receive task owns its engine's
 //! sources (no lock on the per-datagram path); a request is handed to
-//! every receive task through a small queue ([`Ask`]), which the task
+//! every receive task through a small queue (an `Ask`), which the task
 //! answers between two datagrams, as it takes gmond's metadata requests.
 //! Until someone asks, the per-datagram cost is one poll of an empty
 //! queue per `select!` round; building the answer costs the task one
