@@ -409,3 +409,49 @@ fn a_stale_socket_is_replaced_and_a_file_is_not() {
     assert!(err.contains("the path exists and is not a socket"), "{err}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
 }
+
+/// A gateway that does not answer (stopped with SIGSTOP) and a socket the
+/// user may not use each end `status` with 1 and why.
+#[test]
+fn a_stopped_gateway_or_a_forbidden_socket_exits_1() {
+    let dir = Scratch::new("status-stopped");
+    let (gw, socket) = gateway(&dir);
+    let path = socket.to_str().unwrap();
+
+    // Not root, not in the socket's group.
+    let out = Command::new("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"])
+        .args([BIN, "status", "--socket", path])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with(&format!(
+            "xrd2ganglia status: no gateway answers on {path}: permission denied"
+        )),
+        "{err}"
+    );
+
+    let pid = gw.proc.child.id().to_string();
+    let signal = |sig: &str| {
+        assert!(
+            Command::new("kill")
+                .args([sig, &pid])
+                .status()
+                .unwrap()
+                .success()
+        )
+    };
+    signal("-STOP");
+    let started = Instant::now();
+    let out = status(&["--socket", path]);
+    signal("-CONT");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(": no answer within 10 s"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(15));
+    // Answered once it runs again.
+    assert_eq!(status_json(&socket)["pid"], gw.proc.child.id());
+}
