@@ -50,7 +50,8 @@ pub const EXIT_CODES: &[ExitCode] = &[
         when: "cannot start as configured: a bad option; the config file cannot be read \
             or is invalid (the message names the key and the value); a `gmond_conf` named \
             but missing; an address of `listen`, `metadata_requests` or `xml_listen` that \
-            cannot be bound (the message says how to find who holds it); a send host that \
+            cannot be bound (the message says how to find who holds it), or a \
+            `control_socket` set in the config that cannot be; a send host that \
             does not resolve; a `state_file` another process owns (the message names its \
             pid) or whose directory cannot be made",
     },
