@@ -455,3 +455,31 @@ fn a_stopped_gateway_or_a_forbidden_socket_exits_1() {
     // Answered once it runs again.
     assert_eq!(status_json(&socket)["pid"], gw.proc.child.id());
 }
+
+/// A start that fails after the control socket was bound (a send host
+/// that does not resolve) leaves no socket behind.
+#[test]
+fn a_failed_start_leaves_no_socket() {
+    let dir = Scratch::new("status-failed");
+    let socket = dir.path().join("control");
+    let conf = dir.path().join("c.toml");
+    std::fs::write(
+        &conf,
+        format!(
+            "{QUIET}state_file = \"\"\ncontrol_socket = {:?}\n",
+            socket.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["serve", "--config", conf.to_str().unwrap()])
+        .args(["--listen", &format!("127.0.0.1:{}", free_port())])
+        .args(["--send", "no-such-host.invalid:8649"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no-such-host.invalid"), "{err}");
+    assert!(!socket.exists(), "a socket left by a start that failed");
+}

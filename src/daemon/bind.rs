@@ -96,7 +96,7 @@ pub fn control(path: &Path, make_dir: bool) -> io::Result<ControlListener> {
     listener.set_nonblocking(true)?;
     let m = std::fs::symlink_metadata(path)?;
     Ok(ControlListener {
-        listener,
+        listener: Some(listener),
         path: path.to_path_buf(),
         id: (m.dev(), m.ino()),
     })

@@ -50,12 +50,14 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 /// The receive tasks' answers, and writing the reply, within this long.
 pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The bound control socket, and how to know it is still ours at stop.
+/// The bound control socket. Dropped, it removes its path (at stop, or
+/// when the start fails after binding it), if that is still this socket.
 pub struct ControlListener {
-    pub(super) listener: std::os::unix::net::UnixListener,
+    /// Taken by [`serve`].
+    pub(super) listener: Option<std::os::unix::net::UnixListener>,
     pub(super) path: PathBuf,
-    /// Its (device, inode): at stop the path is removed only if it is
-    /// still this socket (another gateway may have replaced it).
+    /// Its (device, inode): the path is removed only if it is still this
+    /// socket (another gateway may have replaced it).
     pub(super) id: (u64, u64),
 }
 
@@ -65,11 +67,13 @@ impl ControlListener {
     }
 }
 
-/// Removes the socket's `path`, if it is still the socket `id`.
-fn remove(path: &Path, id: (u64, u64)) {
-    let ours = std::fs::symlink_metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == id);
-    if ours {
-        let _ = std::fs::remove_file(path);
+impl Drop for ControlListener {
+    fn drop(&mut self) {
+        let ours =
+            std::fs::symlink_metadata(&self.path).is_ok_and(|m| (m.dev(), m.ino()) == self.id);
+        if ours {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
 
@@ -120,18 +124,20 @@ impl Rejected {
 /// Answers on `control` until `stop`, then removes its path. `asks`: one
 /// queue per receive task.
 pub(super) async fn serve(
-    control: ControlListener,
+    mut control: ControlListener,
     asks: Vec<mpsc::Sender<Ask>>,
     counters: Arc<Counters>,
     log_interval: Duration,
     mut stop: watch::Receiver<bool>,
 ) {
-    let ControlListener { listener, path, id } = control;
+    let path = control.path.clone();
+    let Some(listener) = control.listener.take() else {
+        return;
+    };
     let listener = match UnixListener::from_std(listener) {
         Ok(l) => l,
         Err(e) => {
             tracing::error!("control socket {}: {e}", path.display());
-            remove(&path, id);
             return;
         }
     };
@@ -165,7 +171,8 @@ pub(super) async fn serve(
         }
     }
     clients.abort_all();
-    remove(&path, id);
+    // Its path goes with it.
+    drop(control);
 }
 
 /// One connection: its request read, its reply written.
