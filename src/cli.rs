@@ -17,6 +17,7 @@ pub mod gmetric;
 pub mod gweb;
 pub mod mpxstats;
 pub mod serve;
+pub mod status;
 
 use std::fmt;
 use std::io;
@@ -64,6 +65,8 @@ pub enum StartError {
         addr: SocketAddr,
         error: io::Error,
     },
+    /// The control socket named in the config cannot be made.
+    Control { path: PathBuf, error: io::Error },
     /// A file of records cannot be read (`dump`).
     Read { path: PathBuf, error: io::Error },
     /// The ganglia-web files cannot be made for these settings (`gweb`).
@@ -82,6 +85,8 @@ pub enum Failed {
     GwebWrite { dir: PathBuf, error: io::Error },
     /// Writing the man pages and completions into `dir` (`generate-docs`).
     Docs { dir: PathBuf, error: io::Error },
+    /// No gateway answered on the control socket at `path` (`status`).
+    NoGateway { path: PathBuf, why: String },
 }
 
 /// What listens on an address, as a bind error names it.
@@ -135,6 +140,11 @@ impl fmt::Display for StartError {
                 }
                 Ok(())
             }
+            StartError::Control { path, error } => write!(
+                f,
+                "xrd2ganglia: cannot make the control socket {} (control_socket): {error}",
+                path.display()
+            ),
             StartError::Read { path, error } => {
                 write!(f, "xrd2ganglia: cannot read {}: {error}", path.display())
             }
@@ -152,6 +162,11 @@ impl fmt::Display for Failed {
                 f,
                 "xrd2ganglia gweb: cannot write to {}: {error}",
                 dir.display()
+            ),
+            Failed::NoGateway { path, why } => write!(
+                f,
+                "xrd2ganglia status: no gateway answers on {}: {why}",
+                path.display()
             ),
             Failed::Docs { dir, error } => write!(
                 f,

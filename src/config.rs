@@ -20,11 +20,11 @@ pub mod file;
 pub mod settings;
 
 pub use file::{
-    Absent, CHANNEL_KEYS, ChannelConfig, DEFAULT_GMOND_CONF, DEFAULT_LISTEN, DEFAULT_SEND_BURST,
-    DEFAULT_SEND_RATE, DEFAULT_STATE_FILE, DEFAULT_XML_ALLOW, FileConfig, KEYS, Key, OnSighup,
-    restart_keys, waits_for_restart,
+    Absent, CHANNEL_KEYS, ChannelConfig, DEFAULT_CONTROL_SOCKET, DEFAULT_GMOND_CONF,
+    DEFAULT_LISTEN, DEFAULT_SEND_BURST, DEFAULT_SEND_RATE, DEFAULT_STATE_FILE, DEFAULT_XML_ALLOW,
+    FileConfig, KEYS, Key, OnSighup, restart_keys, waits_for_restart,
 };
-pub use settings::{DEFAULT_SEND, Overrides, Settings, validate};
+pub use settings::{ControlSocket, DEFAULT_SEND, Overrides, Settings, validate};
 
 /// Read when `--config` is not given, if it exists.
 pub const DEFAULT_CONFIG: &str = "/etc/xrd2ganglia/xrd2ganglia.toml";

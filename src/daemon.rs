@@ -26,7 +26,9 @@
 //! hands them to the receive tasks, whose answers go through the same
 //! queues; [`state_file`] keeps counter continuity across gateway
 //! restarts; [`self_metrics`] logs the counters and sends them as the
-//! gateway's own metrics; [`bind`] binds every socket.
+//! gateway's own metrics; [`control`] answers `xrd2ganglia status` (the
+//! receive tasks hand it their sources between two datagrams); [`bind`]
+//! binds every socket.
 
 use std::future::Future;
 use std::io;
@@ -68,6 +70,8 @@ pub struct Sockets {
     pub requests: Vec<std::net::UdpSocket>,
     /// Where gmetad polls for gmond's XML (`xml_listen`).
     pub xml: Vec<std::net::TcpListener>,
+    /// Where `xrd2ganglia status` asks (`control_socket`).
+    pub control: Option<control::ControlListener>,
 }
 
 /// The settings, send queues and XML table in force; replaced whole by
@@ -191,6 +195,7 @@ fn spawn_tasks(
     let fds: Vec<RawFd> = sockets.reports.iter().map(|s| s.as_raw_fd()).collect();
     let mut tasks = Vec::new();
     let mut request_queues = Vec::new();
+    let mut ask_queues = Vec::new();
     for (part, socket) in sockets.reports.into_iter().enumerate() {
         let socket = UdpSocket::from_std(socket)?;
         let requests = (!sockets.requests.is_empty()).then(|| {
@@ -198,8 +203,14 @@ fn spawn_tasks(
             request_queues.push(tx);
             rx
         });
+        let asks = sockets.control.is_some().then(|| {
+            let (tx, rx) = tokio::sync::mpsc::channel(control::ASK_QUEUE);
+            ask_queues.push(tx);
+            rx
+        });
         let state = store.state().clone();
-        let receiver = Receiver::new(in_force.clone(), counters.clone(), state, part, requests);
+        let (in_force, counters) = (in_force.clone(), counters.clone());
+        let receiver = Receiver::new(in_force, counters, state, part, requests, asks);
         let run = receiver.run(socket, stop.clone(), settings.state_interval);
         tasks.push(tokio::spawn(run));
     }
@@ -214,6 +225,11 @@ fn spawn_tasks(
             let serve = xml_port::serve(listener, table, in_force.clone(), counters, stop.clone());
             tasks.push(tokio::spawn(serve));
         }
+    }
+    if let Some(listener) = sockets.control {
+        let (counters, log_interval) = (counters.clone(), settings.log_interval);
+        let serve = control::serve(listener, ask_queues, counters, log_interval, stop.clone());
+        tasks.push(tokio::spawn(serve));
     }
     if store.path().is_some() {
         let save = state_file::save_every(store.clone(), stop.clone(), settings.state_interval);
@@ -277,6 +293,7 @@ fn open_state(settings: &Settings) -> StateStore {
 }
 
 pub mod bind;
+pub mod control;
 pub mod follow;
 mod queue;
 mod receive;

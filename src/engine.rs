@@ -23,6 +23,7 @@ pub mod packets;
 pub mod saved;
 mod series;
 mod source;
+mod status;
 mod template;
 mod xcache;
 
@@ -34,6 +35,7 @@ use crate::config::Settings;
 use crate::events::Events;
 use crate::gstream;
 use crate::mapping::{MappedRecord, Mapper, Metric};
+use crate::status::AddressTally;
 use crate::summary::{SummaryParser, SummaryRecord};
 
 use clock::Clock;
@@ -69,6 +71,10 @@ pub struct Engine {
     xcache: xcache::Totals,
     /// Which of a source's metrics an answer to gmond has sent.
     answered: Vec<bool>,
+    /// Senders outside `allow`, and senders of rejected datagrams, for
+    /// `status` ([`status`]).
+    refused: AddressTally,
+    rejected: AddressTally,
 }
 
 /// Which of a metric's packets go out.
@@ -97,6 +103,8 @@ impl Engine {
             saved: None,
             xcache: xcache::Totals::default(),
             answered: Vec::new(),
+            refused: AddressTally::default(),
+            rejected: AddressTally::default(),
         }
     }
 
@@ -146,6 +154,7 @@ impl Engine {
         events.datagram();
         if !allowed(&self.settings, from.ip()) {
             events.denied(from);
+            self.refused.note(from.ip(), now);
             return &self.batch;
         }
         match gstream::read(datagram) {
@@ -160,6 +169,7 @@ impl Engine {
             }
             Err(e) => {
                 events.gstream_failed(from, datagram.len(), &e);
+                self.rejected.note(from.ip(), now);
                 return &self.batch;
             }
         }
@@ -180,7 +190,10 @@ impl Engine {
     ) {
         let record = match self.parser.parse(datagram) {
             Ok(r) => r,
-            Err(e) => return events.parse_failed(from, datagram.len(), &e),
+            Err(e) => {
+                self.rejected.note(from.ip(), now);
+                return events.parse_failed(from, datagram.len(), &e);
+            }
         };
         events.record();
         self.mapper.map(&record, from.ip(), &mut self.mapped);

@@ -406,6 +406,35 @@ impl<'c> Events<'c> {
         }
     }
 
+    /// A connection to the control socket answered with an error (not
+    /// the request, too long, too slow, too many at once).
+    pub fn control_rejected(&mut self, path: &std::path::Path, why: &str) {
+        self.counters.control_rejected.fetch_add(1, Relaxed);
+        let anywhere = IpAddr::from([0, 0, 0, 0]);
+        if let Some(s) = self.limiter.allow("control", anywhere, Instant::now()) {
+            tracing::warn!(
+                suppressed = s,
+                "control socket {}: {why}: answered with an error (counted as control_rejected, logged once per log_interval)",
+                path.display(),
+            );
+        }
+    }
+
+    /// A connection to the control socket that could not be accepted.
+    pub fn control_accept_failed(&mut self, path: &std::path::Path, err: &std::io::Error) {
+        let anywhere = IpAddr::from([0, 0, 0, 0]);
+        if let Some(s) = self
+            .limiter
+            .allow("control_accept", anywhere, Instant::now())
+        {
+            tracing::warn!(
+                suppressed = s,
+                "control socket {}: cannot accept: {err}",
+                path.display()
+            );
+        }
+    }
+
     pub fn sources_evicted(&self, count: usize, cap: usize) {
         self.counters
             .sources_evicted

@@ -43,7 +43,10 @@
 //! With `xml_listen`, step 1 also hands the packets to `daemon/table.rs`,
 //! which `daemon/xml_port.rs` writes as gmond's XML for gmetad.
 //!
-//! Beside the layers: [`fnv`], the crate's one non-keyed hash;
+//! Beside the layers: [`status`], what `xrd2ganglia status` shows of a
+//! running gateway (written by `daemon/control.rs` from what each engine
+//! says of its sources, read by the `status` command); [`fnv`], the
+//! crate's one non-keyed hash;
 //! [`sock_diag`] and [`proc_udp`], what the kernel says of UDP sockets
 //! (a gmond's receive queue; the drops at our own sockets).
 
@@ -62,4 +65,5 @@ pub mod mapping;
 pub mod mpxstats;
 pub mod proc_udp;
 pub mod sock_diag;
+pub mod status;
 pub mod summary;

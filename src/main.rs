@@ -70,6 +70,19 @@ enum Command {
         #[arg(long, value_name = "FILTER", default_value = "info")]
         log_level: String,
     },
+    /// Ask the running gateway (on its control socket) for its sources,
+    /// refused senders and counters.
+    Status {
+        /// Config file whose `control_socket` to ask [default: as for serve]
+        #[arg(short, long, value_name = "FILE", conflicts_with = "socket")]
+        config: Option<PathBuf>,
+        /// The control socket to ask, instead of the config's `control_socket`.
+        #[arg(long, value_name = "PATH")]
+        socket: Option<PathBuf>,
+        /// The gateway's answer as one line of JSON (schema: docs/operations.md).
+        #[arg(long)]
+        json: bool,
+    },
     /// Validate a config file and print the effective settings.
     CheckConfig {
         #[command(flatten)]
@@ -154,6 +167,11 @@ fn main() -> ExitCode {
     let outcome = match Cli::parse().command {
         Command::Serve { config, log_level } => cli::serve::run(config, &log_level),
         Command::CheckConfig { config } => cli::check_config::run(&config),
+        Command::Status {
+            config,
+            socket,
+            json,
+        } => cli::status::run(config, socket, json),
         // The drop-ins keep their originals' messages and exit codes.
         Command::Gmetric { args } => return cli::gmetric::run("xrd2ganglia gmetric", args),
         Command::Mpxstats { args } => return cli::mpxstats::run(&args),

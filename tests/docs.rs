@@ -147,6 +147,25 @@ fn every_documented_exit_code_is_what_the_binary_does() {
             let n = path(&n);
             move || run(&mut xrd2ganglia(&["check-config", "--config", &n]))
         }),
+        case(
+            "status",
+            1,
+            "no gateway answers on /nonexistent/control: no such socket",
+            || {
+                run(&mut xrd2ganglia(&[
+                    "status",
+                    "--socket",
+                    "/nonexistent/control",
+                ]))
+            },
+        ),
+        case("status", 2, "cannot read config", || {
+            run(&mut xrd2ganglia(&[
+                "status",
+                "--config",
+                "/nonexistent/x.toml",
+            ]))
+        }),
         case("dump", 0, "", {
             let e = path(&e);
             move || run(&mut xrd2ganglia(&["dump", "--config", &e, "/dev/null"]))

@@ -217,6 +217,7 @@ fn rpm_builds_offline_installs_and_runs() {
             "/usr/share/man/man1/xrd2ganglia-gweb.1.gz",
             "/usr/share/man/man1/xrd2ganglia-mpxstats.1.gz",
             "/usr/share/man/man1/xrd2ganglia-serve.1.gz",
+            "/usr/share/man/man1/xrd2ganglia-status.1.gz",
             "/usr/share/man/man1/xrd2ganglia.1.gz",
             "/usr/share/man/man5/xrd2ganglia.toml.5.gz",
             "/usr/share/zsh/site-functions/_xrd2ganglia",
@@ -472,6 +473,15 @@ fn rpm_builds_offline_installs_and_runs() {
     let unit = root
         .path()
         .join("usr/lib/systemd/system/xrd2ganglia.service");
+    // The control socket's directory (control_socket's default), the
+    // service's and its group's only.
+    let unit_text = std::fs::read_to_string(&unit).unwrap();
+    for line in ["RuntimeDirectory=xrd2ganglia", "RuntimeDirectoryMode=0750"] {
+        assert!(
+            unit_text.lines().any(|l| l == line),
+            "the unit has no line {line}"
+        );
+    }
     let out = Command::new("systemd-analyze")
         .args(["security", "--offline=yes"])
         .arg(&unit)

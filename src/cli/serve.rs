@@ -14,6 +14,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use xrd2ganglia::config::{self, Settings};
 use xrd2ganglia::daemon;
+use xrd2ganglia::daemon::control::ControlListener;
 use xrd2ganglia::daemon::state_file::StateLock;
 use xrd2ganglia::events::Counters;
 use xrd2ganglia::ganglia::channel::SendChannel;
@@ -84,7 +85,32 @@ fn bind_listeners(settings: &Settings) -> Result<daemon::Sockets, StartError> {
             Listener::MetadataRequests,
         )?,
         xml: bind_each(&settings.xml_listen, daemon::bind::xml, Listener::Gmetad)?,
+        control: bind_control(settings)?,
     })
+}
+
+/// The control socket, if there is one. One named in the config must be
+/// bound; the default is made where it can be, else the gateway runs
+/// without it (a non-root quick look has no /run/xrd2ganglia), saying so
+/// once.
+fn bind_control(settings: &Settings) -> Result<Option<ControlListener>, StartError> {
+    let Some(c) = &settings.control_socket else {
+        return Ok(None);
+    };
+    match daemon::bind::control(&c.path, !c.required) {
+        Ok(l) => Ok(Some(l)),
+        Err(error) if c.required => Err(StartError::Control {
+            path: c.path.clone(),
+            error,
+        }),
+        Err(e) => {
+            tracing::warn!(
+                "control socket {}: {e}: running without it (`xrd2ganglia status` cannot ask this gateway; set control_socket to a path this user may make, or \"\" for none)",
+                c.path.display()
+            );
+            Ok(None)
+        }
+    }
 }
 
 /// Binds every address of one kind of `listener`, or says which could not

@@ -50,7 +50,8 @@ pub const EXIT_CODES: &[ExitCode] = &[
         when: "cannot start as configured: a bad option; the config file cannot be read \
             or is invalid (the message names the key and the value); a `gmond_conf` named \
             but missing; an address of `listen`, `metadata_requests` or `xml_listen` that \
-            cannot be bound (the message says how to find who holds it); a send host that \
+            cannot be bound (the message says how to find who holds it), or a \
+            `control_socket` set in the config that cannot be; a send host that \
             does not resolve; a `state_file` another process owns (the message names its \
             pid) or whose directory cannot be made",
     },
@@ -65,6 +66,25 @@ pub const EXIT_CODES: &[ExitCode] = &[
         when: "what stops `serve` from starting, but for the addresses and the state \
             file (a running gateway may hold them): a bad option, an invalid file or \
             value, a send host that does not resolve",
+    },
+    ExitCode {
+        command: "status",
+        code: 0,
+        when: "the gateway answered: its status is printed",
+    },
+    ExitCode {
+        command: "status",
+        code: 1,
+        when: "no gateway answered on the control socket: no such socket (`no gateway \
+            answers on PATH: no such socket`), connection refused (a socket left by a \
+            gateway that is not running), permission denied (not root nor in the \
+            service's group), no answer within 10 s, or an error reply",
+    },
+    ExitCode {
+        command: "status",
+        code: 2,
+        when: "a bad option; the config file cannot be read or is invalid, or its \
+            `control_socket` is `\"\"` (no socket to ask)",
     },
     ExitCode {
         command: "dump",

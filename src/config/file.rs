@@ -44,6 +44,10 @@ pub const MAX_RESEND_AFTER: u64 = 60;
 pub const DEFAULT_LISTEN: &[&str] = &["0.0.0.0:3333", "[::]:3333"];
 pub const DEFAULT_GMOND_CONF: &str = "/etc/ganglia/gmond.conf";
 pub const DEFAULT_STATE_FILE: &str = "/var/lib/xrd2ganglia/state";
+/// Where `xrd2ganglia status` asks the running gateway: in the directory
+/// the unit's `RuntimeDirectory=xrd2ganglia` makes (0750, the service's
+/// user and group).
+pub const DEFAULT_CONTROL_SOCKET: &str = "/run/xrd2ganglia/control";
 /// Who may poll `xml_listen` unless `xml_allow` says otherwise.
 pub const DEFAULT_XML_ALLOW: &[&str] = &["127.0.0.0/8", "::1/128"];
 /// Seconds before an unchanged value is sent again, with `send_values =
@@ -86,6 +90,7 @@ pub struct FileConfig {
     pub xml_listen: Vec<String>,
     pub xml_allow: Vec<String>,
     pub cluster_name: String,
+    pub control_socket: PathBuf,
 }
 
 /// One key of the file: everything said of it but its value's type and
@@ -475,6 +480,21 @@ pub const KEYS: &[Key] = &[
             and the directory of its RRDs; 1 to 256 characters, without `/` or control \
             characters.",
     },
+    Key {
+        name: "control_socket",
+        value: "path",
+        absent: Absent::Default,
+        on_sighup: OnSighup::Restart("its socket stays bound"),
+        option: None,
+        meaning: "The Unix socket where `xrd2ganglia status` asks the running gateway for \
+            its sources, refused senders and counters; made mode 0660 (root and the \
+            service's group), its directory 0750 by the unit's `RuntimeDirectory=`. \
+            `\"\"`: none. At the default path (left out or written), a socket that \
+            cannot be made (no /run/xrd2ganglia for a non-root quick look, or another \
+            gateway answering there) is logged once and the gateway runs without it; \
+            another path that cannot be bound stops the start (exit 2). A stale socket left by a gateway \
+            that did not stop cleanly is replaced; the socket is removed at stop.",
+    },
 ];
 
 /// The keys of a `[[channel]]` table, in [`ChannelConfig`]'s order. A
@@ -570,6 +590,7 @@ impl Default for FileConfig {
             xml_listen: Vec::new(),
             xml_allow: strings(DEFAULT_XML_ALLOW),
             cluster_name: "XRootD".into(),
+            control_socket: DEFAULT_CONTROL_SOCKET.into(),
         }
     }
 }

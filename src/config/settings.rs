@@ -8,7 +8,8 @@ use std::time::Duration;
 use ipnet::IpNet;
 
 use super::file::{
-    ChannelConfig, DEFAULT_GMOND_CONF, DEFAULT_VALUE_HEARTBEAT, FileConfig, MAX_RESEND_AFTER,
+    ChannelConfig, DEFAULT_CONTROL_SOCKET, DEFAULT_GMOND_CONF, DEFAULT_VALUE_HEARTBEAT, FileConfig,
+    MAX_RESEND_AFTER,
 };
 use super::{ConfigError, bad};
 use crate::ganglia::channel::ChannelSpec;
@@ -95,6 +96,8 @@ pub struct Settings {
     pub xml_allow: Vec<IpNet>,
     /// The CLUSTER NAME of that XML.
     pub cluster_name: String,
+    /// Where `xrd2ganglia status` asks (None: nowhere).
+    pub control_socket: Option<ControlSocket>,
     /// The file as it takes effect: defaults filled in, the command line
     /// applied, the channels resolved (what `check-config` prints).
     pub effective: FileConfig,
@@ -125,6 +128,7 @@ pub fn validate(
     let state_file = state_file(&mut file, overrides)?;
     let metadata_requests = metadata_requests(&file, &channels_from)?;
     check_limits(&file)?;
+    let control_socket = control_socket(&file)?;
     let secs = Duration::from_secs;
     Ok(Settings {
         source,
@@ -157,6 +161,7 @@ pub fn validate(
         xml_listen,
         xml_allow,
         cluster_name: file.cluster_name.clone(),
+        control_socket,
         effective: file,
     })
 }
@@ -342,6 +347,47 @@ fn value_heartbeat(file: &FileConfig) -> Result<Option<u32>, ConfigError> {
             "must be \"all\" (every value of every report) or \"changed\" (values that changed, and the rest every value_heartbeat)",
         )),
     }
+}
+
+/// The control socket's path, and whether it must be made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControlSocket {
+    pub path: PathBuf,
+    /// Set in the file to another path than the default: one that cannot
+    /// be bound stops the start. The default is made where it can be (not
+    /// by a non-root quick look).
+    pub required: bool,
+}
+
+/// The longest path a Unix socket address holds (`sun_path`, less its
+/// NUL).
+const MAX_SOCKET_PATH: usize = 107;
+
+/// `control_socket` (empty: none).
+fn control_socket(file: &FileConfig) -> Result<Option<ControlSocket>, ConfigError> {
+    let path = &file.control_socket;
+    if path.as_os_str().is_empty() {
+        return Ok(None);
+    }
+    let shown = || path.display().to_string();
+    if path.as_os_str().len() > MAX_SOCKET_PATH {
+        return Err(bad(
+            "control_socket",
+            shown(),
+            format!("is longer than a Unix socket path may be ({MAX_SOCKET_PATH} bytes)"),
+        ));
+    }
+    if path.is_dir() {
+        return Err(bad(
+            "control_socket",
+            shown(),
+            "is a directory; name a socket in it",
+        ));
+    }
+    Ok(Some(ControlSocket {
+        path: path.clone(),
+        required: path.as_path() != std::path::Path::new(DEFAULT_CONTROL_SOCKET),
+    }))
 }
 
 /// `state_file` (or `--state-file`; empty: none) and `state_interval`.

@@ -522,3 +522,28 @@ fn xml_port_settings_and_their_errors() {
             .contains("contradicts --no-send")
     );
 }
+
+#[test]
+fn control_socket_default_set_and_off() {
+    let default = from("").unwrap().control_socket.unwrap();
+    assert_eq!(default.path, PathBuf::from(DEFAULT_CONTROL_SOCKET));
+    assert!(!default.required, "the default is made where it can be");
+    // Written out, the default is still the default.
+    let written = from("control_socket = \"/run/xrd2ganglia/control\"\n").unwrap();
+    assert!(!written.control_socket.unwrap().required);
+    let set = from("control_socket = \"/tmp/x2g/ctl\"\n").unwrap();
+    let set = set.control_socket.unwrap();
+    assert_eq!(set.path, PathBuf::from("/tmp/x2g/ctl"));
+    assert!(set.required, "one set in the config must be bound");
+    assert_eq!(
+        from("control_socket = \"\"\n").unwrap().control_socket,
+        None
+    );
+    let long = format!("control_socket = \"/{}\"\n", "x".repeat(120));
+    assert!(
+        err(&long).contains("longer than a Unix socket path may be"),
+        "{}",
+        err(&long)
+    );
+    assert!(err("control_socket = \"/tmp\"\n").contains("is a directory"));
+}

@@ -1,10 +1,16 @@
 //! Binding the daemon's sockets, in one place: IPv6 sockets are v6-only so
-//! `0.0.0.0:P` and `[::]:P` can both be bound, as separate sockets.
+//! `0.0.0.0:P` and `[::]:P` can both be bound, as separate sockets; the
+//! control socket is made readable by the service's group.
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::Path;
 
 use socket2::{Domain, Protocol, Socket, Type};
+
+use super::control::ControlListener;
 
 /// A socket of `kind` for `addr`'s family (v6-only for IPv6).
 fn socket(addr: SocketAddr, kind: Type, protocol: Protocol) -> io::Result<Socket> {
@@ -63,4 +69,55 @@ pub fn xml(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
     socket.listen(128)?;
     socket.set_nonblocking(true)?;
     Ok(socket.into())
+}
+
+/// Where `xrd2ganglia status` asks (`control_socket`): a Unix socket at
+/// `path`, mode 0660 (root and the service's group; the unit's umask
+/// would leave 0600). A socket left at `path` by a gateway that did not
+/// stop cleanly (nothing answers on it) is replaced; one another gateway
+/// answers on, or anything but a socket, is not. `make_dir`: its
+/// directory is made (0750) if missing, as the unit's
+/// `RuntimeDirectory=` would.
+pub fn control(path: &Path, make_dir: bool) -> io::Result<ControlListener> {
+    if make_dir && let Some(dir) = path.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o750)
+            .create(dir)?;
+    }
+    let listener = match UnixListener::bind(path) {
+        Err(e) if e.kind() == io::ErrorKind::AddrInUse => {
+            replace_stale(path, e)?;
+            UnixListener::bind(path)?
+        }
+        r => r?,
+    };
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))?;
+    listener.set_nonblocking(true)?;
+    let m = std::fs::symlink_metadata(path)?;
+    Ok(ControlListener {
+        listener: Some(listener),
+        path: path.to_path_buf(),
+        id: (m.dev(), m.ino()),
+    })
+}
+
+/// Removes the socket at `path` if nothing answers on it; else `in_use`,
+/// or why not.
+fn replace_stale(path: &Path, in_use: io::Error) -> io::Result<()> {
+    let is_socket = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket());
+    if !is_socket {
+        return Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            "the path exists and is not a socket",
+        ));
+    }
+    match UnixStream::connect(path) {
+        Ok(_) => Err(io::Error::new(
+            io::ErrorKind::AddrInUse,
+            "another gateway answers on it",
+        )),
+        Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => std::fs::remove_file(path),
+        Err(_) => Err(in_use),
+    }
 }

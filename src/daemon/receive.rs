@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, watch};
 
+use super::control::Ask;
+
 use crate::engine::packets::PacketBatch;
 use crate::engine::saved::SavedState;
 use crate::engine::{Engine, Request};
@@ -30,6 +32,9 @@ pub(super) struct Receiver {
     engine: Engine,
     /// gmond's metadata requests, when they are listened for.
     requests: Option<mpsc::Receiver<Request>>,
+    /// `xrd2ganglia status` asking for this engine's part, when the
+    /// control socket is open: answered between two datagrams.
+    asks: Option<mpsc::Receiver<Ask>>,
 }
 
 impl Receiver {
@@ -40,6 +45,7 @@ impl Receiver {
         saved: Arc<SavedState>,
         part: usize,
         requests: Option<mpsc::Receiver<Request>>,
+        asks: Option<mpsc::Receiver<Ask>>,
     ) -> Receiver {
         let settings = in_force.borrow().settings.clone();
         let mut engine = Engine::new(settings, Instant::now());
@@ -49,6 +55,7 @@ impl Receiver {
             counters,
             engine,
             requests,
+            asks,
         }
     }
 
@@ -75,6 +82,9 @@ impl Receiver {
                 _ = save_tick.tick() => self.engine.hand_in_state(),
                 Some(request) = next_request(&mut self.requests) => {
                     answer(&mut self.engine, &request, Instant::now(), &now, &mut events);
+                }
+                Some(ask) = next_request(&mut self.asks) => {
+                    let _ = ask.send(status(&self.engine, &now));
                 }
                 Ok(()) = self.in_force.changed() => {
                     now = self.in_force.borrow_and_update().clone();
@@ -127,8 +137,16 @@ pub(super) fn answer(
     }
 }
 
-/// The next request, or never when requests are not listened for.
-async fn next_request(queue: &mut Option<mpsc::Receiver<Request>>) -> Option<Request> {
+/// This engine's part of the gateway's status, now.
+fn status(engine: &Engine, now: &InForce) -> crate::status::Status {
+    let s = &now.settings;
+    // The gateway names the cluster only in the XML it serves.
+    let cluster = (!s.xml_listen.is_empty()).then_some(s.cluster_name.as_str());
+    engine.status(Instant::now(), std::time::SystemTime::now(), cluster)
+}
+
+/// The next request (or ask), or never when none are listened for.
+async fn next_request<T>(queue: &mut Option<mpsc::Receiver<T>>) -> Option<T> {
     match queue {
         Some(q) => q.recv().await,
         None => std::future::pending().await,

@@ -308,6 +308,7 @@ impl Bound {
                 reports: vec![reports],
                 requests: Vec::new(),
                 xml: listener.into_iter().collect(),
+                control: None,
             },
             reports: addr,
             xml,

@@ -126,6 +126,8 @@ counters! {
         "Sends after which gmond was found not listening.";
     receive_errors: Counter "receive_errors", "errors/s", "Receive errors",
         "Receive calls that failed.";
+    control_rejected: Counter "control_rejected", "requests/s", "Control requests rejected",
+        "Connections to control_socket answered with an error: not a request, too long, none in time, or too many at once.";
     sources_evicted: Counter "sources_evicted", "sources/s", "Sources evicted",
         "Sources forgotten because max_sources was reached.";
     sources: Gauge "sources", "sources", "Sources tracked",

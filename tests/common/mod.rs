@@ -166,6 +166,16 @@ impl Gateway {
                 dir.path().join("state").display().to_string()
             )
         };
+        // And its control socket (`xrd2ganglia status`): the default,
+        // /run/xrd2ganglia/control, is one per machine.
+        let config = if config.contains("control_socket") {
+            config
+        } else {
+            format!(
+                "control_socket = {:?}\n{config}",
+                dir.path().join("control").display().to_string()
+            )
+        };
         std::fs::write(&conf, config).unwrap();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_xrd2ganglia"));
         cmd.args(["serve", "--config"])

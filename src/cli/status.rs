@@ -1,0 +1,245 @@
+//! `xrd2ganglia status`: asks the running gateway on its control socket
+//! (the library's `daemon::control`) and prints its sources, refused
+//! senders and counters, as tables or (`--json`) as the gateway's JSON
+//! line, whose schema is `xrd2ganglia::status` (docs/operations.md).
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use xrd2ganglia::events::COUNTERS;
+use xrd2ganglia::status::{ErrorReply, Heard, REQUEST, Status};
+
+use super::{Failed, Outcome, settings_for_naming};
+use xrd2ganglia::config::ConfigError;
+
+/// How long the gateway has to answer, connecting included (its own
+/// limit for an answer is 5 s).
+const TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest reply read (a gateway at `max_sources` sources writes a
+/// few MiB).
+const MAX_REPLY: u64 = 256 << 20;
+
+/// Asks the gateway at `socket` (else at the `control_socket` of
+/// `config`) and prints what it says.
+pub fn run(config: Option<PathBuf>, socket: Option<PathBuf>, json: bool) -> Outcome {
+    let path = match socket {
+        Some(p) => p,
+        None => {
+            let settings = settings_for_naming(config.as_deref())?;
+            match settings.control_socket {
+                Some(c) => c.path,
+                None => {
+                    return Err(ConfigError(format!(
+                        "control_socket is \"\" in {}: that gateway has no control socket to ask",
+                        settings.source
+                    ))
+                    .into());
+                }
+            }
+        }
+    };
+    let line = ask(&path).map_err(|why| Failed::NoGateway {
+        path: path.clone(),
+        why,
+    })?;
+    let status: Status = match serde_json::from_str(&line) {
+        Ok(s) => s,
+        Err(e) => {
+            let why = match serde_json::from_str::<ErrorReply>(&line) {
+                Ok(reply) => format!("it answered: {}", reply.error),
+                Err(_) => format!("its answer is not a status ({e})"),
+            };
+            return Err(Failed::NoGateway { path, why }.into());
+        }
+    };
+    let mut out = io::stdout().lock();
+    let written = if json {
+        writeln!(out, "{}", line.trim_end())
+    } else {
+        write!(out, "{}", table(&status, &path))
+    };
+    // A closed stdout (`| head`) is no failure of the gateway's.
+    let _ = written.and_then(|()| out.flush());
+    Ok(())
+}
+
+/// Sends the request and reads the one-line reply, within [`TIMEOUT`]
+/// (in a thread: a gateway that is stopped, SIGSTOP, leaves even the
+/// connect waiting once its backlog is full).
+fn ask(path: &Path) -> Result<String, String> {
+    let (tx, rx) = mpsc::channel();
+    let p = path.to_path_buf();
+    std::thread::spawn(move || {
+        let _ = tx.send(exchange(&p));
+    });
+    match rx.recv_timeout(TIMEOUT) {
+        Ok(Ok(line)) => Ok(line),
+        Ok(Err(e)) => Err(explain(&e)),
+        Err(_) => Err(format!(
+            "no answer within {} s (the gateway is stopped or overloaded)",
+            TIMEOUT.as_secs()
+        )),
+    }
+}
+
+fn exchange(path: &Path) -> io::Result<String> {
+    let mut stream = UnixStream::connect(path)?;
+    stream.set_read_timeout(Some(TIMEOUT))?;
+    stream.set_write_timeout(Some(TIMEOUT))?;
+    stream.write_all(format!("{REQUEST}\n").as_bytes())?;
+    let mut line = String::new();
+    BufReader::new(stream.take(MAX_REPLY)).read_line(&mut line)?;
+    if line.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "it closed the connection without an answer",
+        ));
+    }
+    Ok(line)
+}
+
+/// Why no gateway answered, and what to do.
+fn explain(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::NotFound => "no such socket (is the gateway running? \
+            `systemctl status xrd2ganglia`; a gateway started by hand uses its own \
+            config's control_socket: name that config with --config, or the socket with \
+            --socket)"
+            .into(),
+        io::ErrorKind::ConnectionRefused => {
+            "connection refused (the socket of a gateway that is not running)".into()
+        }
+        io::ErrorKind::PermissionDenied => "permission denied (run as root, or as a member \
+            of the gateway's group: xrd2ganglia for the packaged service)"
+            .into(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => format!(
+            "no answer within {} s (the gateway is stopped or overloaded)",
+            TIMEOUT.as_secs()
+        ),
+        _ => e.to_string(),
+    }
+}
+
+/// The status as tables: sources, refused senders, counters.
+fn table(status: &Status, path: &Path) -> String {
+    let mut out = format!(
+        "xrd2ganglia {} (pid {}) on {}\n\n",
+        status.gateway,
+        status.pid,
+        path.display()
+    );
+    let dash = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+    out.push_str(&format!("Sources: {}\n", status.sources.len()));
+    let rows: Vec<Vec<String>> = status
+        .sources
+        .iter()
+        .map(|s| {
+            vec![
+                s.address.to_string(),
+                dash(&s.host),
+                dash(&s.program),
+                dash(&s.instance),
+                dash(&s.cluster),
+                ago(&s.last_heard),
+                s.records.to_string(),
+                s.errors.to_string(),
+            ]
+        })
+        .collect();
+    let head = [
+        "ADDRESS",
+        "HOST",
+        "PROGRAM",
+        "INSTANCE",
+        "CLUSTER",
+        "LAST HEARD",
+        "RECORDS",
+        "ERRORS",
+    ];
+    columns(&mut out, &head, &rows, 6);
+    out.push_str(&format!(
+        "\nRefused (not in allow): {}\n",
+        status.refused.len()
+    ));
+    let rows: Vec<Vec<String>> = status
+        .refused
+        .iter()
+        .map(|r| {
+            vec![
+                r.address.to_string(),
+                r.count.to_string(),
+                ago(&r.last_heard),
+            ]
+        })
+        .collect();
+    columns(&mut out, &["ADDRESS", "COUNT", "LAST"], &rows, 1);
+    if status.refused_unlisted > 0 {
+        out.push_str(&format!(
+            "and {} datagrams from addresses not listed\n",
+            status.refused_unlisted
+        ));
+    }
+    out.push_str("\nCounters:\n");
+    let known = COUNTERS.iter().map(|c| c.field);
+    let extra = status
+        .counters
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !COUNTERS.iter().any(|c| c.field == *k));
+    let rows: Vec<Vec<String>> = known
+        .chain(extra)
+        .filter_map(|k| Some(vec![k.to_string(), status.counters.get(k)?.to_string()]))
+        .collect();
+    columns(&mut out, &["COUNTER", "VALUE"], &rows, 1);
+    out
+}
+
+/// Rows under a header, each column as wide as its widest cell; columns
+/// from `right` on aligned right (numbers).
+fn columns(out: &mut String, head: &[&str], rows: &[Vec<String>], right: usize) {
+    if rows.is_empty() {
+        return;
+    }
+    let mut width: Vec<usize> = head.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (w, cell) in width.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut line = |cells: &mut dyn Iterator<Item = &str>| {
+        let mut text = String::new();
+        for (i, (cell, w)) in cells.zip(&width).enumerate() {
+            if i > 0 {
+                text.push_str("  ");
+            }
+            if i >= right {
+                text.push_str(&format!("{cell:>w$}"));
+            } else {
+                text.push_str(&format!("{cell:<w$}"));
+            }
+        }
+        out.push_str(text.trim_end());
+        out.push('\n');
+    };
+    line(&mut head.iter().copied());
+    for row in rows {
+        line(&mut row.iter().map(String::as_str));
+    }
+}
+
+/// "4.2 s ago", "3 min ago", "2 h ago", "5 d ago".
+fn ago(heard: &Heard) -> String {
+    let s = heard.seconds_ago;
+    if s < 60.0 {
+        format!("{s:.1} s ago")
+    } else if s < 3600.0 {
+        format!("{} min ago", (s / 60.0) as u64)
+    } else if s < 86_400.0 {
+        format!("{} h ago", (s / 3600.0) as u64)
+    } else {
+        format!("{} d ago", (s / 86_400.0) as u64)
+    }
+}

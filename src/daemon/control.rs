@@ -1,0 +1,319 @@
+//! The control socket (`control_socket`): where `xrd2ganglia status` asks
+//! the running gateway for its sources, refused senders and counters.
+//!
+//! One request, `status` and a newline; one reply, a line of JSON (a
+//! [`Status`], or an [`ErrorReply`]), then the connection is closed.
+//!
+//! **Receiving never waits for it.** Each receive task owns its engine's
+//! sources (no lock on the per-datagram path); a request is handed to
+//! every receive task through a small queue (an `Ask`), which the task
+//! answers between two datagrams, as it takes gmond's metadata requests.
+//! Until someone asks, the per-datagram cost is one poll of an empty
+//! queue per `select!` round; building the answer costs the task one
+//! walk of its sources per request (measured in a debug build, 2026-11-26:
+//! 25-43 ms for about 7,000 sources; datagrams meanwhile wait in the
+//! socket's buffer, `recv_buffer`), and requests are bounded
+//! ([`MAX_CLIENTS`] at once).
+//!
+//! **Bad requests never disturb the daemon**: at most [`MAX_REQUEST`]
+//! bytes are read (a longer line gets an error); a client that sends no
+//! line within [`REQUEST_TIMEOUT`] gets an error; beyond [`MAX_CLIENTS`]
+//! connections at once, the next gets an error at once. Each is counted
+//! (`control_rejected`) and logged once per `log_interval`
+//! ([`Events::control_rejected`]). Nothing is ever read by a receive task
+//! but the request's queue.
+
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinSet;
+use tokio::time::{Instant, timeout, timeout_at};
+
+use crate::events::{Counters, Events};
+use crate::status::{ErrorReply, REQUEST, SCHEMA_VERSION, Status};
+
+/// A request for one receive task's part of the status: its answer goes
+/// back through this.
+pub(crate) type Ask = oneshot::Sender<Status>;
+
+/// Requests waiting for one receive task at most.
+pub const ASK_QUEUE: usize = MAX_CLIENTS;
+/// Connections answered at once; another meanwhile gets an error.
+pub const MAX_CLIENTS: usize = 8;
+/// The longest request line read, its newline included.
+pub const MAX_REQUEST: usize = 64;
+/// A client must have sent its request line within this long.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+/// The receive tasks' answers, and writing the reply, within this long.
+pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The bound control socket. Dropped, it removes its path (at stop, or
+/// when the start fails after binding it), if that is still this socket.
+pub struct ControlListener {
+    /// Taken by [`serve`].
+    pub(super) listener: Option<std::os::unix::net::UnixListener>,
+    pub(super) path: PathBuf,
+    /// Its (device, inode): the path is removed only if it is still this
+    /// socket (another gateway may have replaced it).
+    pub(super) id: (u64, u64),
+}
+
+impl ControlListener {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for ControlListener {
+    fn drop(&mut self) {
+        let ours =
+            std::fs::symlink_metadata(&self.path).is_ok_and(|m| (m.dev(), m.ino()) == self.id);
+        if ours {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Why a connection got an error reply (counted, logged by the accept
+/// loop).
+#[derive(Debug)]
+pub enum Rejected {
+    /// Not the request.
+    Unknown,
+    /// A line longer than [`MAX_REQUEST`].
+    TooLong,
+    /// No line within [`REQUEST_TIMEOUT`].
+    Slow,
+    /// [`MAX_CLIENTS`] were being answered already.
+    Busy,
+}
+
+impl Rejected {
+    fn reply(&self, request: &str) -> String {
+        match self {
+            Rejected::Unknown => {
+                format!("unknown request {request:?}: the only request is \"{REQUEST}\"")
+            }
+            Rejected::TooLong => format!(
+                "request longer than {MAX_REQUEST} bytes: the only request is \"{REQUEST}\""
+            ),
+            Rejected::Slow => format!(
+                "no request within {} s: send \"{REQUEST}\" and a newline",
+                REQUEST_TIMEOUT.as_secs()
+            ),
+            Rejected::Busy => {
+                format!("{MAX_CLIENTS} requests are being answered already: try again")
+            }
+        }
+    }
+
+    /// How the log line says it.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Rejected::Unknown => "not a request",
+            Rejected::TooLong => "request too long",
+            Rejected::Slow => "no request in time",
+            Rejected::Busy => "too many connections",
+        }
+    }
+}
+
+/// Answers on `control` until `stop`, then removes its path. `asks`: one
+/// queue per receive task.
+pub(super) async fn serve(
+    mut control: ControlListener,
+    asks: Vec<mpsc::Sender<Ask>>,
+    counters: Arc<Counters>,
+    log_interval: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
+    let path = control.path.clone();
+    let Some(listener) = control.listener.take() else {
+        return;
+    };
+    let listener = match UnixListener::from_std(listener) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!("control socket {}: {e}", path.display());
+            return;
+        }
+    };
+    let asks = Arc::new(asks);
+    let mut events = Events::new(&counters, log_interval);
+    let mut clients: JoinSet<Result<(), Rejected>> = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = stop.changed() => break,
+            Some(done) = clients.join_next() => {
+                if let Ok(Err(why)) = done {
+                    events.control_rejected(&path, why.as_str());
+                }
+            }
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) if clients.len() >= MAX_CLIENTS => {
+                    // Best effort, never waited for: the socket's buffer
+                    // takes a line.
+                    let _ = stream.try_write(&error_line(&Rejected::Busy.reply("")));
+                    events.control_rejected(&path, Rejected::Busy.as_str());
+                }
+                Ok((stream, _)) => {
+                    clients.spawn(answer(stream, asks.clone(), counters.clone()));
+                }
+                Err(e) => {
+                    // Out of descriptors, most likely: let some close.
+                    events.control_accept_failed(&path, &e);
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            },
+        }
+    }
+    clients.abort_all();
+    // Its path goes with it.
+    drop(control);
+}
+
+/// One connection: its request read, its reply written.
+async fn answer(
+    stream: UnixStream,
+    asks: Arc<Vec<mpsc::Sender<Ask>>>,
+    counters: Arc<Counters>,
+) -> Result<(), Rejected> {
+    let read = timeout(REQUEST_TIMEOUT, read_line(&stream)).await;
+    let deadline = Instant::now() + ANSWER_TIMEOUT;
+    let (reply, outcome) = match read {
+        Err(_) => (error_line(&Rejected::Slow.reply("")), Err(Rejected::Slow)),
+        // The client went away.
+        Ok(Err(_)) => return Ok(()),
+        Ok(Ok(Line::TooLong)) => (
+            error_line(&Rejected::TooLong.reply("")),
+            Err(Rejected::TooLong),
+        ),
+        Ok(Ok(Line::Request(line))) if line.trim() == REQUEST => {
+            match gather(&asks, &counters, deadline).await {
+                Ok(status) => (json_line(&status), Ok(())),
+                Err(e) => (error_line(&e), Ok(())),
+            }
+        }
+        Ok(Ok(Line::Request(line))) => {
+            let shown: String = line.trim().chars().take(MAX_REQUEST).collect();
+            (
+                error_line(&Rejected::Unknown.reply(&shown)),
+                Err(Rejected::Unknown),
+            )
+        }
+    };
+    let _ = timeout_at(deadline, write_all(&stream, &reply)).await;
+    outcome
+}
+
+/// What a client sent.
+enum Line {
+    /// A line (without its newline), or what came before the client
+    /// closed its side.
+    Request(String),
+    TooLong,
+}
+
+/// Reads one line of at most [`MAX_REQUEST`] bytes.
+async fn read_line(stream: &UnixStream) -> io::Result<Line> {
+    let mut buf = [0u8; MAX_REQUEST];
+    let mut len = 0;
+    loop {
+        stream.readable().await?;
+        match stream.try_read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => {
+                len += n;
+                if let Some(end) = buf[..len].iter().position(|&b| b == b'\n') {
+                    len = end;
+                    break;
+                }
+                if len == buf.len() {
+                    return Ok(Line::TooLong);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Line::Request(
+        String::from_utf8_lossy(&buf[..len]).into_owned(),
+    ))
+}
+
+async fn write_all(stream: &UnixStream, mut data: &[u8]) -> io::Result<()> {
+    while !data.is_empty() {
+        stream.writable().await?;
+        match stream.try_write(data) {
+            Ok(n) => data = &data[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// The gateway's status: every receive task's part, and the counters.
+async fn gather(
+    asks: &[mpsc::Sender<Ask>],
+    counters: &Counters,
+    deadline: Instant,
+) -> Result<Status, String> {
+    // Read before the receive tasks answer: what the sources show is at
+    // least as new as what the counters count.
+    let counters = counters
+        .snapshot()
+        .each()
+        .map(|(spec, v)| (spec.field.to_string(), v))
+        .collect();
+    let mut waiting = Vec::with_capacity(asks.len());
+    for ask in asks {
+        let (tx, rx) = oneshot::channel();
+        ask.try_send(tx)
+            .map_err(|_| "the gateway is busy answering other requests: try again".to_string())?;
+        waiting.push(rx);
+    }
+    let mut status = Status {
+        version: SCHEMA_VERSION,
+        gateway: env!("CARGO_PKG_VERSION").to_string(),
+        pid: std::process::id(),
+        counters,
+        ..Status::default()
+    };
+    for rx in waiting {
+        match timeout_at(deadline, rx).await {
+            Ok(Ok(part)) => status.merge(part),
+            Ok(Err(_)) => return Err("the gateway is stopping".into()),
+            Err(_) => {
+                return Err(format!(
+                    "a receive task did not answer within {} s",
+                    ANSWER_TIMEOUT.as_secs()
+                ));
+            }
+        }
+    }
+    status.sort();
+    Ok(status)
+}
+
+fn json_line<T: serde::Serialize>(value: &T) -> Vec<u8> {
+    let mut line = serde_json::to_vec(value).unwrap_or_else(|e| {
+        let e = ErrorReply {
+            error: format!("cannot write the status: {e}"),
+        };
+        serde_json::to_vec(&e).unwrap_or_default()
+    });
+    line.push(b'\n');
+    line
+}
+
+fn error_line(error: &str) -> Vec<u8> {
+    json_line(&ErrorReply {
+        error: error.to_string(),
+    })
+}

@@ -1,0 +1,78 @@
+//! What an engine tells `xrd2ganglia status`: its sources, the addresses
+//! whose datagrams it rejected, the senders it refused. Read between two
+//! datagrams by the receive task that owns the engine, on request: the
+//! per-datagram path only notes refused and rejected senders
+//! ([`AddressTally`](crate::status::AddressTally)), which it logs anyway.
+
+use std::time::{Instant, SystemTime};
+
+use crate::status::{AddressStatus, Heard, SourceStatus, Status};
+
+use super::Engine;
+
+impl Engine {
+    /// Its part of the gateway's status at `now` (`wall`: the system
+    /// clock then); `cluster`: the cluster its sources' metrics are in,
+    /// where the gateway names it.
+    pub fn status(&self, now: Instant, wall: SystemTime, cluster: Option<&str>) -> Status {
+        let heard = |at| Heard::at(at, now, wall);
+        let mut sources = Vec::with_capacity(self.sources.len);
+        for (ip, list) in &self.sources.by_ip {
+            for s in list {
+                let (pgm, ins, _) = s.naming.as_ref().map(|n| n.parts()).unwrap_or_default();
+                let (program, instance) = match pgm {
+                    Some(p) => (Some(p.to_string()), ins.map(str::to_string)),
+                    // A source made by its program's name only.
+                    None => split_program(&s.program),
+                };
+                sources.push(SourceStatus {
+                    address: *ip,
+                    host: Some(s.host.clone()),
+                    program,
+                    instance,
+                    cluster: cluster.map(str::to_string),
+                    last_heard: heard(s.last_seen),
+                    records: u64::from(s.reports),
+                    errors: self.rejected.count(*ip),
+                });
+            }
+        }
+        for (ip, count, at) in self.rejected.iter() {
+            if !self.sources.by_ip.contains_key(&ip) {
+                sources.push(SourceStatus {
+                    address: ip,
+                    host: None,
+                    program: None,
+                    instance: None,
+                    cluster: None,
+                    last_heard: heard(at),
+                    records: 0,
+                    errors: count,
+                });
+            }
+        }
+        let refused = self
+            .refused
+            .iter()
+            .map(|(address, count, at)| AddressStatus {
+                address,
+                count,
+                last_heard: heard(at),
+            })
+            .collect();
+        Status {
+            sources,
+            refused,
+            refused_unlisted: self.refused.unlisted,
+            ..Status::default()
+        }
+    }
+}
+
+/// `pgm ins` as its two parts.
+fn split_program(program: &str) -> (Option<String>, Option<String>) {
+    match program.split_once(' ') {
+        Some((p, i)) => (Some(p.to_string()), Some(i.to_string())),
+        None => (Some(program.to_string()), None),
+    }
+}
