@@ -40,7 +40,7 @@ fn multicast_and_unicast_channels_at_once() {
         std::fs::write(
             &conf,
             format!(
-                "stats_interval = 0\nself_metrics_interval = 0\nstate_file = \"\"\n[[channel]]\nhost = \"{group}\"\nport = {mport}\nttl = 1\nmcast_if = \"lo\"\n\
+                "stats_interval = 0\nself_metrics_interval = 0\nstate_file = \"\"\ncontrol_socket = \"\"\n[[channel]]\nhost = \"{group}\"\nport = {mport}\nttl = 1\nmcast_if = \"lo\"\n\
                  [[channel]]\nhost = \"127.0.0.1\"\nport = {}\n",
                 b.port
             ),

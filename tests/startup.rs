@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 use common::{Gateway, Scratch, free_port};
 
 const BIN: &str = env!("CARGO_BIN_EXE_xrd2ganglia");
-const QUIET: &str = "stats_interval = 0\nself_metrics_interval = 0\n";
+/// A gateway that sends no counters of its own and opens no control
+/// socket (the default, /run/xrd2ganglia/control, is one per machine).
+const QUIET: &str = "stats_interval = 0\nself_metrics_interval = 0\ncontrol_socket = \"\"\n";
 
 /// Runs a command that should exit by itself; returns its exit code and
 /// stderr. One that is still running after 10 s is killed (by its pid,

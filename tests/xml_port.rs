@@ -218,12 +218,16 @@ fn wait_until<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
 
 fn serve(args: &[&str]) -> (Option<i32>, String) {
     let dir = Scratch::new("xmlstart");
+    // No control socket: the default's path is one per machine.
+    let quiet = dir.path().join("quiet.toml");
+    std::fs::write(&quiet, "control_socket = \"\"\n").unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_xrd2ganglia"))
         .arg("serve")
         .args(["--listen", &format!("127.0.0.1:{}", free_port())])
         .arg("--state-file")
         .arg(dir.path().join("state"))
-        .args(["--config", "/dev/null"])
+        .arg("--config")
+        .arg(&quiet)
         .args(args)
         .output()
         .unwrap();

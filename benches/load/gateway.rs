@@ -141,7 +141,17 @@ impl Gateway {
         let dir = Scratch::new("gw");
         let port = free_port();
         let conf = dir.0.join("xrd2ganglia.toml");
-        std::fs::write(&conf, config(&dir.0, port)).expect("config");
+        let mut text = config(&dir.0, port);
+        // This build's gateway gets a control socket of its own: the
+        // default, /run/xrd2ganglia/control, is one per machine (an older
+        // build given with --gateway-bin knows no such key).
+        if bin == Path::new(env!("CARGO_BIN_EXE_xrd2ganglia")) && !text.contains("control_socket") {
+            text = format!(
+                "control_socket = {:?}\n{text}",
+                dir.0.join("control").display().to_string()
+            );
+        }
+        std::fs::write(&conf, text).expect("config");
         let mut child = Command::new(bin)
             .args(["serve", "--config"])
             .arg(&conf)
