@@ -66,14 +66,17 @@ enum Command {
     Serve {
         #[command(flatten)]
         config: ConfigArgs,
-        /// Log filter (error, warn, info, debug, trace, or a tracing filter); RUST_LOG also works.
-        #[arg(long, value_name = "FILTER", default_value = "info")]
-        log_level: String,
+        /// Log filter (error, warn, info, debug, trace, or a tracing filter) [default: RUST_LOG if set, else info]; given, it wins over RUST_LOG.
+        #[arg(long, value_name = "FILTER")]
+        log_level: Option<String>,
     },
     /// Validate a config file and print the effective settings.
     CheckConfig {
         #[command(flatten)]
         config: ConfigArgs,
+        /// Checked as serve would take it (check-config logs only warnings), so that serve's options all work here.
+        #[arg(long, value_name = "FILTER")]
+        log_level: Option<String>,
     },
     /// XRootD's mpxstats: `mpxstats [-f {cgi|flat|xml}] -p PORT [-s] [--compat]`.
     #[command(disable_help_flag = true)]
@@ -152,8 +155,10 @@ fn main() -> ExitCode {
         _ => {}
     }
     let outcome = match Cli::parse().command {
-        Command::Serve { config, log_level } => cli::serve::run(config, &log_level),
-        Command::CheckConfig { config } => cli::check_config::run(&config),
+        Command::Serve { config, log_level } => cli::serve::run(config, log_level.as_deref()),
+        Command::CheckConfig { config, log_level } => {
+            cli::check_config::run(&config, log_level.as_deref())
+        }
         // The drop-ins keep their originals' messages and exit codes.
         Command::Gmetric { args } => return cli::gmetric::run("xrd2ganglia gmetric", args),
         Command::Mpxstats { args } => return cli::mpxstats::run(&args),
