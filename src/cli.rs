@@ -228,10 +228,19 @@ fn settings_for_naming(config: Option<&Path>) -> Result<config::Settings, Config
     config::load(config, &overrides)
 }
 
-/// Logs to stderr at `level` (a tracing filter), unless RUST_LOG says
-/// otherwise.
-fn init_logging(level: &str) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
+/// The log filter: `--log-level` when given (it wins over RUST_LOG, which
+/// the shipped sysconfig sets), else RUST_LOG when set, else `default`. A
+/// `--log-level` that is no filter cannot start the command.
+fn log_filter(log_level: Option<&str>, default: &str) -> Result<EnvFilter, ConfigError> {
+    match log_level {
+        Some(level) => EnvFilter::try_new(level)
+            .map_err(|e| ConfigError(format!("--log-level {level:?}: not a log filter ({e})"))),
+        None => Ok(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default))),
+    }
+}
+
+/// Logs to stderr through `filter`.
+fn init_logging(filter: EnvFilter) {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -66,9 +66,9 @@ enum Command {
     Serve {
         #[command(flatten)]
         config: ConfigArgs,
-        /// Log filter (error, warn, info, debug, trace, or a tracing filter); RUST_LOG also works.
-        #[arg(long, value_name = "FILTER", default_value = "info")]
-        log_level: String,
+        /// Log filter (error, warn, info, debug, trace, or a tracing filter) [default: RUST_LOG if set, else info]; given, it wins over RUST_LOG.
+        #[arg(long, value_name = "FILTER")]
+        log_level: Option<String>,
     },
     /// Ask the running gateway (on its control socket) for its sources,
     /// refused senders and counters.
@@ -87,6 +87,9 @@ enum Command {
     CheckConfig {
         #[command(flatten)]
         config: ConfigArgs,
+        /// Checked as serve would take it (check-config logs only warnings), so that serve's options all work here.
+        #[arg(long, value_name = "FILTER")]
+        log_level: Option<String>,
     },
     /// XRootD's mpxstats: `mpxstats [-f {cgi|flat|xml}] -p PORT [-s] [--compat]`.
     #[command(disable_help_flag = true)]
@@ -165,8 +168,10 @@ fn main() -> ExitCode {
         _ => {}
     }
     let outcome = match Cli::parse().command {
-        Command::Serve { config, log_level } => cli::serve::run(config, &log_level),
-        Command::CheckConfig { config } => cli::check_config::run(&config),
+        Command::Serve { config, log_level } => cli::serve::run(config, log_level.as_deref()),
+        Command::CheckConfig { config, log_level } => {
+            cli::check_config::run(&config, log_level.as_deref())
+        }
         Command::Status {
             config,
             socket,

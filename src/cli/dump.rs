@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 
 use xrd2ganglia::dump::{self, Dumper, Style};
 
-use super::{Failed, Failure, Listener, Outcome, StartError, init_logging, settings_for_naming};
+use super::{
+    Failed, Failure, Listener, Outcome, StartError, init_logging, log_filter, settings_for_naming,
+};
 
 /// Prints the metrics for the records received on `listen` (until stdout
 /// is closed), or else read from `input` (a file, or `-` or none: stdin)
@@ -21,7 +23,7 @@ pub fn run(
     input: Option<PathBuf>,
 ) -> Outcome {
     // dump reports bad records itself, one line each.
-    init_logging("error");
+    init_logging(log_filter(None, "error")?);
     let settings = settings_for_naming(config.as_deref())?;
     let style = if json { Style::Json } else { Style::Table };
     let mut dumper = Dumper::new(settings);

@@ -15,22 +15,22 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use xrd2ganglia::config::{self, Settings};
 use xrd2ganglia::daemon;
 use xrd2ganglia::daemon::control::ControlListener;
-use xrd2ganglia::daemon::state_file::StateLock;
+use xrd2ganglia::daemon::state_file::{LockError, StateLock};
 use xrd2ganglia::events::Counters;
 use xrd2ganglia::ganglia::channel::SendChannel;
 
-use super::{Failed, Listener, Outcome, StartError, init_logging};
+use super::{Failed, Listener, Outcome, StartError, init_logging, log_filter};
 use crate::ConfigArgs;
 
-/// Serves with the settings of `config`, logging at `log_level`, until
-/// SIGTERM or SIGINT.
-pub fn run(config: ConfigArgs, log_level: &str) -> Outcome {
-    init_logging(log_level);
-    let settings = config.load()?;
+/// Serves with the settings of `config`, logging at `log_level` (else
+/// RUST_LOG, else info), until SIGTERM or SIGINT.
+pub fn run(config: ConfigArgs, log_level: Option<&str>) -> Outcome {
+    init_logging(log_filter(log_level, "info")?);
+    let mut settings = config.load()?;
     // Owned before anything is bound or read: a second gateway on the same
     // file is refused before it can save over the first one's sources.
     // Held until the process exits (the kernel releases it on any exit).
-    let state_lock = lock_state_file(&settings)?;
+    let state_lock = lock_state_file(&mut settings)?;
     let sockets = bind_listeners(&settings)?;
     let channels = open_channels(&settings)?;
     one_malloc_arena();
@@ -60,25 +60,36 @@ pub fn open_channels(settings: &Settings) -> Result<Vec<SendChannel>, StartError
     daemon::open_channels(settings).map_err(StartError::Channels)
 }
 
-/// Takes the state file's lock, if there is a state file.
-fn lock_state_file(settings: &Settings) -> Result<Option<StateLock>, StartError> {
+/// Takes the state file's lock, if there is a state file. The built-in
+/// default that cannot be made (its directory, /var/lib/xrd2ganglia, is
+/// not writable: a user's quick look) is given up with a warning, and the
+/// gateway runs without one; a state file the file or `--state-file`
+/// names must be usable, and one another gateway owns never is.
+fn lock_state_file(settings: &mut Settings) -> Result<Option<StateLock>, StartError> {
     let Some(state_file) = settings.state_file.as_deref() else {
         return Ok(None);
     };
     match StateLock::acquire(state_file) {
         Ok(lock) => Ok(Some(lock)),
+        Err(e @ LockError::Io { .. }) if settings.state_file_is_default => {
+            tracing::warn!("{e}; running without a state file (counters restart with the gateway)");
+            settings.state_file = None;
+            Ok(None)
+        }
         Err(e) => Err(StartError::StateFile(Box::new(e))),
     }
 }
 
 /// Binds every listener, in the order a port conflict is reported.
 fn bind_listeners(settings: &Settings) -> Result<daemon::Sockets, StartError> {
+    let reports = bind_each(
+        &settings.listen,
+        |a| daemon::bind::reports(a, settings.recv_buffer),
+        Listener::Reports,
+    )?;
+    warn_if_recv_buffer_capped(&reports, settings.recv_buffer);
     Ok(daemon::Sockets {
-        reports: bind_each(
-            &settings.listen,
-            |a| daemon::bind::reports(a, settings.recv_buffer),
-            Listener::Reports,
-        )?,
+        reports,
         requests: bind_each(
             &settings.metadata_requests,
             daemon::bind::requests,
@@ -110,6 +121,23 @@ fn bind_control(settings: &Settings) -> Result<Option<ControlListener>, StartErr
             );
             Ok(None)
         }
+    }
+}
+
+/// Says once, at warn, when the kernel gave the receive sockets less than
+/// `recv_buffer` (it caps SO_RCVBUF at net.core.rmem_max, silently), with
+/// the sysctl that lets it grant the size asked.
+fn warn_if_recv_buffer_capped(sockets: &[std::net::UdpSocket], asked: usize) {
+    let got = sockets
+        .iter()
+        .filter_map(|s| daemon::bind::recv_buffer_got(s).ok())
+        .min();
+    if let Some(got) = got.filter(|&got| got < asked) {
+        tracing::warn!(
+            "recv_buffer: asked for {asked} bytes, the kernel gave {got} (its cap, \
+             net.core.rmem_max); to get the size asked: sysctl -w net.core.rmem_max={asked} \
+             (and a file in /etc/sysctl.d to keep it), then restart the gateway"
+        );
     }
 }
 

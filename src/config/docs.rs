@@ -53,7 +53,8 @@ pub const EXIT_CODES: &[ExitCode] = &[
             cannot be bound (the message says how to find who holds it), or a \
             `control_socket` set in the config that cannot be; a send host that \
             does not resolve; a `state_file` another process owns (the message names its \
-            pid) or whose directory cannot be made",
+            pid), or one named (in the file or by `--state-file`) whose directory cannot \
+            be made; a `--log-level` that is no log filter",
     },
     ExitCode {
         command: "check-config",
@@ -64,8 +65,9 @@ pub const EXIT_CODES: &[ExitCode] = &[
         command: "check-config",
         code: 2,
         when: "what stops `serve` from starting, but for the addresses and the state \
-            file (a running gateway may hold them): a bad option, an invalid file or \
-            value, a send host that does not resolve",
+            file (a running gateway may hold them): a bad option (a `--log-level` that is \
+            no log filter too: it takes `serve`'s options), an invalid file or value, a \
+            send host that does not resolve",
     },
     ExitCode {
         command: "status",
@@ -268,7 +270,10 @@ fn other_options() -> Vec<String> {
     vec![
         "`--config FILE` (`-c`) names the file (above). `serve --log-level FILTER` sets \
          the log filter (`error`, `warn`, `info`, `debug`, `trace` or a tracing filter); \
-         logs go to stderr. See `xrd2ganglia serve --help`."
+         given, it wins over `RUST_LOG`, which sets the filter otherwise (default \
+         `info`); logs go to stderr. `check-config` takes every option of `serve`, \
+         `--log-level` too (it checks the filter), so that one set of options serves \
+         both. See `xrd2ganglia serve --help`."
             .into(),
     ]
 }

@@ -91,6 +91,11 @@ pub struct FileConfig {
     pub xml_allow: Vec<String>,
     pub cluster_name: String,
     pub control_socket: PathBuf,
+    /// Whether the file names `state_file` (not a key: known from the
+    /// text, for `serve`: a state file the file names must be usable, the
+    /// built-in default may be passed over where it cannot be made).
+    #[serde(skip)]
+    pub state_file_given: bool,
 }
 
 /// One key of the file: everything said of it but its value's type and
@@ -177,7 +182,8 @@ pub const KEYS: &[Key] = &[
             when neither `--send` nor `[[channel]]` gives any, the way gmetric finds gmond \
             (libconfuse syntax: comments, `include`, `host` or `mcast_join`, `port`, \
             `ttl`, `mcast_if`, `bind`). Left out, the default file is read if it exists. \
-            Named here, the file must exist: a missing one is an error. A file without \
+            Named here, the file must exist when it is read (neither `--send` nor \
+            `[[channel]]`): a missing one is an error. A file without \
             `udp_send_channel` is an error either way.",
     },
     Key {
@@ -295,7 +301,8 @@ pub const KEYS: &[Key] = &[
         on_sighup: OnSighup::Restart(BOUND),
         option: None,
         meaning: "SO_RCVBUF of the `listen` sockets (at least 1); the kernel caps it at \
-            `net.core.rmem_max`.",
+            `net.core.rmem_max`: then the log says so once, at warn, with the size asked, \
+            the size got and the `sysctl` to raise the cap.",
     },
     Key {
         name: "log_interval",
@@ -413,7 +420,9 @@ pub const KEYS: &[Key] = &[
             reading + offset and never go down when an xrootd restarts; the offsets and \
             last readings are written here every `state_interval` and at exit, and read \
             at start. `\"\"` keeps nothing. The directory is made if missing; a \
-            directory as the value is an error. One gateway owns the file while it runs \
+            directory as the value is an error. Left out (nor `--state-file`), a file \
+            that cannot be made (a user who cannot write `/var/lib`) is passed over with \
+            a warning, and the gateway runs without one; one that is named must be usable. One gateway owns the file while it runs \
             (an flock on `<state_file>.lock`, with its pid): another one given the same \
             file cannot start.",
     },
@@ -458,7 +467,8 @@ pub const KEYS: &[Key] = &[
         meaning: "TCP addresses where gmetad polls the gateway as it polls a gmond's \
             `tcp_accept_channel`: each connection gets the whole XML document (every \
             host and metric, with their last values) and is closed. A gmond on the same \
-            host holds 8649 already.",
+            host holds 8649 already: the docs use 8659, the port firewalld's service \
+            `xrd2ganglia` opens.",
     },
     Key {
         name: "xml_allow",
@@ -591,6 +601,7 @@ impl Default for FileConfig {
             xml_allow: strings(DEFAULT_XML_ALLOW),
             cluster_name: "XRootD".into(),
             control_socket: DEFAULT_CONTROL_SOCKET.into(),
+            state_file_given: false,
         }
     }
 }
@@ -618,7 +629,13 @@ fn default_ttl() -> u32 {
 
 impl FileConfig {
     pub fn parse(text: &str, path: &Path) -> Result<FileConfig, ConfigError> {
-        toml::from_str(text).map_err(|e| ConfigError(format!("{}: {e}", path.display())))
+        let mut file: FileConfig =
+            toml::from_str(text).map_err(|e| ConfigError(format!("{}: {e}", path.display())))?;
+        // Parsed once more as a plain table: whether the key is written.
+        file.state_file_given = text
+            .parse::<toml::Table>()
+            .is_ok_and(|t| t.contains_key("state_file"));
+        Ok(file)
     }
 
     pub fn read(path: &Path) -> Result<FileConfig, ConfigError> {

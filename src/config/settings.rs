@@ -82,6 +82,11 @@ pub struct Settings {
     pub value_heartbeat: Option<u32>,
     /// Where counter continuity is kept across gateway restarts (None: not kept).
     pub state_file: Option<PathBuf>,
+    /// Whether `state_file` is the built-in default, named by neither the
+    /// file nor `--state-file`: `serve` runs without it, with a warning,
+    /// where it cannot be made (a user who cannot write /var/lib); one
+    /// that was named must be usable.
+    pub state_file_is_default: bool,
     /// How often the state file is written (and at exit).
     pub state_interval: Duration,
     /// Where gmond's metadata requests (136) are heard: unicast addresses
@@ -125,6 +130,7 @@ pub fn validate(
     let (metric_name, group_name, filter) = naming(&file)?;
     check_intervals(&file)?;
     let value_heartbeat = value_heartbeat(&file)?;
+    let state_file_is_default = !file.state_file_given && overrides.state_file.is_none();
     let state_file = state_file(&mut file, overrides)?;
     let metadata_requests = metadata_requests(&file, &channels_from)?;
     check_limits(&file)?;
@@ -155,6 +161,7 @@ pub fn validate(
         drain_timeout: secs(file.drain_timeout),
         value_heartbeat,
         state_file,
+        state_file_is_default,
         state_interval: secs(file.state_interval),
         metadata_requests,
         send: file.send,

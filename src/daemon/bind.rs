@@ -36,6 +36,18 @@ pub fn reports(addr: SocketAddr, recv_buffer: usize) -> io::Result<std::net::Udp
     Ok(socket.into())
 }
 
+/// The receive buffer `socket` got, in the bytes `SO_RCVBUF` was asked
+/// for: Linux reports twice what it grants (the other half is its
+/// bookkeeping, socket(7)), and grants at most net.core.rmem_max.
+pub fn recv_buffer_got(socket: &std::net::UdpSocket) -> io::Result<usize> {
+    let reported = socket2::SockRef::from(socket).recv_buffer_size()?;
+    Ok(if cfg!(target_os = "linux") {
+        reported / 2
+    } else {
+        reported
+    })
+}
+
 /// Where gmond's metadata requests arrive (`metadata_requests`): a
 /// multicast group is joined (on the kernel's default interface) with the
 /// address and port shared, as gmond itself binds it; any other address is
