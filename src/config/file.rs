@@ -222,7 +222,10 @@ pub const KEYS: &[Key] = &[
             (`oss.paths.i.free`); `*` stands for any run of characters, `?` for one. The \
             default leaves out the report times (a new number every report) and the \
             seconds and microseconds halves of the CPU time (a sawtooth; \
-            `proc.cpu.usr`, `.sys` and `.total`, derived from them, are sent). Left-out \
+            `proc.cpu.usr`, `.sys` and `.total`, derived from them, are sent), and the \
+            variables XRootD sends but never fills or fills wrongly (`xrootd.aio.num`, \
+            `cache.files.*`, `cmsm.frq.lf`...: docs/metrics.md lists each and why; \
+            `include` gets one back). Left-out \
             variables are counted (`variables_excluded`). `[]` sends everything.",
     },
     Key {

@@ -483,3 +483,68 @@ fn name_of_gives_the_names_the_mapper_sends_cut_to_max_name() {
     let t = NameTemplate::parse(DEFAULT_NAME_TEMPLATE).unwrap();
     assert_eq!(t.name_of(&header, "link.in"), "xrootd.link.in");
 }
+
+/// A real XCache record of xrootd 6.1.0: the variables XRootD never fills
+/// are left out and counted as exclusions (the names read from the
+/// record's text), and `include` brings one back.
+#[test]
+fn always_zero_variables_of_a_real_record_are_counted_exclusions() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/records-5.9/pfc-6.1.0-xml-1.xml"
+    ))
+    .unwrap();
+    // In the record: <files><opened>..<full> (6), <store> used/min/max (3),
+    // <pass>..<cnt>, <opcl>..<defero>, <aio><num>..<max>, ofs <ser>,
+    // poll <int>, http_plugin <100>; and the 7 report-time/CPU halves.
+    for tag in [
+        "<opened>", "<used>", "<cnt>", "<defero>", "<ser>", "<int>", "<100>",
+    ] {
+        assert!(text.contains(tag), "{tag}");
+    }
+    let mut p = SummaryParser::new();
+    let r = p.parse(text.as_bytes()).unwrap();
+    let mut out = MappedRecord::default();
+    mapper().map(&r, "127.0.0.1".parse().unwrap(), &mut out);
+    let vars: Vec<&str> = r.vars().map(|v| v.name).collect();
+    let mut excluded: Vec<&str> = out.excluded.iter().map(|&j| vars[j as usize]).collect();
+    excluded.sort_unstable();
+    let mut want = vec![
+        "tod",
+        "sgen.toe",
+        "proc.usr.s",
+        "proc.usr.u",
+        "proc.sys.s",
+        "proc.sys.u",
+        "cache.files.opened",
+        "cache.files.closed",
+        "cache.files.new",
+        "cache.files.del",
+        "cache.files.now",
+        "cache.files.full",
+        "cache.store.used",
+        "cache.store.min",
+        "cache.store.max",
+        "cache.pass.cnt",
+        "cache.opcl.defero",
+        "xrootd.aio.num",
+        "xrootd.aio.max",
+        "ofs.ser",
+        "poll.int",
+        "http_plugin.response.100",
+    ];
+    want.sort_unstable();
+    assert_eq!(excluded, want);
+    assert!(out.metrics().all(|m| m.var != "cache.files.opened"));
+    assert!(out.metrics().any(|m| m.var == "cache.store.size"));
+
+    let mut all = MappedRecord::default();
+    mapper()
+        .with_filter(VarFilter {
+            include: vec![Glob::parse("cache.files.*").unwrap()],
+            exclude: VarFilter::default().exclude,
+        })
+        .map(&r, "127.0.0.1".parse().unwrap(), &mut all);
+    assert_eq!(all.excluded.len(), want.len() - 6);
+    assert_eq!(find(&all, "xrootd.pfc.cache.files.opened").value, "0");
+}
