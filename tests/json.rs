@@ -250,3 +250,57 @@ fn a_real_xrootd_6_1_sends_json_the_gateway_maps_as_its_xml() {
         }
     }
 }
+
+/// A real xrootd 6.1.0 JSON datagram with a plug-in set added whose
+/// doubles `std::to_string` wrote as `nan`, `-nan` and `inf` (bare words,
+/// as XrdMonitor.cc writes numbers): those values are refused, counted and
+/// logged; the record's other values arrive in a real gmond.
+#[test]
+fn nan_in_a_json_set_is_refused_and_the_rest_arrives() {
+    let gmond = Gmond::start();
+    let gw = Gateway::start(gmond.port, CONFIG);
+    let real = common::fixture("../records-5.9/ds-json-6.1.0-json-1.json");
+    let real = String::from_utf8(real).unwrap();
+    let cut = real.rfind("}}").unwrap();
+    let data = format!(
+        "{},\"stats_myplug\":{{\"rate\":nan,\"temp\":-nan,\"peak\":inf,\"load\":0.250000}}}}}}",
+        &real[..cut]
+    );
+    gw.send(data.as_bytes());
+    // From the record's text: ins "ds-json", src "vm:48021", GET 3.
+    let host = "vm";
+    let x = gmond.wait_for(Duration::from_secs(15), "the record", |x| {
+        x.has(host, &["xrootd.ds-json.myplug.load"])
+    });
+    let h = x.host(host);
+    assert_eq!(
+        h.metrics["xrootd.ds-json.http_plugin.request.GET"].get("VAL"),
+        "3"
+    );
+    assert_eq!(
+        h.metrics["xrootd.ds-json.myplug.load"].get("VAL"),
+        "0.250000"
+    );
+    for gone in ["rate", "temp", "peak"] {
+        let name = format!("xrootd.ds-json.myplug.{gone}");
+        assert!(!h.metrics.contains_key(&name), "{name} sent");
+    }
+    // Without the terminal colours.
+    let mut log = String::new();
+    let mut in_escape = false;
+    for c in gw.proc.log_text().chars() {
+        match (in_escape, c) {
+            (false, '\u{1b}') => in_escape = true,
+            (false, c) => log.push(c),
+            (true, 'm') => in_escape = false,
+            (true, _) => {}
+        }
+    }
+    assert!(
+        log.contains("myplug.rate=\"nan\" (not finite)")
+            && log.contains("myplug.temp=\"-nan\" (not finite)")
+            && log.contains("myplug.peak=\"inf\" (not finite)")
+            && log.contains("count=3"),
+        "{log}"
+    );
+}

@@ -226,8 +226,10 @@ fn unknown_variables_are_still_sent() {
         (w.value, w.value_type(), w.slope()),
         ("hello world", "string", Slope::Zero)
     );
-    // NaN is not a number gmetad can store: it goes as text.
-    assert_eq!(find(&m, "xrootd.newsect.bad").value_type(), "string");
+    // NaN is not a number gmetad can store, and as text it would turn a
+    // number metric into a string one: refused (issue 28).
+    assert!(m.metrics().all(|x| x.name != "xrootd.newsect.bad"));
+    assert_eq!(m.rejected_count, 1);
 }
 
 #[test]
@@ -547,4 +549,28 @@ fn always_zero_variables_of_a_real_record_are_counted_exclusions() {
         .map(&r, "127.0.0.1".parse().unwrap(), &mut all);
     assert_eq!(all.excluded.len(), want.len() - 6);
     assert_eq!(find(&all, "xrootd.pfc.cache.files.opened").value, "0");
+}
+
+/// What `std::to_string` of a plug-in's double gives for nan and inf
+/// (glibc's `%f`: `nan`, `-nan`, `inf`, `-inf`) is refused per value,
+/// counted, and the rest of the record kept.
+#[test]
+fn nan_and_inf_are_refused_per_value() {
+    let rec = format!(
+        "{HEAD}<stats id=\"myplug\"><a>nan</a><b>-nan</b><c>inf</c><d>-inf</d><e>1.5</e><f>busy</f></stats><stats id=\"link\"><in>nan</in><num>inf</num><maxn>7</maxn></stats></statistics>"
+    );
+    let m = map(&rec, "10.0.0.1");
+    assert_eq!(m.rejected_count, 6, "{:?}", m.rejected);
+    assert!(
+        m.rejected.iter().all(|(_, _, b)| *b == BadValue::NotFinite),
+        "{:?}",
+        m.rejected
+    );
+    assert_eq!(find(&m, "xrootd.myplug.e").value, "1.5");
+    assert_eq!(find(&m, "xrootd.myplug.f").value_type(), "string");
+    assert_eq!(find(&m, "xrootd.link.maxn").value, "7");
+    for gone in ["a", "b", "c", "d"] {
+        let name = format!("xrootd.myplug.{gone}");
+        assert!(m.metrics().all(|x| x.name != name), "{name} sent");
+    }
 }

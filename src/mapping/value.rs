@@ -16,6 +16,9 @@ pub enum BadValue {
     NotAnInteger,
     OutOfRange,
     NegativeCounter,
+    /// `nan`, `inf`, `-nan`, `infinity`: what `std::to_string` of a
+    /// plug-in's double can give (5.9+ sets); never sent.
+    NotFinite,
 }
 
 impl BadValue {
@@ -25,6 +28,7 @@ impl BadValue {
             BadValue::NotAnInteger => "not an integer",
             BadValue::OutOfRange => "out of range",
             BadValue::NegativeCounter => "negative counter",
+            BadValue::NotFinite => "not finite",
         }
     }
 }
@@ -59,13 +63,15 @@ pub(super) fn convert_general(
     text: &str,
 ) -> Result<Kind, BadValue> {
     let Some(kind) = kind else {
-        // Unknown: a finite number goes as double/both, anything else as text.
+        // Unknown: a finite number goes as double/both, nan and inf are
+        // refused, anything else goes as text.
         return match text.trim().parse::<f64>() {
             Ok(v) if v.is_finite() => {
                 push_number(out, text.trim(), v);
                 Ok(Kind::Gauge64)
             }
-            _ => {
+            Ok(_) => Err(BadValue::NotFinite),
+            Err(_) => {
                 sanitize::push_text(out, text, MAX_VALUE);
                 Ok(Kind::Text)
             }
@@ -121,6 +127,7 @@ pub(super) fn convert_general(
                 Ok(v) if v.is_finite() && v >= 0.0 => {
                     let _ = write!(out, "{}", v * 1024.0);
                 }
+                Ok(v) if !v.is_finite() => return Err(BadValue::NotFinite),
                 _ => return Err(BadValue::NotANumber),
             },
         },
@@ -130,6 +137,7 @@ pub(super) fn convert_general(
             }
             Err(_) => match text.trim().parse::<f64>() {
                 Ok(v) if v.is_finite() => push_number(out, text.trim(), v),
+                Ok(_) => return Err(BadValue::NotFinite),
                 _ => return Err(BadValue::NotANumber),
             },
         },
@@ -159,8 +167,11 @@ pub(super) fn parse_integer(text: &str) -> Result<i64, BadValue> {
             std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => {
                 BadValue::OutOfRange
             }
-            _ if t.parse::<f64>().is_ok_and(f64::is_finite) => BadValue::NotAnInteger,
-            _ => BadValue::NotANumber,
+            _ => match t.parse::<f64>() {
+                Ok(v) if v.is_finite() => BadValue::NotAnInteger,
+                Ok(_) => BadValue::NotFinite,
+                Err(_) => BadValue::NotANumber,
+            },
         }),
     }
 }
