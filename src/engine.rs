@@ -357,6 +357,7 @@ impl Engine {
 fn mapper(settings: &Settings) -> Mapper {
     Mapper::new(settings.metric_name.clone(), settings.group_name.clone())
         .with_filter(settings.filter.clone())
+        .with_site_metrics(settings.site_metrics.clone())
 }
 
 /// `metadata_interval` in engine seconds (far below [`clock::SECONDS_BASE`]).

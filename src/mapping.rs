@@ -99,8 +99,9 @@ impl Metric<'_> {
         out.push_str(pgm_ins);
         out.push_str(": ");
         match self.spec {
-            Some(spec) => out.push_str(spec.title),
-            None => out.push_str(self.var),
+            // A site's [[metric]] without a title: the variable's name.
+            Some(spec) if !spec.title.is_empty() => out.push_str(spec.title),
+            _ => out.push_str(self.var),
         }
         if let Some(key) = self.key {
             out.push_str(" - ");
@@ -221,6 +222,8 @@ pub struct Mapper {
     group: NameTemplate,
     /// Which variables become metrics (`include`, `exclude`).
     filter: VarFilter,
+    /// What the site says of variables the catalog does not know (`[[metric]]`).
+    site: SiteMetrics,
     /// Placeholder values of the current record, sanitised.
     header: HeaderParts,
     /// The variable name being mapped, with list keys (`oss.paths._data_.free`).
@@ -318,6 +321,7 @@ impl Mapper {
             name,
             group,
             filter: VarFilter::default(),
+            site: SiteMetrics::default(),
             header: HeaderParts::default(),
             var: String::new(),
             catalog_name: String::new(),
@@ -334,6 +338,14 @@ impl Mapper {
     /// Leaves out what `filter` excludes (default: [`DEFAULT_EXCLUDE`]).
     pub fn with_filter(mut self, filter: VarFilter) -> Mapper {
         self.filter = filter;
+        self.names.clear();
+        self
+    }
+
+    /// Describes the variables the catalog does not know as `site` says
+    /// (`[[metric]]`).
+    pub fn with_site_metrics(mut self, site: SiteMetrics) -> Mapper {
+        self.site = site;
         self.names.clear();
         self
     }
@@ -480,7 +492,10 @@ impl Mapper {
         let key_str = self.entry_keys.text(key);
         let key_text_str = key_text.map(|t| self.entry_keys.text(t)).unwrap_or("");
         let mut sanitized = var_names(&mut self.var, &mut self.catalog_name, raw, entry, key_str);
-        let spec = catalog::lookup(&self.catalog_name);
+        // The site's descriptions only for what the catalog does not know;
+        // once per name (this is the name cache's fill).
+        let spec = catalog::lookup(&self.catalog_name)
+            .or_else(|| self.site.lookup(&self.var, &self.catalog_name));
         let parts = self.header.parts(catalog::section(&self.var), &self.var);
         self.name_buf.clear();
         sanitized |= self.name.expand_name(&mut self.name_buf, &parts);
@@ -571,12 +586,14 @@ mod derived;
 mod filter;
 mod host;
 mod naming;
+mod site;
 mod value;
 
 pub(crate) use derived::{Derived, Role};
 pub use filter::{DEFAULT_EXCLUDE, Glob, VarFilter};
 pub use host::{HostIdentity, host_identity, ip_text};
 pub use naming::{DEFAULT_GROUP_TEMPLATE, DEFAULT_NAME_TEMPLATE, HeaderParts, NameTemplate};
+pub use site::{Description, SiteMetrics};
 pub use value::BadValue;
 pub(crate) use value::kib_to_bytes;
 

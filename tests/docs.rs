@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::Scratch;
 use xrd2ganglia::config::docs::EXIT_CODES;
-use xrd2ganglia::config::{CHANNEL_KEYS, KEYS};
+use xrd2ganglia::config::{CHANNEL_KEYS, KEYS, METRIC_KEYS};
 
 const BIN: &str = env!("CARGO_BIN_EXE_xrd2ganglia");
 
@@ -374,7 +374,7 @@ fn the_config_man_page_renders_cleanly_and_names_every_key() {
         .is_ok_and(|o| o.status.success());
     if !has_groff {
         eprintln!("groff is not installed: the man page's structure only");
-        for k in KEYS.iter().chain(CHANNEL_KEYS) {
+        for k in KEYS.iter().chain(CHANNEL_KEYS).chain(METRIC_KEYS) {
             assert!(
                 page.contains(&format!("\n.TP\n\\fB{}\\fR", k.name)),
                 "{}",
@@ -394,7 +394,7 @@ fn the_config_man_page_renders_cleanly_and_names_every_key() {
         "groff warns: {stderr}"
     );
     let text = String::from_utf8_lossy(&rendered.stdout);
-    for k in KEYS.iter().chain(CHANNEL_KEYS) {
+    for k in KEYS.iter().chain(CHANNEL_KEYS).chain(METRIC_KEYS) {
         assert!(
             text.lines().any(|l| l.trim_start().starts_with(k.name)),
             "the rendered page has no paragraph for {}:\n{text}",

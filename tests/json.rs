@@ -304,3 +304,50 @@ fn nan_in_a_json_set_is_refused_and_the_rest_arrives() {
         "{log}"
     );
 }
+
+/// A plug-in's counter described by `[[metric]]` reaches a real gmond with
+/// the described type, slope and units; an undescribed one of the same set
+/// stays a double with slope both and no units. The datagram is a real
+/// xrootd 6.1.0 JSON one with a plug-in set added (no set but
+/// `http_plugin`, which the catalog knows, ships in XRootD's tree), its
+/// values written as `std::to_string` writes doubles.
+#[test]
+fn a_plug_in_counter_described_by_the_config_is_sent_as_described() {
+    let gmond = Gmond::start();
+    let config = format!(
+        "{CONFIG}\n[[metric]]\nmatch = \"myplug.requests\"\nslope = \"counter\"\nunits = \"requests/s\"\ntitle = \"My plug-in requests\"\n"
+    );
+    let gw = Gateway::start(gmond.port, &config);
+    let real = common::fixture("../records-5.9/ds-json-6.1.0-json-2.json");
+    let real = String::from_utf8(real).unwrap();
+    let cut = real.rfind("}}").unwrap();
+    let data = format!(
+        "{},\"stats_myplug\":{{\"requests\":12.000000,\"level\":0.500000}}}}}}",
+        &real[..cut]
+    );
+    gw.send(data.as_bytes());
+    let x = gmond.wait_for(Duration::from_secs(15), "the record", |x| {
+        x.has(
+            "vm",
+            &[
+                "xrootd.ds-json.myplug.requests",
+                "xrootd.ds-json.myplug.level",
+            ],
+        )
+    });
+    let m = x.metric("vm", "xrootd.ds-json.myplug.requests");
+    assert_eq!(
+        (m.get("VAL"), m.get("TYPE"), m.get("SLOPE"), m.get("UNITS")),
+        ("12", "double", "positive", "requests/s")
+    );
+    assert_eq!(m.extra["TITLE"], "xrootd ds-json: My plug-in requests");
+    let m = x.metric("vm", "xrootd.ds-json.myplug.level");
+    assert_eq!(
+        (m.get("VAL"), m.get("TYPE"), m.get("SLOPE"), m.get("UNITS")),
+        ("0.500000", "double", "both", "")
+    );
+    // The record's own http_plugin counter (GET 5 in json-2's text), as
+    // the catalog describes it.
+    let m = x.metric("vm", "xrootd.ds-json.http_plugin.request.GET");
+    assert_eq!((m.get("VAL"), m.get("SLOPE")), ("5", "positive"));
+}

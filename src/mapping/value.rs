@@ -112,7 +112,13 @@ pub(super) fn convert_general(
             let _ = write!(out, "{v}");
         }
         Kind::Counter64 => {
-            let v = parse_integer(text)?;
+            let v = match parse_integer(text) {
+                // A plug-in's counter written with `std::to_string` of a
+                // double (`12.000000`, 5.9+ sets declared by `[[metric]]`):
+                // its whole value.
+                Err(BadValue::NotAnInteger) => whole(text)?,
+                v => v?,
+            };
             if v < 0 {
                 return Err(BadValue::NegativeCounter);
             }
@@ -143,6 +149,14 @@ pub(super) fn convert_general(
         },
     }
     Ok(kind)
+}
+
+/// A finite, whole double's value (`12.000000`), below 2^53.
+fn whole(text: &str) -> Result<i64, BadValue> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.fract() == 0.0 && v.abs() < 9_007_199_254_740_992.0 => Ok(v as i64),
+        _ => Err(BadValue::NotAnInteger),
+    }
 }
 
 /// Decimal digits, at most `max_digits`, without a leading zero (`0` itself
