@@ -1188,7 +1188,9 @@ pub static CATALOG: &[MetricSpec] = &[
     // in every release up to 6.1 (it sets only store.size and mem.* up
     // to 5.7, nothing from 5.8), and no release counts pass.cnt. Every
     // release from 5.0.0 to 5.6.9 sends `<rd><hits>N></hits>` (pfc and rmc
-    // alike; fixed in 5.7.0); the parser drops the stray '>'.
+    // alike; fixed in 5.7.0); the parser drops the stray '>'. Metric names
+    // carry the type after the section (`cache.rmc.rd.hits`, mapping.rs);
+    // these entries describe both.
     spec!(
         "cache.prerd.in",
         Counter64,

@@ -226,6 +226,9 @@ pub struct Mapper {
     site: SiteMetrics,
     /// Placeholder values of the current record, sanitised.
     header: HeaderParts,
+    /// Its cache section's type (`pfc`, `rmc`; empty if none): the cache
+    /// section's names carry it (`cache.rmc.rd.hits`). Part of the context.
+    cache_type: String,
     /// The variable name being mapped, with list keys (`oss.paths._data_.free`).
     var: String,
     /// Its catalog name (`oss.paths.i.free`).
@@ -323,6 +326,7 @@ impl Mapper {
             filter: VarFilter::default(),
             site: SiteMetrics::default(),
             header: HeaderParts::default(),
+            cache_type: String::new(),
             var: String::new(),
             catalog_name: String::new(),
             entry_keys: EntryKeys::default(),
@@ -355,6 +359,7 @@ impl Mapper {
         out.clear();
         let header = record.header();
         host_identity(&header, record, source, &mut out.host);
+        self.set_cache_type(record.cache_type());
         self.set_header(header.pgm, header.ins, header.site, out);
         self.entry_keys.collect(record, &self.hasher);
 
@@ -393,6 +398,7 @@ impl Mapper {
         out: &mut MappedRecord,
     ) {
         out.clear();
+        self.set_cache_type(None);
         self.set_header(pgm, ins, site, out);
         for (j, &(name, value)) in values.iter().enumerate() {
             let at = self.names_of(name, None, Span::default(), None);
@@ -425,9 +431,26 @@ impl Mapper {
         self.header.set(pgm, ins, site);
         let h = &self.header;
         h.write_program(&mut out.program);
-        self.context = self
-            .hasher
-            .hash_one((h.pgm.as_str(), h.ins.as_str(), h.site.as_str()));
+        self.context = self.hasher.hash_one((
+            h.pgm.as_str(),
+            h.ins.as_str(),
+            h.site.as_str(),
+            self.cache_type.as_str(),
+        ));
+    }
+
+    /// The record's cache type (`pfc`, `rmc`), which its cache section's
+    /// metric names carry: only letters and digits, at most 16, are taken
+    /// (anything else leaves the names as they were).
+    #[inline]
+    fn set_cache_type(&mut self, cache_type: Option<&str>) {
+        let t = cache_type
+            .filter(|t| t.len() <= 16 && t.bytes().all(|b| b.is_ascii_alphanumeric()))
+            .unwrap_or("");
+        if self.cache_type != t {
+            self.cache_type.clear();
+            self.cache_type.push_str(t);
+        }
     }
 
     /// Derived variables go the same way as sent ones.
@@ -492,6 +515,12 @@ impl Mapper {
         let key_str = self.entry_keys.text(key);
         let key_text_str = key_text.map(|t| self.entry_keys.text(t)).unwrap_or("");
         let mut sanitized = var_names(&mut self.var, &mut self.catalog_name, raw, entry, key_str);
+        // The cache's type after its section (`cache.rd.hits` of a memory
+        // cache: `cache.rmc.rd.hits`); the catalog name stays.
+        if !self.cache_type.is_empty() && self.var.starts_with("cache.") {
+            self.var.insert_str("cache".len(), &self.cache_type);
+            self.var.insert("cache".len(), '.');
+        }
         // The site's descriptions only for what the catalog does not know;
         // once per name (this is the name cache's fill).
         let spec = catalog::lookup(&self.catalog_name)

@@ -205,7 +205,43 @@ fn known_broken_values_are_forgiven() {
         r#"<statistics pgm="xrootd"><stats id="cache" type="pfc"><rd><hits>12></hits></rd></stats></statistics>"#,
         "10.0.0.1",
     );
-    assert_eq!(find(&m, "xrootd.cache.rd.hits").value, "12");
+    assert_eq!(find(&m, "xrootd.cache.pfc.rd.hits").value, "12");
+}
+
+/// The cache section's `type` attribute goes into its metric names, after
+/// the section (`type="rmc"`: `xrootd.cache.rmc.rd.hits`); the catalog
+/// still describes them, and a record without the attribute keeps plain
+/// `cache.*` names. The name cache never mixes the two.
+#[test]
+fn the_cache_type_is_in_the_cache_section_names() {
+    let rec = |ty: &str| {
+        format!(
+            r#"<statistics pgm="xrootd"><stats id="cache"{ty}><rd><hits>7</hits></rd><files><opened>0</opened></files></stats><stats id="link"><in>1</in></stats></statistics>"#
+        )
+    };
+    let mut mapper = mapper();
+    let mut p = SummaryParser::new();
+    let mut out = MappedRecord::default();
+    for (ty, want) in [
+        (r#" type="rmc""#, "xrootd.cache.rmc.rd.hits"),
+        (r#" type="pfc""#, "xrootd.cache.pfc.rd.hits"),
+        ("", "xrootd.cache.rd.hits"),
+        (r#" type="rmc""#, "xrootd.cache.rmc.rd.hits"),
+        (r#" type="a b""#, "xrootd.cache.rd.hits"),
+    ] {
+        let text = rec(ty);
+        let r = p.parse(text.as_bytes()).unwrap();
+        mapper.map(&r, "10.0.0.1".parse().unwrap(), &mut out);
+        let names: Vec<&str> = out.metrics().map(|m| m.name).collect();
+        assert_eq!(names, ["xrootd.pgm", want, "xrootd.link.in"], "{ty}");
+        let m = find(&out, want);
+        assert_eq!(
+            (m.value, m.units(), m.group),
+            ("7", "hits/s", "xrootd.cache")
+        );
+        // files.opened (always 0) is left out by its catalog name.
+        assert_eq!(out.excluded.len(), 1);
+    }
 }
 
 #[test]
@@ -537,8 +573,8 @@ fn always_zero_variables_of_a_real_record_are_counted_exclusions() {
     ];
     want.sort_unstable();
     assert_eq!(excluded, want);
-    assert!(out.metrics().all(|m| m.var != "cache.files.opened"));
-    assert!(out.metrics().any(|m| m.var == "cache.store.size"));
+    assert!(out.metrics().all(|m| m.var != "cache.pfc.files.opened"));
+    assert!(out.metrics().any(|m| m.var == "cache.pfc.store.size"));
 
     let mut all = MappedRecord::default();
     mapper()
@@ -548,7 +584,7 @@ fn always_zero_variables_of_a_real_record_are_counted_exclusions() {
         })
         .map(&r, "127.0.0.1".parse().unwrap(), &mut all);
     assert_eq!(all.excluded.len(), want.len() - 6);
-    assert_eq!(find(&all, "xrootd.pfc.cache.files.opened").value, "0");
+    assert_eq!(find(&all, "xrootd.pfc.cache.pfc.files.opened").value, "0");
 }
 
 /// What `std::to_string` of a plug-in's double gives for nan and inf

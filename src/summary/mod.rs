@@ -57,6 +57,9 @@ struct Scratch {
     entries: Vec<Entry>,
     /// How many leading slots are `<statistics>` attributes.
     header_len: usize,
+    /// The cache section's `type` attribute (`pfc`, `rmc`), into the
+    /// datagram text; empty if none.
+    cache_type: Span,
     /// Values a JSON record had to make (unescaped strings, list lengths
     /// and positions); spans into it are [`Span::owned`].
     owned: String,
@@ -73,6 +76,7 @@ impl Scratch {
         self.slots.clear();
         self.entries.clear();
         self.header_len = 0;
+        self.cache_type = Span::default();
         self.owned.clear();
         self.path.clear();
         self.frames.clear();
@@ -298,6 +302,7 @@ impl SummaryParser {
             slots: &scratch.slots,
             entries: &scratch.entries,
             header_len: scratch.header_len,
+            cache_type: scratch.cache_type.of(text),
         })
     }
 }
@@ -316,6 +321,7 @@ pub struct SummaryRecord<'r> {
     slots: &'r [Slot],
     entries: &'r [Entry],
     header_len: usize,
+    cache_type: &'r str,
 }
 
 /// One flat variable.
@@ -414,6 +420,14 @@ impl DoubleEndedIterator for Vars<'_> {
 impl ExactSizeIterator for Vars<'_> {}
 
 impl<'r> SummaryRecord<'r> {
+    /// The cache section's `type` (`<stats id="cache" type="pfc">`):
+    /// `pfc` (XCache's disk cache) or `rmc` (the memory cache); None
+    /// without a cache section or attribute (the JSON form never has
+    /// built-in sections).
+    pub fn cache_type(&self) -> Option<&'r str> {
+        (!self.cache_type.is_empty()).then_some(self.cache_type)
+    }
+
     pub fn len(&self) -> usize {
         self.slots.len()
     }

@@ -438,6 +438,7 @@ proptest::proptest! {
                 slots: &reference.slots,
                 entries: &reference.entries,
                 header_len: reference.header_len,
+                cache_type: reference.cache_type.of(&text),
             })
         });
         proptest::prop_assert_eq!(got, want);
