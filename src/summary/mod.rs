@@ -60,6 +60,9 @@ struct Scratch {
     /// The cache section's `type` attribute (`pfc`, `rmc`), into the
     /// datagram text; empty if none.
     cache_type: Span,
+    /// The XML record's sections (`<stats id>` directly under
+    /// `<statistics>`), into the datagram text.
+    sections: Vec<Span>,
     /// Values a JSON record had to make (unescaped strings, list lengths
     /// and positions); spans into it are [`Span::owned`].
     owned: String,
@@ -77,6 +80,7 @@ impl Scratch {
         self.entries.clear();
         self.header_len = 0;
         self.cache_type = Span::default();
+        self.sections.clear();
         self.owned.clear();
         self.path.clear();
         self.frames.clear();
@@ -303,6 +307,7 @@ impl SummaryParser {
             entries: &scratch.entries,
             header_len: scratch.header_len,
             cache_type: scratch.cache_type.of(text),
+            sections: &scratch.sections,
         })
     }
 }
@@ -322,6 +327,7 @@ pub struct SummaryRecord<'r> {
     entries: &'r [Entry],
     header_len: usize,
     cache_type: &'r str,
+    sections: &'r [Span],
 }
 
 /// One flat variable.
@@ -426,6 +432,13 @@ impl<'r> SummaryRecord<'r> {
     /// built-in sections).
     pub fn cache_type(&self) -> Option<&'r str> {
         (!self.cache_type.is_empty()).then_some(self.cache_type)
+    }
+
+    /// The sections of an XML record, in order (`info`, ..., a 5.9+
+    /// registered set such as `http_plugin`); none for the JSON form,
+    /// whose sets are its variables' first components.
+    pub fn sections(&self) -> impl Iterator<Item = &'r str> + '_ {
+        self.sections.iter().map(|s| s.of(self.text))
     }
 
     pub fn len(&self) -> usize {

@@ -439,6 +439,7 @@ proptest::proptest! {
                 entries: &reference.entries,
                 header_len: reference.header_len,
                 cache_type: reference.cache_type.of(&text),
+                sections: &reference.sections,
             })
         });
         proptest::prop_assert_eq!(got, want);

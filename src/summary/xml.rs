@@ -244,6 +244,9 @@ fn open(
     };
     // `<stats id="cache" type="pfc|rmc">`: which proxy cache (XCache's
     // disk cache or the memory cache), for the mapping's names.
+    if is_stats && depth == 1 {
+        s.sections.push(component);
+    }
     if is_stats
         && depth == 1
         && component.of(text) == "cache"
