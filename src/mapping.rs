@@ -15,7 +15,10 @@
 //! * Values: `int` counters that wrapped negative are sent unsigned, 64-bit
 //!   values as integer text, positive-slope values only as integers.
 //!   Unknown numeric variables are sent as double/both, unknown text as
-//!   string/zero.
+//!   string/zero, unless the site describes them (`[[metric]]`, `site.rs`);
+//!   `nan` and `inf` are refused.
+//! * The cache section's `type` (`pfc`, `rmc`) goes after `cache` in its
+//!   names (`cache.rmc.rd.hits`); the catalog name stays `cache.rd.hits`.
 //!
 //! One file per concern: `naming.rs` (the name templates, list keys),
 //! `host.rs` (the spoofed host), `value.rs` (value checks and conversion),
