@@ -219,3 +219,38 @@ fn a_declared_plug_in_counter_is_continuous_through_a_restart() {
         }
     }
 }
+
+/// A reload (SIGHUP: `Engine::reconfigure`) that adds a `[[metric]]`
+/// applies to the next record: the plug-in's variable, a gauge before,
+/// goes out as the declared counter with its units.
+#[test]
+fn a_reload_applies_a_new_metric_table() {
+    let rec = |tod: u64, requests: u64| {
+        format!(
+            r#"{{"statistics":{{"tod":{tod},"ver":"v6.1.0","src":"vm:48021","tos":1795622257,"pgm":"xrootd","ins":"ds-json","pid":10174,"site":"TESTSITE","stats_myplug":{{"requests":{requests}.000000}}}}}}"#
+        )
+    };
+    let name = "xrootd.ds-json.myplug.requests";
+    let meta = |r: &Harness| {
+        r.packets().into_iter().find_map(|p| match p {
+            super::Packet::Metadata { id, meta } if id.name == name => {
+                Some((meta.slope, meta.units.to_string()))
+            }
+            _ => None,
+        })
+    };
+    let mut r = Harness::new("");
+    r.feed(rec(1_795_622_437, 10), "10.0.0.7:40000", 10);
+    assert_eq!(meta(&r), Some((super::Slope::Both, String::new())));
+    r.engine.reconfigure(Arc::new(super::settings(
+        "[[metric]]\nmatch = \"myplug.*\"\nslope = \"counter\"\nunits = \"requests/s\"\n",
+    )));
+    let v = r
+        .feed(rec(1_795_622_442, 12), "10.0.0.7:40000", 15)
+        .values();
+    assert_eq!(v[name], "12");
+    assert_eq!(
+        meta(&r),
+        Some((super::Slope::Positive, "requests/s".to_string()))
+    );
+}
