@@ -242,11 +242,12 @@ fn open(
     } else {
         tag
     };
-    // `<stats id="cache" type="pfc|rmc">`: which proxy cache (XCache's
-    // disk cache or the memory cache), for the mapping's names.
+    // The record's sections, for telling a 5.9+ set's JSON copy apart.
     if is_stats && depth == 1 {
         s.sections.push(component);
     }
+    // `<stats id="cache" type="pfc|rmc">`: which proxy cache (XCache's
+    // disk cache or the memory cache), for the mapping's names.
     if is_stats
         && depth == 1
         && component.of(text) == "cache"
