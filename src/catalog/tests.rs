@@ -466,3 +466,28 @@ fn always_zero_upstream_is_left_out_by_default_and_documented() {
         assert!(CATALOG.iter().any(|s| g.matches(s.var)), "{p}");
     }
 }
+
+/// The default set leaves out exactly what the release table (read from
+/// XRootD's source) notes current releases never fill ("always 0"; on
+/// Linux, "0 with epoll") or inflate.
+#[test]
+fn left_out_by_default_is_what_the_release_table_notes_as_useless() {
+    let useless = |note: &str| {
+        note.contains("always 0") || note.contains("0 with epoll") || note.contains("inflated")
+    };
+    let rows = releases::load();
+    let mut from_table: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.is_current() && useless(&r.note))
+        .map(|r| r.variable.as_str())
+        .collect();
+    from_table.sort_unstable();
+    from_table.dedup();
+    let mut left_out: Vec<&str> = CATALOG
+        .iter()
+        .filter(|s| s.left_out.is_some())
+        .map(|s| s.var)
+        .collect();
+    left_out.sort_unstable();
+    assert_eq!(left_out, from_table);
+}
