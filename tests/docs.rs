@@ -107,6 +107,12 @@ fn every_documented_exit_code_is_what_the_binary_does() {
     std::fs::write(&empty, "").unwrap();
     let no_listen = dir.path().join("no-listen.toml");
     std::fs::write(&no_listen, "listen = []\n").unwrap();
+    let bad_metric = dir.path().join("bad-metric.toml");
+    std::fs::write(
+        &bad_metric,
+        "[[metric]]\nmatch = \"myplug.*\"\n\n[[metric]]\nmatch = \"myplug.rate\"\ntype = \"float\"\n",
+    )
+    .unwrap();
     let not_records = dir.path().join("not-records.txt");
     std::fs::write(&not_records, "hello\n").unwrap();
     let (e, n, r) = (empty.clone(), no_listen.clone(), not_records.clone());
@@ -147,6 +153,15 @@ fn every_documented_exit_code_is_what_the_binary_does() {
             let n = path(&n);
             move || run(&mut xrd2ganglia(&["check-config", "--config", &n]))
         }),
+        case(
+            "check-config",
+            2,
+            "[[metric]] #2 (match = \"myplug.rate\"): type = \"float\"",
+            {
+                let b = path(&bad_metric);
+                move || run(&mut xrd2ganglia(&["check-config", "--config", &b]))
+            },
+        ),
         case("dump", 0, "", {
             let e = path(&e);
             move || run(&mut xrd2ganglia(&["dump", "--config", &e, "/dev/null"]))
