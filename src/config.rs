@@ -22,7 +22,7 @@ pub mod settings;
 pub use file::{
     Absent, CHANNEL_KEYS, ChannelConfig, DEFAULT_CONTROL_SOCKET, DEFAULT_GMOND_CONF,
     DEFAULT_LISTEN, DEFAULT_SEND_BURST, DEFAULT_SEND_RATE, DEFAULT_STATE_FILE, DEFAULT_XML_ALLOW,
-    FileConfig, KEYS, Key, OnSighup, restart_keys, waits_for_restart,
+    FileConfig, KEYS, Key, METRIC_KEYS, MetricConfig, OnSighup, restart_keys, waits_for_restart,
 };
 pub use settings::{ControlSocket, DEFAULT_SEND, Overrides, Settings, validate};
 

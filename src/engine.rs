@@ -179,6 +179,34 @@ impl Engine {
         &self.batch
     }
 
+    /// Whether a JSON record only repeats, set for set, the XML record its
+    /// source sent with the same `tod` (`xrd.report ... all json all` sends
+    /// each registered set in both forms every interval). The XML form
+    /// wins: it comes first, with every set and the built-in sections under
+    /// one `tod`, so nothing waits or is withdrawn, and a site that adds
+    /// `json` keeps the names and values it had.
+    fn json_repeats_xml(
+        sources: &source::Sources,
+        program: &str,
+        record: &SummaryRecord<'_>,
+        from: SocketAddr,
+        tod: u64,
+    ) -> bool {
+        let Some(source) = sources
+            .by_ip
+            .get(&from.ip())
+            .and_then(|list| list.iter().find(|s| s.program == program))
+        else {
+            return false;
+        };
+        let header_len = record.header_len();
+        let sets = record
+            .vars()
+            .skip(header_len)
+            .map(|v| v.name.split('.').next().unwrap_or(""));
+        source.json_repeats_xml(tod, sets)
+    }
+
     /// A record the long way: parsed, mapped, its source's state updated,
     /// its packets built; and the template for its next report made.
     fn full_path(
@@ -197,14 +225,26 @@ impl Engine {
         };
         events.record();
         self.mapper.map(&record, from.ip(), &mut self.mapped);
+        let header = record.header();
+        let tod = header
+            .tod
+            .and_then(|t| t.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        if is_json(datagram)
+            && Self::json_repeats_xml(&self.sources, &self.mapped.program, &record, from, tod)
+        {
+            // The same interval's sets, already sent from its XML record
+            // (`all json all`): counted as left out, nothing sent, the
+            // source and its template untouched.
+            events.excluded(self.mapped.len() + self.mapped.excluded.len());
+            return;
+        }
         events.excluded(self.mapped.excluded.len());
         if self.mapped.rejected_count > 0 {
             events.values_rejected(from, self.mapped.rejected_count, &self.mapped.rejected);
         }
         let s = &*self.settings;
         let now_s = self.clock.secs(now);
-        // Read once: each read scans the record's variables.
-        let header = record.header();
         let source = self.sources.report(
             from,
             &header,
@@ -216,6 +256,9 @@ impl Engine {
             events,
         );
         source::Naming::note(&mut source.naming, &header);
+        if !is_json(datagram) {
+            source.note_xml(tod, record.sections());
+        }
         self.xcache.claim_waiting(source, from.ip());
         if s.answers_requests() {
             source.keep_record(datagram);
@@ -279,6 +322,10 @@ impl Engine {
                 heartbeat: s.value_heartbeat,
             };
             sent = t.emit(datagram, &self.holes, tos, values, &mut self.batch);
+            if sent.is_some() && !is_json(datagram) {
+                // Same text but the holes: the same sections.
+                source.xml_tod = t.tod(datagram, &self.holes);
+            }
         }
         let excluded = t.excluded;
         source.template = Some(t);
@@ -367,9 +414,15 @@ impl Engine {
     }
 }
 
+/// The JSON form (5.9+) starts with `{` after blanks; XML never does.
+fn is_json(datagram: &[u8]) -> bool {
+    datagram.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+}
+
 fn mapper(settings: &Settings) -> Mapper {
     Mapper::new(settings.metric_name.clone(), settings.group_name.clone())
         .with_filter(settings.filter.clone())
+        .with_site_metrics(settings.site_metrics.clone())
 }
 
 /// `metadata_interval` in engine seconds (far below [`clock::SECONDS_BASE`]).

@@ -243,7 +243,7 @@ fn json_report(r: &Report, names: &Names<'_>) -> JsonReport {
         for h in names.instances(*pgm) {
             for s in r.series.iter().filter(|s| s.pgm == *pgm) {
                 series.push(JsonSeries {
-                    metric: names.metric(h, s.var),
+                    metric: names.metric(h, &s.name_var()),
                     color: COLORS[series.len() % COLORS.len()],
                     label: names.label(pgms.len(), *pgm, h, s.label),
                     line_width: "2",

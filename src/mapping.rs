@@ -15,7 +15,10 @@
 //! * Values: `int` counters that wrapped negative are sent unsigned, 64-bit
 //!   values as integer text, positive-slope values only as integers.
 //!   Unknown numeric variables are sent as double/both, unknown text as
-//!   string/zero.
+//!   string/zero, unless the site describes them (`[[metric]]`, `site.rs`);
+//!   `nan` and `inf` are refused.
+//! * The cache section's `type` (`pfc`, `rmc`) goes after `cache` in its
+//!   names (`cache.rmc.rd.hits`); the catalog name stays `cache.rd.hits`.
 //!
 //! One file per concern: `naming.rs` (the name templates, list keys),
 //! `host.rs` (the spoofed host), `value.rs` (value checks and conversion),
@@ -99,8 +102,9 @@ impl Metric<'_> {
         out.push_str(pgm_ins);
         out.push_str(": ");
         match self.spec {
-            Some(spec) => out.push_str(spec.title),
-            None => out.push_str(self.var),
+            // A site's [[metric]] without a title: the variable's name.
+            Some(spec) if !spec.title.is_empty() => out.push_str(spec.title),
+            _ => out.push_str(self.var),
         }
         if let Some(key) = self.key {
             out.push_str(" - ");
@@ -221,8 +225,13 @@ pub struct Mapper {
     group: NameTemplate,
     /// Which variables become metrics (`include`, `exclude`).
     filter: VarFilter,
+    /// What the site says of variables the catalog does not know (`[[metric]]`).
+    site: SiteMetrics,
     /// Placeholder values of the current record, sanitised.
     header: HeaderParts,
+    /// Its cache section's type (`pfc`, `rmc`; empty if none): the cache
+    /// section's names carry it (`cache.rmc.rd.hits`). Part of the context.
+    cache_type: String,
     /// The variable name being mapped, with list keys (`oss.paths._data_.free`).
     var: String,
     /// Its catalog name (`oss.paths.i.free`).
@@ -318,7 +327,9 @@ impl Mapper {
             name,
             group,
             filter: VarFilter::default(),
+            site: SiteMetrics::default(),
             header: HeaderParts::default(),
+            cache_type: String::new(),
             var: String::new(),
             catalog_name: String::new(),
             entry_keys: EntryKeys::default(),
@@ -338,11 +349,20 @@ impl Mapper {
         self
     }
 
+    /// Describes the variables the catalog does not know as `site` says
+    /// (`[[metric]]`).
+    pub fn with_site_metrics(mut self, site: SiteMetrics) -> Mapper {
+        self.site = site;
+        self.names.clear();
+        self
+    }
+
     /// Maps `record`, sent from `source`, into `out` (cleared first).
     pub fn map(&mut self, record: &SummaryRecord<'_>, source: IpAddr, out: &mut MappedRecord) {
         out.clear();
         let header = record.header();
         host_identity(&header, record, source, &mut out.host);
+        self.set_cache_type(record.cache_type());
         self.set_header(header.pgm, header.ins, header.site, out);
         self.entry_keys.collect(record, &self.hasher);
 
@@ -381,6 +401,7 @@ impl Mapper {
         out: &mut MappedRecord,
     ) {
         out.clear();
+        self.set_cache_type(None);
         self.set_header(pgm, ins, site, out);
         for (j, &(name, value)) in values.iter().enumerate() {
             let at = self.names_of(name, None, Span::default(), None);
@@ -413,9 +434,26 @@ impl Mapper {
         self.header.set(pgm, ins, site);
         let h = &self.header;
         h.write_program(&mut out.program);
-        self.context = self
-            .hasher
-            .hash_one((h.pgm.as_str(), h.ins.as_str(), h.site.as_str()));
+        self.context = self.hasher.hash_one((
+            h.pgm.as_str(),
+            h.ins.as_str(),
+            h.site.as_str(),
+            self.cache_type.as_str(),
+        ));
+    }
+
+    /// The record's cache type (`pfc`, `rmc`), which its cache section's
+    /// metric names carry: only letters and digits, at most 16, are taken
+    /// (anything else leaves the names as they were).
+    #[inline]
+    fn set_cache_type(&mut self, cache_type: Option<&str>) {
+        let t = cache_type
+            .filter(|t| t.len() <= 16 && t.bytes().all(|b| b.is_ascii_alphanumeric()))
+            .unwrap_or("");
+        if self.cache_type != t {
+            self.cache_type.clear();
+            self.cache_type.push_str(t);
+        }
     }
 
     /// Derived variables go the same way as sent ones.
@@ -480,7 +518,16 @@ impl Mapper {
         let key_str = self.entry_keys.text(key);
         let key_text_str = key_text.map(|t| self.entry_keys.text(t)).unwrap_or("");
         let mut sanitized = var_names(&mut self.var, &mut self.catalog_name, raw, entry, key_str);
-        let spec = catalog::lookup(&self.catalog_name);
+        // The cache's type after its section (`cache.rd.hits` of a memory
+        // cache: `cache.rmc.rd.hits`); the catalog name stays.
+        if !self.cache_type.is_empty() && self.var.starts_with("cache.") {
+            self.var.insert_str("cache".len(), &self.cache_type);
+            self.var.insert("cache".len(), '.');
+        }
+        // The site's descriptions only for what the catalog does not know;
+        // once per name (this is the name cache's fill).
+        let spec = catalog::lookup(&self.catalog_name)
+            .or_else(|| self.site.lookup(&self.var, &self.catalog_name));
         let parts = self.header.parts(catalog::section(&self.var), &self.var);
         self.name_buf.clear();
         sanitized |= self.name.expand_name(&mut self.name_buf, &parts);
@@ -571,12 +618,14 @@ mod derived;
 mod filter;
 mod host;
 mod naming;
+mod site;
 mod value;
 
 pub(crate) use derived::{Derived, Role};
 pub use filter::{DEFAULT_EXCLUDE, Glob, VarFilter};
 pub use host::{HostIdentity, host_identity, ip_text};
 pub use naming::{DEFAULT_GROUP_TEMPLATE, DEFAULT_NAME_TEMPLATE, HeaderParts, NameTemplate};
+pub use site::{Description, SiteMetrics};
 pub use value::BadValue;
 pub(crate) use value::kib_to_bytes;
 

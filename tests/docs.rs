@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::Scratch;
 use xrd2ganglia::config::docs::EXIT_CODES;
-use xrd2ganglia::config::{CHANNEL_KEYS, KEYS};
+use xrd2ganglia::config::{CHANNEL_KEYS, KEYS, METRIC_KEYS};
 
 const BIN: &str = env!("CARGO_BIN_EXE_xrd2ganglia");
 
@@ -109,6 +109,12 @@ fn every_documented_exit_code_is_what_the_binary_does() {
     std::fs::write(&empty, "control_socket = \"\"\n").unwrap();
     let no_listen = dir.path().join("no-listen.toml");
     std::fs::write(&no_listen, "listen = []\n").unwrap();
+    let bad_metric = dir.path().join("bad-metric.toml");
+    std::fs::write(
+        &bad_metric,
+        "[[metric]]\nmatch = \"myplug.*\"\n\n[[metric]]\nmatch = \"myplug.rate\"\ntype = \"float\"\n",
+    )
+    .unwrap();
     let not_records = dir.path().join("not-records.txt");
     std::fs::write(&not_records, "hello\n").unwrap();
     let (e, n, r) = (empty.clone(), no_listen.clone(), not_records.clone());
@@ -180,6 +186,15 @@ fn every_documented_exit_code_is_what_the_binary_does() {
                 ]))
             }
         }),
+        case(
+            "check-config",
+            2,
+            "[[metric]] #2 (match = \"myplug.rate\"): type = \"float\"",
+            {
+                let b = path(&bad_metric);
+                move || run(&mut xrd2ganglia(&["check-config", "--config", &b]))
+            },
+        ),
         case("dump", 0, "", {
             let e = path(&e);
             move || run(&mut xrd2ganglia(&["dump", "--config", &e, "/dev/null"]))
@@ -407,7 +422,7 @@ fn the_config_man_page_renders_cleanly_and_names_every_key() {
         .is_ok_and(|o| o.status.success());
     if !has_groff {
         eprintln!("groff is not installed: the man page's structure only");
-        for k in KEYS.iter().chain(CHANNEL_KEYS) {
+        for k in KEYS.iter().chain(CHANNEL_KEYS).chain(METRIC_KEYS) {
             assert!(
                 page.contains(&format!("\n.TP\n\\fB{}\\fR", k.name)),
                 "{}",
@@ -427,7 +442,7 @@ fn the_config_man_page_renders_cleanly_and_names_every_key() {
         "groff warns: {stderr}"
     );
     let text = String::from_utf8_lossy(&rendered.stdout);
-    for k in KEYS.iter().chain(CHANNEL_KEYS) {
+    for k in KEYS.iter().chain(CHANNEL_KEYS).chain(METRIC_KEYS) {
         assert!(
             text.lines().any(|l| l.trim_start().starts_with(k.name)),
             "the rendered page has no paragraph for {}:\n{text}",

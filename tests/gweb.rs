@@ -317,7 +317,7 @@ fn site(rounds: u64) -> Site {
         ("ds.example", "xrootd.link.in"),
         ("mgr.example", "cmsd.cmsm.sel.t"),
         ("pfc.example", "xrootd.pfc.bytes_hit"),
-        ("rmc.example", "xrootd.cache.rd.hits"),
+        ("rmc.example", "xrootd.cache.rmc.rd.hits"),
         ("spaces.example", "xrootd.oss.space.public.free"),
     ];
     let start = replay::unix_now();

@@ -386,3 +386,108 @@ fn list_keys_and_sections() {
     assert_eq!(section("oss.paths.i.free"), "oss");
     assert_eq!(section("tod"), "info");
 }
+
+/// Variables releases send but never fill (or fill wrongly): each left out
+/// by the default set, with its reason citing XRootD's source, and listed
+/// in docs/metrics.md with that reason; nothing else beyond the report
+/// times and CPU halves is left out by default.
+#[test]
+fn always_zero_upstream_is_left_out_by_default_and_documented() {
+    use crate::mapping::{DEFAULT_EXCLUDE, VarFilter};
+    // What XRootD's source (v6.1.0) shows, read there, not from the catalog.
+    let expected = [
+        "xrootd.aio.num",
+        "xrootd.aio.max",
+        "ofs.ser",
+        "poll.int",
+        "http_plugin.response.100",
+        "cache.pass.cnt",
+        "cache.opcl.defero",
+        "cache.files.opened",
+        "cache.files.closed",
+        "cache.files.new",
+        "cache.files.del",
+        "cache.files.now",
+        "cache.files.full",
+        "cache.store.used",
+        "cache.store.min",
+        "cache.store.max",
+        "cmsm.frq.lf",
+        "cmsm.frq.ls",
+        "cmsm.frq.rf",
+        "cmsm.frq.rs",
+    ];
+    let mut left_out: Vec<&str> = CATALOG
+        .iter()
+        .filter(|s| s.left_out.is_some())
+        .map(|s| s.var)
+        .collect();
+    left_out.sort_unstable();
+    let mut want = expected.to_vec();
+    want.sort_unstable();
+    assert_eq!(left_out, want);
+
+    let filter = VarFilter::default();
+    let docs =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/metrics.md")).unwrap();
+    for spec in CATALOG {
+        let excluded = filter.excludes(spec.var, spec.var);
+        match spec.left_out {
+            Some(why) => {
+                assert!(excluded, "{} not left out by default", spec.var);
+                // Cites a file and line of XRootD's source.
+                assert!(
+                    why.contains(".cc:") || why.contains(".hh:") || why.contains(".icc:"),
+                    "{}: {why}",
+                    spec.var
+                );
+                let line = docs
+                    .lines()
+                    .find(|l| l.starts_with(&format!("| `{}` |", spec.var)))
+                    .unwrap_or_else(|| panic!("docs/metrics.md has no row for {}", spec.var));
+                assert!(
+                    line.contains(why),
+                    "docs/metrics.md row for {}: {line}",
+                    spec.var
+                );
+            }
+            None => assert!(
+                !excluded
+                    || ["tod", "toe", "sgen.toe"].contains(&spec.var)
+                    || spec.var.starts_with("proc."),
+                "{} left out by default with no reason",
+                spec.var
+            ),
+        }
+    }
+    // Every default pattern matches something catalogued.
+    for p in DEFAULT_EXCLUDE {
+        let g = crate::mapping::Glob::parse(p).unwrap();
+        assert!(CATALOG.iter().any(|s| g.matches(s.var)), "{p}");
+    }
+}
+
+/// The default set leaves out exactly what the release table (read from
+/// XRootD's source) notes current releases never fill ("always 0"; on
+/// Linux, "0 with epoll") or inflate.
+#[test]
+fn left_out_by_default_is_what_the_release_table_notes_as_useless() {
+    let useless = |note: &str| {
+        note.contains("always 0") || note.contains("0 with epoll") || note.contains("inflated")
+    };
+    let rows = releases::load();
+    let mut from_table: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.is_current() && useless(&r.note))
+        .map(|r| r.variable.as_str())
+        .collect();
+    from_table.sort_unstable();
+    from_table.dedup();
+    let mut left_out: Vec<&str> = CATALOG
+        .iter()
+        .filter(|s| s.left_out.is_some())
+        .map(|s| s.var)
+        .collect();
+    left_out.sort_unstable();
+    assert_eq!(left_out, from_table);
+}

@@ -9,7 +9,9 @@
 
 use roff::{Inline, Roff, bold, italic, roman};
 
-use super::file::{Absent, CHANNEL_KEYS, ChannelConfig, FileConfig, KEYS, Key, OnSighup};
+use super::file::{
+    Absent, CHANNEL_KEYS, ChannelConfig, FileConfig, KEYS, Key, METRIC_KEYS, OnSighup,
+};
 use super::{DEFAULT_CONFIG, DEFAULT_GMOND_CONF, DEFAULT_SEND};
 
 /// The command that writes the generated pages, for the page's header and
@@ -152,6 +154,12 @@ pub const EXIT_CODES: &[ExitCode] = &[
     },
 ];
 
+/// What the `[[metric]]` section of the docs says first.
+const METRIC_INTRO: &str = "Each `[[metric]]` table describes variables the catalog does not know \
+    (`[[metric]]` `match = \"myplug.requests\"` `slope = \"counter\"` `units = \"requests/s\"`); \
+    `check-config` refuses a bad `type`, `slope` or pattern and a repeated `match` (exit 2), \
+    naming the table; a reload applies them. Its keys:";
+
 /// The defaults of the file's keys, as the file would write them.
 fn file_defaults() -> toml::Table {
     toml::Table::try_from(FileConfig::default()).unwrap_or_default()
@@ -185,8 +193,11 @@ pub fn defaults_shown() -> Vec<(&'static str, Option<String>, bool)> {
     let (file, channel) = (file_defaults(), channel_defaults());
     let file_keys = KEYS.iter().map(|k| (k, &file));
     let channel_keys = CHANNEL_KEYS.iter().map(|k| (k, &channel));
+    let none = toml::Table::new();
+    let metric_keys = METRIC_KEYS.iter().map(|k| (k, &none));
     file_keys
         .chain(channel_keys)
+        .chain(metric_keys)
         .map(|(k, d)| (k.name, default_text(k, d), d.contains_key(k.name)))
         .collect()
 }
@@ -314,6 +325,7 @@ pub fn markdown() -> String {
     for key in KEYS {
         let name = match key.name {
             "channel" => "[[channel]]",
+            "metric" => "[[metric]]",
             k => k,
         };
         let default = default_text(key, &defaults).unwrap_or_default();
@@ -355,6 +367,24 @@ pub fn markdown() -> String {
     }
     line("");
     line(&packets_note());
+    line("");
+    line("## `[[metric]]`");
+    line("");
+    line(METRIC_INTRO);
+    line("");
+    line("| key | value | default | meaning |");
+    line("|---|---|---|---|");
+    let none = toml::Table::new();
+    for key in METRIC_KEYS {
+        let default = default_text(key, &none).unwrap_or_default();
+        line(&format!(
+            "| `{}` | {} | {} | {} |",
+            key.name,
+            cell(key.value),
+            cell(&default),
+            cell(key.meaning)
+        ));
+    }
     line("");
     line("## Reload (SIGHUP)");
     for p in reload() {
@@ -478,6 +508,11 @@ pub fn man_page() -> String {
             .text(inline(item));
     }
     page.control("PP", []).text(inline(&packets_note()));
+    page.control("SH", ["METRICS"]).text(inline(METRIC_INTRO));
+    let none = toml::Table::new();
+    for key in METRIC_KEYS {
+        roff_key(&mut page, key, &none);
+    }
     page.control("SH", ["RELOAD"]);
     for (i, p) in reload().iter().enumerate() {
         if i > 0 {

@@ -67,6 +67,7 @@ pub struct FileConfig {
     pub group_name: String,
     pub exclude: Vec<String>,
     pub include: Vec<String>,
+    pub metric: Vec<MetricConfig>,
     pub metadata_interval: u64,
     pub tmax: u32,
     pub dmax: u32,
@@ -233,7 +234,10 @@ pub const KEYS: &[Key] = &[
             (`oss.paths.i.free`); `*` stands for any run of characters, `?` for one. The \
             default leaves out the report times (a new number every report) and the \
             seconds and microseconds halves of the CPU time (a sawtooth; \
-            `proc.cpu.usr`, `.sys` and `.total`, derived from them, are sent). Left-out \
+            `proc.cpu.usr`, `.sys` and `.total`, derived from them, are sent), and the \
+            variables XRootD sends but never fills or fills wrongly (`xrootd.aio.num`, \
+            `cache.files.*`, `cmsm.frq.lf`...: docs/metrics.md lists each and why; \
+            `include` gets one back). Left-out \
             variables are counted (`variables_excluded`). `[]` sends everything.",
     },
     Key {
@@ -243,6 +247,18 @@ pub const KEYS: &[Key] = &[
         on_sighup: OnSighup::AtOnce,
         option: None,
         meaning: "Variables sent although `exclude` matches them (`[\"proc.*\"]`).",
+    },
+    Key {
+        name: "metric",
+        value: "array of tables (`[[metric]]`, keys below)",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "What the site says of variables the catalog does not know (a 5.9+ \
+            plug-in's set, a newer xrootd's variable), which otherwise go as a double \
+            with slope both and no units: one `[[metric]]` table each, first match wins. \
+            A declared counter is graphed as a rate and kept continuous through restarts \
+            like the catalog's. A catalogued variable keeps the catalog's description.",
     },
     Key {
         name: "metadata_interval",
@@ -552,6 +568,66 @@ pub const CHANNEL_KEYS: &[Key] = &[
     },
 ];
 
+/// The keys of a `[[metric]]` table, in [`MetricConfig`]'s order. A
+/// reload applies them all.
+pub const METRIC_KEYS: &[Key] = &[
+    Key {
+        name: "match",
+        value: "pattern",
+        absent: Absent::Required,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "The variables described: a pattern as `include` and `exclude` take \
+            (`myplug.*_total`; the set's `<stats id>` is the first component). Two tables \
+            with the same `match` are an error.",
+    },
+    Key {
+        name: "type",
+        value: "`\"double\"`, `\"uint32\"` or `\"string\"`",
+        absent: Absent::Means(|| "`\"double\"`".into()),
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "The Ganglia type. A counter is always a double (kept continuous past \
+            32 bits); text takes no `slope`.",
+    },
+    Key {
+        name: "slope",
+        value: "`\"counter\"` or `\"gauge\"`",
+        absent: Absent::Means(|| "`\"gauge\"`".into()),
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "`\"counter\"`: a running total, sent with slope positive (gmetad \
+            stores an RRD COUNTER and graphs the rate; give `units` as a rate, \
+            `\"requests/s\"`); only whole numbers are sent (`12.000000` as `12`; another \
+            value is refused and counted). `\"gauge\"`: slope both.",
+    },
+    Key {
+        name: "units",
+        value: "text",
+        absent: Absent::Means(|| "none".into()),
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "UNITS, at most 32 bytes of printable text without quotes, backslashes \
+            or `<>&`.",
+    },
+    Key {
+        name: "title",
+        value: "text",
+        absent: Absent::Means(|| "the variable's name".into()),
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "The graph title (TITLE), after the program's name as for every metric.",
+    },
+    Key {
+        name: "description",
+        value: "text",
+        absent: Absent::Means(|| "which `[[metric]]` described it".into()),
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "DESC: one sentence.",
+    },
+];
+
 /// Whether a change of `key` waits for a restart ([`OnSighup::Restart`]).
 pub fn waits_for_restart(key: &str) -> bool {
     KEYS.iter()
@@ -577,6 +653,7 @@ impl Default for FileConfig {
             group_name: DEFAULT_GROUP_TEMPLATE.into(),
             exclude: DEFAULT_EXCLUDE.iter().map(|s| s.to_string()).collect(),
             include: Vec::new(),
+            metric: Vec::new(),
             metadata_interval: 60,
             tmax: 60,
             dmax: 3600,
@@ -617,6 +694,31 @@ pub struct ChannelConfig {
     pub ttl: u32,
     pub mcast_if: Option<String>,
     pub bind: Option<String>,
+}
+
+/// One `[[metric]]` table.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricConfig {
+    #[serde(rename = "match")]
+    pub pattern: String,
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub value_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slope: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub units: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+impl MetricConfig {
+    /// Every key a `[[metric]]` table takes, in definition order.
+    pub fn keys() -> &'static [&'static str] {
+        field_names::<MetricConfig>()
+    }
 }
 
 fn default_port() -> u16 {

@@ -14,7 +14,7 @@ use super::file::{
 use super::{ConfigError, bad};
 use crate::ganglia::channel::ChannelSpec;
 use crate::ganglia::gmond_conf;
-use crate::mapping::{Glob, NameTemplate, VarFilter};
+use crate::mapping::{Description, Glob, NameTemplate, SiteMetrics, VarFilter};
 
 /// Where packets go when nothing says otherwise: a gmond on this host.
 pub const DEFAULT_SEND: (&str, u16) = ("127.0.0.1", 8649);
@@ -48,6 +48,8 @@ pub struct Settings {
     pub group_name: NameTemplate,
     /// Which variables become metrics (`include`, `exclude`).
     pub filter: VarFilter,
+    /// What the site says of variables the catalog does not know (`[[metric]]`).
+    pub site_metrics: SiteMetrics,
     /// Metadata of each metric is resent at least this often.
     pub metadata_interval: Duration,
     /// TMAX before a source's report interval is known.
@@ -128,6 +130,7 @@ pub fn validate(
     let (channels, channels_from) = send_channels(&mut file, overrides)?;
     let (xml_listen, xml_allow) = xml_port(&mut file, overrides, &channels_from)?;
     let (metric_name, group_name, filter) = naming(&file)?;
+    let site_metrics = site_metrics(&file)?;
     check_intervals(&file)?;
     let value_heartbeat = value_heartbeat(&file)?;
     let state_file_is_default = !file.state_file_given && overrides.state_file.is_none();
@@ -145,6 +148,7 @@ pub fn validate(
         metric_name,
         group_name,
         filter,
+        site_metrics,
         metadata_interval: secs(file.metadata_interval),
         tmax: file.tmax,
         dmax: file.dmax,
@@ -307,6 +311,23 @@ fn naming(file: &FileConfig) -> Result<(NameTemplate, NameTemplate, VarFilter), 
         exclude: globs("exclude", &file.exclude)?,
     };
     Ok((metric_name, group_name, filter))
+}
+
+/// The `[[metric]]` tables: each names what is wrong with it.
+fn site_metrics(file: &FileConfig) -> Result<SiteMetrics, ConfigError> {
+    let list: Vec<Description<'_>> = file
+        .metric
+        .iter()
+        .map(|m| Description {
+            pattern: &m.pattern,
+            value_type: m.value_type.as_deref(),
+            slope: m.slope.as_deref(),
+            units: m.units.as_deref(),
+            title: m.title.as_deref(),
+            description: m.description.as_deref(),
+        })
+        .collect();
+    SiteMetrics::new(&list).map_err(ConfigError)
 }
 
 /// `metadata_interval`, `dmax` (longer than it, or 0) and `tmax`.

@@ -66,6 +66,7 @@ fn every_key_is_in_the_shipped_file_and_the_docs() {
     let docs = std::fs::read_to_string(root.join("docs/configuration.md")).unwrap();
     let form = |key: &str| match key {
         "channel" => "[[channel]]".to_string(),
+        "metric" => "[[metric]]".to_string(),
         k => format!("{k} ="),
     };
     let shipped_keys: Vec<&str> = shipped
@@ -85,6 +86,7 @@ fn every_key_is_in_the_shipped_file_and_the_docs() {
         );
         let row = match *key {
             "channel" => "| `[[channel]]` |".to_string(),
+            "metric" => "| `[[metric]]` |".to_string(),
             k => format!("| `{k}` |"),
         };
         assert!(
@@ -131,6 +133,11 @@ fn the_key_tables_are_the_structs_fields() {
         ChannelConfig::keys(),
         "CHANNEL_KEYS against ChannelConfig"
     );
+    assert_eq!(
+        names(METRIC_KEYS),
+        MetricConfig::keys(),
+        "METRIC_KEYS against MetricConfig"
+    );
     // What the reload's warnings go by.
     let restart: Vec<&str> = restart_keys().collect();
     assert!(restart.contains(&"listen") && restart.contains(&"state_file"));
@@ -138,7 +145,7 @@ fn the_key_tables_are_the_structs_fields() {
     assert!(!waits_for_restart("no_such_key"));
     // Every text is one paragraph of balanced `code` spans (the man page
     // makes them bold), with nothing that would break a table row.
-    for k in KEYS.iter().chain(CHANNEL_KEYS) {
+    for k in KEYS.iter().chain(CHANNEL_KEYS).chain(METRIC_KEYS) {
         for text in [k.value, k.meaning].into_iter().chain(k.option) {
             assert!(
                 !text.contains(['\n', '|']) && text.matches('`').count() % 2 == 0,
@@ -155,8 +162,16 @@ fn the_key_tables_are_the_structs_fields() {
 #[test]
 fn the_docs_show_the_real_defaults() {
     let shown = docs::defaults_shown();
-    assert_eq!(shown.len(), KEYS.len() + CHANNEL_KEYS.len());
-    for (k, (name, text, serialised)) in KEYS.iter().chain(CHANNEL_KEYS).zip(&shown) {
+    assert_eq!(
+        shown.len(),
+        KEYS.len() + CHANNEL_KEYS.len() + METRIC_KEYS.len()
+    );
+    for (k, (name, text, serialised)) in KEYS
+        .iter()
+        .chain(CHANNEL_KEYS)
+        .chain(METRIC_KEYS)
+        .zip(&shown)
+    {
         assert_eq!(k.name, *name);
         assert!(text.is_some(), "{name}: no default to show");
         assert_eq!(
@@ -220,7 +235,11 @@ fn the_man_page_has_every_key() {
         );
     }
     // Its KEYS and CHANNELS sections: a tagged paragraph per key, in order.
-    for (section, keys) in [("KEYS", KEYS), ("CHANNELS", CHANNEL_KEYS)] {
+    for (section, keys) in [
+        ("KEYS", KEYS),
+        ("CHANNELS", CHANNEL_KEYS),
+        ("METRICS", METRIC_KEYS),
+    ] {
         let lines: Vec<&str> = body
             .iter()
             .skip_while(|l| **l != format!(".SH {section}"))
@@ -546,4 +565,52 @@ fn control_socket_default_set_and_off() {
         err(&long)
     );
     assert!(err("control_socket = \"/tmp\"\n").contains("is a directory"));
+}
+
+/// `[[metric]]` tables: what they describe, and each mistake refused with
+/// the table named (check-config exits 2 on any of these).
+#[test]
+fn metric_tables_are_checked_and_name_the_table() {
+    let s = from(
+        "[[metric]]\nmatch = \"myplug.*_total\"\nslope = \"counter\"\nunits = \"requests/s\"\n\n[[metric]]\nmatch = \"myplug.*\"\ntype = \"uint32\"\n",
+    )
+    .unwrap();
+    let spec = s
+        .site_metrics
+        .lookup("myplug.req_total", "myplug.req_total")
+        .unwrap();
+    assert_eq!(
+        (spec.kind, spec.units),
+        (crate::catalog::Kind::Counter64, "requests/s")
+    );
+    let spec = s
+        .site_metrics
+        .lookup("myplug.level", "myplug.level")
+        .unwrap();
+    assert_eq!(spec.kind, crate::catalog::Kind::Gauge32);
+    for (text, want) in [
+        (
+            "[[metric]]\nmatch = \"a\"\n[[metric]]\nmatch = \"b\"\ntype = \"float\"\n",
+            "[[metric]] #2 (match = \"b\"): type = \"float\": must be \"double\", \"uint32\" or \"string\"",
+        ),
+        (
+            "[[metric]]\nmatch = \"a/b\"\n",
+            "[[metric]] #1 (match = \"a/b\"): match: '/' cannot stand",
+        ),
+        (
+            "[[metric]]\nmatch = \"a.*\"\n[[metric]]\nmatch = \"a.*\"\nslope = \"counter\"\n",
+            "[[metric]] #2 (match = \"a.*\"): a [[metric]] with the same match",
+        ),
+        (
+            "[[metric]]\nmatch = \"a\"\nslope = \"up\"\n",
+            "[[metric]] #1 (match = \"a\"): slope = \"up\": must be \"counter\"",
+        ),
+    ] {
+        let e = err(text);
+        assert!(e.starts_with(want), "{e}");
+    }
+    // A table without match, or with a key it does not take, is refused
+    // by the file's reader.
+    assert!(err("[[metric]]\nslope = \"counter\"\n").contains("match"));
+    assert!(err("[[metric]]\nmatch = \"a\"\nunit = \"x\"\n").contains("unit"));
 }

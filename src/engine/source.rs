@@ -74,6 +74,12 @@ pub(super) struct Source {
     pub(super) naming: Option<Naming>,
     /// An XCache's g-stream, added up since this run of it started.
     pub(super) pfc: Option<PfcTotals>,
+    /// The `tod` of its last XML record (0: none yet) and that record's
+    /// sections, space-separated: a JSON datagram of the same `tod` whose
+    /// sets all were in it is the same interval's copy (`xrd.report ...
+    /// all json all`), not sent again ([`super::Engine`]'s full path).
+    pub(super) xml_tod: u64,
+    pub(super) xml_sections: String,
 }
 
 impl Source {
@@ -102,7 +108,36 @@ impl Source {
             heartbeat_meta_at: series::NEVER,
             naming: None,
             pfc: None,
+            xml_tod: 0,
+            xml_sections: String::new(),
         }
+    }
+
+    /// Notes an XML record of `tod` with these sections (no allocation
+    /// once the string has grown to them).
+    pub(super) fn note_xml<'a>(&mut self, tod: u64, sections: impl Iterator<Item = &'a str>) {
+        self.xml_tod = tod;
+        self.xml_sections.clear();
+        for s in sections {
+            self.xml_sections.push_str(s);
+            self.xml_sections.push(' ');
+        }
+    }
+
+    /// Whether a JSON datagram of `tod` carrying `sets` repeats what this
+    /// source's XML record of the same `tod` carried.
+    pub(super) fn json_repeats_xml<'a>(
+        &self,
+        tod: u64,
+        mut sets: impl Iterator<Item = &'a str>,
+    ) -> bool {
+        self.xml_tod != 0
+            && self.xml_tod == tod
+            && sets.all(|set| {
+                self.xml_sections
+                    .split(' ')
+                    .any(|s| !s.is_empty() && s == set)
+            })
     }
 
     /// Notes a report at `now`; returns the TMAX to announce: 1.5 x the

@@ -48,6 +48,7 @@ pub(super) struct Template {
     derived: Vec<&'static str>,
     tos: Input,
     pid: Input,
+    tod: Input,
     /// The TMAX every metadata of the source was sent with.
     pub(super) tmax: u32,
     /// No metric's metadata is due before this (pipeline seconds).
@@ -150,6 +151,7 @@ impl Template {
             derived: Vec::new(),
             tos: Input::Absent,
             pid: Input::Absent,
+            tod: Input::Absent,
             tmax: state.tmax,
             due_at: state.heartbeat_meta_at.saturating_add(state.interval_s),
             oversize: false,
@@ -264,6 +266,9 @@ impl Template {
             if name == "pid" && matches!(self.pid, Input::Absent) {
                 self.pid = input.clone();
             }
+            if name == "tod" && matches!(self.tod, Input::Absent) {
+                self.tod = input.clone();
+            }
         }
         if plain {
             let role = Role::of(name);
@@ -350,6 +355,13 @@ impl Template {
                 .unwrap_or(0)
         };
         (number(&self.tos), number(&self.pid))
+    }
+
+    /// The `tod` of a matched datagram (0 if it has none).
+    pub(super) fn tod(&self, datagram: &[u8], holes: &[Range<u32>]) -> u64 {
+        self.input(&self.tod, datagram, holes)
+            .and_then(|t| t.trim().parse::<u64>().ok())
+            .unwrap_or(0)
     }
 
     /// The derived metrics' inputs in a matched datagram.

@@ -33,6 +33,20 @@ pub struct Series {
     pub pgm: Pgm,
     pub var: &'static str,
     pub label: &'static str,
+    /// For a `cache.*` variable: the cache type whose metric it is (`rmc`:
+    /// `cache.rmc.rd.hits`; the mapping puts the record's
+    /// `<stats id="cache" type>` after the section).
+    pub cache: Option<&'static str>,
+}
+
+impl Series {
+    /// The variable as metric names carry it (`cache.rmc.rd.hits`).
+    pub fn name_var(&self) -> String {
+        match (self.cache, self.var.strip_prefix("cache.")) {
+            (Some(t), Some(rest)) => format!("cache.{t}.{rest}"),
+            _ => self.var.to_string(),
+        }
+    }
 }
 
 /// A report over fixed variables: a JSON report in graph.d.
@@ -78,6 +92,17 @@ const fn x(var: &'static str, label: &'static str) -> Series {
         pgm: Pgm::Xrootd,
         var,
         label,
+        cache: None,
+    }
+}
+
+/// A memory cache's (`type="rmc"`) variable of an xrootd's cache section.
+const fn rmc(var: &'static str, label: &'static str) -> Series {
+    Series {
+        pgm: Pgm::Xrootd,
+        var,
+        label,
+        cache: Some("rmc"),
     }
 }
 
@@ -86,6 +111,7 @@ const fn c(var: &'static str, label: &'static str) -> Series {
         pgm: Pgm::Cmsd,
         var,
         label,
+        cache: None,
     }
 }
 
@@ -172,15 +198,18 @@ pub const REPORTS: &[Report] = &[
             x("pfc.bytes_bypass", "past the cache"),
         ],
     },
-    // A proxy's memory cache (the `cache` section): only it fills these
-    // (pss.memcache, type="rmc"); XCache's disk cache leaves them at 0,
-    // in every xrootd release (see the catalog).
+    // A proxy's memory cache (the `cache` section, type="rmc"): only it
+    // fills these (pss.memcache); XCache's disk cache (type="pfc") leaves
+    // them at 0 in every xrootd release (see the catalog). The series are
+    // the rmc names (`cache.rmc.rd.hits`), so an XCache's zeros are not
+    // drawn as a memory cache that never hits; XCache's own report is the
+    // one above, from its g-stream (`pfc.*`).
     Report {
         key: "cache_reads",
         title: "Memory cache hits",
         vertical_label: Some("reads/s"),
         style: Style::Stack,
-        series: &[x("cache.rd.hits", "hits"), x("cache.rd.miss", "misses")],
+        series: &[rmc("cache.rd.hits", "hits"), rmc("cache.rd.miss", "misses")],
     },
     Report {
         key: "cache_bytes",
@@ -188,9 +217,9 @@ pub const REPORTS: &[Report] = &[
         vertical_label: None,
         style: Style::Line,
         series: &[
-            x("cache.rd.out", "served from cache"),
-            x("cache.rd.in", "read into cache"),
-            x("cache.pass", "read, not cached"),
+            rmc("cache.rd.out", "served from cache"),
+            rmc("cache.rd.in", "read into cache"),
+            rmc("cache.pass", "read, not cached"),
         ],
     },
     Report {

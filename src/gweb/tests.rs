@@ -153,7 +153,7 @@ fn every_report_metric_is_produced_by_real_records() {
             for s in r.series {
                 let hit = names
                     .instances(s.pgm)
-                    .map(|h| names.metric(h, s.var))
+                    .map(|h| names.metric(h, &s.name_var()))
                     .find(|m| produced.contains(m));
                 assert!(
                     hit.is_some(),

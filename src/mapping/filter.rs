@@ -18,7 +18,10 @@
 /// new number; gmond's TN says how fresh a metric is);
 /// `proc.*.s`, `proc.*.u`: the seconds and microseconds halves of the
 /// CPU time, graphed as a sawtooth; `proc.cpu.usr`, `.sys`, `.total`
-/// (derived from them) are the CPU use.
+/// (derived from them) are the CPU use; and the variables XRootD sends
+/// but never fills (always 0) or fills wrongly: each catalog entry with a
+/// [`left_out`](crate::catalog::MetricSpec::left_out) reason, and only
+/// those (a test holds the two together).
 pub const DEFAULT_EXCLUDE: &[&str] = &[
     "tod",
     "toe",
@@ -27,6 +30,22 @@ pub const DEFAULT_EXCLUDE: &[&str] = &[
     "proc.usr.u",
     "proc.sys.s",
     "proc.sys.u",
+    // Always 0 or wrong upstream (catalog `left_out`).
+    "xrootd.aio.num",
+    "xrootd.aio.max",
+    "ofs.ser",
+    "poll.int",
+    "http_plugin.response.100",
+    "cache.pass.cnt",
+    "cache.opcl.defero",
+    "cache.files.*",
+    "cache.store.used",
+    "cache.store.min",
+    "cache.store.max",
+    "cmsm.frq.lf",
+    "cmsm.frq.ls",
+    "cmsm.frq.rf",
+    "cmsm.frq.rs",
 ];
 
 /// A compiled `*`/`?` pattern.

@@ -205,7 +205,43 @@ fn known_broken_values_are_forgiven() {
         r#"<statistics pgm="xrootd"><stats id="cache" type="pfc"><rd><hits>12></hits></rd></stats></statistics>"#,
         "10.0.0.1",
     );
-    assert_eq!(find(&m, "xrootd.cache.rd.hits").value, "12");
+    assert_eq!(find(&m, "xrootd.cache.pfc.rd.hits").value, "12");
+}
+
+/// The cache section's `type` attribute goes into its metric names, after
+/// the section (`type="rmc"`: `xrootd.cache.rmc.rd.hits`); the catalog
+/// still describes them, and a record without the attribute keeps plain
+/// `cache.*` names. The name cache never mixes the two.
+#[test]
+fn the_cache_type_is_in_the_cache_section_names() {
+    let rec = |ty: &str| {
+        format!(
+            r#"<statistics pgm="xrootd"><stats id="cache"{ty}><rd><hits>7</hits></rd><files><opened>0</opened></files></stats><stats id="link"><in>1</in></stats></statistics>"#
+        )
+    };
+    let mut mapper = mapper();
+    let mut p = SummaryParser::new();
+    let mut out = MappedRecord::default();
+    for (ty, want) in [
+        (r#" type="rmc""#, "xrootd.cache.rmc.rd.hits"),
+        (r#" type="pfc""#, "xrootd.cache.pfc.rd.hits"),
+        ("", "xrootd.cache.rd.hits"),
+        (r#" type="rmc""#, "xrootd.cache.rmc.rd.hits"),
+        (r#" type="a b""#, "xrootd.cache.rd.hits"),
+    ] {
+        let text = rec(ty);
+        let r = p.parse(text.as_bytes()).unwrap();
+        mapper.map(&r, "10.0.0.1".parse().unwrap(), &mut out);
+        let names: Vec<&str> = out.metrics().map(|m| m.name).collect();
+        assert_eq!(names, ["xrootd.pgm", want, "xrootd.link.in"], "{ty}");
+        let m = find(&out, want);
+        assert_eq!(
+            (m.value, m.units(), m.group),
+            ("7", "hits/s", "xrootd.cache")
+        );
+        // files.opened (always 0) is left out by its catalog name.
+        assert_eq!(out.excluded.len(), 1);
+    }
 }
 
 #[test]
@@ -226,8 +262,10 @@ fn unknown_variables_are_still_sent() {
         (w.value, w.value_type(), w.slope()),
         ("hello world", "string", Slope::Zero)
     );
-    // NaN is not a number gmetad can store: it goes as text.
-    assert_eq!(find(&m, "xrootd.newsect.bad").value_type(), "string");
+    // NaN is not a number gmetad can store, and as text it would turn a
+    // number metric into a string one: refused (issue 28).
+    assert!(m.metrics().all(|x| x.name != "xrootd.newsect.bad"));
+    assert_eq!(m.rejected_count, 1);
 }
 
 #[test]
@@ -482,4 +520,93 @@ fn name_of_gives_the_names_the_mapper_sends_cut_to_max_name() {
     // Short names are not touched.
     let t = NameTemplate::parse(DEFAULT_NAME_TEMPLATE).unwrap();
     assert_eq!(t.name_of(&header, "link.in"), "xrootd.link.in");
+}
+
+/// A real XCache record of xrootd 6.1.0: the variables XRootD never fills
+/// are left out and counted as exclusions (the names read from the
+/// record's text), and `include` brings one back.
+#[test]
+fn always_zero_variables_of_a_real_record_are_counted_exclusions() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/records-5.9/pfc-6.1.0-xml-1.xml"
+    ))
+    .unwrap();
+    // In the record: <files><opened>..<full> (6), <store> used/min/max (3),
+    // <pass>..<cnt>, <opcl>..<defero>, <aio><num>..<max>, ofs <ser>,
+    // poll <int>, http_plugin <100>; and the 7 report-time/CPU halves.
+    for tag in [
+        "<opened>", "<used>", "<cnt>", "<defero>", "<ser>", "<int>", "<100>",
+    ] {
+        assert!(text.contains(tag), "{tag}");
+    }
+    let mut p = SummaryParser::new();
+    let r = p.parse(text.as_bytes()).unwrap();
+    let mut out = MappedRecord::default();
+    mapper().map(&r, "127.0.0.1".parse().unwrap(), &mut out);
+    let vars: Vec<&str> = r.vars().map(|v| v.name).collect();
+    let mut excluded: Vec<&str> = out.excluded.iter().map(|&j| vars[j as usize]).collect();
+    excluded.sort_unstable();
+    let mut want = vec![
+        "tod",
+        "sgen.toe",
+        "proc.usr.s",
+        "proc.usr.u",
+        "proc.sys.s",
+        "proc.sys.u",
+        "cache.files.opened",
+        "cache.files.closed",
+        "cache.files.new",
+        "cache.files.del",
+        "cache.files.now",
+        "cache.files.full",
+        "cache.store.used",
+        "cache.store.min",
+        "cache.store.max",
+        "cache.pass.cnt",
+        "cache.opcl.defero",
+        "xrootd.aio.num",
+        "xrootd.aio.max",
+        "ofs.ser",
+        "poll.int",
+        "http_plugin.response.100",
+    ];
+    want.sort_unstable();
+    assert_eq!(excluded, want);
+    assert!(out.metrics().all(|m| m.var != "cache.pfc.files.opened"));
+    assert!(out.metrics().any(|m| m.var == "cache.pfc.store.size"));
+
+    let mut all = MappedRecord::default();
+    mapper()
+        .with_filter(VarFilter {
+            include: vec![Glob::parse("cache.files.*").unwrap()],
+            exclude: VarFilter::default().exclude,
+        })
+        .map(&r, "127.0.0.1".parse().unwrap(), &mut all);
+    assert_eq!(all.excluded.len(), want.len() - 6);
+    assert_eq!(find(&all, "xrootd.pfc.cache.pfc.files.opened").value, "0");
+}
+
+/// What `std::to_string` of a plug-in's double gives for nan and inf
+/// (glibc's `%f`: `nan`, `-nan`, `inf`, `-inf`) is refused per value,
+/// counted, and the rest of the record kept.
+#[test]
+fn nan_and_inf_are_refused_per_value() {
+    let rec = format!(
+        "{HEAD}<stats id=\"myplug\"><a>nan</a><b>-nan</b><c>inf</c><d>-inf</d><e>1.5</e><f>busy</f></stats><stats id=\"link\"><in>nan</in><num>inf</num><maxn>7</maxn></stats></statistics>"
+    );
+    let m = map(&rec, "10.0.0.1");
+    assert_eq!(m.rejected_count, 6, "{:?}", m.rejected);
+    assert!(
+        m.rejected.iter().all(|(_, _, b)| *b == BadValue::NotFinite),
+        "{:?}",
+        m.rejected
+    );
+    assert_eq!(find(&m, "xrootd.myplug.e").value, "1.5");
+    assert_eq!(find(&m, "xrootd.myplug.f").value_type(), "string");
+    assert_eq!(find(&m, "xrootd.link.maxn").value, "7");
+    for gone in ["a", "b", "c", "d"] {
+        let name = format!("xrootd.myplug.{gone}");
+        assert!(m.metrics().all(|x| x.name != name), "{name} sent");
+    }
 }

@@ -16,6 +16,9 @@ pub enum BadValue {
     NotAnInteger,
     OutOfRange,
     NegativeCounter,
+    /// `nan`, `inf`, `-nan`, `infinity`: what `std::to_string` of a
+    /// plug-in's double can give (5.9+ sets); never sent.
+    NotFinite,
 }
 
 impl BadValue {
@@ -25,6 +28,7 @@ impl BadValue {
             BadValue::NotAnInteger => "not an integer",
             BadValue::OutOfRange => "out of range",
             BadValue::NegativeCounter => "negative counter",
+            BadValue::NotFinite => "not finite",
         }
     }
 }
@@ -59,13 +63,15 @@ pub(super) fn convert_general(
     text: &str,
 ) -> Result<Kind, BadValue> {
     let Some(kind) = kind else {
-        // Unknown: a finite number goes as double/both, anything else as text.
+        // Unknown: a finite number goes as double/both, nan and inf are
+        // refused, anything else goes as text.
         return match text.trim().parse::<f64>() {
             Ok(v) if v.is_finite() => {
                 push_number(out, text.trim(), v);
                 Ok(Kind::Gauge64)
             }
-            _ => {
+            Ok(_) => Err(BadValue::NotFinite),
+            Err(_) => {
                 sanitize::push_text(out, text, MAX_VALUE);
                 Ok(Kind::Text)
             }
@@ -106,7 +112,13 @@ pub(super) fn convert_general(
             let _ = write!(out, "{v}");
         }
         Kind::Counter64 => {
-            let v = parse_integer(text)?;
+            let v = match parse_integer(text) {
+                // A plug-in's counter written with `std::to_string` of a
+                // double (`12.000000`, 5.9+ sets declared by `[[metric]]`):
+                // its whole value.
+                Err(BadValue::NotAnInteger) => whole(text)?,
+                v => v?,
+            };
             if v < 0 {
                 return Err(BadValue::NegativeCounter);
             }
@@ -121,6 +133,7 @@ pub(super) fn convert_general(
                 Ok(v) if v.is_finite() && v >= 0.0 => {
                     let _ = write!(out, "{}", v * 1024.0);
                 }
+                Ok(v) if !v.is_finite() => return Err(BadValue::NotFinite),
                 _ => return Err(BadValue::NotANumber),
             },
         },
@@ -130,11 +143,20 @@ pub(super) fn convert_general(
             }
             Err(_) => match text.trim().parse::<f64>() {
                 Ok(v) if v.is_finite() => push_number(out, text.trim(), v),
+                Ok(_) => return Err(BadValue::NotFinite),
                 _ => return Err(BadValue::NotANumber),
             },
         },
     }
     Ok(kind)
+}
+
+/// A finite, whole double's value (`12.000000`), below 2^53.
+fn whole(text: &str) -> Result<i64, BadValue> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.fract() == 0.0 && v.abs() < 9_007_199_254_740_992.0 => Ok(v as i64),
+        _ => Err(BadValue::NotAnInteger),
+    }
 }
 
 /// Decimal digits, at most `max_digits`, without a leading zero (`0` itself
@@ -159,8 +181,11 @@ pub(super) fn parse_integer(text: &str) -> Result<i64, BadValue> {
             std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => {
                 BadValue::OutOfRange
             }
-            _ if t.parse::<f64>().is_ok_and(f64::is_finite) => BadValue::NotAnInteger,
-            _ => BadValue::NotANumber,
+            _ => match t.parse::<f64>() {
+                Ok(v) if v.is_finite() => BadValue::NotAnInteger,
+                Ok(_) => BadValue::NotFinite,
+                Err(_) => BadValue::NotANumber,
+            },
         }),
     }
 }

@@ -57,6 +57,12 @@ struct Scratch {
     entries: Vec<Entry>,
     /// How many leading slots are `<statistics>` attributes.
     header_len: usize,
+    /// The cache section's `type` attribute (`pfc`, `rmc`), into the
+    /// datagram text; empty if none.
+    cache_type: Span,
+    /// The XML record's sections (`<stats id>` directly under
+    /// `<statistics>`), into the datagram text.
+    sections: Vec<Span>,
     /// Values a JSON record had to make (unescaped strings, list lengths
     /// and positions); spans into it are [`Span::owned`].
     owned: String,
@@ -73,6 +79,8 @@ impl Scratch {
         self.slots.clear();
         self.entries.clear();
         self.header_len = 0;
+        self.cache_type = Span::default();
+        self.sections.clear();
         self.owned.clear();
         self.path.clear();
         self.frames.clear();
@@ -298,6 +306,8 @@ impl SummaryParser {
             slots: &scratch.slots,
             entries: &scratch.entries,
             header_len: scratch.header_len,
+            cache_type: scratch.cache_type.of(text),
+            sections: &scratch.sections,
         })
     }
 }
@@ -316,6 +326,8 @@ pub struct SummaryRecord<'r> {
     slots: &'r [Slot],
     entries: &'r [Entry],
     header_len: usize,
+    cache_type: &'r str,
+    sections: &'r [Span],
 }
 
 /// One flat variable.
@@ -414,6 +426,21 @@ impl DoubleEndedIterator for Vars<'_> {
 impl ExactSizeIterator for Vars<'_> {}
 
 impl<'r> SummaryRecord<'r> {
+    /// The cache section's `type` (`<stats id="cache" type="pfc">`):
+    /// `pfc` (XCache's disk cache) or `rmc` (the memory cache); None
+    /// without a cache section or attribute (the JSON form never has
+    /// built-in sections).
+    pub fn cache_type(&self) -> Option<&'r str> {
+        (!self.cache_type.is_empty()).then_some(self.cache_type)
+    }
+
+    /// The sections of an XML record, in order (`info`, ..., a 5.9+
+    /// registered set such as `http_plugin`); none for the JSON form,
+    /// whose sets are its variables' first components.
+    pub fn sections(&self) -> impl Iterator<Item = &'r str> + '_ {
+        self.sections.iter().map(|s| s.of(self.text))
+    }
+
     pub fn len(&self) -> usize {
         self.slots.len()
     }

@@ -438,6 +438,8 @@ proptest::proptest! {
                 slots: &reference.slots,
                 entries: &reference.entries,
                 header_len: reference.header_len,
+                cache_type: reference.cache_type.of(&text),
+                sections: &reference.sections,
             })
         });
         proptest::prop_assert_eq!(got, want);

@@ -242,6 +242,20 @@ fn open(
     } else {
         tag
     };
+    // The record's sections, for telling a 5.9+ set's JSON copy apart.
+    if is_stats && depth == 1 {
+        s.sections.push(component);
+    }
+    // `<stats id="cache" type="pfc|rmc">`: which proxy cache (XCache's
+    // disk cache or the memory cache), for the mapping's names.
+    if is_stats
+        && depth == 1
+        && component.of(text) == "cache"
+        && let Some((_, v)) =
+            Attributes::new(text, tag.end as usize, end).find(|(k, _)| k.of(text) == "type")
+    {
+        s.cache_type = unquote(text, v);
+    }
     let path_len = s.path.len();
     // A <stats> below a section (not directly under <statistics>) is a list entry.
     let is_entry = is_stats && depth >= 2;

@@ -51,6 +51,8 @@ pub struct Row {
     /// Sent only under this condition beyond its section; None: always.
     pub when: Option<String>,
     pub source: String,
+    /// What reading the code that fills it showed ('' if nothing).
+    pub note: String,
 }
 
 impl Row {
@@ -122,6 +124,7 @@ pub fn parse(text: &str) -> Vec<Row> {
                 },
                 when: (f[6] != "-").then(|| f[6].to_string()),
                 source: f[7].to_string(),
+                note: f[8].to_string(),
             };
             assert!(
                 row.first <= row.last,

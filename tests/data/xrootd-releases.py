@@ -234,16 +234,23 @@ sem('ssi.req.maxsz', N, note='largest request, high-water mark')
 sem('ssi.req.bnd', N, note='requests bound now')
 sem('pss.open pss.open.errs pss.close pss.close.errs', Y)
 C = 'proxy with a cache (pfc or rmc)'
-sem('cache.prerd.in cache.prerd.hits cache.prerd.miss cache.rd.in cache.rd.out cache.rd.miss cache.pass cache.pass.cnt cache.wr.out cache.wr.updt cache.saved cache.purge', Y)
+sem('cache.prerd.in cache.prerd.hits cache.prerd.miss cache.rd.in cache.rd.out cache.rd.miss cache.pass cache.wr.out cache.wr.updt cache.saved cache.purge', Y)
+sem('cache.pass.cnt', Y, note="X.Pass is only summed from another stats object's Pass (XrdOucCacheStats.hh:108), which nothing increments: always 0")
 sem('cache.rd.hits', Y, note='written <hits>N></hits> from 5.0.0 to 5.6.9 (XrdPosixConfig.cc:566 at v5.6.9, fixed in 5.7.0)')
-sem('cache.files.opened cache.files.closed cache.files.new cache.files.del', Y)
-sem('cache.files.now cache.files.full cache.store.size cache.store.used cache.mem.size cache.mem.used cache.mem.wq', N)
-sem('cache.store.min cache.store.max', N, note='least and most bytes in use')
-sem('cache.opcl.odefer cache.opcl.defero cache.opcl.cdefer cache.opcl.clost', Y)
+NEVER_SET = 'only XrdOucCacheStats::Set(XrdOucCacheStats&) writes it (XrdOucCacheStats.hh:113-120) and nothing calls it: always 0'
+sem('cache.files.opened cache.files.closed cache.files.new cache.files.del', Y, note=NEVER_SET)
+sem('cache.files.now cache.files.full cache.store.used', N, note=NEVER_SET)
+sem('cache.store.size', N, note='set by XCache (XrdPfcPurge.cc:620 in 5.x, XrdPfcResourceMonitor.cc:886 in 6.x)')
+sem('cache.mem.size cache.mem.used cache.mem.wq', N)
+sem('cache.store.min cache.store.max', N, note='least and most bytes in use; ' + NEVER_SET)
+sem('cache.opcl.odefer cache.opcl.cdefer cache.opcl.clost', Y)
+sem('cache.opcl.defero', Y, note='DeferOpens (XrdOucCacheStats.hh:90) is never written: always 0')
 sem('host', N, when='mpxstats -s', note='added by mpxstats -s (the datagram sender), not sent by xrootd')
 sem('toe', N, note='end-tag attribute </statistics toe="%ld">; replaced by sgen.toe')
 
 def sem_of(var):
+    if var == 'http_plugin.response.100':
+        return (Y, '-', 'RAtomic_uint64_t, printed with std::to_string; codes under 200 return before being counted (XrdHttpMon.cc:112): always 0', None)
     if var.startswith('http_plugin.'):
         return (Y, '-', 'RAtomic_uint64_t, printed with std::to_string', None)
     return SEM[var]

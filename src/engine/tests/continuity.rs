@@ -179,3 +179,78 @@ fn counter_state_survives_a_gateway_restart_through_the_state_file() {
     assert_eq!(v["xrootd.link.in"], "5230");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A plug-in's counter declared by `[[metric]]` is continuous through an
+/// xrootd restart like the catalog's; undeclared, it would go as it came
+/// (a gauge: the restart's drop drawn as it is).
+#[test]
+fn a_declared_plug_in_counter_is_continuous_through_a_restart() {
+    let rec = |pid: u32, requests: &str| {
+        format!(
+            r#"{{"statistics":{{"tod":1795622437,"ver":"v6.1.0","src":"vm:48021","tos":{},"pgm":"xrootd","ins":"ds-json","pid":{pid},"site":"TESTSITE","stats_myplug":{{"requests":{requests}}}}}}}"#,
+            1_795_622_257 + u64::from(pid)
+        )
+    };
+    for (config, want) in [
+        (
+            "[[metric]]\nmatch = \"myplug.requests\"\nslope = \"counter\"\n",
+            ["10", "30", "35", "40"],
+        ),
+        ("", ["10.000000", "30.000000", "5.000000", "10.000000"]),
+    ] {
+        for fast in [true, false] {
+            let mut r = Harness::new(config);
+            r.engine.set_fast_path(fast);
+            let readings = [
+                (1, "10.000000"),
+                (1, "30.000000"),
+                (2, "5.000000"),
+                (2, "10.000000"),
+            ];
+            for (i, (pid, requests)) in readings.iter().enumerate() {
+                let v = r
+                    .feed(rec(*pid, requests), "10.0.0.7:40000", 10 * (i as u64 + 1))
+                    .values();
+                assert_eq!(
+                    v["xrootd.ds-json.myplug.requests"], want[i],
+                    "{config:?} step {i}, fast path {fast}"
+                );
+            }
+        }
+    }
+}
+
+/// A reload (SIGHUP: `Engine::reconfigure`) that adds a `[[metric]]`
+/// applies to the next record: the plug-in's variable, a gauge before,
+/// goes out as the declared counter with its units.
+#[test]
+fn a_reload_applies_a_new_metric_table() {
+    let rec = |tod: u64, requests: u64| {
+        format!(
+            r#"{{"statistics":{{"tod":{tod},"ver":"v6.1.0","src":"vm:48021","tos":1795622257,"pgm":"xrootd","ins":"ds-json","pid":10174,"site":"TESTSITE","stats_myplug":{{"requests":{requests}.000000}}}}}}"#
+        )
+    };
+    let name = "xrootd.ds-json.myplug.requests";
+    let meta = |r: &Harness| {
+        r.packets().into_iter().find_map(|p| match p {
+            super::Packet::Metadata { id, meta } if id.name == name => {
+                Some((meta.slope, meta.units.to_string()))
+            }
+            _ => None,
+        })
+    };
+    let mut r = Harness::new("");
+    r.feed(rec(1_795_622_437, 10), "10.0.0.7:40000", 10);
+    assert_eq!(meta(&r), Some((super::Slope::Both, String::new())));
+    r.engine.reconfigure(Arc::new(super::settings(
+        "[[metric]]\nmatch = \"myplug.*\"\nslope = \"counter\"\nunits = \"requests/s\"\n",
+    )));
+    let v = r
+        .feed(rec(1_795_622_442, 12), "10.0.0.7:40000", 15)
+        .values();
+    assert_eq!(v[name], "12");
+    assert_eq!(
+        meta(&r),
+        Some((super::Slope::Positive, "requests/s".to_string()))
+    );
+}

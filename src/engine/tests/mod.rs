@@ -377,3 +377,75 @@ fn a_restart_is_noticed_and_resends_every_metadata() {
     let snap = r.snapshot();
     assert_eq!((snap.restarts, snap.sources), (1, 1));
 }
+
+/// A real xrootd 6.1.0 with `xrd.report ... all json all`
+/// (tests/data/records-5.9, ds-both): every interval the XML record and
+/// then a JSON datagram with the same `tod` and the same `http_plugin` set.
+/// Each http_plugin metric goes out once per interval, from the XML
+/// record; the JSON copy is counted as left out. Expected values from the
+/// captures' text (GET 3, 5, 7).
+#[test]
+fn a_set_sent_as_xml_and_json_in_one_interval_is_sent_once() {
+    let read = |name: &str| {
+        std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data/records-5.9")
+                .join(name),
+        )
+        .unwrap()
+    };
+    let get = "xrootd.ds-both.http_plugin.request.GET";
+    for fast in [true, false] {
+        let mut r = Harness::new("");
+        r.engine.set_fast_path(fast);
+        let mut secs = 0;
+        for (n, want_get) in [("1", "3"), ("2", "5"), ("3", "7")] {
+            let xml = read(&format!("ds-both-6.1.0-xml-{n}.xml"));
+            let json = read(&format!("ds-both-6.1.0-json-{n}.json"));
+            let text = String::from_utf8(xml.clone()).unwrap();
+            assert!(text.contains(&format!("<GET>{want_get}</GET>")));
+            let jtext = String::from_utf8(json.clone()).unwrap();
+            assert!(jtext.contains(&format!("\"GET\":{want_get},")));
+            // Both of one interval carry the same tod.
+            let tod = |t: &str, key: &str| {
+                let at = t.find(key).unwrap() + key.len();
+                t[at..at + 10].to_string()
+            };
+            assert_eq!(tod(&text, "tod=\""), tod(&jtext, "\"tod\":"));
+
+            secs += 5;
+            let before = r.snapshot().variables_excluded;
+            let v = r.feed(&xml, "127.0.0.1:35482", secs).values();
+            assert_eq!(v[get], want_get, "interval {n}, fast path {fast}");
+            let from_xml = r.snapshot().variables_excluded - before;
+            // The JSON copy: nothing sent; each of its variables counted
+            // (the header's 8 and the set's 13 verbs and 21 statuses, and
+            // uptime, derived).
+            let before = r.snapshot().variables_excluded;
+            r.feed(&json, "127.0.0.1:35482", secs);
+            assert!(r.packets().is_empty(), "interval {n}: {:?}", r.values());
+            assert_eq!(
+                r.snapshot().variables_excluded - before,
+                8 + 13 + 21 + 1,
+                "interval {n}"
+            );
+            assert!(from_xml > 0);
+        }
+        if fast {
+            // The JSON copies left the XML record's template alone: the
+            // third record takes the fast path (the second still learns
+            // the interval, a new TMAX).
+            assert!(
+                r.engine.fast_path_hits() >= 1,
+                "{}",
+                r.engine.fast_path_hits()
+            );
+        }
+    }
+    // A JSON-only source (`json all`, ds-json) is sent as ever.
+    let mut r = Harness::new("");
+    let v = r
+        .feed(read("ds-json-6.1.0-json-1.json"), "127.0.0.1:37877", 5)
+        .values();
+    assert_eq!(v["xrootd.ds-json.http_plugin.request.GET"], "3");
+}

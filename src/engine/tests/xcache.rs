@@ -29,7 +29,8 @@ const XCACHE_GSTREAM: &str = "10.0.0.3:44659";
 fn pfc_values(r: &Harness) -> Vec<(String, String)> {
     r.values()
         .into_iter()
-        .filter(|(n, _)| n.contains(".pfc."))
+        // The g-stream's `pfc.*`, not the summary's `cache.pfc.*`.
+        .filter(|(n, _)| n.contains(".pfc.") && !n.contains(".cache.pfc."))
         .collect()
 }
 
