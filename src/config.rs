@@ -15,14 +15,15 @@
 use std::fmt;
 use std::path::Path;
 
+pub mod clusters;
 pub mod docs;
 pub mod file;
 pub mod settings;
 
 pub use file::{
-    Absent, CHANNEL_KEYS, ChannelConfig, DEFAULT_GMOND_CONF, DEFAULT_LISTEN, DEFAULT_SEND_BURST,
-    DEFAULT_SEND_RATE, DEFAULT_STATE_FILE, DEFAULT_XML_ALLOW, FileConfig, KEYS, Key, OnSighup,
-    restart_keys, waits_for_restart,
+    Absent, CHANNEL_KEYS, ChannelConfig, ClusterConfig, DEFAULT_GMOND_CONF, DEFAULT_LISTEN,
+    DEFAULT_SEND_BURST, DEFAULT_SEND_RATE, DEFAULT_STATE_FILE, DEFAULT_XML_ALLOW, FileConfig, KEYS,
+    Key, OnSighup, restart_keys, waits_for_restart,
 };
 pub use settings::{DEFAULT_SEND, Overrides, Settings, validate};
 

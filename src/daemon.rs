@@ -191,6 +191,7 @@ fn spawn_tasks(
     let fds: Vec<RawFd> = sockets.reports.iter().map(|s| s.as_raw_fd()).collect();
     let mut tasks = Vec::new();
     let mut request_queues = Vec::new();
+    let cluster_names = Arc::new(crate::engine::clusters::ClusterNames::default());
     for (part, socket) in sockets.reports.into_iter().enumerate() {
         let socket = UdpSocket::from_std(socket)?;
         let requests = (!sockets.requests.is_empty()).then(|| {
@@ -199,7 +200,8 @@ fn spawn_tasks(
             rx
         });
         let state = store.state().clone();
-        let receiver = Receiver::new(in_force.clone(), counters.clone(), state, part, requests);
+        let mut receiver = Receiver::new(in_force.clone(), counters.clone(), state, part, requests);
+        receiver.share_clusters(cluster_names.clone());
         let run = receiver.run(socket, stop.clone(), settings.state_interval);
         tasks.push(tokio::spawn(run));
     }

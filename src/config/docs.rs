@@ -289,6 +289,7 @@ pub fn markdown() -> String {
     for key in KEYS {
         let name = match key.name {
             "channel" => "[[channel]]",
+            "cluster" => "[[cluster]]",
             k => k,
         };
         let default = default_text(key, &defaults).unwrap_or_default();

@@ -26,6 +26,7 @@ use crate::gstream::PfcTotals;
 use crate::mapping::MappedRecord;
 use crate::summary::Header;
 
+use super::clusters::ClusterRef;
 use super::saved::{self, SavedSource, SavedState};
 use super::series::{self, MetricState};
 use super::template::Template;
@@ -74,6 +75,12 @@ pub(super) struct Source {
     pub(super) naming: Option<Naming>,
     /// An XCache's g-stream, added up since this run of it started.
     pub(super) pfc: Option<PfcTotals>,
+    /// Its cluster ([`super::clusters`]), chosen at its first record and
+    /// again at a reload, a new site or a new host name.
+    pub(super) cluster: ClusterRef,
+    /// The engine's settings generation its cluster was chosen under
+    /// (`u32::MAX`: not chosen yet).
+    pub(super) cluster_epoch: u32,
 }
 
 impl Source {
@@ -102,6 +109,8 @@ impl Source {
             heartbeat_meta_at: series::NEVER,
             naming: None,
             pfc: None,
+            cluster: None,
+            cluster_epoch: u32::MAX,
         }
     }
 
@@ -294,6 +303,11 @@ pub(super) struct Naming {
 }
 
 impl Naming {
+    /// The `site` its last record named.
+    pub(super) fn site(&self) -> Option<&str> {
+        self.site.as_deref()
+    }
+
     /// `pgm`, `ins` and `site`, as the mapping takes them.
     pub(super) fn parts(&self) -> (Option<&str>, Option<&str>, Option<&str>) {
         (
