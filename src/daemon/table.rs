@@ -39,7 +39,7 @@ use foldhash::fast::RandomState;
 
 use crate::config::clusters::Grouping;
 use crate::engine::clock::Clock;
-use crate::engine::clusters::{self, ClusterRef};
+use crate::engine::clusters::{self, Cluster, ClusterRef};
 use crate::engine::packets::{PacketBatch, PacketKind, heartbeat_key};
 use crate::ganglia::xdr::{self, Packet};
 use crate::ganglia::xml;
@@ -50,6 +50,10 @@ const SHARDS: usize = 64;
 const HOST_TMAX: u32 = 20;
 /// gmetad counts a host as up while its TN is under 4 x its TMAX.
 const UP_FACTOR: u32 = 4;
+/// How long a cluster whose hosts all left (moved to another cluster, or
+/// past their DMAX) is still written, empty: long enough for every gmetad
+/// polling to see its hosts leave. Seconds.
+const EMPTY_CLUSTER_KEPT: u32 = 3600;
 /// Output is handed to the socket in pieces of about this size.
 const CHUNK: usize = 64 * 1024;
 
@@ -125,6 +129,11 @@ pub struct HostTable {
     hosts: AtomicUsize,
     max_hosts: AtomicUsize,
     evicting: AtomicBool,
+    /// Clusters that had hosts, by key, and when they last had one (table
+    /// seconds): one left empty is still written, empty, for a while
+    /// ([`EMPTY_CLUSTER_KEPT`]), since gmetad keeps a cluster that is
+    /// missing from a poll as it last saw it, hosts and all (3.7.2).
+    had_hosts: Mutex<HashMap<u64, (Arc<Cluster>, u32), RandomState>>,
 }
 
 /// What one document held.
@@ -205,6 +214,22 @@ fn write_host(
     order.len()
 }
 
+/// A CLUSTER start tag, with its rule's OWNER, LATLONG and URL if a rule
+/// names it.
+fn cluster_start(out: &mut Vec<u8>, name: &str, grouping: &Grouping, unix: u64) {
+    let rule = grouping.rule(name);
+    xml::cluster_start(
+        out,
+        &xml::Cluster {
+            name,
+            localtime: unix,
+            owner: rule.and_then(|r| r.owner.as_deref()),
+            latlong: rule.and_then(|r| r.latlong.as_deref()),
+            url: rule.and_then(|r| r.url.as_deref()),
+        },
+    );
+}
+
 fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -225,6 +250,7 @@ impl HostTable {
             hosts: AtomicUsize::new(0),
             max_hosts: AtomicUsize::new(max_hosts.max(1)),
             evicting: AtomicBool::new(false),
+            had_hosts: Mutex::default(),
         }
     }
 
@@ -486,6 +512,7 @@ impl HostTable {
         // written, even empty, as a gmond's), then the others by name.
         let mut at = 0;
         let mut first = true;
+        let mut seen: HashMap<u64, (Arc<Cluster>, u32), RandomState> = HashMap::default();
         while first || at < hosts.len() {
             let this = if first {
                 None
@@ -494,17 +521,7 @@ impl HostTable {
             };
             first = false;
             let name = this.as_ref().map_or(cluster.name, |c| &*c.name);
-            let rule = this.as_ref().and_then(|c| cluster.grouping.rule(&c.name));
-            xml::cluster_start(
-                &mut out,
-                &xml::Cluster {
-                    name,
-                    localtime: unix,
-                    owner: rule.and_then(|r| r.owner.as_deref()),
-                    latlong: rule.and_then(|r| r.latlong.as_deref()),
-                    url: rule.and_then(|r| r.url.as_deref()),
-                },
-            );
+            cluster_start(&mut out, name, cluster.grouping, unix);
             let key = clusters::key_of(&this);
             while at < hosts.len() && clusters::key_of(&hosts[at].cluster) == key {
                 let (listed, rename) = (&hosts[at], &names[at]);
@@ -527,7 +544,27 @@ impl HostTable {
             }
             xml::cluster_end(&mut out);
             written.clusters += 1;
+            if let Some(c) = this {
+                seen.insert(c.key, (c, now_s));
+            }
         }
+        // Clusters left empty since the last polls: written empty, so
+        // gmetad drops their hosts.
+        let mut had = self.had_hosts.lock().unwrap_or_else(|e| e.into_inner());
+        had.retain(|_, (_, at)| now_s.saturating_sub(*at) <= EMPTY_CLUSTER_KEPT);
+        let mut empty: Vec<&Arc<Cluster>> = had
+            .iter()
+            .filter(|(key, _)| !seen.contains_key(*key))
+            .map(|(_, (c, _))| c)
+            .collect();
+        empty.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        for c in empty {
+            cluster_start(&mut out, &c.name, cluster.grouping, unix);
+            xml::cluster_end(&mut out);
+            written.clusters += 1;
+        }
+        had.extend(seen);
+        drop(had);
         xml::end(&mut out);
         written.bytes += out.len();
         sink(&out)?;
