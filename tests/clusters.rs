@@ -115,7 +115,7 @@ fn three_sites_are_three_clusters_in_gmetad_with_their_rrds_and_summaries() {
     let start = Instant::now();
     let sent_at = unix_now();
     let mut tick = 0u64;
-    let mut send = |tick: u64| {
+    let send = |tick: u64| {
         for (ip, host, site) in servers {
             gw.send_as(ip, record(host, Some(site), 1_000 + tick * 500).as_bytes());
         }
