@@ -48,11 +48,14 @@ use sender::{Outbox, Senders};
 use state_file::StateStore;
 use table::HostTable;
 
-/// Opens every channel of the settings.
+/// Opens every channel of the settings: the default ones, then each
+/// `[[cluster]]` rule's, in order (as [`Senders::start`] takes them).
 pub fn open_channels(settings: &Settings) -> io::Result<Vec<SendChannel>> {
+    let rules = settings.grouping.rules.iter().flat_map(|r| &r.channels);
     settings
         .channels
         .iter()
+        .chain(rules)
         .map(|spec| {
             SendChannel::open(spec)
                 .map_err(|e| io::Error::new(e.kind(), format!("send channel {spec}: {e}")))

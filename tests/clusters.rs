@@ -8,7 +8,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use common::{Gateway, Gmetad, free_port, read_xml, replay::unix_now};
+use common::{Gateway, Gmetad, Gmond, free_port, read_xml, replay::unix_now};
 
 const QUIET: &str = "stats_interval = 0\nself_metrics_interval = 0\nlog_interval = 1\n";
 /// What the records' byte counter grows by per second.
@@ -363,4 +363,44 @@ fn a_host_whose_site_changes_moves_to_its_new_cluster_without_a_counter_spike() 
     }
     // And the old one stopped being updated about when it moved.
     assert!(gmetad.last_update(&old_rrd) <= moved_at + 3);
+}
+
+#[test]
+fn a_cluster_with_channels_of_its_own_reaches_only_its_gmond() {
+    // Two real gmonds: the default channel's, and SITEB's own.
+    let default_gmond = Gmond::start();
+    let siteb_gmond = Gmond::start();
+    let config = format!(
+        "{QUIET}cluster_by_site = true\n[[cluster]]\nname = \"SITEB\"\nsites = [\"SITEB\"]\n[[cluster.channel]]\nhost = \"127.0.0.1\"\nport = {}\n",
+        siteb_gmond.port
+    );
+    let gw = Gateway::start(default_gmond.port, &config);
+    let servers = [
+        ("127.0.14.1", "a1.example", "SITEA"),
+        ("127.0.14.2", "b1.example", "SITEB"),
+        ("127.0.14.3", "b2.example", "SITEB"),
+        ("127.0.14.4", "c1.example", "SITEC"),
+    ];
+    for round in 0..3 {
+        for (ip, host, site) in servers {
+            gw.send_as(ip, record(host, Some(site), 1_000 + round).as_bytes());
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let metrics = ["xrootd.link.num", "xrootd.link.in"];
+    let siteb = siteb_gmond.wait_for(Duration::from_secs(15), "SITEB's hosts", |x| {
+        x.has("b1.example", &metrics) && x.has("b2.example", &metrics)
+    });
+    let default = default_gmond.wait_for(Duration::from_secs(15), "the other hosts", |x| {
+        x.has("a1.example", &metrics) && x.has("c1.example", &metrics)
+    });
+    // Each has only its own: by_site sends SITEA and SITEC to the default
+    // channel (a gmond is one cluster: they are one there).
+    let names = |x: &common::GangliaXml| x.hosts.keys().cloned().collect::<BTreeSet<_>>();
+    assert_eq!(names(&siteb), set(&["b1.example", "b2.example"]));
+    assert_eq!(names(&default), set(&["a1.example", "c1.example"]));
+    assert_eq!(
+        siteb.metric("b1.example", "xrootd.link.in").get("VAL"),
+        "1002"
+    );
 }
