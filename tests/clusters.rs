@@ -8,7 +8,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use common::{Gateway, Gmetad, Gmond, free_port, read_xml, replay::unix_now};
+use common::{Gateway, Gmetad, Gmond, Gweb, Scratch, free_port, read_xml, replay::unix_now};
 
 const QUIET: &str = "stats_interval = 0\nself_metrics_interval = 0\nlog_interval = 1\n";
 /// What the records' byte counter grows by per second.
@@ -173,6 +173,51 @@ fn three_sites_are_three_clusters_in_gmetad_with_their_rrds_and_summaries() {
     assert_eq!(grid.get("SITEB"), Some(&set(&["b1.example"])), "{grid:?}");
     assert_eq!(grid.get("SITEC"), Some(&set(&["c1.example"])), "{grid:?}");
     assert_eq!(grid.get("XRootD"), Some(&set(&[])), "{grid:?}");
+
+    // ganglia-web (a private copy of Debian's 3.7.5) with what `gweb`
+    // writes for the gateway's config: no file per site, yet every site's
+    // page shows the XRootD reports and the grid page lists every site.
+    let out = Scratch::new("gweb-clusters");
+    let gweb_run = std::process::Command::new(env!("CARGO_BIN_EXE_xrd2ganglia"))
+        .arg("gweb")
+        .arg("--config")
+        .arg(&gw.config)
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert!(gweb_run.status.success(), "{gweb_run:?}");
+    assert!(!out.path().join("conf/cluster_SITEA.json").exists());
+    let default: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("conf/default.json")).unwrap())
+            .unwrap();
+    let reports: Vec<String> = default["included_reports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap().to_string())
+        .collect();
+    assert!(!reports.is_empty());
+    let gweb = Gweb::new(&gmetad.rrd_root, gmetad.interactive_port, out.path());
+    let server = gweb.serve();
+    for site in ["SITEA", "SITEB", "SITEC"] {
+        let (status, body) = server.get(&format!("c={site}"));
+        assert_eq!(status, 200, "{site}: {body}");
+        for r in &reports {
+            assert!(
+                body.contains(&format!("g={r}&")),
+                "{site}'s page has no {r}"
+            );
+        }
+    }
+    let (status, grid_page) = server.get("");
+    assert_eq!(status, 200, "{grid_page}");
+    for site in ["SITEA", "SITEB", "SITEC"] {
+        assert!(
+            grid_page.contains(&format!("c={site}")),
+            "the grid page lacks {site}"
+        );
+    }
 }
 
 #[test]
