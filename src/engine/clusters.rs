@@ -107,7 +107,16 @@ impl ClusterNames {
                 None => return placed,
             },
             Choice::Site(site) => match site_cluster_name(site) {
-                Some(name) => (name, true),
+                // A rule's name, whatever its case, is the rule's cluster.
+                Some(name) => match settings
+                    .grouping
+                    .rules
+                    .iter()
+                    .find(|r| r.name.eq_ignore_ascii_case(&name))
+                {
+                    Some(rule) => (rule.name.clone(), false),
+                    None => (name, true),
+                },
                 None => return placed,
             },
         };

@@ -591,6 +591,24 @@ fn rules_split_a_sites_xcache_by_network_first_match_winning() {
             ("redirectors", &["rdr1"]),
         ])
     );
+    // A site spelled as a rule's name in another case, heard before any
+    // server of the rule, is in the rule's cluster: never two directories
+    // that a case-insensitive file system would make one.
+    let mut y = Table::new(RULES, 100);
+    y.feed(
+        &site_record("r9", Some("REDIRECTORS"), "anon", 1, 1),
+        "10.3.0.1:1",
+        0,
+    );
+    y.feed(
+        &site_record("rdr1", Some("SITEB"), "anon", 1, 1),
+        "10.2.0.1:1",
+        0,
+    );
+    assert_eq!(
+        layout(&y.clusters(0).0),
+        owned(&[("XRootD", &[]), ("redirectors", &["r9", "rdr1"])])
+    );
     let attrs = &c["SITEA-xcache"].0;
     assert_eq!(attrs["OWNER"], "SITEA ops & co");
     assert_eq!(attrs["LATLONG"], "N40.82 W96.70");
