@@ -406,11 +406,14 @@ impl Placing<'_> {
         if source.cluster_epoch != self.epoch || source.refresh_all || site_changed {
             let grouping = &self.settings.grouping;
             let choice = grouping.choose(header.site, from.ip(), host);
+            let named = choice != crate::config::clusters::Choice::Default;
             let placed = self.names.place(choice, self.settings);
             if let Some(name) = &placed.refused {
                 events.cluster_refused(from, name, grouping.max_clusters);
             }
-            events.site_clusters(placed.site_clusters);
+            if named {
+                events.site_clusters(placed.site_clusters);
+            }
             let (old, new) = (
                 clusters::key_of(&source.cluster),
                 clusters::key_of(&placed.cluster),

@@ -94,12 +94,17 @@ pub fn site_cluster_name(site: &str) -> Option<String> {
 impl ClusterNames {
     /// The cluster `choice` names under `settings`.
     pub fn place(&self, choice: Choice<'_>, settings: &Settings) -> Placed {
-        let mut names = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let mut placed = Placed {
             cluster: None,
             refused: None,
-            site_clusters: names.sites,
+            site_clusters: 0,
         };
+        // `cluster_name` (every source, without rules or by-site) takes no lock.
+        if choice == Choice::Default {
+            return placed;
+        }
+        let mut names = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        placed.site_clusters = names.sites;
         let (name, from_site) = match choice {
             Choice::Default => return placed,
             Choice::Rule(at) => match settings.grouping.rules.get(at) {
