@@ -45,6 +45,22 @@ fn clusters_of(text: &str) -> BTreeMap<String, BTreeSet<String>> {
     out
 }
 
+/// A rule that takes SITEA's XCache by its network.
+const XCACHE_RULE: &str = "[[cluster]]\nname = \"SITEA-xcache\"\nnetworks = [\"127.0.15.0/24\"]\nowner = \"SITEA storage\"\n";
+
+/// Attribute `attr` of CLUSTER `cluster`, in any Ganglia XML.
+fn cluster_attr(text: &str, cluster: &str, attr: &str) -> Option<String> {
+    let opts = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..Default::default()
+    };
+    let doc = roxmltree::Document::parse_with_options(text, opts).ok()?;
+    let c = doc
+        .descendants()
+        .find(|n| n.has_tag_name("CLUSTER") && n.attribute("NAME") == Some(cluster))?;
+    c.attribute(attr).map(str::to_string)
+}
+
 /// Attribute `attr` of HOST `host` in `cluster`, in any Ganglia XML.
 fn host_attr(text: &str, cluster: &str, host: &str, attr: &str) -> Option<String> {
     let opts = roxmltree::ParsingOptions {
@@ -104,27 +120,33 @@ fn three_sites_are_three_clusters_in_gmetad_with_their_rrds_and_summaries() {
         free_port(),
         xml_port,
         None,
-        &format!("{QUIET}cluster_by_site = true\n"),
+        &format!("{QUIET}cluster_by_site = true\n{XCACHE_RULE}"),
     );
+    // (address, host, site, the cluster it must be in)
     let servers = [
-        ("127.0.11.1", "a1.example", "SITEA"),
-        ("127.0.11.2", "a2.example", "SITEA"),
-        ("127.0.11.3", "b1.example", "SITEB"),
-        ("127.0.11.4", "c1.example", "SITEC"),
+        ("127.0.11.1", "a1.example", "SITEA", "SITEA"),
+        ("127.0.11.2", "a2.example", "SITEA", "SITEA"),
+        ("127.0.11.3", "b1.example", "SITEB", "SITEB"),
+        ("127.0.11.4", "c1.example", "SITEC", "SITEC"),
+        // SITEA's XCache, apart by its network.
+        ("127.0.15.1", "xc1.example", "SITEA", "SITEA-xcache"),
     ];
     let start = Instant::now();
     let sent_at = unix_now();
     let mut tick = 0u64;
     let send = |tick: u64| {
-        for (ip, host, site) in servers {
+        for (ip, host, site, _) in servers {
             gw.send_as(ip, record(host, Some(site), 1_000 + tick * 500).as_bytes());
         }
     };
     // Until gmetad has every host's RRD and every site's summary.
     let wanted: Vec<_> = servers
         .iter()
-        .map(|(_, host, site)| gmetad.rrd_path(site, host, "xrootd.link.num"))
-        .chain(["SITEA", "SITEB", "SITEC"].map(|s| gmetad.summary_rrd_path(s, "xrootd.link.num")))
+        .map(|(_, host, _, cluster)| gmetad.rrd_path(cluster, host, "xrootd.link.num"))
+        .chain(
+            ["SITEA", "SITEB", "SITEC", "SITEA-xcache"]
+                .map(|s| gmetad.summary_rrd_path(s, "xrootd.link.num")),
+        )
         .collect();
     while !wanted.iter().all(|p| p.exists()) {
         assert!(
@@ -155,6 +177,10 @@ fn three_sites_are_three_clusters_in_gmetad_with_their_rrds_and_summaries() {
     );
     assert_eq!(dirs("SITEB"), set(&["__SummaryInfo__", "b1.example"]));
     assert_eq!(dirs("SITEC"), set(&["__SummaryInfo__", "c1.example"]));
+    assert_eq!(
+        dirs("SITEA-xcache"),
+        set(&["__SummaryInfo__", "xc1.example"])
+    );
     // SITEA's summary counts its two hosts: num = 2, sum = 2 x 3.
     let summary = gmetad.summary_rrd_path("SITEA", "xrootd.link.num");
     let end = unix_now();
@@ -173,6 +199,14 @@ fn three_sites_are_three_clusters_in_gmetad_with_their_rrds_and_summaries() {
     assert_eq!(grid.get("SITEB"), Some(&set(&["b1.example"])), "{grid:?}");
     assert_eq!(grid.get("SITEC"), Some(&set(&["c1.example"])), "{grid:?}");
     assert_eq!(grid.get("XRootD"), Some(&set(&[])), "{grid:?}");
+    assert_eq!(
+        grid.get("SITEA-xcache"),
+        Some(&set(&["xc1.example"])),
+        "{grid:?}"
+    );
+    assert_eq!(grid.len(), 5, "{grid:?}");
+    let owner = cluster_attr(&read_xml(gmetad.xml_port), "SITEA-xcache", "OWNER");
+    assert_eq!(owner.as_deref(), Some("SITEA storage"));
 
     // ganglia-web (a private copy of Debian's 3.7.5) with what `gweb`
     // writes for the gateway's config: no file per site, yet every site's
@@ -200,7 +234,7 @@ fn three_sites_are_three_clusters_in_gmetad_with_their_rrds_and_summaries() {
     assert!(!reports.is_empty());
     let gweb = Gweb::new(&gmetad.rrd_root, gmetad.interactive_port, out.path());
     let server = gweb.serve();
-    for site in ["SITEA", "SITEB", "SITEC"] {
+    for site in ["SITEA", "SITEB", "SITEC", "SITEA-xcache"] {
         let (status, body) = server.get(&format!("c={site}"));
         assert_eq!(status, 200, "{site}: {body}");
         for r in &reports {
