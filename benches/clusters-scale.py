@@ -72,7 +72,7 @@ class Fleet:
             host = f"s{site:02d}-{n:02d}.example"
             self.servers.append((ip, host, f"SITE{site:02d}"))
         self.port = port
-        self.sent = {}  # host -> monotonic time of its last report
+        self.sent = {}  # host -> monotonic times of its last two reports
         self.reports = {}
         self.lock = threading.Lock()
 
@@ -90,7 +90,8 @@ class Fleet:
         s.sendto(rec.encode(), ("127.0.0.1", self.port))
         s.close()
         with self.lock:
-            self.sent[host] = time.monotonic()
+            prev = self.sent.get(host, (None, None))[1]
+            self.sent[host] = (prev, time.monotonic())
 
 
 def read_doc(port):
@@ -113,6 +114,12 @@ def main():
     ap.add_argument("--interval", type=float, default=60)
     ap.add_argument("--sustain", type=float, default=180)
     ap.add_argument("--step", type=int, default=15)
+    ap.add_argument("--rras", default="",
+                    help="gmetad's RRAs line (default: gmetad's own, 631 KB per RRD: "
+                         "2,000 servers' RRDs then need about 190 GB)")
+    ap.add_argument("--min-free-gb", type=float, default=10,
+                    help="stop gmetad when the file system has less free (default 10)")
+    ap.add_argument("--keep", action="store_true", help="keep the scratch directory (RRDs, logs)")
     a = ap.parse_args()
 
     d = tempfile.mkdtemp(prefix="x2g-scale-")
@@ -129,6 +136,8 @@ def main():
     with open(gconf, "w") as f:
         f.write(f'data_source "fed" {a.step} 127.0.0.1:{xml}\nsetuid off\nxml_port {gx}\n'
                 f'interactive_port {gi}\nserver_threads 2\ntrusted_hosts 127.0.0.1\nrrd_rootdir "{rrds}"\n')
+        if a.rras:
+            f.write(f'RRAs {" ".join(chr(34) + r + chr(34) for r in a.rras.split())}\n')
     time.sleep(1)
     gm = subprocess.Popen(["gmetad", "-c", gconf, "-d", "1"], stderr=open(os.path.join(d, "gmetad.log"), "w"),
                           stdout=subprocess.DEVNULL)
@@ -137,6 +146,7 @@ def main():
     print(f"{n} servers, {a.sites} sites, every {a.interval:.0f} s, gmetad step {a.step} s; dir {d}")
 
     stop = threading.Event()
+    metrics_per_host = []
     polls = []  # (duration, hosts, clusters, fresh, stale, max_lag, missing, bytes)
 
     def poller():
@@ -151,26 +161,46 @@ def main():
             with fleet.lock:
                 sent = dict(fleet.sent)
             seen, fresh, stale, max_lag = set(), 0, 0, 0.0
+            # A report is judged once it was sent 0.5 s before the poll
+            # (time for the gateway to take it); one sent later, or during
+            # the read, is not yet due in this document.
+            due = {}
+            for h, (prev, last) in sent.items():
+                at = last if last <= t0 - 0.5 else prev
+                if at is not None:
+                    due[h] = at
             for m in HOST_RE.finditer(doc):
                 host, tn = m.group(1).decode(), int(m.group(2))
                 seen.add(host)
-                if host in sent:
-                    lag = tn - (t0 - sent[host])
+                if host in due:
+                    lag = tn - (t0 - due[host])
                     max_lag = max(max_lag, lag)
                     if lag <= 2:
                         fresh += 1
                     else:
                         stale += 1
-            missing = sum(1 for h, at in sent.items() if h not in seen and at < t0 - 1)
+            missing = sum(1 for h in due if h not in seen)
             polls.append((dt, len(seen), len(CLUSTER_RE.findall(doc)), fresh, stale, max_lag, missing, len(doc)))
+            if seen:
+                metrics_per_host.append(doc.count(b"<METRIC ") / len(seen))
             stop.wait(max(0.0, 2.0 - (time.monotonic() - t0)))
+
+    disk_stop = []
 
     def gmetad_watch(samples):
         last = cpu_seconds(gm.pid)
-        while not stop.wait(a.step):
-            now = cpu_seconds(gm.pid)
-            samples.append(now - last)
-            last = now
+        t = time.monotonic()
+        while not stop.wait(1):
+            # The machine's disk is shared: gmetad is stopped before it fills it.
+            free = shutil.disk_usage(d).free
+            if free < a.min_free_gb * 1e9 and gm.poll() is None:
+                gm.send_signal(signal.SIGTERM)
+                disk_stop.append(free)
+            if time.monotonic() - t >= a.step:
+                t = time.monotonic()
+                now = cpu_seconds(gm.pid)
+                samples.append(now - last)
+                last = now
 
     gsamples = []
     threads = [threading.Thread(target=poller), threading.Thread(target=gmetad_watch, args=(gsamples,))]
@@ -204,17 +234,21 @@ def main():
     total_cpu = cpu_seconds(gw.pid) - gw_cpu0
     # gmetad's RRDs: cluster directories, hosts with RRDs, the last cycle's write span.
     clusters = [c for c in os.listdir(rrds) if c != "__SummaryInfo__"]
-    hosts_with_rrds, mtimes = 0, []
+    hosts_with_rrds, mtimes, rrd_files, rrd_bytes = 0, [], 0, 0
     for c in clusters:
         for h in os.listdir(os.path.join(rrds, c)):
             if h == "__SummaryInfo__":
                 continue
             p = os.path.join(rrds, c, h)
             files = [f for f in os.listdir(p) if f.endswith(".rrd")]
+            rrd_files += len(files)
+            rrd_bytes += sum(os.stat(os.path.join(p, f)).st_size for f in files)
             if files:
                 hosts_with_rrds += 1
                 mtimes.append(os.stat(os.path.join(p, files[0])).st_mtime)
     mtimes.sort()
+    gmetad_status = gm.poll()
+    gmetad_log = open(os.path.join(d, "gmetad.log")).read()[-2000:]
     gm.send_signal(signal.SIGTERM)
     gw.send_signal(signal.SIGTERM)
     gm.wait(10)
@@ -237,11 +271,22 @@ def main():
           f"{total_cpu:.1f} s in all; RSS {rss / 1024:.0f} MB, peak {hwm / 1024:.0f} MB")
     print(f"gmetad: {len(clusters)} cluster directories, {hosts_with_rrds} hosts with RRDs of {n}; CPU per "
           f"{a.step} s cycle: " + ", ".join(f"{s:.1f}" for s in gsamples))
+    print(f"gmetad: {rrd_files} host RRDs, {rrd_bytes / 1e9:.2f} GB; the document: "
+          f"{max(metrics_per_host, default=0):.0f} metrics per host")
+    if disk_stop:
+        print(f"gmetad STOPPED by this script: {disk_stop[0] / 1e9:.1f} GB left on the file system")
     if mtimes:
         # The last cycle: host RRDs written within one step of the newest.
         last = [t for t in mtimes if t >= mtimes[-1] - a.step / 2]
         print(f"gmetad: last cycle wrote {len(last)} hosts' RRDs over {last[-1] - last[0]:.1f} s")
-    shutil.rmtree(d, ignore_errors=True)
+    if gmetad_status is not None:
+        print(f"gmetad EXITED during the run ({gmetad_status}); its log's end:\n{gmetad_log}")
+    elif gmetad_log.strip():
+        print(f"gmetad's log's end:\n{gmetad_log}")
+    if a.keep:
+        print(f"kept {d}")
+    else:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 if __name__ == "__main__":
