@@ -94,6 +94,16 @@ class Fleet:
             self.sent[host] = (prev, time.monotonic())
 
 
+def udp_drops(port):
+    """The kernel's drop count at the gateway's listening socket."""
+    with open("/proc/net/udp") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            if int(fields[1].split(":")[1], 16) == port:
+                return int(fields[-1])
+    return None
+
+
 def read_doc(port):
     s = socket.create_connection(("127.0.0.1", port), timeout=30)
     chunks = []
@@ -218,6 +228,7 @@ def main():
         fleet.send(k % n)
         k += 1
     steady_polls = len(polls)
+    steady_drops = udp_drops(udp)
     steady_cpu = cpu_seconds(gw.pid) - gw_cpu0
     steady_s = time.monotonic() - start
     # Burst: all at once.
@@ -226,6 +237,7 @@ def main():
         fleet.send(i)
     burst_send_s = time.monotonic() - b0
     time.sleep(max(3 * a.step, 20))
+    burst_drops = udp_drops(udp)
     stop.set()
     for t in threads:
         t.join()
@@ -267,6 +279,8 @@ def main():
 
     summary(polls[:steady_polls], f"steady {steady_s:.0f} s")
     summary(polls[steady_polls:], f"burst (all {n} sent in {burst_send_s:.2f} s)")
+    print(f"kernel drops at the gateway's socket: {steady_drops} after the steady part, "
+          f"{burst_drops} after the burst")
     print(f"gateway: CPU {steady_cpu:.1f} s over {steady_s:.0f} s steady ({100 * steady_cpu / steady_s:.1f}% of a core), "
           f"{total_cpu:.1f} s in all; RSS {rss / 1024:.0f} MB, peak {hwm / 1024:.0f} MB")
     print(f"gmetad: {len(clusters)} cluster directories, {hosts_with_rrds} hosts with RRDs of {n}; CPU per "
