@@ -15,12 +15,13 @@
 use std::fmt;
 use std::path::Path;
 
+pub mod clusters;
 pub mod docs;
 pub mod file;
 pub mod settings;
 
 pub use file::{
-    Absent, CHANNEL_KEYS, ChannelConfig, DEFAULT_CONTROL_SOCKET, DEFAULT_GMOND_CONF,
+    Absent, CHANNEL_KEYS, ChannelConfig, ClusterConfig, DEFAULT_CONTROL_SOCKET, DEFAULT_GMOND_CONF,
     DEFAULT_LISTEN, DEFAULT_SEND_BURST, DEFAULT_SEND_RATE, DEFAULT_STATE_FILE, DEFAULT_XML_ALLOW,
     FileConfig, KEYS, Key, METRIC_KEYS, MetricConfig, OnSighup, restart_keys, waits_for_restart,
 };

@@ -50,11 +50,14 @@ use sender::{Outbox, Senders};
 use state_file::StateStore;
 use table::HostTable;
 
-/// Opens every channel of the settings.
+/// Opens every channel of the settings: the default ones, then each
+/// `[[cluster]]` rule's, in order (as [`Senders::start`] takes them).
 pub fn open_channels(settings: &Settings) -> io::Result<Vec<SendChannel>> {
+    let rules = settings.grouping.rules.iter().flat_map(|r| &r.channels);
     settings
         .channels
         .iter()
+        .chain(rules)
         .map(|spec| {
             SendChannel::open(spec)
                 .map_err(|e| io::Error::new(e.kind(), format!("send channel {spec}: {e}")))
@@ -196,6 +199,7 @@ fn spawn_tasks(
     let mut tasks = Vec::new();
     let mut request_queues = Vec::new();
     let mut ask_queues = Vec::new();
+    let cluster_names = Arc::new(crate::engine::clusters::ClusterNames::default());
     for (part, socket) in sockets.reports.into_iter().enumerate() {
         let socket = UdpSocket::from_std(socket)?;
         let requests = (!sockets.requests.is_empty()).then(|| {
@@ -210,7 +214,8 @@ fn spawn_tasks(
         });
         let state = store.state().clone();
         let (in_force, counters) = (in_force.clone(), counters.clone());
-        let receiver = Receiver::new(in_force, counters, state, part, requests, asks);
+        let mut receiver = Receiver::new(in_force, counters, state, part, requests, asks);
+        receiver.share_clusters(cluster_names.clone());
         let run = receiver.run(socket, stop.clone(), settings.state_interval);
         tasks.push(tokio::spawn(run));
     }

@@ -19,6 +19,7 @@
 
 pub mod answer;
 pub mod clock;
+pub mod clusters;
 pub mod packets;
 pub mod saved;
 mod series;
@@ -39,6 +40,7 @@ use crate::status::AddressTally;
 use crate::summary::{SummaryParser, SummaryRecord};
 
 use clock::Clock;
+use clusters::ClusterNames;
 use packets::{PacketBatch, SlotKey};
 use saved::SavedState;
 use series::Counting;
@@ -75,6 +77,11 @@ pub struct Engine {
     /// `status` ([`status`]).
     refused: AddressTally,
     rejected: AddressTally,
+    /// The clusters named so far, shared with the gateway's other engines.
+    clusters: Arc<ClusterNames>,
+    /// Settings generation: a source whose cluster was chosen under
+    /// another chooses again ([`clusters`]).
+    epoch: u32,
 }
 
 /// Which of a metric's packets go out.
@@ -105,7 +112,15 @@ impl Engine {
             answered: Vec::new(),
             refused: AddressTally::default(),
             rejected: AddressTally::default(),
+            clusters: Arc::default(),
+            epoch: 0,
         }
+    }
+
+    /// Shares the names of clusters with the gateway's other engines (one
+    /// name is one cluster whichever socket its servers send to).
+    pub fn share_clusters(&mut self, clusters: Arc<ClusterNames>) {
+        self.clusters = clusters;
     }
 
     /// Claims sources' saved state from `saved` when first heard from,
@@ -133,6 +148,8 @@ impl Engine {
     pub fn reconfigure(&mut self, settings: Arc<Settings>) {
         self.mapper = mapper(&settings);
         self.settings = settings;
+        // Every source chooses its cluster again with its next record.
+        self.epoch = self.epoch.wrapping_add(1) % (u32::MAX - 1);
         for source in self.sources.iter_mut() {
             source.resend_everything();
         }
@@ -255,6 +272,13 @@ impl Engine {
             self.saved.as_ref().map(|(saved, _)| &**saved),
             events,
         );
+        let host = &self.mapped.host.name;
+        let placing = Placing {
+            names: &self.clusters,
+            epoch: self.epoch,
+            settings: s,
+        };
+        placing.place(source, &header, from, host, &mut self.batch, events);
         source::Naming::note(&mut source.naming, &header);
         if !is_json(datagram) {
             source.note_xml(tod, record.sections());
@@ -303,6 +327,7 @@ impl Engine {
         let Some(t) = source.template.take() else {
             return false;
         };
+        self.batch.cluster.clone_from(&source.cluster);
         let (tos, pid) = t.start(datagram, &self.holes);
         // observe() notes the report; if the full path runs after all, it
         // notes it again at the same instant: a zero gap, which is ignored.
@@ -366,6 +391,7 @@ impl Engine {
                 .wait(from, totals, program, s.max_sources, events);
         };
         source.pfc.get_or_insert_default().add(totals);
+        self.batch.cluster.clone_from(&source.cluster);
         self.xcache
             .report(&mut self.batch, &mut self.mapper, source, now_s, s, events);
     }
@@ -417,6 +443,55 @@ impl Engine {
 /// The JSON form (5.9+) starts with `{` after blanks; XML never does.
 fn is_json(datagram: &[u8]) -> bool {
     datagram.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+}
+
+/// What a source's cluster is chosen with.
+struct Placing<'a> {
+    names: &'a ClusterNames,
+    epoch: u32,
+    settings: &'a Settings,
+}
+
+impl Placing<'_> {
+    /// Chooses `source`'s cluster if it has none under these settings, or
+    /// its record names another site, or it has a new host name (else it
+    /// keeps the one it has: no work per datagram), and says it in the
+    /// batch. A source that moved sends every metadata again (its host in
+    /// the new cluster has none), and the batch says where from.
+    fn place(
+        &self,
+        source: &mut Source,
+        header: &crate::summary::Header<'_>,
+        from: SocketAddr,
+        host: &str,
+        batch: &mut PacketBatch,
+        events: &mut Events<'_>,
+    ) {
+        let site_changed = source.naming.as_ref().map(|n| n.site()) != Some(header.site);
+        if source.cluster_epoch != self.epoch || source.refresh_all || site_changed {
+            let grouping = &self.settings.grouping;
+            let choice = grouping.choose(header.site, from.ip(), host);
+            let named = choice != crate::config::clusters::Choice::Default;
+            let placed = self.names.place(choice, self.settings);
+            if let Some(name) = &placed.refused {
+                events.cluster_refused(from, name, grouping.max_clusters);
+            }
+            if named {
+                events.site_clusters(placed.site_clusters);
+            }
+            let (old, new) = (
+                clusters::key_of(&source.cluster),
+                clusters::key_of(&placed.cluster),
+            );
+            if source.cluster_epoch != u32::MAX && old != new {
+                batch.moved_from = Some(old);
+                source.refresh_all = true;
+            }
+            source.cluster = placed.cluster;
+            source.cluster_epoch = self.epoch;
+        }
+        batch.cluster.clone_from(&source.cluster);
+    }
 }
 
 fn mapper(settings: &Settings) -> Mapper {

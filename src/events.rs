@@ -435,6 +435,23 @@ impl<'c> Events<'c> {
         }
     }
 
+    /// A site found no room among the clusters (`max_clusters`): its
+    /// servers go to `cluster_name`.
+    pub fn cluster_refused(&mut self, from: SocketAddr, site: &str, cap: usize) {
+        self.counters.clusters_refused.fetch_add(1, Relaxed);
+        if let Some(s) = self
+            .limiter
+            .allow("max_clusters", from.ip(), Instant::now())
+        {
+            tracing::warn!(%from, site, suppressed = s, "{cap} clusters named by sites already (max_clusters): this server goes to cluster_name");
+        }
+    }
+
+    /// How many clusters are named by sites now.
+    pub fn site_clusters(&self, count: usize) {
+        self.counters.site_clusters.store(count as u64, Relaxed);
+    }
+
     pub fn sources_evicted(&self, count: usize, cap: usize) {
         self.counters
             .sources_evicted

@@ -10,7 +10,9 @@
 //!   in cluster context, where gmetad's summary gives the site's totals,
 //!   and per-server aggregate graphs);
 //! * `conf/cluster_NAME.json`: the reports on the cluster's page and on
-//!   each of its hosts' pages, without ganglia-web's standard four.
+//!   each of its hosts' pages, without ganglia-web's standard four; or,
+//!   for a gateway of many clusters, `conf/default.json`: the same on
+//!   every cluster's pages (a new site's too, with nothing to write).
 //!
 //! `<tag>` is empty for servers without `-n` (anon), which the files under
 //! `packaging/gweb` are for; otherwise the instance names joined by `_`.
@@ -43,6 +45,11 @@ pub struct Site {
     /// Keep ganglia-web's standard reports on the cluster's pages (for a
     /// cluster whose hosts also run gmond).
     pub keep_standard_reports: bool,
+    /// The reports go on every cluster's pages (`conf/default.json`), not
+    /// `cluster`'s alone: for a gateway with many clusters
+    /// (`cluster_by_site`, `[[cluster]]`), whose new sites then show them
+    /// with nothing written for them (docs/clusters.md).
+    pub every_cluster: bool,
 }
 
 /// One generated file: its path under the output directory and its text.
@@ -73,10 +80,27 @@ pub fn generate(site: &Site) -> Result<Vec<File>, String> {
         path: format!("conf/view_{}.json", names.view),
         text: json(&view(site, &names))?,
     });
-    files.push(File {
-        path: format!("conf/cluster_{}.json", site.cluster.replace(' ', "_")),
-        text: json(&cluster(site, &names))?,
-    });
+    if site.every_cluster {
+        // ganglia-web reads conf/default.json for every cluster's and
+        // host's page, then merges conf/cluster_NAME.json if there is one;
+        // the stock file lists the standard four reports.
+        let mut reports = cluster(site, &names);
+        if site.keep_standard_reports {
+            reports
+                .included_reports
+                .extend(STANDARD_REPORTS.iter().map(|r| r.to_string()));
+        }
+        reports.excluded_reports.clear();
+        files.push(File {
+            path: "conf/default.json".into(),
+            text: json(&reports)?,
+        });
+    } else {
+        files.push(File {
+            path: format!("conf/cluster_{}.json", site.cluster.replace(' ', "_")),
+            text: json(&cluster(site, &names))?,
+        });
+    }
     Ok(files)
 }
 

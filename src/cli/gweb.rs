@@ -18,7 +18,11 @@ pub fn run(
     out: &Path,
 ) -> Outcome {
     let settings = settings_for_naming(config.as_deref())?;
+    // Clusters by site or by rule: the reports go on every cluster's
+    // pages, unless --cluster names one.
+    let every_cluster = cluster.is_none() && !settings.grouping.is_single();
     let files = gweb::generate(&gweb::Site {
+        every_cluster,
         naming: settings.metric_name,
         filter: settings.filter,
         instances,

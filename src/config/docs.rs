@@ -326,6 +326,7 @@ pub fn markdown() -> String {
         let name = match key.name {
             "channel" => "[[channel]]",
             "metric" => "[[metric]]",
+            "cluster" => "[[cluster]]",
             k => k,
         };
         let default = default_text(key, &defaults).unwrap_or_default();

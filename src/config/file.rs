@@ -50,6 +50,9 @@ pub const DEFAULT_STATE_FILE: &str = "/var/lib/xrd2ganglia/state";
 pub const DEFAULT_CONTROL_SOCKET: &str = "/run/xrd2ganglia/control";
 /// Who may poll `xml_listen` unless `xml_allow` says otherwise.
 pub const DEFAULT_XML_ALLOW: &[&str] = &["127.0.0.0/8", "::1/128"];
+/// Clusters named by sites at once: a federation's sites with room to
+/// spare; a flood of invented sites stops here.
+pub const DEFAULT_MAX_CLUSTERS: usize = 1000;
 /// Seconds before an unchanged value is sent again, with `send_values =
 /// "changed"`.
 pub const DEFAULT_VALUE_HEARTBEAT: u32 = 60;
@@ -97,6 +100,9 @@ pub struct FileConfig {
     /// built-in default may be passed over where it cannot be made).
     #[serde(skip)]
     pub state_file_given: bool,
+    pub cluster_by_site: bool,
+    pub max_clusters: usize,
+    pub cluster: Vec<ClusterConfig>,
 }
 
 /// One key of the file: everything said of it but its value's type and
@@ -521,6 +527,45 @@ pub const KEYS: &[Key] = &[
             another path that cannot be bound stops the start (exit 2). A stale socket left by a gateway \
             that did not stop cleanly is replaced; the socket is removed at stop.",
     },
+    // ---- clusters (docs/clusters.md): keep these together ----
+    Key {
+        name: "cluster_by_site",
+        value: "true or false",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "Each distinct `site` (all.sitename) that no `[[cluster]]` rule takes \
+            becomes a Ganglia cluster of its own, named by it (sanitised: letters, digits, \
+            `.`, `_`, `-`; docs/clusters.md). A record without a site, or whose site \
+            sanitises to nothing, goes to `cluster_name`.",
+    },
+    Key {
+        name: "max_clusters",
+        value: "count",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "At most this many clusters named by records' sites at once (rules' \
+            clusters and `cluster_name` are not counted). A site beyond it goes to \
+            `cluster_name`, counted (`clusters_refused`) and logged once per \
+            `log_interval`; a cluster no source is in any more frees its place.",
+    },
+    Key {
+        name: "cluster",
+        value: "array of tables (`[[cluster]]`: `name`, `sites`, `networks`, `hosts`, \
+            `owner`, `latlong`, `url`, `[[cluster.channel]]`)",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "Rules that put servers in a named cluster, first match wins: `name` \
+            (required), and one or more of `sites` (patterns of `site`, `*` and `?` as \
+            wildcards), `networks` (the sender's address: networks or addresses), `hosts` \
+            (patterns of the host name); a rule matches when each list it gives has a \
+            match. `owner`, `latlong` and `url` are written in the XML port's `CLUSTER`. \
+            `[[cluster.channel]]` tables (keys as `[[channel]]`) send the cluster's \
+            packets to its own gmonds instead of the default channels. Servers no rule \
+            takes go by site (`cluster_by_site`) or to `cluster_name`.",
+    },
 ];
 
 /// The keys of a `[[channel]]` table, in [`ChannelConfig`]'s order. A
@@ -679,6 +724,9 @@ impl Default for FileConfig {
             cluster_name: "XRootD".into(),
             control_socket: DEFAULT_CONTROL_SOCKET.into(),
             state_file_given: false,
+            cluster_by_site: false,
+            max_clusters: DEFAULT_MAX_CLUSTERS,
+            cluster: Vec::new(),
         }
     }
 }
@@ -719,6 +767,27 @@ impl MetricConfig {
     pub fn keys() -> &'static [&'static str] {
         field_names::<MetricConfig>()
     }
+}
+
+/// One `[[cluster]]` rule (docs/clusters.md).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterConfig {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sites: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub networks: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latlong: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub channel: Vec<ChannelConfig>,
 }
 
 fn default_port() -> u16 {

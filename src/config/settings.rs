@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use ipnet::IpNet;
 
+use super::clusters::Grouping;
 use super::file::{
     ChannelConfig, DEFAULT_CONTROL_SOCKET, DEFAULT_GMOND_CONF, DEFAULT_VALUE_HEARTBEAT, FileConfig,
     MAX_RESEND_AFTER,
@@ -105,6 +106,8 @@ pub struct Settings {
     pub cluster_name: String,
     /// Where `xrd2ganglia status` asks (None: nowhere).
     pub control_socket: Option<ControlSocket>,
+    /// Which cluster each server is in (`[[cluster]]`, `cluster_by_site`).
+    pub grouping: Grouping,
     /// The file as it takes effect: defaults filled in, the command line
     /// applied, the channels resolved (what `check-config` prints).
     pub effective: FileConfig,
@@ -138,6 +141,7 @@ pub fn validate(
     let metadata_requests = metadata_requests(&file, &channels_from)?;
     check_limits(&file)?;
     let control_socket = control_socket(&file)?;
+    let grouping = super::clusters::grouping(&file, file.send)?;
     let secs = Duration::from_secs;
     Ok(Settings {
         source,
@@ -173,6 +177,7 @@ pub fn validate(
         xml_allow,
         cluster_name: file.cluster_name.clone(),
         control_socket,
+        grouping,
         effective: file,
     })
 }
@@ -544,26 +549,7 @@ pub(super) fn channels(
         return Ok((list, "--send".into()));
     }
     if !file.channel.is_empty() {
-        let mut list = Vec::new();
-        for c in &file.channel {
-            if c.port == 0 {
-                return Err(bad("channel.port", c.port, "not a port number"));
-            }
-            let bind = match &c.bind {
-                Some(b) => Some(
-                    b.parse()
-                        .map_err(|_| bad("channel.bind", b, "not an IP address"))?,
-                ),
-                None => None,
-            };
-            list.push(ChannelSpec {
-                host: c.host.clone(),
-                port: c.port,
-                ttl: c.ttl,
-                mcast_if: c.mcast_if.clone(),
-                bind,
-            });
-        }
+        let list = super::clusters::channel_specs("channel", &file.channel)?;
         return Ok((list, "[[channel]] in the config".into()));
     }
     let explicit = file.gmond_conf.is_some();

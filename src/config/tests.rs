@@ -67,6 +67,7 @@ fn every_key_is_in_the_shipped_file_and_the_docs() {
     let form = |key: &str| match key {
         "channel" => "[[channel]]".to_string(),
         "metric" => "[[metric]]".to_string(),
+        "cluster" => "[[cluster]]".to_string(),
         k => format!("{k} ="),
     };
     let shipped_keys: Vec<&str> = shipped
@@ -87,6 +88,7 @@ fn every_key_is_in_the_shipped_file_and_the_docs() {
         let row = match *key {
             "channel" => "| `[[channel]]` |".to_string(),
             "metric" => "| `[[metric]]` |".to_string(),
+            "cluster" => "| `[[cluster]]` |".to_string(),
             k => format!("| `{k}` |"),
         };
         assert!(
@@ -613,4 +615,53 @@ fn metric_tables_are_checked_and_name_the_table() {
     // by the file's reader.
     assert!(err("[[metric]]\nslope = \"counter\"\n").contains("match"));
     assert!(err("[[metric]]\nmatch = \"a\"\nunit = \"x\"\n").contains("unit"));
+}
+
+/// `[[cluster]]` rules are checked one by one; each error names the rule.
+#[test]
+fn cluster_rules_are_validated_naming_the_rule() {
+    let rule = |body: &str| err(&format!("[[cluster]]\n{body}"));
+    assert_eq!(
+        rule("name = \"disk\""),
+        "cluster[0] \"disk\": matches nothing: give sites, networks or hosts"
+    );
+    assert_eq!(
+        rule("name = \"../x\"\nsites = [\"A\"]"),
+        "cluster[0] \"../x\": name = \"../x\": must not contain '/' or control characters (it is a directory under gmetad's rrd_rootdir)"
+    );
+    assert!(rule("name = \"..\"\nsites = [\"A\"]").contains("must not be '.' or '..'"));
+    assert!(
+        rule("name = \"__summaryinfo__\"\nsites = [\"A\"]")
+            .contains("__SummaryInfo__ is gmetad's summary directory")
+    );
+    assert!(
+        rule("name = \"xrootd\"\nsites = [\"A\"]")
+            .contains("differs from cluster_name \"XRootD\" only by case")
+    );
+    assert_eq!(
+        rule("name = \"x\"\nnetworks = [\"10.0.0.0/33\"]"),
+        "cluster[0] \"x\": networks = \"10.0.0.0/33\": not a network (10.0.0.0/8, 2001:db8::/32) or address"
+    );
+    assert!(
+        rule("name = \"x\"\nsites = [\"a/b\"]").starts_with("cluster[0] \"x\": sites = \"a/b\"")
+    );
+    assert!(
+        err("[[cluster]]\nname = \"a\"\nsites = [\"A\"]\n[[cluster]]\nname = \"A\"\nhosts = [\"h*\"]")
+            .starts_with("cluster[1] \"A\": name = \"A\": a rule before it is named \"a\"")
+    );
+    assert!(
+        rule("name = \"x\"\nsites = [\"A\"]\n[[cluster.channel]]\nhost = \"h\"\nport = 0")
+            .starts_with("cluster[0] \"x\": channel.port = 0")
+    );
+    assert!(rule("name = \"x\"\nsites = [\"A\"]\nowner = \"a\\nb\"").contains("owner"));
+    assert!(err("max_clusters = 0").starts_with("max_clusters = 0"));
+    assert!(err("[[cluster]]\nname = \"x\"\nsite = [\"A\"]").contains("unknown field `site`"));
+    // A good one.
+    let s = from(
+        "cluster_by_site = true\n[[cluster]]\nname = \"SITEA xcache\"\nsites = [\"SITEA\"]\nnetworks = [\"10.1.2.0/24\"]\n[[cluster.channel]]\nhost = \"127.0.0.1\"\nport = 8650\n",
+    )
+    .unwrap();
+    assert!(s.grouping.by_site);
+    assert_eq!(s.grouping.rules[0].channels[0].port, 8650);
+    assert_eq!(s.grouping.max_clusters, 1000);
 }

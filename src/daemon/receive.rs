@@ -59,6 +59,11 @@ impl Receiver {
         }
     }
 
+    /// Shares the names of clusters with the other receive tasks.
+    pub(super) fn share_clusters(&mut self, names: Arc<crate::engine::clusters::ClusterNames>) {
+        self.engine.share_clusters(names);
+    }
+
     /// Receives until `stop`, then handles what the kernel has already
     /// queued on the socket and hands in the sources' state.
     pub(super) async fn run(

@@ -95,6 +95,10 @@ const TICK: Duration = Duration::from_millis(1);
 /// One send channel's queue, and how its sender is woken.
 pub struct Lane {
     channel: SendChannel,
+    /// The cluster whose packets it sends (a `[[cluster]]` rule's own
+    /// channel); None: a default channel, which sends every cluster's
+    /// but those that have their own.
+    cluster: Option<Box<str>>,
     state: Mutex<LaneState>,
     /// Signalled when the queue stops being empty, and at stop.
     wake: Condvar,
@@ -113,9 +117,10 @@ impl Lane {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn new(channel: SendChannel) -> Lane {
+    fn new(channel: SendChannel, cluster: Option<Box<str>>) -> Lane {
         Lane {
             channel,
+            cluster,
             state: Mutex::new(LaneState {
                 queue: SendQueue::default(),
                 deadline: None,
@@ -128,6 +133,9 @@ impl Lane {
 /// Where the receive tasks put packets: every send channel's queue.
 pub struct Outbox {
     lanes: Vec<Arc<Lane>>,
+    /// The clusters that have channels of their own (usually none: then
+    /// every batch goes to every lane, with no look at its cluster).
+    own: Vec<Box<str>>,
 }
 
 /// How full the queues are.
@@ -145,7 +153,16 @@ impl Outbox {
         if batch.is_empty() {
             return;
         }
+        // A gmond is one cluster: a cluster with channels of its own goes
+        // to them only, every other to the default channels.
+        let cluster = match (&batch.cluster, self.own.is_empty()) {
+            (Some(c), false) => self.own.iter().find(|n| ***n == *c.name),
+            _ => None,
+        };
         for lane in &self.lanes {
+            if lane.cluster.as_ref() != cluster {
+                continue;
+            }
             let (conflated, was_empty) = {
                 let mut state = lane.lock();
                 let was_empty = state.queue.is_empty();
@@ -175,9 +192,12 @@ impl Outbox {
     pub(super) fn idle(channels: Vec<SendChannel>) -> Outbox {
         let lanes = channels
             .into_iter()
-            .map(|c| Arc::new(Lane::new(c)))
+            .map(|c| Arc::new(Lane::new(c, None)))
             .collect();
-        Outbox { lanes }
+        Outbox {
+            lanes,
+            own: Vec::new(),
+        }
     }
 }
 
@@ -215,9 +235,24 @@ impl Senders {
             follow: settings.follow_gmond_queue,
             resend_after: settings.resend_after,
         };
+        // The default channels first, then each rule's (open_channels).
+        let own = settings
+            .grouping
+            .rules
+            .iter()
+            .flat_map(|r| r.channels.iter().map(|_| Some(Box::<str>::from(&*r.name))));
+        let serves = std::iter::repeat_n(None, settings.channels.len()).chain(own);
         let lanes: Vec<Arc<Lane>> = channels
             .into_iter()
-            .map(|c| Arc::new(Lane::new(c)))
+            .zip(serves.chain(std::iter::repeat(None)))
+            .map(|(c, cluster)| Arc::new(Lane::new(c, cluster)))
+            .collect();
+        let own = settings
+            .grouping
+            .rules
+            .iter()
+            .filter(|r| !r.channels.is_empty())
+            .map(|r| Box::<str>::from(&*r.name))
             .collect();
         let log_interval = settings.log_interval;
         let threads = lanes
@@ -238,7 +273,7 @@ impl Senders {
             })
             .collect();
         Senders {
-            outbox: Arc::new(Outbox { lanes }),
+            outbox: Arc::new(Outbox { lanes, own }),
             threads,
         }
     }

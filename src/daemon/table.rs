@@ -37,7 +37,9 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use compact_str::CompactString;
 use foldhash::fast::RandomState;
 
+use crate::config::clusters::Grouping;
 use crate::engine::clock::Clock;
+use crate::engine::clusters::{self, Cluster, ClusterRef};
 use crate::engine::packets::{PacketBatch, PacketKind, heartbeat_key};
 use crate::ganglia::xdr::{self, Packet};
 use crate::ganglia::xml;
@@ -49,6 +51,10 @@ const SHARDS: usize = 64;
 const HOST_TMAX: u32 = 20;
 /// gmetad counts a host as up while its TN is under 4 x its TMAX.
 const UP_FACTOR: u32 = 4;
+/// How long a cluster whose hosts all left (moved to another cluster, or
+/// past their DMAX) is still written, empty: long enough for every gmetad
+/// polling to see its hosts leave. Seconds.
+const EMPTY_CLUSTER_KEPT: u32 = 3600;
 /// Output is handed to the socket in pieces of about this size.
 const CHUNK: usize = 64 * 1024;
 
@@ -65,6 +71,11 @@ struct Entry {
 const NEVER: u32 = u32::MAX;
 
 struct Host {
+    /// Its cluster (None: `cluster_name`): the host's key in the table is
+    /// its spoof string's mixed with its cluster's, so one server name in
+    /// two clusters (two instances of one address naming two sites) is a
+    /// host in each.
+    cluster: ClusterRef,
     /// NAME as gmond shows it: the spoof string's after the first ':'.
     name: Box<str>,
     /// The spoof string's address part (IPv6 with '-'), for a renamed host.
@@ -106,6 +117,11 @@ pub struct HostTable {
     hosts: AtomicUsize,
     max_hosts: AtomicUsize,
     evicting: AtomicBool,
+    /// Clusters that had hosts, by key, and when they last had one (table
+    /// seconds): one left empty is still written, empty, for a while
+    /// ([`EMPTY_CLUSTER_KEPT`]), since gmetad keeps a cluster that is
+    /// missing from a poll as it last saw it, hosts and all (3.7.2).
+    had_hosts: Mutex<HashMap<u64, (Arc<Cluster>, u32), RandomState>>,
 }
 
 /// What one document held.
@@ -116,12 +132,17 @@ pub struct Written {
     pub bytes: usize,
     /// Hosts written as `NAME@ADDRESS` (their name was another's).
     pub renamed: usize,
+    /// CLUSTER elements.
+    pub clusters: usize,
 }
 
-/// The document's cluster, and the DMAX written for its hosts.
+/// The document's default cluster (`cluster_name`), the rules that give
+/// other clusters their OWNER, LATLONG and URL, and the DMAX written for
+/// hosts.
 pub struct ClusterInfo<'a> {
     pub name: &'a str,
     pub host_dmax: u32,
+    pub grouping: &'a Grouping,
 }
 
 /// Writes one host and its metrics (by name) as gmond does; returns how
@@ -181,6 +202,22 @@ fn write_host(
     order.len()
 }
 
+/// A CLUSTER start tag, with its rule's OWNER, LATLONG and URL if a rule
+/// names it.
+fn cluster_start(out: &mut Vec<u8>, name: &str, grouping: &Grouping, unix: u64) {
+    let rule = grouping.rule(name);
+    xml::cluster_start(
+        out,
+        &xml::Cluster {
+            name,
+            localtime: unix,
+            owner: rule.and_then(|r| r.owner.as_deref()),
+            latlong: rule.and_then(|r| r.latlong.as_deref()),
+            url: rule.and_then(|r| r.url.as_deref()),
+        },
+    );
+}
+
 fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -200,6 +237,7 @@ impl HostTable {
             hosts: AtomicUsize::new(0),
             max_hosts: AtomicUsize::new(max_hosts.max(1)),
             evicting: AtomicBool::new(false),
+            had_hosts: Mutex::default(),
         }
     }
 
@@ -230,15 +268,20 @@ impl HostTable {
     pub fn take(&self, batch: &PacketBatch, ip: IpAddr, now: Instant) -> usize {
         let now_s = self.secs(now);
         let ip = ip.to_canonical();
+        let cluster = clusters::key_of(&batch.cluster);
+        if let Some(old) = batch.moved_from {
+            self.leave(batch, old);
+        }
         let mut held: Option<(u64, MutexGuard<'_, Shard>)> = None;
         for (key, kind, packet, value) in batch.with_values() {
+            let host_key = key.host ^ cluster;
             if held
                 .as_ref()
-                .is_none_or(|(k, _)| *k % SHARDS as u64 != key.host % SHARDS as u64)
+                .is_none_or(|(k, _)| *k % SHARDS as u64 != host_key % SHARDS as u64)
             {
                 // One lock at a time: never wait for a shard holding another.
                 drop(held.take());
-                held = Some((key.host, self.shard(key.host)));
+                held = Some((host_key, self.shard(host_key)));
             }
             let Some((_, shard)) = held.as_mut() else {
                 continue;
@@ -247,7 +290,7 @@ impl HostTable {
                 // A value is taken as the batch says it lies: no decoding
                 // (the packet is decoded only for a host not seen yet).
                 PacketKind::Value => {
-                    let Some(host) = self.host_of(shard, key.host, packet, ip, now_s) else {
+                    let Some(host) = self.host_of(shard, host_key, packet, ip, now_s, batch) else {
                         continue;
                     };
                     host.reported = now_s;
@@ -282,7 +325,7 @@ impl HostTable {
                         slope: meta.slope.as_str(),
                         extra: &meta.extra,
                     };
-                    let host = self.host(shard, key.host, &id.host, id.spoof, ip, now_s);
+                    let host = self.host(shard, host_key, &id.host, id.spoof, ip, now_s, batch);
                     let entry = host.metrics.entry(key.metric).or_insert_with(Entry::new);
                     if !entry.meta.as_deref().is_some_and(|m| view.matches(m)) {
                         entry.meta = Some(self.metas.intern(&view));
@@ -300,6 +343,28 @@ impl HostTable {
         0
     }
 
+    /// A source moved to another cluster: its metrics (those of the batch,
+    /// which holds every one of them: a move sends them all) leave its host
+    /// in cluster `old`, and the host goes when none are left (another
+    /// instance of its address may still be there). In one place at a time.
+    fn leave(&self, batch: &PacketBatch, old: u64) {
+        let Some((first, _, _)) = batch.entries().next() else {
+            return;
+        };
+        let host_key = first.host ^ old;
+        let mut shard = self.shard(host_key);
+        let Some(host) = shard.get_mut(&host_key) else {
+            return;
+        };
+        for (key, _, _) in batch.entries() {
+            host.metrics.remove(&key.metric);
+        }
+        if host.metrics.is_empty() {
+            shard.remove(&host_key);
+            self.hosts.fetch_sub(1, Relaxed);
+        }
+    }
+
     /// The host of a value packet: known, or made from the packet's host
     /// string (decoded once, for a host not seen yet).
     fn host_of<'s>(
@@ -309,6 +374,7 @@ impl HostTable {
         packet: &[u8],
         ip: IpAddr,
         now_s: u32,
+        batch: &PacketBatch,
     ) -> Option<&'s mut Host> {
         if shard.contains_key(&key) {
             let host = shard.get_mut(&key)?;
@@ -318,10 +384,12 @@ impl HostTable {
         let Ok(Packet::Value { id, .. }) = xdr::decode(packet) else {
             return None;
         };
-        Some(self.host(shard, key, &id.host, id.spoof, ip, now_s))
+        Some(self.host(shard, key, &id.host, id.spoof, ip, now_s, batch))
     }
 
-    /// The host of `key`, made from the packet's host string if new.
+    /// The host of `key`, made from the packet's host string (in the
+    /// batch's cluster) if new.
+    #[allow(clippy::too_many_arguments)]
     fn host<'s>(
         &self,
         shard: &'s mut Shard,
@@ -330,6 +398,7 @@ impl HostTable {
         spoof: bool,
         ip: IpAddr,
         now_s: u32,
+        batch: &PacketBatch,
     ) -> &'s mut Host {
         let host = shard.entry(key).or_insert_with(|| {
             self.hosts.fetch_add(1, Relaxed);
@@ -340,6 +409,7 @@ impl HostTable {
                 _ => (spoof_host, spoof_host),
             };
             Host {
+                cluster: batch.cluster.clone(),
                 name: name.into(),
                 spoof_ip: spoof_ip.into(),
                 ip,
@@ -410,31 +480,66 @@ impl HostTable {
             ..Written::default()
         };
         let mut out = Vec::with_capacity(CHUNK + 16 * 1024);
-        xml::start(
-            &mut out,
-            &xml::Cluster {
-                name: cluster.name,
-                localtime: unix,
-            },
-        );
+        xml::prologue(&mut out);
         let mut ip = String::new();
-        for (listed, rename) in hosts.iter().zip(&names) {
-            {
-                let shard = self.shard(listed.key);
-                let Some(host) = shard.get(&listed.key) else {
-                    continue;
-                };
-                let name = rename.as_deref().unwrap_or(&host.name);
-                written.metrics += write_host(&mut out, host, name, cluster, now_s, unix, &mut ip);
-                written.hosts += 1;
+        // Hosts are listed by cluster: `cluster_name`'s first (always
+        // written, even empty, as a gmond's), then the others by name.
+        let mut at = 0;
+        let mut first = true;
+        let mut seen: HashMap<u64, (Arc<Cluster>, u32), RandomState> = HashMap::default();
+        while first || at < hosts.len() {
+            let this = if first {
+                None
+            } else {
+                hosts[at].cluster.clone()
+            };
+            first = false;
+            let name = this.as_ref().map_or(cluster.name, |c| &*c.name);
+            cluster_start(&mut out, name, cluster.grouping, unix);
+            let key = clusters::key_of(&this);
+            while at < hosts.len() && clusters::key_of(&hosts[at].cluster) == key {
+                let (listed, rename) = (&hosts[at], &names[at]);
+                at += 1;
+                {
+                    let shard = self.shard(listed.key);
+                    let Some(host) = shard.get(&listed.key) else {
+                        continue;
+                    };
+                    let name = rename.as_deref().unwrap_or(&host.name);
+                    written.metrics +=
+                        write_host(&mut out, host, name, cluster, now_s, unix, &mut ip);
+                    written.hosts += 1;
+                }
+                if out.len() >= CHUNK {
+                    written.bytes += out.len();
+                    sink(&out)?;
+                    out.clear();
+                }
             }
-            if out.len() >= CHUNK {
-                written.bytes += out.len();
-                sink(&out)?;
-                out.clear();
+            xml::cluster_end(&mut out);
+            written.clusters += 1;
+            if let Some(c) = this {
+                seen.insert(c.key, (c, now_s));
             }
         }
-        xml::finish(&mut out);
+        // Clusters left empty since the last polls: written empty, so
+        // gmetad drops their hosts.
+        let mut had = self.had_hosts.lock().unwrap_or_else(|e| e.into_inner());
+        had.retain(|_, (_, at)| now_s.saturating_sub(*at) <= EMPTY_CLUSTER_KEPT);
+        let mut empty: Vec<&Arc<Cluster>> = had
+            .iter()
+            .filter(|(key, _)| !seen.contains_key(*key))
+            .map(|(_, (c, _))| c)
+            .collect();
+        empty.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        for c in empty {
+            cluster_start(&mut out, &c.name, cluster.grouping, unix);
+            xml::cluster_end(&mut out);
+            written.clusters += 1;
+        }
+        had.extend(seen);
+        drop(had);
+        xml::end(&mut out);
         written.bytes += out.len();
         sink(&out)?;
         Ok(written)
@@ -460,6 +565,7 @@ impl HostTable {
                     return false;
                 }
                 list.push(Listed {
+                    cluster: host.cluster.clone(),
                     key: *key,
                     name: host.name.clone(),
                     spoof_ip: host.spoof_ip.clone(),
@@ -471,7 +577,16 @@ impl HostTable {
             });
             self.hosts.fetch_sub(before - shard.len(), Relaxed);
         }
-        list.sort_unstable_by(|a, b| a.name.cmp(&b.name).then(a.first_seen.cmp(&b.first_seen)));
+        // `cluster_name`'s hosts (None) first.
+        fn cluster_of(h: &Listed) -> Option<(&str, u64)> {
+            h.cluster.as_deref().map(|c| (&*c.name, c.key))
+        }
+        list.sort_unstable_by(|a, b| {
+            cluster_of(a)
+                .cmp(&cluster_of(b))
+                .then(a.name.cmp(&b.name))
+                .then(a.first_seen.cmp(&b.first_seen))
+        });
         list
     }
 }
@@ -490,6 +605,7 @@ impl Entry {
 
 /// A host as listed before writing.
 struct Listed {
+    cluster: ClusterRef,
     key: u64,
     name: Box<str>,
     spoof_ip: Box<str>,
@@ -498,7 +614,7 @@ struct Listed {
     tmax: u32,
 }
 
-/// For each listed host (sorted by name), the name to write instead of its
+/// For each listed host (sorted by cluster, then name), the name to write instead of its
 /// own when another host has it (None: its own).
 fn resolve_names(hosts: &[Listed], now_s: u32) -> Vec<Option<String>> {
     let mut names = vec![None; hosts.len()];
@@ -507,7 +623,10 @@ fn resolve_names(hosts: &[Listed], now_s: u32) -> Vec<Option<String>> {
         let end = start
             + hosts[start..]
                 .iter()
-                .take_while(|h| h.name == hosts[start].name)
+                .take_while(|h| {
+                    h.name == hosts[start].name
+                        && clusters::key_of(&h.cluster) == clusters::key_of(&hosts[start].cluster)
+                })
                 .count();
         if end - start > 1 {
             let group = &hosts[start..end];

@@ -99,6 +99,7 @@ pub(super) async fn serve(
             let cluster = ClusterInfo {
                 name: &settings.cluster_name,
                 host_dmax: settings.dmax,
+                grouping: &settings.grouping,
             };
             let outcome = write_document(stream, &table, &cluster, STALL_TIMEOUT, POLL_DEADLINE);
             let _ = done.send((peer, outcome));
@@ -193,9 +194,11 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (server, _) = listener.accept().unwrap();
+        let grouping = crate::config::clusters::Grouping::default();
         let cluster = ClusterInfo {
             name: "X",
             host_dmax: 0,
+            grouping: &grouping,
         };
         let t = Instant::now();
         let r = write_document(
@@ -217,9 +220,11 @@ mod tests {
         let table = big_table();
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
+        let grouping = crate::config::clusters::Grouping::default();
         let cluster = ClusterInfo {
             name: "X",
             host_dmax: 0,
+            grouping: &grouping,
         };
         // A reader that takes a little every 100 ms: never stalled, too slow.
         let given_up = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -145,6 +145,8 @@ impl Engine {
         let Ok(record) = self.parser.parse(&source.last_record) else {
             return false;
         };
+        // To the gmonds of its cluster.
+        self.batch.cluster.clone_from(&source.cluster);
         self.mapper.map(&record, ip, &mut self.mapped);
         self.batch.heartbeat_metadata(&source.host, source.host_key);
         if let Some((tos, _)) = source.started {

@@ -9,6 +9,7 @@
 
 use std::borrow::Cow::Borrowed;
 
+use super::clusters::ClusterRef;
 use crate::ganglia::xdr::{self, Metadata, MetricId, Packet};
 use crate::mapping::{Metric, name_key};
 
@@ -51,6 +52,11 @@ pub struct PacketBatch {
     entries: Vec<Entry>,
     /// Scratch for a metadata's title.
     title: String,
+    /// The cluster of the host the packets are about (one host per batch).
+    pub cluster: ClusterRef,
+    /// The key of the cluster the host was in until this batch, when it
+    /// moved ([`super::clusters::key_of`]): its metrics leave that one.
+    pub moved_from: Option<u64>,
 }
 
 #[derive(Clone, Copy)]
@@ -85,6 +91,8 @@ impl PacketBatch {
     pub fn clear(&mut self) {
         self.data.clear();
         self.entries.clear();
+        self.cluster = None;
+        self.moved_from = None;
     }
 
     pub fn len(&self) -> usize {

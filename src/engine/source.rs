@@ -26,6 +26,7 @@ use crate::gstream::PfcTotals;
 use crate::mapping::MappedRecord;
 use crate::summary::Header;
 
+use super::clusters::ClusterRef;
 use super::saved::{self, SavedSource, SavedState};
 use super::series::{self, MetricState};
 use super::template::Template;
@@ -80,6 +81,12 @@ pub(super) struct Source {
     /// all json all`), not sent again ([`super::Engine`]'s full path).
     pub(super) xml_tod: u64,
     pub(super) xml_sections: String,
+    /// Its cluster ([`super::clusters`]), chosen at its first record and
+    /// again at a reload, a new site or a new host name.
+    pub(super) cluster: ClusterRef,
+    /// The engine's settings generation its cluster was chosen under
+    /// (`u32::MAX`: not chosen yet).
+    pub(super) cluster_epoch: u32,
 }
 
 impl Source {
@@ -110,6 +117,8 @@ impl Source {
             pfc: None,
             xml_tod: 0,
             xml_sections: String::new(),
+            cluster: None,
+            cluster_epoch: u32::MAX,
         }
     }
 
@@ -329,6 +338,11 @@ pub(super) struct Naming {
 }
 
 impl Naming {
+    /// The `site` its last record named.
+    pub(super) fn site(&self) -> Option<&str> {
+        self.site.as_deref()
+    }
+
     /// `pgm`, `ins` and `site`, as the mapping takes them.
     pub(super) fn parts(&self) -> (Option<&str>, Option<&str>, Option<&str>) {
         (

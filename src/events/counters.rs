@@ -156,6 +156,10 @@ counters! {
         "Hosts in the last document written on xml_listen.";
     xml_renamed: Gauge "xml_renamed", "hosts", "Hosts renamed in the XML",
         "Hosts written as NAME@ADDRESS in the last document because another address had their name.";
+    clusters_refused: Counter "clusters_refused", "sources/s", "Sites refused a cluster",
+        "Sources put in cluster_name because max_clusters clusters named by sites existed already.";
+    site_clusters: Gauge "site_clusters", "clusters", "Clusters named by sites",
+        "Clusters named by records' sites (cluster_by_site) now; at most max_clusters.";
     xml_hosts_evicted: Counter "xml_hosts_evicted", "hosts/s", "XML hosts evicted",
         "Hosts the XML table forgot to stay within max_sources, the longest silent first.";
 }

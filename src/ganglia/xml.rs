@@ -118,6 +118,10 @@ pub struct Cluster<'a> {
     pub name: &'a str,
     /// Unix seconds, now.
     pub localtime: u64,
+    /// OWNER, LATLONG and URL ("unspecified" when None, as gmond writes).
+    pub owner: Option<&'a str>,
+    pub latlong: Option<&'a str>,
+    pub url: Option<&'a str>,
 }
 
 /// A HOST element's attributes.
@@ -150,22 +154,48 @@ pub struct Metric<'a> {
 
 /// The declaration, DTD, `GANGLIA_XML` and `CLUSTER` start tags.
 pub fn start(out: &mut Vec<u8>, cluster: &Cluster<'_>) {
-    out.extend_from_slice(PROLOGUE.as_bytes());
-    out.extend_from_slice(b"<GANGLIA_XML");
-    attr(out, "VERSION", FORMAT_VERSION.as_bytes());
-    attr(out, "SOURCE", b"gmond");
-    out.extend_from_slice(b">\n<CLUSTER");
-    attr(out, "NAME", cluster.name.as_bytes());
-    number(out, "LOCALTIME", cluster.localtime);
-    attr(out, "OWNER", b"unspecified");
-    attr(out, "LATLONG", b"unspecified");
-    attr(out, "URL", b"unspecified");
-    out.extend_from_slice(b">\n");
+    prologue(out);
+    cluster_start(out, cluster);
 }
 
 /// The `CLUSTER` and `GANGLIA_XML` end tags.
 pub fn finish(out: &mut Vec<u8>) {
-    out.extend_from_slice(b"</CLUSTER>\n</GANGLIA_XML>\n");
+    cluster_end(out);
+    end(out);
+}
+
+/// The declaration, DTD and `GANGLIA_XML` start tag: a document may then
+/// hold several `CLUSTER`s (gmetad 3.7.2 takes each as a cluster of its
+/// grid; ../shared/docs/ganglia-facts.md).
+pub fn prologue(out: &mut Vec<u8>) {
+    out.extend_from_slice(PROLOGUE.as_bytes());
+    out.extend_from_slice(b"<GANGLIA_XML");
+    attr(out, "VERSION", FORMAT_VERSION.as_bytes());
+    attr(out, "SOURCE", b"gmond");
+    out.extend_from_slice(b">\n");
+}
+
+/// One `CLUSTER` start tag.
+pub fn cluster_start(out: &mut Vec<u8>, cluster: &Cluster<'_>) {
+    fn or_unspecified(v: Option<&str>) -> &[u8] {
+        v.unwrap_or("unspecified").as_bytes()
+    }
+    out.extend_from_slice(b"<CLUSTER");
+    attr(out, "NAME", cluster.name.as_bytes());
+    number(out, "LOCALTIME", cluster.localtime);
+    attr(out, "OWNER", or_unspecified(cluster.owner));
+    attr(out, "LATLONG", or_unspecified(cluster.latlong));
+    attr(out, "URL", or_unspecified(cluster.url));
+    out.extend_from_slice(b">\n");
+}
+
+pub fn cluster_end(out: &mut Vec<u8>) {
+    out.extend_from_slice(b"</CLUSTER>\n");
+}
+
+/// The `GANGLIA_XML` end tag.
+pub fn end(out: &mut Vec<u8>) {
+    out.extend_from_slice(b"</GANGLIA_XML>\n");
 }
 
 pub fn host_start(out: &mut Vec<u8>, h: &Host<'_>) {
@@ -243,6 +273,9 @@ mod tests {
             &Cluster {
                 name: "Site \"A\" & <B>",
                 localtime: 1_700_000_000,
+                owner: Some("Ops & Co"),
+                latlong: None,
+                url: None,
             },
         );
         host_start(

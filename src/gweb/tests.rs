@@ -29,6 +29,7 @@ fn site(instances: &[&str]) -> Site {
         site: None,
         cluster: "XRootD".into(),
         keep_standard_reports: false,
+        every_cluster: false,
     }
 }
 
@@ -312,4 +313,33 @@ fn refuses_what_cannot_work() {
     );
     s.filter.include.push(Glob::parse("link.tot").unwrap());
     assert!(generate(&s).is_ok());
+}
+
+/// A gateway of many clusters: the reports go on every cluster's pages
+/// (conf/default.json), with no file per cluster.
+#[test]
+fn every_cluster_gets_the_reports_from_default_json() {
+    let mut s = site(&["anon"]);
+    s.every_cluster = true;
+    let files = generate(&s).unwrap();
+    assert!(files.iter().all(|f| !f.path.starts_with("conf/cluster_")));
+    let d = report(&files, "conf/default.json");
+    let included: Vec<&str> = d["included_reports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(
+        included.contains(&"xrootd_throughput_report"),
+        "{included:?}"
+    );
+    assert!(STANDARD_REPORTS.iter().all(|r| !included.contains(r)));
+    assert_eq!(d["excluded_reports"].as_array().unwrap().len(), 0);
+    s.keep_standard_reports = true;
+    let d = report(&generate(&s).unwrap(), "conf/default.json");
+    let included = d["included_reports"].as_array().unwrap();
+    for r in STANDARD_REPORTS {
+        assert!(included.iter().any(|v| v == r), "{r}");
+    }
 }

@@ -57,9 +57,11 @@ type Doc = BTreeMap<
 
 fn document(t: &HostTable, at: Instant) -> (Doc, Written, String) {
     let mut text = Vec::new();
+    let grouping = crate::config::clusters::Grouping::default();
     let cluster = ClusterInfo {
         name: "XRootD",
         host_dmax: 3600,
+        grouping: &grouping,
     };
     let w = t
         .write(&cluster, at, &mut |piece| {
@@ -255,9 +257,11 @@ fn a_big_document_is_written_in_pieces() {
         x.feed(&record(&format!("h{i}"), 1_700_000_000, 1), &from, 0);
     }
     let mut pieces = Vec::new();
+    let grouping = crate::config::clusters::Grouping::default();
     let cluster = ClusterInfo {
         name: "XRootD",
         host_dmax: 0,
+        grouping: &grouping,
     };
     let w =
         x.t.write(&cluster, x.r.at(0), &mut |piece| {
@@ -350,4 +354,419 @@ fn metadata_that_changes_replaces_what_a_host_held_and_alike_is_shared() {
     );
     // Two distinct metadata held, each once: b's is the one a had first.
     assert_eq!(t.metas.uses(), [1, 1]);
+}
+
+// ---- clusters (docs/clusters.md) ----
+
+/// A record of `host` naming `site` (no site attribute when None), from
+/// instance `ins` of an xrootd started at `tos`.
+fn site_record(host: &str, site: Option<&str>, ins: &str, tos: u32, inb: u64) -> String {
+    let site = site.map_or(String::new(), |s| format!(" site=\"{s}\""));
+    format!(
+        r#"<statistics tod="1700000100" ver="v5.5.3" src="{host}:1094" tos="{tos}" pgm="xrootd" ins="{ins}" pid="77"{site}><stats id="link"><num>3</num><in>{inb}</in></stats></statistics>"#
+    )
+}
+
+/// CLUSTER NAME -> (its attributes, host NAME -> metric NAME -> VAL).
+type Clusters = BTreeMap<
+    String,
+    (
+        BTreeMap<String, String>,
+        BTreeMap<String, BTreeMap<String, String>>,
+    ),
+>;
+
+impl Table {
+    /// The document as the settings' `cluster_name` and rules write it.
+    fn clusters(&self, secs: u64) -> (Clusters, Written) {
+        let s = &self.r.settings;
+        let cluster = ClusterInfo {
+            name: &s.cluster_name,
+            host_dmax: 3600,
+            grouping: &s.grouping,
+        };
+        let mut text = Vec::new();
+        let w = self
+            .t
+            .write(&cluster, self.r.at(secs), &mut |piece| {
+                text.extend_from_slice(piece);
+                Ok(())
+            })
+            .unwrap();
+        let text = String::from_utf8(text).unwrap();
+        let opts = roxmltree::ParsingOptions {
+            allow_dtd: true,
+            ..Default::default()
+        };
+        let doc = roxmltree::Document::parse_with_options(&text, opts).unwrap();
+        let mut out = Clusters::new();
+        for c in doc.descendants().filter(|n| n.has_tag_name("CLUSTER")) {
+            let attrs: BTreeMap<String, String> = c
+                .attributes()
+                .map(|a| (a.name().to_string(), a.value().to_string()))
+                .collect();
+            let mut hosts = BTreeMap::new();
+            for h in c.children().filter(|n| n.has_tag_name("HOST")) {
+                let metrics = h
+                    .children()
+                    .filter(|n| n.has_tag_name("METRIC"))
+                    .map(|m| {
+                        let get = |k| m.attribute(k).unwrap_or("").to_string();
+                        (get("NAME"), get("VAL"))
+                    })
+                    .collect();
+                let name = h.attribute("NAME").unwrap_or("").to_string();
+                assert!(
+                    hosts.insert(name, metrics).is_none(),
+                    "a host twice in one cluster"
+                );
+            }
+            let name = attrs["NAME"].clone();
+            assert!(
+                out.insert(name, (attrs, hosts)).is_none(),
+                "a CLUSTER twice"
+            );
+        }
+        assert_eq!(w.clusters, out.len());
+        (out, w)
+    }
+}
+
+/// The hosts of each cluster, by name.
+fn layout(c: &Clusters) -> Vec<(String, Vec<String>)> {
+    c.iter()
+        .map(|(name, (_, hosts))| (name.clone(), hosts.keys().cloned().collect()))
+        .collect()
+}
+
+fn owned(layout: &[(&str, &[&str])]) -> Vec<(String, Vec<String>)> {
+    layout
+        .iter()
+        .map(|(c, hs)| (c.to_string(), hs.iter().map(|h| h.to_string()).collect()))
+        .collect()
+}
+
+#[test]
+fn by_site_each_site_is_a_cluster_and_the_rest_is_cluster_name() {
+    let mut x = Table::new("cluster_by_site = true\n", 100);
+    x.feed(
+        &site_record("a1", Some("SITEA"), "anon", 1, 10),
+        "10.0.0.1:1",
+        0,
+    );
+    x.feed(
+        &site_record("a2", Some("SITEA"), "anon", 1, 10),
+        "10.0.0.2:1",
+        0,
+    );
+    x.feed(
+        &site_record("b1", Some("SITEB"), "anon", 1, 10),
+        "10.0.0.3:1",
+        0,
+    );
+    x.feed(
+        &site_record("c1", Some("SITEC"), "anon", 1, 10),
+        "10.0.0.4:1",
+        0,
+    );
+    x.feed(&site_record("e1", Some(""), "anon", 1, 10), "10.0.0.5:1", 0);
+    x.feed(&site_record("n1", None, "anon", 1, 10), "10.0.0.6:1", 0);
+    let (c, w) = x.clusters(0);
+    assert_eq!(
+        layout(&c),
+        owned(&[
+            ("SITEA", &["a1", "a2"]),
+            ("SITEB", &["b1"]),
+            ("SITEC", &["c1"]),
+            ("XRootD", &["e1", "n1"]),
+        ])
+    );
+    assert_eq!((w.hosts, w.clusters), (6, 4));
+    assert_eq!(c["SITEA"].0["OWNER"], "unspecified");
+    assert_eq!(c["SITEA"].1["a1"]["xrootd.link.in"], "10");
+    // Without cluster_by_site, one cluster as before.
+    let mut y = Table::new("", 100);
+    y.feed(
+        &site_record("a1", Some("SITEA"), "anon", 1, 10),
+        "10.0.0.1:1",
+        0,
+    );
+    y.feed(
+        &site_record("b1", Some("SITEB"), "anon", 1, 10),
+        "10.0.0.3:1",
+        0,
+    );
+    assert_eq!(
+        layout(&y.clusters(0).0),
+        owned(&[("XRootD", &["a1", "b1"])])
+    );
+}
+
+#[test]
+fn instances_of_one_address_naming_two_sites_are_a_host_in_each() {
+    // An origin (-n ds, SITEA) and its XCache (-n pfc, SITEB) on one
+    // machine: each instance's metrics in its own site's cluster, under the
+    // machine's name in both.
+    let mut x = Table::new("cluster_by_site = true\n", 100);
+    for t in [0, 10] {
+        let inb = 100 + t;
+        x.feed(
+            &site_record("vm", Some("SITEA"), "ds", 1, inb),
+            "10.0.0.9:1",
+            t,
+        );
+        x.feed(
+            &site_record("vm", Some("SITEB"), "pfc", 1, inb * 2),
+            "10.0.0.9:2",
+            t,
+        );
+    }
+    let (c, w) = x.clusters(10);
+    assert_eq!(
+        layout(&c),
+        owned(&[("SITEA", &["vm"]), ("SITEB", &["vm"]), ("XRootD", &[])])
+    );
+    assert_eq!(w.renamed, 0);
+    let a = &c["SITEA"].1["vm"];
+    let b = &c["SITEB"].1["vm"];
+    assert_eq!(a["xrootd.ds.link.in"], "110");
+    assert_eq!(b["xrootd.pfc.link.in"], "220");
+    assert!(a.keys().all(|m| !m.contains(".pfc.")), "{a:?}");
+    assert!(b.keys().all(|m| !m.contains(".ds.")), "{b:?}");
+}
+
+#[test]
+fn a_host_whose_site_changes_moves_with_its_counters_continuous() {
+    let mut x = Table::new("cluster_by_site = true\n", 100);
+    x.feed(
+        &site_record("h1", Some("SITEA"), "anon", 1, 1000),
+        "10.0.0.1:1",
+        0,
+    );
+    x.feed(
+        &site_record("h1", Some("SITEA"), "anon", 1, 2000),
+        "10.0.0.1:1",
+        10,
+    );
+    x.feed(
+        &site_record("h1", Some("SITEA"), "anon", 1, 3000),
+        "10.0.0.1:1",
+        20,
+    );
+    x.feed(
+        &site_record("b1", Some("SITEB"), "anon", 1, 5),
+        "10.0.0.2:1",
+        20,
+    );
+    let (c, _) = x.clusters(20);
+    assert_eq!(c["SITEA"].1["h1"]["xrootd.link.in"], "3000");
+    // The same run of the server, now naming SITEB.
+    x.feed(
+        &site_record("h1", Some("SITEB"), "anon", 1, 4000),
+        "10.0.0.1:1",
+        30,
+    );
+    let (c, w) = x.clusters(30);
+    // SITEA is written empty a while: gmetad sees its host leave.
+    assert_eq!(
+        layout(&c),
+        owned(&[("SITEA", &[]), ("SITEB", &["b1", "h1"]), ("XRootD", &[])])
+    );
+    assert_eq!(w.hosts, 2);
+    let h1 = &c["SITEB"].1["h1"];
+    assert_eq!(h1["xrootd.link.in"], "4000", "{h1:?}");
+    assert_eq!(
+        h1["xrootd.link.num"], "3",
+        "its metadata came along: {h1:?}"
+    );
+    // And back, by the fast path's template no more than by the full path.
+    x.feed(
+        &site_record("h1", Some("SITEA"), "anon", 1, 5000),
+        "10.0.0.1:1",
+        40,
+    );
+    x.feed(
+        &site_record("h1", Some("SITEA"), "anon", 1, 6000),
+        "10.0.0.1:1",
+        50,
+    );
+    let (c, _) = x.clusters(50);
+    assert_eq!(
+        layout(&c),
+        owned(&[("SITEA", &["h1"]), ("SITEB", &["b1"]), ("XRootD", &[])])
+    );
+    assert_eq!(c["SITEA"].1["h1"]["xrootd.link.in"], "6000");
+}
+
+const RULES: &str = r#"cluster_by_site = true
+[[cluster]]
+name = "SITEA-xcache"
+networks = ["10.1.2.0/24"]
+owner = "SITEA ops & co"
+latlong = "N40.82 W96.70"
+url = "https://sitea.example/"
+[[cluster]]
+name = "redirectors"
+hosts = ["rdr*"]
+[[cluster]]
+name = "never"
+hosts = ["rdr*"]
+"#;
+
+#[test]
+fn rules_split_a_sites_xcache_by_network_first_match_winning() {
+    let mut x = Table::new(RULES, 100);
+    x.feed(
+        &site_record("d1", Some("SITEA"), "anon", 1, 1),
+        "10.1.1.1:1",
+        0,
+    );
+    x.feed(
+        &site_record("d2", Some("SITEA"), "anon", 1, 1),
+        "10.1.1.2:1",
+        0,
+    );
+    x.feed(
+        &site_record("xc1", Some("SITEA"), "anon", 1, 1),
+        "10.1.2.5:1",
+        0,
+    );
+    // An address in the network and a name both rules match: the first rule.
+    x.feed(
+        &site_record("rdr2", Some("SITEA"), "anon", 1, 1),
+        "10.1.2.6:1",
+        0,
+    );
+    x.feed(
+        &site_record("rdr1", Some("SITEB"), "anon", 1, 1),
+        "10.2.0.1:1",
+        0,
+    );
+    let (c, _) = x.clusters(0);
+    assert_eq!(
+        layout(&c),
+        owned(&[
+            ("SITEA", &["d1", "d2"]),
+            ("SITEA-xcache", &["rdr2", "xc1"]),
+            ("XRootD", &[]),
+            ("redirectors", &["rdr1"]),
+        ])
+    );
+    // A site spelled as a rule's name in another case, heard before any
+    // server of the rule, is in the rule's cluster: never two directories
+    // that a case-insensitive file system would make one.
+    let mut y = Table::new(RULES, 100);
+    y.feed(
+        &site_record("r9", Some("REDIRECTORS"), "anon", 1, 1),
+        "10.3.0.1:1",
+        0,
+    );
+    y.feed(
+        &site_record("rdr1", Some("SITEB"), "anon", 1, 1),
+        "10.2.0.1:1",
+        0,
+    );
+    assert_eq!(
+        layout(&y.clusters(0).0),
+        owned(&[("XRootD", &[]), ("redirectors", &["r9", "rdr1"])])
+    );
+    let attrs = &c["SITEA-xcache"].0;
+    assert_eq!(attrs["OWNER"], "SITEA ops & co");
+    assert_eq!(attrs["LATLONG"], "N40.82 W96.70");
+    assert_eq!(attrs["URL"], "https://sitea.example/");
+    assert_eq!(c["redirectors"].0["URL"], "unspecified");
+}
+
+#[test]
+fn a_new_rule_at_a_reload_moves_hosts_at_their_next_record() {
+    let mut x = Table::new("cluster_by_site = true\n", 100);
+    x.feed(
+        &site_record("d1", Some("SITEA"), "anon", 1, 1),
+        "10.1.1.1:1",
+        0,
+    );
+    x.feed(
+        &site_record("xc1", Some("SITEA"), "anon", 1, 7),
+        "10.1.2.5:1",
+        0,
+    );
+    x.feed(
+        &site_record("xc1", Some("SITEA"), "anon", 1, 8),
+        "10.1.2.5:1",
+        10,
+    );
+    let new = Arc::new(crate::engine::tests::settings(RULES));
+    x.r.engine.reconfigure(new.clone());
+    x.r.settings = new;
+    x.feed(
+        &site_record("xc1", Some("SITEA"), "anon", 1, 9),
+        "10.1.2.5:1",
+        20,
+    );
+    let (c, _) = x.clusters(20);
+    assert_eq!(
+        layout(&c),
+        owned(&[
+            ("SITEA", &["d1"]),
+            ("SITEA-xcache", &["xc1"]),
+            ("XRootD", &[])
+        ])
+    );
+    assert_eq!(c["SITEA-xcache"].1["xc1"]["xrootd.link.in"], "9");
+}
+
+#[test]
+fn hostile_sites_stay_inside_rrd_rootdir_and_are_bounded() {
+    let mut x = Table::new("cluster_by_site = true\nmax_clusters = 5\n", 1000);
+    let sites = [
+        ("../x", "x"),
+        ("__SummaryInfo__", "SummaryInfo__"),
+        ("..", "XRootD"),
+        ("/", "XRootD"),
+        ("日本", "XRootD"),
+        ("xrootd", "XRootD"),
+        ("SiteA", "SiteA"),
+        ("SITEA", "SiteA"),
+        ("a b;c|d", "a_b_c_d"),
+    ];
+    for (i, (site, _)) in sites.iter().enumerate() {
+        let from = format!("10.0.1.{}:1", i + 1);
+        x.feed(
+            &site_record(&format!("h{i}"), Some(site), "anon", 1, 1),
+            &from,
+            0,
+        );
+    }
+    let (c, _) = x.clusters(0);
+    for (i, (site, cluster)) in sites.iter().enumerate() {
+        let host = format!("h{i}");
+        assert!(
+            c.get(*cluster)
+                .is_some_and(|(_, hosts)| hosts.contains_key(&host)),
+            "site {site:?}: {host} not in {cluster}: {:?}",
+            layout(&c)
+        );
+    }
+    assert_eq!(c.len(), 5, "{:?}", layout(&c));
+    assert_eq!(x.r.counters.snapshot().clusters_refused, 0);
+    // Two more sites fill max_clusters; the rest go to cluster_name, counted.
+    for i in 0..100 {
+        let from = format!("10.0.2.{}:1", i + 1);
+        x.feed(
+            &site_record(
+                &format!("f{i}"),
+                Some(&format!("invented{i}")),
+                "anon",
+                1,
+                1,
+            ),
+            &from,
+            0,
+        );
+    }
+    let (c, _) = x.clusters(0);
+    assert_eq!(c.len(), 6, "{:?}", c.keys());
+    assert_eq!(c["XRootD"].1.len(), 4 + 99);
+    assert_eq!(x.r.counters.snapshot().clusters_refused, 99);
+    assert_eq!(x.r.counters.snapshot().site_clusters, 5);
 }

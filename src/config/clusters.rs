@@ -1,0 +1,236 @@
+//! `cluster_by_site`, `max_clusters` and `[[cluster]]`: which Ganglia
+//! cluster each server is in (docs/clusters.md), validated.
+//!
+//! The choice itself ([`Grouping::choose`]) is made once per source (the
+//! engine caches it with the source, and makes it again at a reload or a
+//! new `site`), never per datagram.
+
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+
+use super::file::{ChannelConfig, FileConfig};
+use super::{ConfigError, bad};
+use crate::ganglia::channel::ChannelSpec;
+use crate::mapping::Glob;
+
+/// Longest cluster name: a directory name under gmetad's `rrd_rootdir`
+/// and part of ganglia-web's URLs.
+pub const MAX_CLUSTER_NAME: usize = 64;
+
+/// The directory gmetad keeps a cluster's summary RRDs in: no cluster may
+/// be named so (its hosts' RRDs would mix with the summary's).
+pub const SUMMARY_DIR: &str = "__SummaryInfo__";
+
+/// One `[[cluster]]` rule, validated.
+#[derive(Debug, Clone)]
+pub struct ClusterRule {
+    pub name: String,
+    pub sites: Vec<Glob>,
+    pub networks: Vec<IpNet>,
+    pub hosts: Vec<Glob>,
+    pub owner: Option<String>,
+    pub latlong: Option<String>,
+    pub url: Option<String>,
+    /// Its own send channels (empty: the default channels).
+    pub channels: Vec<ChannelSpec>,
+}
+
+/// How servers are put in clusters.
+#[derive(Debug, Clone, Default)]
+pub struct Grouping {
+    pub rules: Vec<ClusterRule>,
+    pub by_site: bool,
+    pub max_clusters: usize,
+}
+
+/// Where a source goes, as configured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Choice<'a> {
+    /// `cluster_name`.
+    Default,
+    /// The rule at this index.
+    Rule(usize),
+    /// Named by its site (as sent: still to be sanitised).
+    Site(&'a str),
+}
+
+impl ClusterRule {
+    fn matches(&self, site: Option<&str>, ip: IpAddr, host: &str) -> bool {
+        let ip = ip.to_canonical();
+        (self.sites.is_empty() || site.is_some_and(|s| self.sites.iter().any(|g| g.matches(s))))
+            && (self.networks.is_empty() || self.networks.iter().any(|n| n.contains(&ip)))
+            && (self.hosts.is_empty() || self.hosts.iter().any(|g| g.matches(host)))
+    }
+}
+
+impl Grouping {
+    /// Whether every server is in `cluster_name` (the old single cluster).
+    pub fn is_single(&self) -> bool {
+        self.rules.is_empty() && !self.by_site
+    }
+
+    /// The cluster of a server that says `site`, sends from `ip` and is
+    /// named `host`: the first rule that matches, else its site (with
+    /// `cluster_by_site`), else `cluster_name`.
+    pub fn choose<'a>(&self, site: Option<&'a str>, ip: IpAddr, host: &str) -> Choice<'a> {
+        if let Some(at) = self.rules.iter().position(|r| r.matches(site, ip, host)) {
+            return Choice::Rule(at);
+        }
+        match site {
+            Some(s) if self.by_site && !s.is_empty() => Choice::Site(s),
+            _ => Choice::Default,
+        }
+    }
+
+    /// The rule named `name` (its OWNER, LATLONG and URL).
+    pub fn rule(&self, name: &str) -> Option<&ClusterRule> {
+        self.rules.iter().find(|r| r.name == name)
+    }
+}
+
+/// Whether `name` is fit for a configured cluster: a directory name under
+/// `rrd_rootdir` and in ganglia-web's URLs.
+fn check_name(key: &str, name: &str) -> Result<(), ConfigError> {
+    let why = if name.is_empty() || name.len() > MAX_CLUSTER_NAME {
+        format!("must be 1 to {MAX_CLUSTER_NAME} characters")
+    } else if name.contains('/') || name.chars().any(char::is_control) {
+        "must not contain '/' or control characters (it is a directory under gmetad's rrd_rootdir)"
+            .into()
+    } else if name == "." || name == ".." {
+        "must not be '.' or '..' (it is a directory under gmetad's rrd_rootdir)".into()
+    } else if name.eq_ignore_ascii_case(SUMMARY_DIR) {
+        format!("{SUMMARY_DIR} is gmetad's summary directory")
+    } else {
+        return Ok(());
+    };
+    Err(bad(key, name, why))
+}
+
+/// The send channels of one `[[channel]]` list (the file's, or a
+/// cluster's), `key` naming it in errors.
+pub(super) fn channel_specs(
+    key: &str,
+    list: &[ChannelConfig],
+) -> Result<Vec<ChannelSpec>, ConfigError> {
+    list.iter()
+        .map(|c| {
+            if c.port == 0 {
+                return Err(bad(&format!("{key}.port"), c.port, "not a port number"));
+            }
+            let bind = match &c.bind {
+                Some(b) => Some(
+                    b.parse()
+                        .map_err(|_| bad(&format!("{key}.bind"), b, "not an IP address"))?,
+                ),
+                None => None,
+            };
+            Ok(ChannelSpec {
+                host: c.host.clone(),
+                port: c.port,
+                ttl: c.ttl,
+                mcast_if: c.mcast_if.clone(),
+                bind,
+            })
+        })
+        .collect()
+}
+
+/// `cluster_by_site`, `max_clusters` and the `[[cluster]]` rules; each
+/// error names the rule (`cluster[N] "name"`).
+pub(super) fn grouping(file: &FileConfig, send: bool) -> Result<Grouping, ConfigError> {
+    if file.max_clusters == 0 {
+        return Err(bad(
+            "max_clusters",
+            file.max_clusters,
+            "must be at least 1 (set cluster_by_site = false for no clusters by site)",
+        ));
+    }
+    let mut rules: Vec<ClusterRule> = Vec::with_capacity(file.cluster.len());
+    for (i, c) in file.cluster.iter().enumerate() {
+        let at = format!("cluster[{i}] {:?}", c.name);
+        let key = |k: &str| format!("{at}: {k}");
+        check_name(&key("name"), &c.name)?;
+        if let Some(first) = rules.iter().find(|r| r.name.eq_ignore_ascii_case(&c.name)) {
+            return Err(bad(
+                &key("name"),
+                &c.name,
+                format!(
+                    "a rule before it is named {:?} already (names that differ only by case are one directory on a case-insensitive file system): give both rules' matches to one rule",
+                    first.name
+                ),
+            ));
+        }
+        if c.name != file.cluster_name && c.name.eq_ignore_ascii_case(&file.cluster_name) {
+            return Err(bad(
+                &key("name"),
+                &c.name,
+                format!(
+                    "differs from cluster_name {:?} only by case (one directory on a case-insensitive file system)",
+                    file.cluster_name
+                ),
+            ));
+        }
+        if c.sites.is_empty() && c.networks.is_empty() && c.hosts.is_empty() {
+            return Err(ConfigError(format!(
+                "{at}: matches nothing: give sites, networks or hosts"
+            )));
+        }
+        let globs = |k: &str, list: &[String]| -> Result<Vec<Glob>, ConfigError> {
+            list.iter()
+                .map(|p| Glob::parse(p).map_err(|e| bad(&key(k), p, e)))
+                .collect()
+        };
+        let networks = c
+            .networks
+            .iter()
+            .map(|a| {
+                a.parse()
+                    .or_else(|_| a.parse::<IpAddr>().map(IpNet::from))
+                    .map_err(|_| {
+                        bad(
+                            &key("networks"),
+                            a,
+                            "not a network (10.0.0.0/8, 2001:db8::/32) or address",
+                        )
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        for (k, v) in [
+            ("owner", &c.owner),
+            ("latlong", &c.latlong),
+            ("url", &c.url),
+        ] {
+            if let Some(v) = v
+                && (v.len() > crate::ganglia::sanitize::MAX_TEXT || v.chars().any(char::is_control))
+            {
+                return Err(bad(
+                    &key(k),
+                    v,
+                    "must be at most 256 characters, without control characters",
+                ));
+            }
+        }
+        let channels = channel_specs(&key("channel"), &c.channel)?;
+        if !channels.is_empty() && !send {
+            return Err(ConfigError(format!(
+                "{at}: has channels but send = false: nothing is sent to gmond"
+            )));
+        }
+        rules.push(ClusterRule {
+            name: c.name.clone(),
+            sites: globs("sites", &c.sites)?,
+            networks,
+            hosts: globs("hosts", &c.hosts)?,
+            owner: c.owner.clone(),
+            latlong: c.latlong.clone(),
+            url: c.url.clone(),
+            channels,
+        });
+    }
+    Ok(Grouping {
+        rules,
+        by_site: file.cluster_by_site,
+        max_clusters: file.max_clusters,
+    })
+}

@@ -1,0 +1,194 @@
+//! Which Ganglia cluster a source is in, and the names clusters get from
+//! records (docs/clusters.md).
+//!
+//! The choice ([`crate::config::clusters::Grouping::choose`]) is made once
+//! per source and kept with it ([`super::source::Source::cluster`]): again
+//! only at a reload, a new `site` or a new host name, never per datagram.
+//! Every packet batch says its source's cluster (an `Arc` clone: no
+//! allocation), and the XML table and the send queues go by it.
+//!
+//! **Names from records are untrusted.** A cluster name is a directory
+//! under gmetad's `rrd_rootdir` and part of ganglia-web's URLs, so a site
+//! name keeps only letters, digits, `.`, `_` and `-` (anything else becomes
+//! `_`), loses leading `.`, `_` and `-` (no `.`, `..`, hidden directory or
+//! `__SummaryInfo__`, gmetad's summary directory) and is cut at
+//! [`MAX_CLUSTER_NAME`] bytes; nothing left means `cluster_name`. Names
+//! that differ only by case are one cluster (one directory on a
+//! case-insensitive file system): the first spelling seen names it, and
+//! configured names (rules, `cluster_name`) win over sites.
+//!
+//! **Bounded.** At most `max_clusters` clusters named by sites at once; a
+//! site beyond them goes to `cluster_name` (counted, logged). A name no
+//! source holds any more frees its place when the set is full.
+//!
+//! The names are shared by every engine of the gateway (one per receive
+//! socket), behind one lock taken only when a source's cluster is chosen.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use crate::config::Settings;
+use crate::config::clusters::{Choice, MAX_CLUSTER_NAME, SUMMARY_DIR};
+use crate::mapping::name_key;
+
+/// A cluster other than `cluster_name`.
+#[derive(Debug)]
+pub struct Cluster {
+    /// Its CLUSTER NAME.
+    pub name: Box<str>,
+    /// Mixed into its hosts' keys in the XML table: one server name in two
+    /// clusters is two hosts there. Never 0 (`cluster_name`'s).
+    pub key: u64,
+    /// Named by a record's site (counted against `max_clusters`), not by
+    /// a rule.
+    pub from_site: bool,
+}
+
+/// A source's cluster: None is `cluster_name`.
+pub type ClusterRef = Option<Arc<Cluster>>;
+
+/// The key of a source's cluster (0: `cluster_name`).
+pub fn key_of(cluster: &ClusterRef) -> u64 {
+    cluster.as_ref().map_or(0, |c| c.key)
+}
+
+/// The clusters named so far, by their case-folded name.
+#[derive(Debug, Default)]
+pub struct ClusterNames {
+    inner: Mutex<Names>,
+}
+
+#[derive(Debug, Default)]
+struct Names {
+    by_folded: HashMap<Box<str>, Arc<Cluster>>,
+    /// How many of them come from sites.
+    sites: usize,
+}
+
+/// What choosing a source's cluster came to.
+pub struct Placed {
+    pub cluster: ClusterRef,
+    /// The sanitised site name that found no room (`max_clusters`).
+    pub refused: Option<String>,
+    /// Clusters named by sites now.
+    pub site_clusters: usize,
+}
+
+/// A site's cluster name, sanitised; None when nothing is left of it.
+pub fn site_cluster_name(site: &str) -> Option<String> {
+    let mut out = String::with_capacity(site.len().min(MAX_CLUSTER_NAME));
+    for c in site.chars() {
+        let keep = c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+        if keep || !out.is_empty() {
+            if out.len() >= MAX_CLUSTER_NAME {
+                break;
+            }
+            out.push(if keep { c } else { '_' });
+        }
+    }
+    let name = out.trim_start_matches(['.', '_', '-']);
+    debug_assert!(!name.eq_ignore_ascii_case(SUMMARY_DIR));
+    (!name.is_empty()).then(|| name.to_string())
+}
+
+impl ClusterNames {
+    /// The cluster `choice` names under `settings`.
+    pub fn place(&self, choice: Choice<'_>, settings: &Settings) -> Placed {
+        let mut placed = Placed {
+            cluster: None,
+            refused: None,
+            site_clusters: 0,
+        };
+        // `cluster_name` (every source, without rules or by-site) takes no lock.
+        if choice == Choice::Default {
+            return placed;
+        }
+        let mut names = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        placed.site_clusters = names.sites;
+        let (name, from_site) = match choice {
+            Choice::Default => return placed,
+            Choice::Rule(at) => match settings.grouping.rules.get(at) {
+                Some(rule) => (rule.name.clone(), false),
+                None => return placed,
+            },
+            Choice::Site(site) => match site_cluster_name(site) {
+                // A rule's name, whatever its case, is the rule's cluster.
+                Some(name) => match settings
+                    .grouping
+                    .rules
+                    .iter()
+                    .find(|r| r.name.eq_ignore_ascii_case(&name))
+                {
+                    Some(rule) => (rule.name.clone(), false),
+                    None => (name, true),
+                },
+                None => return placed,
+            },
+        };
+        if name.eq_ignore_ascii_case(&settings.cluster_name) {
+            return placed;
+        }
+        let folded: Box<str> = name.to_ascii_lowercase().into();
+        if let Some(c) = names.by_folded.get(&folded) {
+            // A rule's own spelling replaces a site's.
+            if from_site || !c.from_site {
+                placed.cluster = Some(c.clone());
+                return placed;
+            }
+        }
+        if from_site && names.sites >= settings.grouping.max_clusters {
+            // Names no source holds any more make room.
+            names.by_folded.retain(|_, c| Arc::strong_count(c) > 1);
+            names.sites = names.by_folded.values().filter(|c| c.from_site).count();
+            if names.sites >= settings.grouping.max_clusters {
+                placed.refused = Some(name);
+                placed.site_clusters = names.sites;
+                return placed;
+            }
+        }
+        let key = name_key(&name) | 1;
+        let cluster = Arc::new(Cluster {
+            name: name.into(),
+            key,
+            from_site,
+        });
+        if let Some(old) = names.by_folded.insert(folded, cluster.clone())
+            && old.from_site
+        {
+            names.sites -= 1;
+        }
+        if from_site {
+            names.sites += 1;
+        }
+        placed.site_clusters = names.sites;
+        placed.cluster = Some(cluster);
+        placed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn site_names_cannot_escape_or_collide() {
+        for (site, want) in [
+            ("SITEA", Some("SITEA")),
+            ("T2_US_Nebraska", Some("T2_US_Nebraska")),
+            ("../x", Some("x")),
+            ("..", None),
+            (".", None),
+            ("/", None),
+            ("/etc/passwd", Some("etc_passwd")),
+            ("__SummaryInfo__", Some("SummaryInfo__")),
+            ("a b\"<&>", Some("a_b____")),
+            ("Zürich", Some("Z_rich")),
+            ("日本", None),
+            ("", None),
+        ] {
+            assert_eq!(site_cluster_name(site).as_deref(), want, "{site:?}");
+        }
+        let long = "x".repeat(300);
+        assert_eq!(site_cluster_name(&long).unwrap().len(), MAX_CLUSTER_NAME);
+    }
+}
