@@ -96,8 +96,8 @@ mod tests {
     #[test]
     fn each_source_says_its_own_cluster() {
         let mut h = Harness::new("cluster_by_site = true\n");
-        h.feed(&record("a", r#" site="SITEA""#), "10.0.0.1:1", 0);
-        h.feed(&record("b", ""), "10.0.0.2:1", 0);
+        h.feed(record("a", r#" site="SITEA""#), "10.0.0.1:1", 0);
+        h.feed(record("b", ""), "10.0.0.2:1", 0);
         let status = h
             .engine
             .status(Instant::now(), SystemTime::now(), Some("XRootD"));
