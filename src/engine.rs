@@ -40,7 +40,7 @@ use crate::status::AddressTally;
 use crate::summary::{SummaryParser, SummaryRecord};
 
 use clock::Clock;
-use clusters::ClusterNames;
+use clusters::{ClusterNames, Placing};
 use packets::{PacketBatch, SlotKey};
 use saved::SavedState;
 use series::Counting;
@@ -443,55 +443,6 @@ impl Engine {
 /// The JSON form (5.9+) starts with `{` after blanks; XML never does.
 fn is_json(datagram: &[u8]) -> bool {
     datagram.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
-}
-
-/// What a source's cluster is chosen with.
-struct Placing<'a> {
-    names: &'a ClusterNames,
-    epoch: u32,
-    settings: &'a Settings,
-}
-
-impl Placing<'_> {
-    /// Chooses `source`'s cluster if it has none under these settings, or
-    /// its record names another site, or it has a new host name (else it
-    /// keeps the one it has: no work per datagram), and says it in the
-    /// batch. A source that moved sends every metadata again (its host in
-    /// the new cluster has none), and the batch says where from.
-    fn place(
-        &self,
-        source: &mut Source,
-        header: &crate::summary::Header<'_>,
-        from: SocketAddr,
-        host: &str,
-        batch: &mut PacketBatch,
-        events: &mut Events<'_>,
-    ) {
-        let site_changed = source.naming.as_ref().map(|n| n.site()) != Some(header.site);
-        if source.cluster_epoch != self.epoch || source.refresh_all || site_changed {
-            let grouping = &self.settings.grouping;
-            let choice = grouping.choose(header.site, from.ip(), host);
-            let named = choice != crate::config::clusters::Choice::Default;
-            let placed = self.names.place(choice, self.settings);
-            if let Some(name) = &placed.refused {
-                events.cluster_refused(from, name, grouping.max_clusters);
-            }
-            if named {
-                events.site_clusters(placed.site_clusters);
-            }
-            let (old, new) = (
-                clusters::key_of(&source.cluster),
-                clusters::key_of(&placed.cluster),
-            );
-            if source.cluster_epoch != u32::MAX && old != new {
-                batch.moved_from = Some(old);
-                source.refresh_all = true;
-            }
-            source.cluster = placed.cluster;
-            source.cluster_epoch = self.epoch;
-        }
-        batch.cluster.clone_from(&source.cluster);
-    }
 }
 
 fn mapper(settings: &Settings) -> Mapper {

@@ -25,11 +25,16 @@
 //! socket), behind one lock taken only when a source's cluster is chosen.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use crate::config::Settings;
 use crate::config::clusters::{Choice, MAX_CLUSTER_NAME, SUMMARY_DIR};
+use crate::events::Events;
 use crate::mapping::name_key;
+
+use super::packets::PacketBatch;
+use super::source::Source;
 
 /// A cluster other than `cluster_name`.
 #[derive(Debug)]
@@ -163,6 +168,52 @@ impl ClusterNames {
         placed.site_clusters = names.sites;
         placed.cluster = Some(cluster);
         placed
+    }
+}
+
+/// What a source's cluster is chosen with.
+pub(super) struct Placing<'a> {
+    pub(super) names: &'a ClusterNames,
+    pub(super) epoch: u32,
+    pub(super) settings: &'a Settings,
+}
+
+impl Placing<'_> {
+    /// Chooses `source`'s cluster if it has none under these settings, or
+    /// its record names another site, or it has a new host name (else it
+    /// keeps the one it has: no work per datagram), and says it in the
+    /// batch. A source that moved sends every metadata again (its host in
+    /// the new cluster has none), and the batch says where from.
+    pub(super) fn place(
+        &self,
+        source: &mut Source,
+        header: &crate::summary::Header<'_>,
+        from: SocketAddr,
+        host: &str,
+        batch: &mut PacketBatch,
+        events: &mut Events<'_>,
+    ) {
+        let site_changed = source.naming.as_ref().map(|n| n.site()) != Some(header.site);
+        if source.cluster_epoch != self.epoch || source.refresh_all || site_changed {
+            let grouping = &self.settings.grouping;
+            let choice = grouping.choose(header.site, from.ip(), host);
+            let named = choice != crate::config::clusters::Choice::Default;
+            let placed = self.names.place(choice, self.settings);
+            if let Some(name) = &placed.refused {
+                events.cluster_refused(from, name, grouping.max_clusters);
+            }
+            if named {
+                events.site_clusters(placed.site_clusters);
+            }
+            let (old, new) = (key_of(&source.cluster), key_of(&placed.cluster));
+            if source.cluster_epoch != u32::MAX && old != new {
+                batch.moved_from = Some(old);
+                source.refresh_all = true;
+            }
+            source.cluster = placed.cluster;
+            source.cluster_epoch = self.epoch;
+        }
+        batch.cluster.clone_from(&source.cluster);
     }
 }
 
