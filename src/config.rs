@@ -18,6 +18,7 @@ use std::path::Path;
 pub mod clusters;
 pub mod docs;
 pub mod file;
+pub mod keys;
 pub mod settings;
 
 pub use file::{
