@@ -1,4 +1,5 @@
 use std::collections::BTreeMap;
+use std::io;
 
 use super::*;
 use crate::engine::packets::HEARTBEAT;
