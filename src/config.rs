@@ -15,6 +15,7 @@
 use std::fmt;
 use std::path::Path;
 
+mod channels;
 pub mod clusters;
 pub mod docs;
 pub mod file;

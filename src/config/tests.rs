@@ -1,7 +1,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use super::settings::channels;
+use super::channels::channels;
 use super::*;
 use crate::ganglia::channel::ChannelSpec;
 
