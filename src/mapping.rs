@@ -22,8 +22,8 @@
 //!
 //! One file per concern: `naming.rs` (the name templates, list keys),
 //! `host.rs` (the spoofed host), `value.rs` (value checks and conversion),
-//! `derived.rs` (CPU time and uptime, also used by the gateway's template);
-//! here, the mapping itself and its per-name cache.
+//! `derived.rs` (CPU time and uptime, also used by the gateway's template),
+//! `cache.rs` (what each variable name maps to, kept); here, the mapping.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
@@ -248,77 +248,6 @@ pub struct Mapper {
     /// Scratch for filling the cache.
     name_buf: String,
     group_buf: String,
-}
-
-/// A metric name's 64-bit key (FNV-1a): the same in every process, so the
-/// gateway's state file can name a metric by it. Maps keyed by it hash it
-/// again with a random seed.
-pub fn name_key(name: &str) -> u64 {
-    crate::fnv::hash(name.as_bytes())
-}
-
-/// For maps whose keys are already keyed hashes (the name cache): uses
-/// them as they are.
-#[derive(Default)]
-pub(crate) struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
-
-/// Most names cached; past it the cache starts again (hostile senders
-/// inventing names cost time, not memory).
-const MAX_CACHED_NAMES: usize = 32_768;
-
-/// What one variable name maps to, in one context.
-struct CachedNames {
-    context: u64,
-    /// raw name, list key component, key text, var, metric name, group.
-    text: String,
-    ends: [u32; 6],
-    spec: Option<&'static MetricSpec>,
-    sanitized: bool,
-    role: Role,
-    name_key: u64,
-    /// Left out by the filter (derived metrics never are).
-    excluded: bool,
-}
-
-impl CachedNames {
-    /// The six parts back to back, and where each ends (what [`part`](Self::part) reads).
-    fn pack(parts: [&str; 6]) -> (String, [u32; 6]) {
-        let mut text = String::with_capacity(parts.iter().map(|p| p.len()).sum());
-        let mut ends = [0u32; 6];
-        for (i, part) in parts.into_iter().enumerate() {
-            text.push_str(part);
-            ends[i] = text.len() as u32;
-        }
-        (text, ends)
-    }
-
-    #[inline(always)]
-    fn part(&self, i: usize) -> &str {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
-        self.text.get(start..self.ends[i] as usize).unwrap_or("")
-    }
-
-    #[inline(always)]
-    fn matches(&self, context: u64, raw: &str, key: &str, key_text: &str) -> bool {
-        self.context == context
-            && self.part(0) == raw
-            && self.part(1) == key
-            && self.part(2) == key_text
-    }
 }
 
 impl Mapper {
@@ -614,6 +543,7 @@ fn push_cached(a: &mut String, n: &CachedNames, value: Span, kind: Kind, keyed: 
     }
 }
 
+mod cache;
 mod derived;
 mod filter;
 mod host;
@@ -629,6 +559,9 @@ pub use site::{Description, SiteMetrics};
 pub use value::BadValue;
 pub(crate) use value::kib_to_bytes;
 
+pub(crate) use cache::KeyHasher;
+pub use cache::name_key;
+use cache::{CachedNames, MAX_CACHED_NAMES};
 use naming::EntryKeys;
 use value::convert;
 
