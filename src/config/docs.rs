@@ -294,140 +294,164 @@ fn cell(text: &str) -> String {
     text.replace('|', "\\|")
 }
 
+/// A page being written, a line at a time.
+#[derive(Default)]
+struct Page(String);
+
+impl Page {
+    fn line(&mut self, s: &str) {
+        self.0.push_str(s);
+        self.0.push('\n');
+    }
+
+    /// Paragraphs, each after an empty line.
+    fn paragraphs(&mut self, paragraphs: impl IntoIterator<Item = String>) {
+        for p in paragraphs {
+            self.line("");
+            self.line(&p);
+        }
+    }
+
+    /// A table: its header row, the separator, then `rows`.
+    fn table(&mut self, header: &str, rows: impl IntoIterator<Item = String>) {
+        self.line(header);
+        let columns = header.matches('|').count().saturating_sub(1);
+        self.line(&format!("|{}", "---|".repeat(columns)));
+        for row in rows {
+            self.line(&row);
+        }
+    }
+
+    /// A table's keys (`[[channel]]`, `[[metric]]`): key, value, default,
+    /// meaning.
+    fn key_table(&mut self, keys: &[Key], defaults: &toml::Table) {
+        self.table(
+            "| key | value | default | meaning |",
+            keys.iter().map(|key| {
+                let default = default_text(key, defaults).unwrap_or_default();
+                format!(
+                    "| `{}` | {} | {} | {} |",
+                    key.name,
+                    cell(key.value),
+                    cell(&default),
+                    cell(key.meaning)
+                )
+            }),
+        );
+    }
+}
+
 /// docs/configuration.md.
 pub fn markdown() -> String {
-    let mut out = String::new();
-    let mut line = |s: &str| {
-        out.push_str(s);
-        out.push('\n');
-    };
-    line("# Configuration");
-    line("");
-    line(&format!(
-        "<!-- Made from the key definitions (src/config/file.rs) by src/config/docs.rs: \
+    let mut page = Page::default();
+    page.line("# Configuration");
+    page.line("");
+    page.line(&format!(
+        "<!-- Made from the key definitions (src/config/keys.rs) by src/config/docs.rs: \
          edit those, then `{REGENERATE}`. -->"
     ));
-    for p in introduction() {
-        line("");
-        line(&p);
-    }
-    line("");
-    line("## Keys");
-    line("");
-    line(
+    page.paragraphs(introduction());
+    keys_section(&mut page);
+    tables_sections(&mut page);
+    page.line("");
+    page.line("## Reload (SIGHUP)");
+    page.paragraphs(reload());
+    command_line_section(&mut page);
+    exit_codes_section(&mut page);
+    page.0
+}
+
+/// The file's keys, one row each.
+fn keys_section(page: &mut Page) {
+    page.line("");
+    page.line("## Keys");
+    page.line("");
+    page.line(
         "\"On SIGHUP\" says whether a reload applies the key at once or it waits for the \
          next restart ([Reload](#reload-sighup)).",
     );
-    line("");
-    line("| key | value | default | on SIGHUP | meaning |");
-    line("|---|---|---|---|---|");
+    page.line("");
     let defaults = file_defaults();
-    for key in KEYS {
-        let name = match key.name {
-            "channel" => "[[channel]]",
-            "metric" => "[[metric]]",
-            "cluster" => "[[cluster]]",
-            k => k,
-        };
-        let default = default_text(key, &defaults).unwrap_or_default();
-        let meaning = match key.option {
-            Some(o) => format!("{} Command line: {o}.", key.meaning),
-            None => key.meaning.to_string(),
-        };
-        line(&format!(
-            "| `{name}` | {} | {} | {} | {} |",
-            cell(key.value),
-            cell(&default),
-            on_sighup(key),
-            cell(&meaning)
-        ));
-    }
-    line("");
-    line("## `[[channel]]`");
-    line("");
-    line("Each `[[channel]]` table is one send channel; a reload opens them again. Its keys:");
-    line("");
-    line("| key | value | default | meaning |");
-    line("|---|---|---|---|");
-    let defaults = channel_defaults();
-    for key in CHANNEL_KEYS {
-        let default = default_text(key, &defaults).unwrap_or_default();
-        line(&format!(
-            "| `{}` | {} | {} | {} |",
-            key.name,
-            cell(key.value),
-            cell(&default),
-            cell(key.meaning)
-        ));
-    }
-    line("");
-    line("Where packets go, first match wins:");
-    line("");
+    page.table(
+        "| key | value | default | on SIGHUP | meaning |",
+        KEYS.iter().map(|key| {
+            // An array of tables is written as its tables are.
+            let name = if key.value.starts_with("array of tables") {
+                format!("[[{}]]", key.name)
+            } else {
+                key.name.to_string()
+            };
+            let default = default_text(key, &defaults).unwrap_or_default();
+            let meaning = match key.option {
+                Some(o) => format!("{} Command line: {o}.", key.meaning),
+                None => key.meaning.to_string(),
+            };
+            format!(
+                "| `{name}` | {} | {} | {} | {} |",
+                cell(key.value),
+                cell(&default),
+                on_sighup(key),
+                cell(&meaning)
+            )
+        }),
+    );
+}
+
+/// `[[channel]]` (and where packets go) and `[[metric]]`.
+fn tables_sections(page: &mut Page) {
+    page.line("");
+    page.line("## `[[channel]]`");
+    page.line("");
+    page.line("Each `[[channel]]` table is one send channel; a reload opens them again. Its keys:");
+    page.line("");
+    page.key_table(CHANNEL_KEYS, &channel_defaults());
+    page.line("");
+    page.line("Where packets go, first match wins:");
+    page.line("");
     for (i, item) in where_packets_go().iter().enumerate() {
-        line(&format!("{}. {item}", i + 1));
+        page.line(&format!("{}. {item}", i + 1));
     }
-    line("");
-    line(&packets_note());
-    line("");
-    line("## `[[metric]]`");
-    line("");
-    line(METRIC_INTRO);
-    line("");
-    line("| key | value | default | meaning |");
-    line("|---|---|---|---|");
-    let none = toml::Table::new();
-    for key in METRIC_KEYS {
-        let default = default_text(key, &none).unwrap_or_default();
-        line(&format!(
-            "| `{}` | {} | {} | {} |",
-            key.name,
-            cell(key.value),
-            cell(&default),
-            cell(key.meaning)
-        ));
-    }
-    line("");
-    line("## Reload (SIGHUP)");
-    for p in reload() {
-        line("");
-        line(&p);
-    }
-    line("");
-    line("## Command line");
-    line("");
-    line("`serve` and `check-config` take these options in place of keys:");
-    line("");
-    line("| key | command line |");
-    line("|---|---|");
-    for key in KEYS {
-        if let Some(o) = key.option {
-            line(&format!("| `{}` | {} |", key.name, cell(o)));
-        }
-    }
-    for p in other_options() {
-        line("");
-        line(&p);
-    }
-    line("");
-    line("## Exit codes");
-    line("");
-    line(
+    page.paragraphs([packets_note()]);
+    page.line("");
+    page.line("## `[[metric]]`");
+    page.line("");
+    page.line(METRIC_INTRO);
+    page.line("");
+    page.key_table(METRIC_KEYS, &toml::Table::new());
+}
+
+/// The options that stand in for keys.
+fn command_line_section(page: &mut Page) {
+    page.line("");
+    page.line("## Command line");
+    page.line("");
+    page.line("`serve` and `check-config` take these options in place of keys:");
+    page.line("");
+    page.table(
+        "| key | command line |",
+        KEYS.iter()
+            .filter_map(|key| Some(format!("| `{}` | {} |", key.name, cell(key.option?)))),
+    );
+    page.paragraphs(other_options());
+}
+
+/// Every command's exit codes.
+fn exit_codes_section(page: &mut Page) {
+    page.line("");
+    page.line("## Exit codes");
+    page.line("");
+    page.line(
         "`xrd2ganglia`'s own commands exit 2 when they cannot start as configured and 1 \
          when something fails after the start; the gmetric and mpxstats drop-ins keep their \
          originals' codes. `--help` and `--version` exit 0.",
     );
-    line("");
-    line("| command | exit | when |");
-    line("|---|---|---|");
-    for e in EXIT_CODES {
-        line(&format!(
-            "| `{}` | {} | {} |",
-            e.command,
-            e.code,
-            cell(e.when)
-        ));
-    }
-    out
+    page.line("");
+    page.table(
+        "| command | exit | when |",
+        EXIT_CODES
+            .iter()
+            .map(|e| format!("| `{}` | {} | {} |", e.command, e.code, cell(e.when))),
+    );
 }
 
 /// Text with `code` in backticks, as roff: code in bold.
@@ -469,6 +493,16 @@ fn roff_key(page: &mut Roff, key: &Key, defaults: &toml::Table) {
     page.text(facts);
 }
 
+/// Paragraphs of the man page, `.PP` between them.
+fn roff_paragraphs(page: &mut Roff, paragraphs: &[String]) {
+    for (i, p) in paragraphs.iter().enumerate() {
+        if i > 0 {
+            page.control("PP", []);
+        }
+        page.text(inline(p));
+    }
+}
+
 /// The man page xrd2ganglia.toml(5).
 pub fn man_page() -> String {
     let version = format!("xrd2ganglia {}", env!("CARGO_PKG_VERSION"));
@@ -484,12 +518,7 @@ pub fn man_page() -> String {
     .control("SH", ["SYNOPSIS"])
     .text([roman(DEFAULT_CONFIG)])
     .control("SH", ["DESCRIPTION"]);
-    for (i, p) in introduction().iter().enumerate() {
-        if i > 0 {
-            page.control("PP", []);
-        }
-        page.text(inline(p));
-    }
+    roff_paragraphs(&mut page, &introduction());
     page.control("SH", ["KEYS"]);
     let defaults = file_defaults();
     for key in KEYS {
@@ -515,12 +544,7 @@ pub fn man_page() -> String {
         roff_key(&mut page, key, &none);
     }
     page.control("SH", ["RELOAD"]);
-    for (i, p) in reload().iter().enumerate() {
-        if i > 0 {
-            page.control("PP", []);
-        }
-        page.text(inline(p));
-    }
+    roff_paragraphs(&mut page, &reload());
     page.control("SH", ["COMMAND LINE"]).text(inline(
         "`serve` and `check-config` take these options in place of keys:",
     ));
@@ -534,6 +558,12 @@ pub fn man_page() -> String {
     for p in other_options() {
         page.control("PP", []).text(inline(&p));
     }
+    files_and_see_also(&mut page);
+    page.render()
+}
+
+/// The man page's FILES and SEE ALSO.
+fn files_and_see_also(page: &mut Roff) {
     page.control("SH", ["FILES"])
         .control("TP", [])
         .text([roman(DEFAULT_CONFIG)])
@@ -554,5 +584,4 @@ pub fn man_page() -> String {
             bold("gmond.conf"),
             roman("(5)"),
         ]);
-    page.render()
 }
