@@ -9,7 +9,8 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 
-use super::file::{ChannelConfig, FileConfig};
+use super::file::{ChannelConfig, ClusterConfig, FileConfig};
+use super::settings::networks;
 use super::{ConfigError, bad};
 use crate::ganglia::channel::ChannelSpec;
 use crate::mapping::Glob;
@@ -148,89 +149,98 @@ pub(super) fn grouping(file: &FileConfig, send: bool) -> Result<Grouping, Config
     }
     let mut rules: Vec<ClusterRule> = Vec::with_capacity(file.cluster.len());
     for (i, c) in file.cluster.iter().enumerate() {
-        let at = format!("cluster[{i}] {:?}", c.name);
-        let key = |k: &str| format!("{at}: {k}");
-        check_name(&key("name"), &c.name)?;
-        if let Some(first) = rules.iter().find(|r| r.name.eq_ignore_ascii_case(&c.name)) {
-            return Err(bad(
-                &key("name"),
-                &c.name,
-                format!(
-                    "a rule before it is named {:?} already (names that differ only by case are one directory on a case-insensitive file system): give both rules' matches to one rule",
-                    first.name
-                ),
-            ));
-        }
-        if c.name != file.cluster_name && c.name.eq_ignore_ascii_case(&file.cluster_name) {
-            return Err(bad(
-                &key("name"),
-                &c.name,
-                format!(
-                    "differs from cluster_name {:?} only by case (one directory on a case-insensitive file system)",
-                    file.cluster_name
-                ),
-            ));
-        }
-        if c.sites.is_empty() && c.networks.is_empty() && c.hosts.is_empty() {
-            return Err(ConfigError(format!(
-                "{at}: matches nothing: give sites, networks or hosts"
-            )));
-        }
-        let globs = |k: &str, list: &[String]| -> Result<Vec<Glob>, ConfigError> {
-            list.iter()
-                .map(|p| Glob::parse(p).map_err(|e| bad(&key(k), p, e)))
-                .collect()
-        };
-        let networks = c
-            .networks
-            .iter()
-            .map(|a| {
-                a.parse()
-                    .or_else(|_| a.parse::<IpAddr>().map(IpNet::from))
-                    .map_err(|_| {
-                        bad(
-                            &key("networks"),
-                            a,
-                            "not a network (10.0.0.0/8, 2001:db8::/32) or address",
-                        )
-                    })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        for (k, v) in [
-            ("owner", &c.owner),
-            ("latlong", &c.latlong),
-            ("url", &c.url),
-        ] {
-            if let Some(v) = v
-                && (v.len() > crate::ganglia::sanitize::MAX_TEXT || v.chars().any(char::is_control))
-            {
-                return Err(bad(
-                    &key(k),
-                    v,
-                    "must be at most 256 characters, without control characters",
-                ));
-            }
-        }
-        let channels = channel_specs(&key("channel"), &c.channel)?;
-        if !channels.is_empty() && !send {
-            return Err(ConfigError(format!(
-                "{at}: has channels but send = false: nothing is sent to gmond"
-            )));
-        }
-        rules.push(ClusterRule {
-            name: c.name.clone(),
-            sites: globs("sites", &c.sites)?,
-            networks,
-            hosts: globs("hosts", &c.hosts)?,
-            owner: c.owner.clone(),
-            latlong: c.latlong.clone(),
-            url: c.url.clone(),
-            channels,
-        });
+        let r = rule(&format!("cluster[{i}] {:?}", c.name), c, file, send, &rules)?;
+        rules.push(r);
     }
     Ok(Grouping {
         rules,
         by_site: file.cluster_by_site,
         max_clusters: file.max_clusters,
     })
+}
+
+/// One `[[cluster]]` rule, checked (`at` names it in errors) against the
+/// file and the rules before it.
+fn rule(
+    at: &str,
+    c: &ClusterConfig,
+    file: &FileConfig,
+    send: bool,
+    before: &[ClusterRule],
+) -> Result<ClusterRule, ConfigError> {
+    let key = |k: &str| format!("{at}: {k}");
+    check_rule_name(&key("name"), c, file, before)?;
+    if c.sites.is_empty() && c.networks.is_empty() && c.hosts.is_empty() {
+        return Err(ConfigError(format!(
+            "{at}: matches nothing: give sites, networks or hosts"
+        )));
+    }
+    let globs = |k: &str, list: &[String]| -> Result<Vec<Glob>, ConfigError> {
+        list.iter()
+            .map(|p| Glob::parse(p).map_err(|e| bad(&key(k), p, e)))
+            .collect()
+    };
+    for (k, v) in [
+        ("owner", &c.owner),
+        ("latlong", &c.latlong),
+        ("url", &c.url),
+    ] {
+        if let Some(v) = v
+            && (v.len() > crate::ganglia::sanitize::MAX_TEXT || v.chars().any(char::is_control))
+        {
+            return Err(bad(
+                &key(k),
+                v,
+                "must be at most 256 characters, without control characters",
+            ));
+        }
+    }
+    let channels = channel_specs(&key("channel"), &c.channel)?;
+    if !channels.is_empty() && !send {
+        return Err(ConfigError(format!(
+            "{at}: has channels but send = false: nothing is sent to gmond"
+        )));
+    }
+    Ok(ClusterRule {
+        name: c.name.clone(),
+        sites: globs("sites", &c.sites)?,
+        networks: networks(&key("networks"), &c.networks)?,
+        hosts: globs("hosts", &c.hosts)?,
+        owner: c.owner.clone(),
+        latlong: c.latlong.clone(),
+        url: c.url.clone(),
+        channels,
+    })
+}
+
+/// A rule's name: a safe directory name, and one directory on a
+/// case-insensitive file system with no earlier rule's or `cluster_name`.
+fn check_rule_name(
+    key: &str,
+    c: &ClusterConfig,
+    file: &FileConfig,
+    before: &[ClusterRule],
+) -> Result<(), ConfigError> {
+    check_name(key, &c.name)?;
+    if let Some(first) = before.iter().find(|r| r.name.eq_ignore_ascii_case(&c.name)) {
+        return Err(bad(
+            key,
+            &c.name,
+            format!(
+                "a rule before it is named {:?} already (names that differ only by case are one directory on a case-insensitive file system): give both rules' matches to one rule",
+                first.name
+            ),
+        ));
+    }
+    if c.name != file.cluster_name && c.name.eq_ignore_ascii_case(&file.cluster_name) {
+        return Err(bad(
+            key,
+            &c.name,
+            format!(
+                "differs from cluster_name {:?} only by case (one directory on a case-insensitive file system)",
+                file.cluster_name
+            ),
+        ));
+    }
+    Ok(())
 }

@@ -480,7 +480,7 @@ fn addresses(key: &str, list: &[String], why: &str) -> Result<Vec<SocketAddr>, C
 }
 
 /// Networks (`10.0.0.0/8`) or single addresses, for `key`.
-fn networks(key: &str, list: &[String]) -> Result<Vec<IpNet>, ConfigError> {
+pub(super) fn networks(key: &str, list: &[String]) -> Result<Vec<IpNet>, ConfigError> {
     list.iter()
         .map(|a| {
             a.parse()
