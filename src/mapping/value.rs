@@ -56,6 +56,42 @@ pub(super) fn convert(out: &mut String, kind: Option<Kind>, text: &str) -> Resul
     convert_general(out, kind, text)
 }
 
+/// A variable the catalog does not know: a finite number goes as
+/// double/both, nan and inf are refused, anything else goes as text.
+fn convert_unknown(out: &mut String, text: &str) -> Result<Kind, BadValue> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() => {
+            push_number(out, text.trim(), v);
+            Ok(Kind::Gauge64)
+        }
+        Ok(_) => Err(BadValue::NotFinite),
+        Err(_) => {
+            sanitize::push_text(out, text, MAX_VALUE);
+            Ok(Kind::Text)
+        }
+    }
+}
+
+/// A 32-bit unsigned value (`kind` a Counter32 or Gauge32) as xrootd
+/// prints it.
+fn unsigned_32(kind: Kind, text: &str) -> Result<i64, BadValue> {
+    let v = parse_integer(text)?;
+    // `%d` of an unsigned quantity past 2^31 prints negative: undo it.
+    let v = if (i32::MIN as i64..0).contains(&v) {
+        v as i32 as u32 as i64
+    } else {
+        v
+    };
+    if !(0..=u32::MAX as i64).contains(&v) {
+        return Err(if v < 0 && kind == Kind::Counter32 {
+            BadValue::NegativeCounter
+        } else {
+            BadValue::OutOfRange
+        });
+    }
+    Ok(v)
+}
+
 /// [`convert`] for any text: parse, check, format.
 pub(super) fn convert_general(
     out: &mut String,
@@ -63,39 +99,14 @@ pub(super) fn convert_general(
     text: &str,
 ) -> Result<Kind, BadValue> {
     let Some(kind) = kind else {
-        // Unknown: a finite number goes as double/both, nan and inf are
-        // refused, anything else goes as text.
-        return match text.trim().parse::<f64>() {
-            Ok(v) if v.is_finite() => {
-                push_number(out, text.trim(), v);
-                Ok(Kind::Gauge64)
-            }
-            Ok(_) => Err(BadValue::NotFinite),
-            Err(_) => {
-                sanitize::push_text(out, text, MAX_VALUE);
-                Ok(Kind::Text)
-            }
-        };
+        return convert_unknown(out, text);
     };
     match kind {
         Kind::Text => {
             sanitize::push_text(out, text, MAX_VALUE);
         }
         Kind::Counter32 | Kind::Gauge32 => {
-            let v = parse_integer(text)?;
-            // `%d` of an unsigned quantity past 2^31 prints negative: undo it.
-            let v = if (i32::MIN as i64..0).contains(&v) {
-                v as i32 as u32 as i64
-            } else {
-                v
-            };
-            if !(0..=u32::MAX as i64).contains(&v) {
-                return Err(if v < 0 && kind == Kind::Counter32 {
-                    BadValue::NegativeCounter
-                } else {
-                    BadValue::OutOfRange
-                });
-            }
+            let v = unsigned_32(kind, text)?;
             let _ = write!(out, "{v}");
         }
         Kind::Counter8 => {
