@@ -205,6 +205,21 @@ fn add_attributes(text: &str, s: &mut Scratch, from: usize, to: usize) {
     }
 }
 
+/// A section of the record (`<stats id=...>` under `<statistics>`): kept,
+/// for telling a 5.9+ set's JSON copy apart; and for `<stats id="cache"
+/// type="pfc|rmc">`, which proxy cache (XCache's disk cache or the memory
+/// cache), for the mapping's names.
+#[inline(always)]
+fn note_section(text: &str, s: &mut Scratch, section: Span, tag: Span, end: usize) {
+    s.sections.push(section);
+    if section.of(text) == "cache"
+        && let Some((_, v)) =
+            Attributes::new(text, tag.end as usize, end).find(|(k, _)| k.of(text) == "type")
+    {
+        s.cache_type = unquote(text, v);
+    }
+}
+
 fn open(
     text: &str,
     s: &mut Scratch,
@@ -242,19 +257,8 @@ fn open(
     } else {
         tag
     };
-    // The record's sections, for telling a 5.9+ set's JSON copy apart.
     if is_stats && depth == 1 {
-        s.sections.push(component);
-    }
-    // `<stats id="cache" type="pfc|rmc">`: which proxy cache (XCache's
-    // disk cache or the memory cache), for the mapping's names.
-    if is_stats
-        && depth == 1
-        && component.of(text) == "cache"
-        && let Some((_, v)) =
-            Attributes::new(text, tag.end as usize, end).find(|(k, _)| k.of(text) == "type")
-    {
-        s.cache_type = unquote(text, v);
+        note_section(text, s, component, tag, end);
     }
     let path_len = s.path.len();
     // A <stats> below a section (not directly under <statistics>) is a list entry.
