@@ -48,52 +48,38 @@ fn clusters_of(text: &str) -> BTreeMap<String, BTreeSet<String>> {
 /// A rule that takes SITEA's XCache by its network.
 const XCACHE_RULE: &str = "[[cluster]]\nname = \"SITEA-xcache\"\nnetworks = [\"127.0.15.0/24\"]\nowner = \"SITEA storage\"\n";
 
-/// Attribute `attr` of CLUSTER `cluster`, in any Ganglia XML.
-fn cluster_attr(text: &str, cluster: &str, attr: &str) -> Option<String> {
+/// Attribute `attr` of the element reached by `path` (CLUSTER, then HOST,
+/// then METRIC, each by its NAME), in any Ganglia XML.
+fn attr_at(text: &str, path: &[&str], attr: &str) -> Option<String> {
     let opts = roxmltree::ParsingOptions {
         allow_dtd: true,
         ..Default::default()
     };
     let doc = roxmltree::Document::parse_with_options(text, opts).ok()?;
-    let c = doc
+    let mut node = doc
         .descendants()
-        .find(|n| n.has_tag_name("CLUSTER") && n.attribute("NAME") == Some(cluster))?;
-    c.attribute(attr).map(str::to_string)
+        .find(|n| n.has_tag_name("CLUSTER") && n.attribute("NAME") == path.first().copied())?;
+    for (tag, name) in ["HOST", "METRIC"].iter().zip(&path[1..]) {
+        node = node
+            .children()
+            .find(|n| n.has_tag_name(*tag) && n.attribute("NAME") == Some(name))?;
+    }
+    node.attribute(attr).map(str::to_string)
+}
+
+/// Attribute `attr` of CLUSTER `cluster`, in any Ganglia XML.
+fn cluster_attr(text: &str, cluster: &str, attr: &str) -> Option<String> {
+    attr_at(text, &[cluster], attr)
 }
 
 /// Attribute `attr` of HOST `host` in `cluster`, in any Ganglia XML.
 fn host_attr(text: &str, cluster: &str, host: &str, attr: &str) -> Option<String> {
-    let opts = roxmltree::ParsingOptions {
-        allow_dtd: true,
-        ..Default::default()
-    };
-    let doc = roxmltree::Document::parse_with_options(text, opts).ok()?;
-    let c = doc
-        .descendants()
-        .find(|n| n.has_tag_name("CLUSTER") && n.attribute("NAME") == Some(cluster))?;
-    let h = c
-        .children()
-        .find(|n| n.has_tag_name("HOST") && n.attribute("NAME") == Some(host))?;
-    h.attribute(attr).map(str::to_string)
+    attr_at(text, &[cluster, host], attr)
 }
 
 /// The VAL of `metric` of `host` in `cluster`, in any Ganglia XML.
 fn value_in(text: &str, cluster: &str, host: &str, metric: &str) -> Option<String> {
-    let opts = roxmltree::ParsingOptions {
-        allow_dtd: true,
-        ..Default::default()
-    };
-    let doc = roxmltree::Document::parse_with_options(text, opts).ok()?;
-    let c = doc
-        .descendants()
-        .find(|n| n.has_tag_name("CLUSTER") && n.attribute("NAME") == Some(cluster))?;
-    let h = c
-        .children()
-        .find(|n| n.has_tag_name("HOST") && n.attribute("NAME") == Some(host))?;
-    let m = h
-        .children()
-        .find(|n| n.has_tag_name("METRIC") && n.attribute("NAME") == Some(metric))?;
-    m.attribute("VAL").map(str::to_string)
+    attr_at(text, &[cluster, host, metric], "VAL")
 }
 
 fn set(names: &[&str]) -> BTreeSet<String> {
