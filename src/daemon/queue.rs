@@ -197,41 +197,36 @@ impl SendQueue {
             if cutoff_ms.is_some_and(|c| u128::from(slot.since_ms) > c) {
                 break;
             }
-            let send = !skip(slot.key);
-            if slot.metadata.len > 0 {
+            let (key, send) = (slot.key, !skip(slot.key));
+            // A part of the slot (its metadata or its value) out, unless
+            // skipped; its bytes are garbage in the arena from now.
+            let (arena, garbage) = (&self.arena, &mut self.garbage);
+            let mut hand_out = |part: &mut ArenaSpan, kind| {
                 if send {
-                    out.push(
-                        slot.key,
-                        PacketKind::Metadata,
-                        span_bytes(&self.arena, slot.metadata),
-                    );
-                    spent += if slot.key.metric == heartbeat {
+                    out.push(key, kind, span_bytes(arena, *part));
+                }
+                *garbage += part.len as usize;
+                *part = ArenaSpan::default();
+            };
+            if slot.metadata.len > 0 {
+                hand_out(&mut slot.metadata, PacketKind::Metadata);
+                packets += 1;
+                if send {
+                    spent += if key.metric == heartbeat {
                         prices.host
                     } else {
                         prices.metadata
                     };
                 }
-                self.garbage += slot.metadata.len as usize;
-                slot.metadata = ArenaSpan::default();
-                packets += 1;
                 if spent >= budget && slot.value.len > 0 {
                     break;
                 }
             }
             if slot.value.len > 0 {
-                if send {
-                    out.push(
-                        slot.key,
-                        PacketKind::Value,
-                        span_bytes(&self.arena, slot.value),
-                    );
-                    spent += 1;
-                }
-                self.garbage += slot.value.len as usize;
-                slot.value = ArenaSpan::default();
+                hand_out(&mut slot.value, PacketKind::Value);
                 packets += 1;
+                spent += usize::from(send);
             }
-            let key = slot.key;
             self.line.pop_front();
             self.index.remove(&key);
             self.free.push(at);
