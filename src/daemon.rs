@@ -225,9 +225,12 @@ fn spawn_tasks(
         tasks.push(tokio::spawn(listen));
     }
     if let Some(table) = table {
+        let started = Instant::now();
         for listener in sockets.xml {
             let (table, counters) = (table.clone(), counters.clone());
-            let serve = xml_port::serve(listener, table, in_force.clone(), counters, stop.clone());
+            let warmup = xml_port::Warmup::new(store.state().clone(), started);
+            let (in_force, stop) = (in_force.clone(), stop.clone());
+            let serve = xml_port::serve(listener, table, in_force, counters, warmup, stop);
             tasks.push(tokio::spawn(serve));
         }
     }

@@ -344,6 +344,26 @@ impl<'c> Events<'c> {
         }
     }
 
+    /// A poll on `xml_listen` closed unanswered while the table fills
+    /// again after a start: `left` sources the state file named have not
+    /// reported yet, and the port answers in `within` at the latest.
+    pub fn xml_warming(
+        &mut self,
+        local: SocketAddr,
+        peer: SocketAddr,
+        left: usize,
+        within: std::time::Duration,
+    ) {
+        self.counters.xml_warming.fetch_add(1, Relaxed);
+        if let Some(s) = self.limiter.allow("xml_warming", peer.ip(), Instant::now()) {
+            tracing::info!(
+                suppressed = s,
+                "xml_listen {local}: {peer} closed unanswered: {left} sources the state file named have not reported since the start (a part of the cluster would read as a drop of its counters); answering once they have, in {} s at most (counted as xml_warming)",
+                within.as_secs()
+            );
+        }
+    }
+
     /// A poll on `xml_listen` from outside `xml_allow`, closed at once.
     pub fn xml_denied(&mut self, local: SocketAddr, peer: SocketAddr) {
         self.counters.xml_denied.fetch_add(1, Relaxed);

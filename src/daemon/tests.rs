@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::receive::answer;
 use super::sender::Outbox;
-use super::{InForce, Reload, Sockets, bind, open_channels, run};
+use super::{InForce, Reload, Sockets, bind, open_channels, run, xml_port};
 use crate::config::{FileConfig, Overrides, Settings, validate};
 use crate::engine::answer::{ANSWER_HOLDOFF, MetricRequest, Request};
 use crate::engine::tests::Harness;
@@ -850,6 +850,70 @@ fn counters_stay_continuous_across_a_stop_and_a_start_on_the_same_state_file() {
     second.send_as("127.0.0.1", &link_record(78, 200));
     assert_eq!(link_in(&sink, 1), ["5200"]);
     second.stop();
+}
+
+/// After a restart on a state file, the XML port answers only once every
+/// source the file named has reported again: a poll of a part of the
+/// cluster would show gmetad its summed counters dropping (drawn as a
+/// spike).
+#[test]
+fn after_a_restart_the_xml_port_waits_for_every_saved_source() {
+    let dir = Scratch::new("warmup");
+    let state = dir.0.join("state");
+    let config = "stats_interval = 0\nself_metrics_interval = 0\n";
+    let hosts = |doc: &str| -> Vec<String> {
+        let parsed = parse(doc);
+        let mut names: Vec<String> = parsed
+            .descendants()
+            .filter(|n| n.has_tag_name("HOST"))
+            .filter_map(|n| n.attribute("IP").map(str::to_string))
+            .collect();
+        names.sort();
+        names
+    };
+    // Before: two servers, at two addresses, saved at the stop. A fresh
+    // state file holds no one: answered at once.
+    let first = Bound::new(config, &[], true, Some(&state)).start();
+    first.send_as("127.0.0.1", &link_record(77, 5000));
+    first.send_as("127.0.0.2", &link_record(78, 7000));
+    wait_for("both hosts in the document", WITHIN, || {
+        (hosts(&first.poll_from("127.0.0.1:0")) == ["127.0.0.1", "127.0.0.2"]).then_some(())
+    });
+    let (_, counted) = first.stop();
+    assert_eq!(counted.xml_warming, 0);
+    // After: closed unanswered while one of them has not reported again.
+    let second = Bound::new(config, &[], true, Some(&state)).start();
+    assert_eq!(second.poll_from("127.0.0.1:0"), "");
+    second.send_as("127.0.0.1", &link_record(77, 5100));
+    wait_for("the first server's record taken", WITHIN, || {
+        (second.counters.snapshot().records == 1).then_some(())
+    });
+    assert_eq!(second.poll_from("127.0.0.1:0"), "");
+    second.send_as("127.0.0.2", &link_record(78, 7100));
+    let both = wait_for("an answer with both hosts", WITHIN, || {
+        let doc = second.poll_from("127.0.0.1:0");
+        (!doc.is_empty()).then_some(doc)
+    });
+    assert_eq!(hosts(&both), ["127.0.0.1", "127.0.0.2"]);
+    let (_, counted) = second.stop();
+    assert!(counted.xml_warming >= 2, "{}", counted.xml_warming);
+}
+
+#[test]
+fn the_xml_port_waits_no_longer_than_warmup_max() {
+    use crate::engine::saved::SavedState;
+    use xml_port::{WARMUP_MAX, Warmup};
+    let saved = Arc::new(
+        SavedState::from_text("xrd2ganglia-state 1\nS\t192.0.2.1\txrootd\t1\t2\n").unwrap(),
+    );
+    let now = Instant::now();
+    let mut fresh = Warmup::new(saved.clone(), now);
+    assert_eq!(fresh.waiting(now), Some((1, WARMUP_MAX)));
+    assert_eq!(fresh.waiting(now + WARMUP_MAX), None);
+    // Over for good, though the source never came back.
+    assert_eq!(fresh.waiting(now), None);
+    let mut nothing_saved = Warmup::new(Arc::new(SavedState::default()), now);
+    assert_eq!(nothing_saved.waiting(now), None);
 }
 
 /// Was tests/xml_port.rs's test of the same name: the same gateway (no

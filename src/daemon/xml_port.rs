@@ -12,6 +12,8 @@
 //! for [`STALL_TIMEOUT`], or is not done after [`POLL_DEADLINE`], is
 //! dropped (counted). Each document is written by a blocking thread, in
 //! 64 KiB pieces: memory does not grow with the cluster.
+//!
+//! After a start, polls wait for the table to fill again ([`Warmup`]).
 
 use std::io::{self, Write};
 use std::net::{Shutdown, SocketAddr};
@@ -21,6 +23,7 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, mpsc, watch};
 
+use crate::engine::saved::SavedState;
 use crate::events::{Counters, Events};
 
 use super::InForce;
@@ -33,6 +36,51 @@ pub const STALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// A document not written within this long is abandoned.
 pub const POLL_DEADLINE: Duration = Duration::from_secs(120);
 
+/// After a start with a state file the table is empty until the servers
+/// report again. A poll meanwhile would show gmetad part of the cluster,
+/// whose summed counters then drop: gmetad stores a cluster's summary of a
+/// counter as a COUNTER and draws the drop as a wrap, a spike of about
+/// 5e8/s. So polls are closed unanswered until every source the state file
+/// named has reported again, for at most this long (a server that never
+/// comes back holds no longer). Less than the 120 s of gmetad's RRD
+/// heartbeat at its default 15 s step: the missed polls leave no gap in
+/// its graphs.
+pub const WARMUP_MAX: Duration = Duration::from_secs(90);
+
+/// Whether the table is full enough to answer: every source the state
+/// file named has reported since the start, or [`WARMUP_MAX`] has passed.
+pub struct Warmup {
+    saved: Arc<SavedState>,
+    until: Instant,
+    over: bool,
+}
+
+impl Warmup {
+    /// For a gateway started at `started` with `saved` (the state file's
+    /// sources, claimed as they report).
+    pub fn new(saved: Arc<SavedState>, started: Instant) -> Warmup {
+        Warmup {
+            over: saved.unclaimed() == 0,
+            saved,
+            until: started + WARMUP_MAX,
+        }
+    }
+
+    /// None once over (for good); else the sources still awaited and how
+    /// long at most.
+    pub(super) fn waiting(&mut self, now: Instant) -> Option<(usize, Duration)> {
+        if self.over {
+            return None;
+        }
+        let left = self.saved.unclaimed();
+        if left == 0 || now >= self.until {
+            self.over = true;
+            return None;
+        }
+        Some((left, self.until - now))
+    }
+}
+
 /// How one document went, as its writing thread tells the accept loop
 /// (which counts and logs it).
 type Outcome = (SocketAddr, io::Result<Written>);
@@ -43,6 +91,7 @@ pub(super) async fn serve(
     table: Arc<HostTable>,
     in_force: watch::Receiver<Arc<InForce>>,
     counters: Arc<Counters>,
+    mut warmup: Warmup,
     mut stop: watch::Receiver<bool>,
 ) {
     let local = listener
@@ -85,6 +134,10 @@ pub(super) async fn serve(
         let ip = peer.ip().to_canonical();
         if !settings.xml_allow.iter().any(|n| n.contains(&ip)) {
             events.xml_denied(local, peer);
+            continue;
+        }
+        if let Some((left, within)) = warmup.waiting(Instant::now()) {
+            events.xml_warming(local, peer, left, within);
             continue;
         }
         let Ok(slot) = slots.clone().try_acquire_owned() else {

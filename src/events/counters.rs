@@ -152,6 +152,8 @@ counters! {
         "Connections to xml_listen from outside xml_allow, closed at once.";
     xml_dropped: Counter "xml_dropped", "polls/s", "XML polls dropped",
         "Polls closed unanswered (too many at once) or abandoned (the client stalled).";
+    xml_warming: Counter "xml_warming", "polls/s", "XML polls before a full table",
+        "Polls closed unanswered after a start, until every source the state file named has reported again (at most 90 s).";
     xml_hosts: Gauge "xml_hosts", "hosts", "Hosts in the XML",
         "Hosts in the last document written on xml_listen.";
     xml_renamed: Gauge "xml_renamed", "hosts", "Hosts renamed in the XML",
