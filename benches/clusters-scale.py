@@ -17,10 +17,24 @@ Measured:
   poll cycle, the span of its host RRDs' modification times (how long
   writing one poll's RRDs took) and its CPU seconds per cycle.
 * the gateway's CPU seconds and RSS (VmRSS, VmHWM).
+* gmetad's cycle: its busiest thread's CPU per step (its one data source
+  is one thread that polls, parses and writes the RRDs: near a whole step
+  means it no longer keeps up), the interval between writes of probe
+  RRDs (one per site, stat'ed every second; without rrdcached), and at
+  the end the age of a sample of host RRDs' last update (`rrdtool last`,
+  through rrdcached with --rrdcached): ages beyond a step or two mean
+  hosts' RRDs fall behind.
+* with --rrdcached: gmetad writes through an rrdcached of this script's
+  own (private unix socket, -w 60 -z 30), whose STATS are read every step
+  (updates received per step, queue length) and whose CPU is counted.
+* the burst: the peak of the gateway's socket's receive queue
+  (/proc/net/udp rx_queue, the kernel's memory per datagram included,
+  sampled every 2 ms) and the socket's drops.
 
 Usage: python3 benches/clusters-scale.py --bin target/release/xrd2ganglia
        [--sites 50] [--per-site 40] [--interval 60] [--sustain 180]
-       [--step 15]
+       [--step 15] [--rras "RRA:AVERAGE:0.5:1:244"] [--rrdcached]
+       [--recv-buffer BYTES] [--max-sources N] [--poll-interval 2]
 """
 
 import argparse
@@ -116,6 +130,63 @@ def read_doc(port):
     return b"".join(chunks)
 
 
+def udp_rx_queue(port):
+    """The bytes queued at the gateway's listening socket (skb truesize)."""
+    with open("/proc/net/udp") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            if int(fields[1].split(":")[1], 16) == port:
+                return int(fields[4].split(":")[1], 16)
+    return None
+
+
+def thread_cpu(pid):
+    """CPU seconds of each thread of pid."""
+    out = {}
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                out[tid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return out
+
+
+def rrdcached_stats(sock):
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(5)
+        s.connect(sock)
+        s.sendall(b"STATS\n")
+        buf = b""
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            buf += b
+            lines = buf.decode().splitlines()
+            if lines and len(lines) > int(lines[0].split()[0]):
+                break
+        s.close()
+        return {k.strip(): int(v) for k, v in (l.split(":", 1) for l in buf.decode().splitlines()[1:] if ":" in l)}
+    except (OSError, ValueError):
+        return {}
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
@@ -130,6 +201,16 @@ def main():
     ap.add_argument("--min-free-gb", type=float, default=10,
                     help="stop gmetad when the file system has less free (default 10)")
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory (RRDs, logs)")
+    ap.add_argument("--rrdcached", action="store_true",
+                    help="gmetad writes through an rrdcached of this script's own (RRDCACHED_ADDRESS)")
+    ap.add_argument("--recv-buffer", type=int, default=0,
+                    help="the gateway's recv_buffer (default: the gateway's, 4194304); "
+                         "the kernel caps it at net.core.rmem_max")
+    ap.add_argument("--max-sources", type=int, default=0,
+                    help="the gateway's max_sources (default: the gateway's, 10000: more servers "
+                         "than that are evicted and missing from the document)")
+    ap.add_argument("--poll-interval", type=float, default=2,
+                    help="seconds between this script's freshness polls of the document (default 2)")
     a = ap.parse_args()
 
     d = tempfile.mkdtemp(prefix="x2g-scale-")
@@ -141,6 +222,10 @@ def main():
         f.write(f'listen = ["127.0.0.1:{udp}"]\nsend = false\nxml_listen = ["127.0.0.1:{xml}"]\n'
                 f'state_file = ""\nstats_interval = 0\nself_metrics_interval = 0\n'
                 f'cluster_by_site = true\n')
+        if a.max_sources:
+            f.write(f'max_sources = {a.max_sources}\n')
+        if a.recv_buffer:
+            f.write(f'recv_buffer = {a.recv_buffer}\n')
     gw = subprocess.Popen([a.bin, "serve", "--config", conf], stderr=open(os.path.join(d, "gw.log"), "w"))
     gconf = os.path.join(d, "gmetad.conf")
     with open(gconf, "w") as f:
@@ -149,11 +234,23 @@ def main():
         if a.rras:
             f.write(f'RRAs {" ".join(chr(34) + r + chr(34) for r in a.rras.split())}\n')
     time.sleep(1)
+    env = dict(os.environ)
+    rc, sock = None, os.path.join(d, "rrdcached.sock")
+    if a.rrdcached:
+        rc = subprocess.Popen(["rrdcached", "-g", "-l", f"unix:{sock}", "-b", rrds, "-B", "-w", "60", "-z", "30",
+                               "-p", os.path.join(d, "rrdcached.pid")],
+                              stdout=open(os.path.join(d, "rrdcached.log"), "w"), stderr=subprocess.STDOUT)
+        for _ in range(50):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.1)
+        env["RRDCACHED_ADDRESS"] = f"unix:{sock}"
     gm = subprocess.Popen(["gmetad", "-c", gconf, "-d", "1"], stderr=open(os.path.join(d, "gmetad.log"), "w"),
-                          stdout=subprocess.DEVNULL)
+                          stdout=subprocess.DEVNULL, env=env)
     fleet = Fleet(a.sites, a.per_site, udp)
     n = len(fleet.servers)
-    print(f"{n} servers, {a.sites} sites, every {a.interval:.0f} s, gmetad step {a.step} s; dir {d}")
+    print(f"{n} servers, {a.sites} sites, every {a.interval:.0f} s, gmetad step {a.step} s"
+          f"{', through rrdcached' if rc else ''}; dir {d}; load average {loadavg()}", flush=True)
 
     stop = threading.Event()
     metrics_per_host = []
@@ -193,14 +290,37 @@ def main():
             polls.append((dt, len(seen), len(CLUSTER_RE.findall(doc)), fresh, stale, max_lag, missing, len(doc)))
             if seen:
                 metrics_per_host.append(doc.count(b"<METRIC ") / len(seen))
-            stop.wait(max(0.0, 2.0 - (time.monotonic() - t0)))
+            stop.wait(max(0.0, a.poll_interval - (time.monotonic() - t0)))
 
     disk_stop = []
 
+    thread_max = []  # per step: the busiest gmetad thread's CPU seconds
+    rc_samples = []  # per step: (updates received, queue length, rrdcached CPU)
+    probe_writes = {}  # probe RRD -> times its mtime changed
+    probes = {}
+
     def gmetad_watch(samples):
         last = cpu_seconds(gm.pid)
+        last_threads = thread_cpu(gm.pid)
+        last_rc = (rrdcached_stats(sock).get("UpdatesReceived", 0), cpu_seconds(rc.pid)) if rc else None
         t = time.monotonic()
         while not stop.wait(1):
+            # One probe RRD per site: when its mtime changes, gmetad wrote it.
+            if len(probes) < a.sites:
+                for c in os.listdir(rrds):
+                    if c == "__SummaryInfo__" or c in probes:
+                        continue
+                    p = os.path.join(rrds, c, f"s{c[4:]}-00.example", "xrootd.srv.link.in.rrd")
+                    if os.path.exists(p):
+                        probes[c] = p
+            for c, p in probes.items():
+                try:
+                    m = os.stat(p).st_mtime
+                except OSError:
+                    continue
+                w = probe_writes.setdefault(c, [])
+                if not w or w[-1][1] != m:
+                    w.append((time.monotonic(), m))
             # The machine's disk is shared: gmetad is stopped before it fills it.
             free = shutil.disk_usage(d).free
             if free < a.min_free_gb * 1e9 and gm.poll() is None:
@@ -211,6 +331,14 @@ def main():
                 now = cpu_seconds(gm.pid)
                 samples.append(now - last)
                 last = now
+                threads_now = thread_cpu(gm.pid)
+                thread_max.append(max((v - last_threads.get(k, 0) for k, v in threads_now.items()), default=0))
+                last_threads = threads_now
+                if rc:
+                    st = rrdcached_stats(sock)
+                    now_rc = (st.get("UpdatesReceived", 0), cpu_seconds(rc.pid))
+                    rc_samples.append((now_rc[0] - last_rc[0], st.get("QueueLength", 0), now_rc[1] - last_rc[1]))
+                    last_rc = now_rc
 
     gsamples = []
     threads = [threading.Thread(target=poller), threading.Thread(target=gmetad_watch, args=(gsamples,))]
@@ -231,12 +359,26 @@ def main():
     steady_drops = udp_drops(udp)
     steady_cpu = cpu_seconds(gw.pid) - gw_cpu0
     steady_s = time.monotonic() - start
-    # Burst: all at once.
+    # Burst: all at once; the socket's receive queue sampled meanwhile.
+    rxq = []
+    burst_done = threading.Event()
+
+    def rx_watch():
+        while not burst_done.wait(0.002):
+            q = udp_rx_queue(udp)
+            if q is not None:
+                rxq.append(q)
+
+    rxt = threading.Thread(target=rx_watch)
+    rxt.start()
     b0 = time.monotonic()
     for i in range(n):
         fleet.send(i)
     burst_send_s = time.monotonic() - b0
-    time.sleep(max(3 * a.step, 20))
+    time.sleep(2)
+    burst_done.set()
+    rxt.join()
+    time.sleep(max(3 * a.step, 20) - 2)
     burst_drops = udp_drops(udp)
     stop.set()
     for t in threads:
@@ -259,12 +401,33 @@ def main():
                 hosts_with_rrds += 1
                 mtimes.append(os.stat(os.path.join(p, files[0])).st_mtime)
     mtimes.sort()
+    # A sample of hosts: the age of their RRDs' last update (through rrdcached if used).
+    sample = []
+    for c in sorted(clusters):
+        hs = sorted(h for h in os.listdir(os.path.join(rrds, c)) if h != "__SummaryInfo__")
+        sample += [os.path.join(rrds, c, h, "xrootd.srv.link.in.rrd") for h in hs[:: max(1, len(hs) // 4)]]
+    ages = []
+    if sample:
+        cmds = "".join(f"last {'--daemon unix:' + sock + ' ' if rc else ''}{p}\n" for p in sample)
+        r = subprocess.run(["rrdtool", "-"], input=cmds, capture_output=True, text=True)
+        t_now = time.time()
+        ages = [t_now - int(l) for l in r.stdout.split() if l.isdigit()]
     gmetad_status = gm.poll()
     gmetad_log = open(os.path.join(d, "gmetad.log")).read()[-2000:]
     gm.send_signal(signal.SIGTERM)
     gw.send_signal(signal.SIGTERM)
     gm.wait(10)
     gw.wait(10)
+    rc_stats = {}
+    if rc:
+        rc_stats = rrdcached_stats(sock)
+        rc_cpu = cpu_seconds(rc.pid)
+        rc.send_signal(signal.SIGTERM)  # it flushes what it holds, then exits
+        try:
+            rc.wait(600)
+        except subprocess.TimeoutExpired:
+            rc.kill()
+            rc.wait()
 
     def summary(ps, label):
         ok = [p for p in ps if p[0] != "error"]
@@ -289,10 +452,29 @@ def main():
           f"{max(metrics_per_host, default=0):.0f} metrics per host")
     if disk_stop:
         print(f"gmetad STOPPED by this script: {disk_stop[0] / 1e9:.1f} GB left on the file system")
-    if mtimes:
+    if mtimes and not rc:  # (rrdcached writes later, in batches)
         # The last cycle: host RRDs written within one step of the newest.
         last = [t for t in mtimes if t >= mtimes[-1] - a.step / 2]
         print(f"gmetad: last cycle wrote {len(last)} hosts' RRDs over {last[-1] - last[0]:.1f} s")
+    print(f"gmetad: busiest thread's CPU per {a.step} s step: " + ", ".join(f"{s:.1f}" for s in thread_max))
+    iv = [b[0] - a_[0] for w in probe_writes.values() for a_, b in zip(w[1:], w[2:])]
+    if iv and not rc:
+        print(f"gmetad: interval between writes of a site's probe RRD ({len(probe_writes)} probes, "
+              f"{len(iv)} intervals): median {pct(iv, 0.5):.1f} s, 90% {pct(iv, 0.9):.1f} s, max {max(iv):.1f} s")
+    if ages:
+        print(f"gmetad: {len(ages)} sampled hosts' RRDs, last update age at the end: median {pct(ages, 0.5):.0f} s, "
+              f"max {max(ages):.0f} s")
+    if rc:
+        print(f"rrdcached: updates received per {a.step} s step: " + ", ".join(str(u) for u, _, _ in rc_samples))
+        print(f"rrdcached: queue length per step: " + ", ".join(str(q) for _, q, _ in rc_samples))
+        print(f"rrdcached: CPU {rc_cpu:.1f} s in all ({', '.join(f'{c:.1f}' for _, _, c in rc_samples)} per step); "
+              f"stats at the end: " + ", ".join(f"{k} {v}" for k, v in rc_stats.items()))
+    if rxq:
+        print(f"burst: the socket's receive queue peaked at {max(rxq)} bytes ({max(rxq) / n:.0f} per server)")
+    print(f"load average at the end: {loadavg()}")
+    gwlog = [l for l in open(os.path.join(d, "gw.log")).read().splitlines() if "recv_buffer" in l or "rmem" in l]
+    if gwlog:
+        print("gateway's log on its buffer: " + gwlog[0][:300])
     if gmetad_status is not None:
         print(f"gmetad EXITED during the run ({gmetad_status}); its log's end:\n{gmetad_log}")
     elif gmetad_log.strip():
