@@ -2,9 +2,12 @@
 //!
 //! Exit codes, one rule for every command but the gmetric and mpxstats
 //! drop-ins (which keep their originals'): 2 when the command cannot start
-//! as configured (a bad config file or value, an address that cannot be
-//! bound, a send host that does not resolve, a state file another process
-//! owns); 1 when something fails after the start; 0 otherwise. A command
+//! as configured (a bad config file or value, a state file another process
+//! owns): starting again changes nothing; 3 when it cannot start now for a
+//! reason outside the config that may pass (a send host that does not
+//! resolve yet, an address that cannot be bound: in use, or not yet
+//! assigned); 1 when something fails after the start; 0 otherwise. The
+//! unit restarts on 3, never on 2. A command
 //! says which with a [`Failure`]; [`exit_code`] is the one place that
 //! prints it and turns it into the exit code. Every command's codes, the
 //! drop-ins' too, are listed in `xrd2ganglia::config::docs::EXIT_CODES`
@@ -31,12 +34,15 @@ use xrd2ganglia::config::{self, ConfigError, Overrides};
 
 /// The command cannot start as configured.
 const CANNOT_START: u8 = 2;
+/// The command cannot start now, for a reason outside the config that may
+/// pass (the unit restarts it).
+const CANNOT_START_NOW: u8 = 3;
 /// Something failed after the start.
 const FAILED: u8 = 1;
 
 /// Why a command did not succeed.
 pub enum Failure {
-    /// It could not start as configured: exit 2.
+    /// It could not start: exit 2, or 3 where starting again may succeed.
     CannotStart(StartError),
     /// It failed after the start: exit 1.
     Failed(Failed),
@@ -107,7 +113,11 @@ pub fn exit_code(outcome: Outcome) -> ExitCode {
         Ok(()) => return ExitCode::SUCCESS,
         Err(Failure::CannotStart(e)) => {
             eprintln!("{e}");
-            CANNOT_START
+            if e.may_pass() {
+                CANNOT_START_NOW
+            } else {
+                CANNOT_START
+            }
         }
         Err(Failure::Failed(e)) => {
             eprintln!("{e}");
@@ -116,6 +126,15 @@ pub fn exit_code(outcome: Outcome) -> ExitCode {
         Err(Failure::AlreadyReported) => FAILED,
     };
     ExitCode::from(code)
+}
+
+impl StartError {
+    /// Whether starting again may succeed with the same config: a send
+    /// host that does not resolve (yet: DNS at boot), an address that
+    /// cannot be bound (in use, or not yet assigned to this host).
+    fn may_pass(&self) -> bool {
+        matches!(self, StartError::Channels(_) | StartError::Bind { .. })
+    }
 }
 
 impl fmt::Display for StartError {

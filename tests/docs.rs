@@ -139,6 +139,22 @@ fn every_documented_exit_code_is_what_the_binary_does() {
         case("serve", 2, "unexpected argument", || {
             run(&mut xrd2ganglia(&["serve", "--no-such-option"]))
         }),
+        case("serve", 3, "cannot listen on", {
+            let (e, a) = (path(&e), taken_addr.clone());
+            move || run(&mut xrd2ganglia(&["serve", "--config", &e, "--listen", &a]))
+        }),
+        case("check-config", 3, "cannot resolve no-such-host.invalid", {
+            let e = path(&e);
+            move || {
+                run(&mut xrd2ganglia(&[
+                    "check-config",
+                    "--config",
+                    &e,
+                    "--send",
+                    "no-such-host.invalid:8649",
+                ]))
+            }
+        }),
         case("check-config", 0, "# effective settings", {
             let e = path(&e);
             move || {
@@ -214,7 +230,7 @@ fn every_documented_exit_code_is_what_the_binary_does() {
                 ]))
             }
         }),
-        case("dump", 2, "cannot listen on", {
+        case("dump", 3, "cannot listen on", {
             let (e, a) = (path(&e), taken_addr.clone());
             move || run(&mut xrd2ganglia(&["dump", "--config", &e, "--listen", &a]))
         }),

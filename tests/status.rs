@@ -479,7 +479,7 @@ fn a_failed_start_leaves_no_socket() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains("no-such-host.invalid"), "{err}");
     assert!(!socket.exists(), "a socket left by a start that failed");
 }

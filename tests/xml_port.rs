@@ -254,7 +254,7 @@ fn a_gateway_that_would_deliver_nowhere_or_cannot_listen_does_not_start() {
     let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = busy.local_addr().unwrap();
     let (code, err) = serve(&["--no-send", "--xml-listen", &addr.to_string()]);
-    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(code, Some(3), "{err}");
     let in_use = std::io::Error::from_raw_os_error(libc::EADDRINUSE);
     let port = addr.port();
     // A TCP port: the hint is ss's TCP listing.

@@ -49,14 +49,20 @@ pub const EXIT_CODES: &[ExitCode] = &[
     ExitCode {
         command: "serve",
         code: 2,
-        when: "cannot start as configured: a bad option; the config file cannot be read \
-            or is invalid (the message names the key and the value); a `gmond_conf` named \
-            but missing; an address of `listen`, `metadata_requests` or `xml_listen` that \
-            cannot be bound (the message says how to find who holds it), or a \
-            `control_socket` set in the config that cannot be; a send host that \
-            does not resolve; a `state_file` another process owns (the message names its \
-            pid), or one named (in the file or by `--state-file`) whose directory cannot \
-            be made; a `--log-level` that is no log filter",
+        when: "cannot start as configured (the unit does not restart it): a bad option; \
+            the config file cannot be read or is invalid (the message names the key and \
+            the value); a `gmond_conf` named but missing; a `control_socket` set in the \
+            config that cannot be made; a `state_file` another process owns (the message \
+            names its pid), or one named (in the file or by `--state-file`) whose \
+            directory cannot be made; a `--log-level` that is no log filter",
+    },
+    ExitCode {
+        command: "serve",
+        code: 3,
+        when: "cannot start now, for a reason outside the config that may pass (the unit \
+            restarts it): an address of `listen`, `metadata_requests` or `xml_listen` that \
+            cannot be bound (in use: the message says how to find who holds it; or not \
+            yet assigned to this host); a send host that does not resolve",
     },
     ExitCode {
         command: "check-config",
@@ -68,8 +74,13 @@ pub const EXIT_CODES: &[ExitCode] = &[
         code: 2,
         when: "what stops `serve` from starting, but for the addresses and the state \
             file (a running gateway may hold them): a bad option (a `--log-level` that is \
-            no log filter too: it takes `serve`'s options), an invalid file or value, a \
-            send host that does not resolve",
+            no log filter too: it takes `serve`'s options), an invalid file or value",
+    },
+    ExitCode {
+        command: "check-config",
+        code: 3,
+        when: "a send host that does not resolve (as `serve`, which may start once it \
+            does)",
     },
     ExitCode {
         command: "status",
@@ -104,8 +115,12 @@ pub const EXIT_CODES: &[ExitCode] = &[
     ExitCode {
         command: "dump",
         code: 2,
-        when: "a bad option or config; the input file cannot be read; the `--listen` \
-            address cannot be bound",
+        when: "a bad option or config; the input file cannot be read",
+    },
+    ExitCode {
+        command: "dump",
+        code: 3,
+        when: "the `--listen` address cannot be bound",
     },
     ExitCode {
         command: "gweb",
@@ -441,9 +456,11 @@ fn exit_codes_section(page: &mut Page) {
     page.line("## Exit codes");
     page.line("");
     page.line(
-        "`xrd2ganglia`'s own commands exit 2 when they cannot start as configured and 1 \
-         when something fails after the start; the gmetric and mpxstats drop-ins keep their \
-         originals' codes. `--help` and `--version` exit 0.",
+        "`xrd2ganglia`'s own commands exit 2 when they cannot start as configured, 3 when \
+         they cannot start now for a reason outside the config that may pass (the unit \
+         restarts on 3, never on 2), and 1 when something fails after the start; the \
+         gmetric and mpxstats drop-ins keep their originals' codes. `--help` and \
+         `--version` exit 0.",
     );
     page.line("");
     page.table(
