@@ -910,6 +910,16 @@ fn the_xml_port_waits_no_longer_than_warmup_max() {
     let mut fresh = Warmup::new(saved.clone(), now);
     assert_eq!(fresh.waiting(now), Some((1, WARMUP_MAX)));
     assert_eq!(fresh.waiting(now + WARMUP_MAX), None);
+    // Every source claimed: answered a moment later (its packets reach
+    // the table just after the claim).
+    let mut claimed = Warmup::new(saved.clone(), now);
+    assert!(
+        saved
+            .claim("192.0.2.1".parse().unwrap(), "xrootd")
+            .is_some()
+    );
+    assert!(claimed.waiting(now).is_some_and(|(left, _)| left == 0));
+    assert_eq!(claimed.waiting(now + Duration::from_secs(1)), None);
     // Over for good, though the source never came back.
     assert_eq!(fresh.waiting(now), None);
     let mut nothing_saved = Warmup::new(Arc::new(SavedState::default()), now);

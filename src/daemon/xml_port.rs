@@ -41,11 +41,17 @@ pub const POLL_DEADLINE: Duration = Duration::from_secs(120);
 /// whose summed counters then drop: gmetad stores a cluster's summary of a
 /// counter as a COUNTER and draws the drop as a wrap, a spike of about
 /// 5e8/s. So polls are closed unanswered until every source the state file
-/// named has reported again, for at most this long (a server that never
-/// comes back holds no longer). Less than the 120 s of gmetad's RRD
-/// heartbeat at its default 15 s step: the missed polls leave no gap in
-/// its graphs.
+/// named has reported again, for at most this long. Less than the 120 s of
+/// gmetad's RRD heartbeat at its default 15 s step: the missed polls leave
+/// no gap in its graphs. The bound has two costs: a server that never
+/// comes back (the state file keeps it) makes every start wait all of it,
+/// and servers that report less often than this may still be missing
+/// from the first answer.
 pub const WARMUP_MAX: Duration = Duration::from_secs(90);
+/// A source is claimed when its first record is handled, a moment before
+/// that record's packets reach the table: the port answers this long after
+/// the last claim.
+const CLAIM_GRACE: Duration = Duration::from_millis(200);
 
 /// Whether the table is full enough to answer: every source the state
 /// file named has reported since the start, or [`WARMUP_MAX`] has passed.
@@ -73,7 +79,10 @@ impl Warmup {
             return None;
         }
         let left = self.saved.unclaimed();
-        if left == 0 || now >= self.until {
+        if left == 0 {
+            self.until = self.until.min(now + CLAIM_GRACE);
+        }
+        if now >= self.until {
             self.over = true;
             return None;
         }
