@@ -10,10 +10,10 @@
 //! answers between two datagrams, as it takes gmond's metadata requests.
 //! Until someone asks, the per-datagram cost is one poll of an empty
 //! queue per `select!` round; building the answer costs the task one
-//! walk of its sources per request (measured in a debug build, 2026-11-26:
-//! 25-43 ms for about 7,000 sources; datagrams meanwhile wait in the
-//! socket's buffer, `recv_buffer`), and requests are bounded
-//! ([`MAX_CLIENTS`] at once).
+//! walk of its sources per request (datagrams meanwhile wait in the
+//! socket's buffer, `recv_buffer`; docs/operations.md has the figure:
+//! 12-18 ms for a whole request at 7,000 sources, `benches/status-walk.py`),
+//! and requests are bounded ([`MAX_CLIENTS`] at once).
 //!
 //! **Bad requests never disturb the daemon**: at most [`MAX_REQUEST`]
 //! bytes are read (a longer line gets an error); a client that sends no
