@@ -18,6 +18,7 @@ use std::path::Path;
 mod channels;
 pub mod clusters;
 pub mod docs;
+mod exit_codes;
 pub mod file;
 pub mod keys;
 pub mod settings;
