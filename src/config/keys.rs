@@ -77,7 +77,8 @@ pub const KEYS: &[Key] = &[
         option: None,
         meaning: "Senders whose datagrams are accepted: networks (`10.0.0.0/8`, \
             `2001:db8::/32`) or single addresses. A datagram from anywhere else is \
-            dropped, counted (`denied`) and logged once per sender per `log_interval`. \
+            dropped, counted (`denied`) and logged once per `log_interval` (whoever sends: \
+            the next line says how many more, from which addresses). \
             Empty: every sender is accepted.",
     },
     Key {
@@ -239,7 +240,9 @@ pub const KEYS: &[Key] = &[
              with; the receive tasks and the senders take the new one",
         ),
         option: None,
-        meaning: "At most one log line per sender and reason per this many seconds (0 \
+        meaning: "At most one log line per reason (a refused sender, a rejected datagram, \
+            ...) per this many seconds, whoever sends; the next says how many were left \
+            out and a few of their addresses (0 \
             counts as 1).",
     },
     Key {

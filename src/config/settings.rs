@@ -58,7 +58,7 @@ pub struct Settings {
     pub max_metrics_per_source: usize,
     /// Receive socket buffer (SO_RCVBUF), bytes.
     pub recv_buffer: usize,
-    /// At most one log line per sender and reason in this interval.
+    /// At most one log line per reason in this interval.
     pub log_interval: Duration,
     /// The gateway's counters are logged this often (0: never).
     pub stats_interval: Duration,
