@@ -244,9 +244,26 @@ fn spawn_tasks(
             tasks.push(tokio::spawn(serve));
         }
     }
+    // The kernel's drops at the listening sockets: warned of, and in `status`.
+    let drops = Arc::new(drops::DropWatch::new(KernelDrops::new(&fds)));
+    let watch = drops::watch(
+        drops.clone(),
+        counters.clone(),
+        settings.log_interval,
+        stop.clone(),
+    );
+    tasks.push(tokio::spawn(watch));
     if let Some(listener) = sockets.control {
         let (counters, log_interval) = (counters.clone(), settings.log_interval);
-        let serve = control::serve(listener, ask_queues, counters, log_interval, stop.clone());
+        let drops = Some(drops.clone());
+        let serve = control::serve(
+            listener,
+            ask_queues,
+            counters,
+            drops,
+            log_interval,
+            stop.clone(),
+        );
         tasks.push(tokio::spawn(serve));
     }
     if store.path().is_some() {
@@ -312,6 +329,7 @@ fn open_state(settings: &Settings) -> StateStore {
 
 pub mod bind;
 pub mod control;
+pub mod drops;
 pub mod follow;
 mod queue;
 mod receive;

@@ -63,6 +63,10 @@ pub const EXAMPLES: usize = 3;
 impl Suppressed {
     fn note(&mut self, from: IpAddr) {
         self.count += 1;
+        // Lines about no sender (the control socket's) name none.
+        if from.is_unspecified() {
+            return;
+        }
         if let Some(free) = self
             .examples
             .iter()
@@ -482,6 +486,19 @@ impl<'c> Events<'c> {
         {
             tracing::warn!(
                 "xml_listen {local}: document to {peer} not finished: {err} (counted as xml_dropped)"
+            );
+        }
+    }
+
+    /// The kernel dropped `rise` datagrams at the gateway's listening
+    /// sockets since it last looked ([`crate::daemon::drops`]): their
+    /// receive buffers were full.
+    pub fn kernel_dropped(&mut self, rise: u64, last_minute: u64, since_start: u64) {
+        let nowhere = IpAddr::from([0, 0, 0, 0]);
+        if let Some(s) = self.limiter.allow("kernel_drops", nowhere, Instant::now()) {
+            tracing::warn!(
+                suppressed = %s,
+                "the kernel dropped {rise} datagrams at the gateway's listening sockets ({last_minute} in the last minute, {since_start} since the start): their receive buffers were full; raise recv_buffer (and net.core.rmem_max: docs/troubleshooting.md) (`xrd2ganglia status` shows them, logged once per log_interval)"
             );
         }
     }
