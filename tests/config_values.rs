@@ -201,9 +201,16 @@ fn short(text: &str) -> String {
     }
 }
 
-/// `serve` with `conf`: serving, a SIGHUP (reloading or refusing the
-/// file, as it says), then SIGTERM: exit 0.
+/// `serve` with `conf`: serving, then SIGTERM; and serving, a SIGHUP
+/// (reloading or refusing the file, as it says), then SIGTERM: exit 0
+/// each time.
 fn serve_reload_stop(conf: &Path, dir: &Path, what: &str) {
+    serve_and_stop(conf, dir, false, what);
+    serve_and_stop(conf, dir, true, what);
+}
+
+fn serve_and_stop(conf: &Path, dir: &Path, reload: bool, what: &str) {
+    let what = format!("{what} (SIGHUP first: {reload})");
     let log = dir.join("serve.log");
     let mut child = Command::new(BIN)
         .args(["serve", "--config"])
@@ -214,10 +221,12 @@ fn serve_reload_stop(conf: &Path, dir: &Path, what: &str) {
         .spawn()
         .unwrap();
     let pid = child.id() as libc::pid_t;
-    wait_for_log(&log, "serving", &mut child, what);
-    // SAFETY: kill(2) on the pid of the child this test started.
-    unsafe { libc::kill(pid, libc::SIGHUP) };
-    wait_for_log(&log, "SIGHUP", &mut child, what);
+    wait_for_log(&log, "serving", &mut child, &what);
+    if reload {
+        // SAFETY: kill(2) on the pid of the child this test started.
+        unsafe { libc::kill(pid, libc::SIGHUP) };
+        wait_for_log(&log, "SIGHUP", &mut child, &what);
+    }
     // SAFETY: as above.
     unsafe { libc::kill(pid, libc::SIGTERM) };
     let code = wait(&mut child, Duration::from_secs(10), || {

@@ -157,7 +157,7 @@ const MAX_HOST: usize = 253;
 /// Anything else (empty, a NUL byte, a space, longer than a name can be)
 /// is a mistake in the config, never a host that may resolve later: it
 /// would fail the start with exit 3, which the unit retries for ever.
-fn check_host(key: &str, host: &str) -> Result<(), ConfigError> {
+pub(super) fn check_host(key: &str, host: &str) -> Result<(), ConfigError> {
     let fits = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':' | '%');
     if host.is_empty() || host.len() > MAX_HOST || !host.chars().all(fits) {
         return Err(bad(
