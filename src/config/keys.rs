@@ -241,9 +241,9 @@ pub const KEYS: &[Key] = &[
         ),
         option: None,
         meaning: "At most one log line per reason (a refused sender, a rejected datagram, \
-            ...) per this many seconds, whoever sends; the next says how many were left \
-            out and a few of their addresses (0 \
-            counts as 1).",
+            ...) per this many seconds, whoever sends (each listening socket, the XML \
+            port and the control socket limit their own lines); the next says how many \
+            were left out and a few of their addresses (0 counts as 1).",
     },
     Key {
         name: "stats_interval",
