@@ -998,3 +998,16 @@ fn only_allowed_clients_get_a_valid_document_with_every_name_escaped() {
     );
     gw.stop();
 }
+
+/// Issue 34, item 8: a deadline past what the clock holds saturates, as
+/// `drain_timeout = 18446744073709551615` did not (a panic at SIGHUP and
+/// SIGTERM: exit 101, no state saved).
+#[test]
+fn a_deadline_past_the_clock_saturates() {
+    let now = Instant::now();
+    assert!(super::after(now, Duration::MAX) > now);
+    assert_eq!(
+        super::after(now, Duration::from_secs(5)),
+        now + Duration::from_secs(5)
+    );
+}
