@@ -510,6 +510,21 @@ impl SavedState {
         map.remove(&(ip, program.to_string()))
     }
 
+    /// Keeps the state of a source the engine evicted (`max_sources`),
+    /// with the unclaimed ones: it is claimed as they are if the source
+    /// reports again, and saved with them meanwhile. Kept only while fewer
+    /// than `bound` sources wait (the evictions of a flood must not grow
+    /// it without end); false when not kept.
+    pub fn park(&self, ip: IpAddr, program: &str, source: SavedSource, bound: usize) -> bool {
+        let mut map = lock(&self.unclaimed);
+        let key = (ip, program.to_string());
+        if map.len() >= bound && !map.contains_key(&key) {
+            return false;
+        }
+        map.insert(key, source);
+        true
+    }
+
     /// Engine `part` hands in its sources' state (text of `S`/`C` lines,
     /// [`super::Engine::saved_text`]).
     pub fn hand_in(&self, part: usize, text: String) {
