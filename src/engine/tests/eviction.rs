@@ -37,7 +37,7 @@ fn harness(config: &str) -> (Harness, Arc<SavedState>) {
 /// its new run.
 #[test]
 fn a_flood_of_new_sources_keeps_a_live_servers_continuity() {
-    let (mut r, _) = harness("");
+    let (mut r, saved) = harness("");
     let live = "10.0.0.1:40000";
     let mut inb = 717u64;
     for minute in 0..=10u64 {
@@ -56,6 +56,9 @@ fn a_flood_of_new_sources_keeps_a_live_servers_continuity() {
     let s = r.snapshot();
     assert!(s.sources_evicted >= 2_000, "{}", s.sources_evicted);
     assert!(r.engine.sources() <= 10_000);
+    // Only one-record sources went: the live server is still tracked, not
+    // evicted and parked.
+    assert_eq!(saved.unclaimed(), 0);
     // Its xrootd restarted (a new pid): the counter goes on upward.
     let v = r
         .feed(link_record(1_700_000_000, 78, 2_000, 1, 4), live, 660)
