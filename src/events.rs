@@ -504,7 +504,7 @@ impl<'c> Events<'c> {
         let single = count - established;
         tracing::warn!(
             count,
-            "more than {cap} sources (max_sources): forgot {count}, the least recently seen: {single} that had sent a single record, {established} established ({parked} of them keep their counters for their return)"
+            "more than {cap} sources (max_sources): forgot the {count} least recently seen, those that had sent a single record first: {single} of them, {established} established ({parked} of which keep their counters for their return)"
         );
     }
 }
