@@ -538,9 +538,19 @@ impl Sources {
     /// first. Each evicted source is handed to `gone` (to keep its
     /// counters for its return).
     pub(super) fn evict(&mut self, cap: usize, gone: &mut dyn FnMut(IpAddr, &Source)) -> Evicted {
+        self.evict_by(cap, gone, |s| (s.established(), s.last_seen))
+    }
+
+    /// [`evict`](Self::evict) in the order of `rank`, lowest first (other
+    /// orders are measured against it: `engine/tests/eviction.rs`).
+    pub(super) fn evict_by<K: Ord + Copy>(
+        &mut self,
+        cap: usize,
+        gone: &mut dyn FnMut(IpAddr, &Source),
+        rank: impl Fn(&Source) -> K,
+    ) -> Evicted {
         let target = cap - cap / 10 - 1;
-        let rank = |s: &Source| (s.established(), s.last_seen);
-        let mut ranks: Vec<(bool, Instant)> = self.by_ip.values().flatten().map(rank).collect();
+        let mut ranks: Vec<K> = self.by_ip.values().flatten().map(&rank).collect();
         if ranks.len() <= target {
             return Evicted::default();
         }

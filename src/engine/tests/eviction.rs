@@ -129,3 +129,112 @@ fn parked_counters_are_bounded() {
     assert!(saved.park(ip(2), "xrootd", source, 2));
     assert_eq!(saved.unclaimed(), 2);
 }
+
+/// Which order a full table evicts in, measured (not a test: `cargo test
+/// --release --lib measure_eviction_orders -- --ignored --nocapture`).
+/// The engine's source table ([`Sources`]) with chosen instants: one live
+/// server reporting every 60 s, a flood of one-record senders from t =
+/// 630 s, 50 new servers (reporting every 15 s) starting evenly during
+/// the flood, and 3,000 more (reporting every 60 s) starting from t = 700
+/// s over a minute, after the flood (a site's servers moved to this
+/// gateway); for each order, what is tracked at t = 1230 s.
+#[test]
+#[ignore]
+fn measure_eviction_orders() {
+    use super::super::source::{Source, Sources};
+    use std::time::Instant;
+
+    type Rank = fn(&Source, Instant) -> (bool, i128);
+    let since = |s: &Source, t0: Instant| s.last_seen.duration_since(t0).as_nanos() as i128;
+    let _ = since;
+    let orders: [(&str, Rank); 3] = [
+        ("least recently seen (before)", |s, t0| {
+            (false, s.last_seen.duration_since(t0).as_nanos() as i128)
+        }),
+        (
+            "single-record first, least recently seen of them first",
+            |s, t0| {
+                (
+                    s.established(),
+                    s.last_seen.duration_since(t0).as_nanos() as i128,
+                )
+            },
+        ),
+        ("single-record first, newest of them first", |s, t0| {
+            let at = s.last_seen.duration_since(t0).as_nanos() as i128;
+            (s.established(), if s.established() { at } else { -at })
+        }),
+    ];
+    // (flood senders, flood seconds)
+    for (flood, secs) in [(12_000u32, 2.6f64), (276_000, 60.0)] {
+        for (name, rank) in orders {
+            let t0 = Instant::now();
+            let at = |s: f64| t0 + Duration::from_secs_f64(s);
+            // (time, who): who 0 = live, 1..=50 = new servers, 1000+ = flood.
+            let mut events: Vec<(f64, u32)> = Vec::new();
+            for m in 0..=20 {
+                events.push((f64::from(m) * 60.0, 0));
+            }
+            for k in 1..=50u32 {
+                let start = 630.0 + secs * f64::from(k) / 51.0;
+                let mut t = start;
+                while t < 1230.0 {
+                    events.push((t, k));
+                    t += 15.0;
+                }
+            }
+            for k in 0..3_000u32 {
+                let mut t = 700.0 + f64::from(k) * 60.0 / 3_000.0;
+                while t < 1230.0 {
+                    events.push((t, 500_000 + k));
+                    t += 60.0;
+                }
+            }
+            for i in 0..flood {
+                events.push((630.0 + secs * f64::from(i) / f64::from(flood), 1000 + i));
+            }
+            events.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let mut sources = Sources::default();
+            let (cap, mut live_evicted, mut new_evicted) = (10_000, 0, 0);
+            let started = Instant::now();
+            for (t, who) in events {
+                let ip = IpAddr::from((0x0a00_0000 + who).to_be_bytes());
+                if sources.len >= cap {
+                    let mut gone = |ip: IpAddr, _: &Source| {
+                        let who = u32::from_be_bytes(match ip {
+                            IpAddr::V4(v4) => v4.octets(),
+                            IpAddr::V6(_) => [0; 4],
+                        }) - 0x0a00_0000;
+                        live_evicted += usize::from(who == 0);
+                        new_evicted += usize::from((1..=50).contains(&who) || who >= 500_000);
+                    };
+                    sources.evict_by(cap, &mut gone, |s| rank(s, t0));
+                }
+                let now = at(t);
+                let (source, _, _) =
+                    sources.get_or_insert(ip, "xrootd", now, cap, 4, &mut |_, _| {});
+                source.observe(now, 60);
+            }
+            let took = started.elapsed();
+            let tracked = |who: std::ops::RangeInclusive<u32>| {
+                who.filter(|w| {
+                    let ip = IpAddr::from((0x0a00_0000 + w).to_be_bytes());
+                    sources
+                        .by_ip
+                        .get(&ip)
+                        .is_some_and(|l| l.iter().any(Source::established))
+                })
+                .count()
+            };
+            let later = tracked(500_000..=502_999);
+            let stale = sources.len - tracked(0..=0) - tracked(1..=50) - later;
+            println!(
+                "flood {flood} in {secs} s, {name}: live server evicted {live_evicted} times; \
+                 new servers evicted {new_evicted} times, established at the end {}/50 \
+                 and {later}/3000; flood senders still tracked {stale}; {:.0} ms",
+                tracked(1..=50),
+                took.as_secs_f64() * 1e3
+            );
+        }
+    }
+}
