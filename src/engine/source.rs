@@ -3,8 +3,9 @@
 //! A source is one program (`pgm`, or `pgm ins`) at one sender address: its
 //! spoofed host, its report interval (hence TMAX), its start (to notice a
 //! restart), its metrics' state ([`super::series`]) and its template
-//! ([`super::template`]). Sources are bounded (`max_sources`, least recently
-//! seen evicted first) and so are their metrics (`max_metrics_per_source`).
+//! ([`super::template`]). Sources are bounded (`max_sources`: those that
+//! sent a single record evicted first, [`Sources::evict`]) and so are their
+//! metrics (`max_metrics_per_source`).
 //!
 //! **Metadata is spread over time.** Servers restarted together report in
 //! phase; if each sent its metadata at the same moment every
