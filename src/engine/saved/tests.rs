@@ -102,7 +102,7 @@ fn each_line_is_checked_on_its_own() {
         ok("S\tnope\txrootd\t1\t2"),
         Err(Bad::Address("nope".into()))
     );
-    for program in ["", "a b c", "x y ", "a\u{7f}", "xrootd\"", &"p".repeat(65)] {
+    for program in ["a b c", "x y ", "a\u{7f}", "xrootd\"", &"p".repeat(65)] {
         assert_eq!(
             ok(&format!("S\t10.0.0.1\t{program}\t1\t2")),
             Err(Bad::Program(program.chars().take(40).collect())),
@@ -235,4 +235,35 @@ fn one_entry_reads_back_as_written() {
         parse_entry("C\t0000000000000001\t1\t1\n", NOW),
         Err((1, Bad::Orphan))
     );
+}
+
+/// Whatever program name the mapper makes of a record's `pgm` and `ins`
+/// is read back as written.
+#[test]
+fn every_program_the_mapper_names_reads_back() {
+    use crate::mapping::HeaderParts;
+    let long = "p".repeat(100);
+    let names = [
+        None,
+        Some(""),
+        Some("anon"),
+        Some("xrootd"),
+        Some("a b"),
+        Some("x\ty\nz"),
+        Some("caf\u{e9}.d/e"),
+        Some(long.as_str()),
+    ];
+    for pgm in names {
+        for ins in names {
+            let mut program = String::new();
+            HeaderParts::new(pgm, ins, None).write_program(&mut program);
+            let mut line = String::new();
+            write_source(&mut line, ip("10.0.0.1"), &program, Some((1, 2)));
+            let read = parse_line(line.trim_end_matches('\n'), false, NOW);
+            assert!(
+                matches!(read, Ok(Line::Source { program: p, .. }) if p == program),
+                "{pgm:?} {ins:?} -> {program:?}: {read:?}"
+            );
+        }
+    }
 }
