@@ -537,17 +537,37 @@ impl SavedState {
         parts[part] = text;
     }
 
-    /// The file's text: what was handed in, then what is still unclaimed.
+    /// The file's text: what is unclaimed, then what was handed in. A
+    /// source evicted since its engine handed its part in waits with the
+    /// unclaimed ones, newer than its block in that part: the part's block
+    /// is left out (each source once in the file).
     pub fn to_text(&self) -> String {
         let mut text = String::from(HEADER);
         text.push('\n');
-        for part in lock(&self.parts).iter() {
-            text.push_str(part);
-        }
+        let mut waiting = HashSet::new();
         for ((ip, program), saved) in lock(&self.unclaimed).iter() {
             write_source(&mut text, *ip, program, saved.started);
             for &(key, raw, offset) in &saved.counters {
                 write_counter(&mut text, key, raw, offset);
+            }
+            waiting.insert((*ip, program.clone()));
+        }
+        for part in lock(&self.parts).iter() {
+            if waiting.is_empty() {
+                text.push_str(part);
+                continue;
+            }
+            let mut skipping = false;
+            for line in part.split_inclusive('\n') {
+                if let Some(fields) = line.strip_prefix("S\t") {
+                    let mut f = fields.split('\t');
+                    let key = f.next().and_then(|ip| ip.parse::<IpAddr>().ok());
+                    let program = f.next().unwrap_or("");
+                    skipping = key.is_some_and(|ip| waiting.contains(&(ip, program.to_string())));
+                }
+                if !skipping {
+                    text.push_str(line);
+                }
             }
         }
         text

@@ -267,3 +267,31 @@ fn every_program_the_mapper_names_reads_back() {
         }
     }
 }
+
+/// A source evicted (and its state kept) after its engine handed in a part
+/// that still holds it is written once, as kept at the eviction.
+#[test]
+fn an_evicted_source_is_saved_once_as_kept() {
+    let state = SavedState::default();
+    let mut part = String::new();
+    write_source(&mut part, ip("10.0.0.1"), "xrootd", Some((1, 2)));
+    write_counter(&mut part, 1, 100, 0);
+    write_source(&mut part, ip("10.0.0.2"), "xrootd", Some((1, 3)));
+    write_counter(&mut part, 1, 200, 0);
+    state.hand_in(0, part);
+    let newer = SavedSource {
+        started: Some((1, 2)),
+        counters: vec![(1, 150, 0)],
+    };
+    assert!(state.park(ip("10.0.0.1"), "xrootd", newer, 10));
+    assert_eq!(
+        state.to_text(),
+        "xrd2ganglia-state 1\n\
+         S\t10.0.0.1\txrootd\t1\t2\n\
+         C\t0000000000000001\t150\t0\n\
+         S\t10.0.0.2\txrootd\t1\t3\n\
+         C\t0000000000000001\t200\t0\n"
+    );
+    let (read, skipped) = SavedState::read(&state.to_text(), NOW).unwrap();
+    assert_eq!((read.unclaimed(), skipped.lines), (2, 0));
+}
