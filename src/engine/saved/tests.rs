@@ -295,3 +295,72 @@ fn an_evicted_source_is_saved_once_as_kept() {
     let (read, skipped) = SavedState::read(&state.to_text(), NOW).unwrap();
     assert_eq!((read.unclaimed(), skipped.lines), (2, 0));
 }
+
+/// Lines a state file may hold, good and bad.
+fn state_line() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    let number = prop_oneof![
+        Just("0".to_string()),
+        Just("-3".to_string()),
+        Just("9223372036854775807".to_string()),
+        Just("9223372036854775808".to_string()),
+        Just("18446744073709551616".to_string()),
+        Just("4194305".to_string()),
+        Just("".to_string()),
+        (0u64..5_000_000).prop_map(|n| n.to_string()),
+        "[0-9+-]{1,22}",
+    ];
+    let ip = prop_oneof![
+        Just("10.0.0.1".to_string()),
+        Just("10.0.0.2".to_string()),
+        Just("::1".to_string()),
+        Just("nope".to_string()),
+    ];
+    let program = prop_oneof![
+        Just("xrootd".to_string()),
+        Just("cmsd".to_string()),
+        Just("xrootd cache".to_string()),
+        Just("".to_string()),
+        "[ -~]{0,8}",
+    ];
+    let key = prop_oneof![
+        (0u64..4).prop_map(|k| format!("{k:016x}")),
+        "[0-9a-gA-G+]{0,18}",
+    ];
+    prop_oneof![
+        (ip, program, number.clone(), number.clone())
+            .prop_map(|(i, p, t, d)| format!("S\t{i}\t{p}\t{t}\t{d}")),
+        (key, number.clone(), number).prop_map(|(k, r, o)| format!("C\t{k}\t{r}\t{o}")),
+        Just(String::new()),
+        "[ -~\t\u{80}-\u{10ffff}]{0,30}",
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 500, ..Default::default() })]
+
+    /// Any text of lines: every line is kept or counted as skipped, never
+    /// a panic; and what is kept, written again, reads back the same with
+    /// nothing skipped.
+    #[test]
+    fn every_line_is_kept_or_skipped_and_what_is_kept_reads_back(
+        lines in proptest::collection::vec(state_line(), 0..30),
+        cut in proptest::bool::ANY,
+    ) {
+        let mut text = lines.join("\n");
+        if !cut && !text.is_empty() {
+            text.push('\n');
+        }
+        let read = read_entries(&text, 1, NOW);
+        let lines_in = text.split('\n').filter(|l| !l.is_empty()).count();
+        let kept: usize = read.entries.iter().map(|e| 1 + e.source.counters.len()).sum();
+        proptest::prop_assert_eq!(kept + read.skipped.lines, lines_in, "{:?}", read);
+        let mut again = String::new();
+        for e in &read.entries {
+            e.write(&mut again);
+        }
+        let back = read_entries(&again, 1, NOW);
+        proptest::prop_assert_eq!(back.skipped.lines, 0);
+        proptest::prop_assert_eq!(back.entries, read.entries);
+    }
+}
