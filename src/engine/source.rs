@@ -558,10 +558,21 @@ impl Sources {
         let drop = ranks.len() - target;
         let (_, cutoff, _) = ranks.select_nth_unstable(drop - 1);
         let cutoff = *cutoff;
+        // Everything ranked below the cutoff goes, and as many ranked at it
+        // as make up `drop` (not whichever of both come first).
+        let mut at_cutoff = drop - ranks.iter().filter(|r| **r < cutoff).count();
         let mut out = Evicted::default();
         for (ip, list) in self.by_ip.iter_mut() {
             list.retain(|s| {
-                let keep = rank(s) > cutoff || out.total >= drop;
+                let r = rank(s);
+                let keep = match r.cmp(&cutoff) {
+                    std::cmp::Ordering::Less => false,
+                    std::cmp::Ordering::Equal if at_cutoff > 0 => {
+                        at_cutoff -= 1;
+                        false
+                    }
+                    _ => true,
+                };
                 if !keep {
                     out.total += 1;
                     out.established += usize::from(s.established());
