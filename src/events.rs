@@ -27,6 +27,27 @@ impl Counters {
     }
 }
 
+/// Lines of the state file skipped at start, each checked on its own
+/// ([`crate::engine::saved`]): counted, and named in one line (how many,
+/// the first few with their line numbers and why). Every other source
+/// keeps its counters.
+pub fn state_lines_skipped(
+    counters: &Counters,
+    file: &std::path::Path,
+    skipped: &crate::engine::saved::Skipped,
+) {
+    if skipped.is_empty() {
+        return;
+    }
+    counters
+        .state_lines_skipped
+        .fetch_add(skipped.lines as u64, Relaxed);
+    tracing::warn!(
+        "state file {}: {skipped} (those counters start again from their readings; every other source keeps its own; counted as state_lines_skipped)",
+        file.display()
+    );
+}
+
 /// A gmond whose receive queue stays full this long is logged: a poll
 /// by gmetad takes a second or two, a gmond that is stopped (SIGSTOP) or
 /// hung does not read at all.
@@ -549,14 +570,18 @@ impl<'c> Events<'c> {
         self.counters.site_clusters.store(count as u64, Relaxed);
     }
 
-    pub fn sources_evicted(&self, count: usize, cap: usize) {
+    /// Sources evicted at `max_sources`: `established` of them had
+    /// reported more than once (or had saved counters), and `parked` of
+    /// those keep their counters for their return.
+    pub fn sources_evicted(&self, count: usize, established: usize, parked: usize, cap: usize) {
         self.counters
             .sources_evicted
             .fetch_add(count as u64, Relaxed);
         self.counters.sources.fetch_sub(count as u64, Relaxed);
+        let single = count - established;
         tracing::warn!(
             count,
-            "more than {cap} sources (max_sources): forgot the {count} least recently seen"
+            "more than {cap} sources (max_sources): forgot the {count} least recently seen, those that had sent a single record first: {single} of them, {established} established ({parked} of which keep their counters for their return)"
         );
     }
 }

@@ -130,6 +130,8 @@ counters! {
         "Connections to control_socket answered with an error: not a request, too long, none in time, or too many at once.";
     sources_evicted: Counter "sources_evicted", "sources/s", "Sources evicted",
         "Sources forgotten because max_sources was reached.";
+    state_lines_skipped: Counter "state_lines_skipped", "lines/s", "State file lines skipped",
+        "Lines of the state file skipped at start because they failed a check (named in the log); the other sources kept their counters.";
     sources: Gauge "sources", "sources", "Sources tracked",
         "xrootd/cmsd instances the gateway tracks now.";
     restarts: Counter "restarts", "restarts/s", "Restarts noticed",
