@@ -97,6 +97,18 @@ impl InForce {
             events.xml_hosts_evicted(evicted);
         }
     }
+
+    /// Takes out of the XML table the hosts of the sources an engine
+    /// forgot (`max_sources`), and clears the list.
+    fn forget(&self, forgotten: &mut Vec<u64>) {
+        if forgotten.is_empty() {
+            return;
+        }
+        if let Some(table) = &self.table {
+            table.forget(forgotten);
+        }
+        forgotten.clear();
+    }
 }
 
 /// A new configuration for a running gateway (SIGHUP): every key takes

@@ -101,6 +101,7 @@ impl Receiver {
                         let at = Instant::now();
                         let batch = self.engine.datagram(&buf[..n], from, at, &mut events);
                         now.deliver(batch, from.ip(), at, &events);
+                        now.forget(self.engine.forgotten());
                     }
                     Err(e) => events.receive_failed(local, &e),
                 },
@@ -111,6 +112,7 @@ impl Receiver {
             let at = Instant::now();
             let batch = self.engine.datagram(&buf[..n], from, at, &mut events);
             now.deliver(batch, from.ip(), at, &events);
+            now.forget(self.engine.forgotten());
         }
         self.engine.hand_in_state();
     }

@@ -373,6 +373,10 @@ impl Naming {
 pub(super) struct Sources {
     pub(super) by_ip: HashMap<IpAddr, Vec<Source>>,
     pub(super) len: usize,
+    /// The XML table's keys of the hosts of sources forgotten since the
+    /// daemon last took them ([`super::Engine::forgotten`]): they leave
+    /// the table too.
+    pub(super) forgotten: Vec<u64>,
 }
 
 impl Sources {
@@ -495,11 +499,13 @@ impl Sources {
         let (_, cutoff, _) = seen.select_nth_unstable(drop - 1);
         let cutoff = *cutoff;
         let mut removed = 0;
+        let forgotten = &mut self.forgotten;
         for list in self.by_ip.values_mut() {
             list.retain(|s| {
                 let keep = s.last_seen > cutoff || removed >= drop;
                 if !keep {
                     removed += 1;
+                    forgotten.push(s.host_key ^ super::clusters::key_of(&s.cluster));
                 }
                 keep
             });
