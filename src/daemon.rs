@@ -99,15 +99,13 @@ impl InForce {
     }
 
     /// Takes out of the XML table the hosts of the sources an engine
-    /// forgot (`max_sources`), and clears the list.
-    fn forget(&self, forgotten: &mut Vec<u64>) {
-        if forgotten.is_empty() {
-            return;
-        }
-        if let Some(table) = &self.table {
+    /// forgot (`max_sources`).
+    fn forget(&self, forgotten: &[u64]) {
+        if let Some(table) = &self.table
+            && !forgotten.is_empty()
+        {
             table.forget(forgotten);
         }
-        forgotten.clear();
     }
 }
 

@@ -422,9 +422,9 @@ impl Engine {
 
     /// The XML table's keys of the hosts whose sources the last datagram
     /// made it forget (`max_sources`), for the daemon to take out of the
-    /// table (and clear).
-    pub fn forgotten(&mut self) -> &mut Vec<u64> {
-        &mut self.sources.forgotten
+    /// table before the datagram's packets go in.
+    pub fn forgotten(&self) -> &[u64] {
+        &self.sources.forgotten
     }
 
     /// The packets of the last call, for tests and dry runs.
