@@ -70,8 +70,7 @@ fn tcp_kib() -> u64 {
 fn poll(port: u16) -> (f64, Result<Xml, String>) {
     let t0 = Instant::now();
     let doc = (|| {
-        let mut s =
-            TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("connect: {e}"))?;
+        let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("connect: {e}"))?;
         s.set_read_timeout(Some(Duration::from_secs(30)))
             .map_err(|e| e.to_string())?;
         let mut buf = Vec::new();
@@ -112,8 +111,9 @@ pub fn run(bin: &Path, servers: usize, hostile: usize, polls: usize) -> HostileR
                 break;
             }
             _ if Instant::now() > deadline => {
-                out.errors
-                    .push(format!("hostile: {servers} hosts not in the document in 30 s"));
+                out.errors.push(format!(
+                    "hostile: {servers} hosts not in the document in 30 s"
+                ));
                 return out;
             }
             _ => thread::sleep(Duration::from_millis(200)),
@@ -174,8 +174,10 @@ pub fn run(bin: &Path, servers: usize, hostile: usize, polls: usize) -> HostileR
     let _ = slow.join();
     drop(idle);
     if p.hostile < hostile {
-        out.errors
-            .push(format!("hostile: {} of {hostile} connections opened", p.hostile));
+        out.errors.push(format!(
+            "hostile: {} of {hostile} connections opened",
+            p.hostile
+        ));
     }
     p.hostile = hostile;
     out.phases.push(p);
@@ -215,14 +217,24 @@ impl HostileRun {
             println!(
                 "{:>8} {:>7} {:>9.3} {:>9.3} {:>9.3} {:>10} {:>10} {:>12} {:>9}",
                 p.hostile,
-                format!("{}{}", p.polls.len(), if p.failed > 0 { format!(" ({} failed)", p.failed) } else { String::new() }),
+                format!(
+                    "{}{}",
+                    p.polls.len(),
+                    if p.failed > 0 {
+                        format!(" ({} failed)", p.failed)
+                    } else {
+                        String::new()
+                    }
+                ),
                 min,
                 median,
                 max,
                 p.rss_kib,
                 p.hwm_kib,
                 p.tcp_kib,
-                p.evicted.map(|e| e.to_string()).unwrap_or_else(|| "-".into()),
+                p.evicted
+                    .map(|e| e.to_string())
+                    .unwrap_or_else(|| "-".into()),
             );
         }
         for e in &self.errors {

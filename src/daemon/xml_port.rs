@@ -23,25 +23,29 @@
 //!   per client address), and a slot for a new poll always exists: a new
 //!   connection over a cap closes the connection (of its address, or of
 //!   all) that has made the least progress ([`Progress::order`]): first
-//!   one whose socket took nothing for a second, then one that has not
-//!   shown it reads (taken 1 MiB, more than the socket buffers hold for a
-//!   client that reads nothing), the fewest bytes taken first. A poller
-//!   reading a document makes progress every few milliseconds and shows
-//!   it reads within a few; a client that reads nothing makes none once
-//!   the buffers are full, and one that reads a byte a second frees no
-//!   room for a write for minutes: connecting again and again, they close
-//!   each other, not the poll. Counted (`xml_evicted`) and logged.
+//!   one that has not shown it reads (taken 256 KiB, more than the socket
+//!   buffers hold for a client that reads nothing) and waits for its
+//!   client (its socket full), the longest waiting first. A poller
+//!   reading a document is rarely waiting and shows it reads within
+//!   milliseconds; a client that reads nothing waits as soon as the
+//!   buffers are full, and one that reads a byte a second frees no room
+//!   for a write for minutes: connecting again and again, they close each
+//!   other, not the poll. Counted (`xml_evicted`) and logged.
 //! * A whole-document deadline ([`POLL_DEADLINE`]) and a stall timeout
 //!   ([`STALL_TIMEOUT`], gmetad's own read timeout) end the others.
 //!
 //! **Bounded memory.** Per connection: a piece and one host's text (the
 //! buffer rendered into), a task, and a kernel send buffer capped at
-//! [`SEND_BUFFER`] (`SO_SNDBUF`; the kernel doubles it for its accounting),
-//! instead of loopback's autotuned megabytes. A document's list of hosts
+//! [`FIRST_SEND_BUFFER`] (`SO_SNDBUF`; the kernel doubles it for its
+//! accounting) until the client has shown it reads, [`SEND_BUFFER`]
+//! then, instead of loopback's autotuned megabytes. A document's list of hosts
 //! (8 bytes per host) is made once per second and shared by that second's
-//! polls ([`Render`]). At [`MAX_CONNECTIONS`] = 256: at most 256 x (256 KiB
+//! polls ([`Render`]). At [`MAX_CONNECTIONS`] = 256: at most 256 x (512 KiB
 //! of kernel send buffer + 32 KiB + a host) plus one list per second of
-//! polls still open, whatever the clients do.
+//! polls still open, whatever the clients do (and 256 x 32 KiB of kernel
+//! send buffer for clients that do not read). The accept queue is long
+//! (4096, `bind::xml`): a burst of connections does not make the kernel
+//! drop gmetad's SYN.
 //!
 //! **Descriptors.** `serve` raises its soft `RLIMIT_NOFILE` to the hard
 //! limit at start (the unit sets `LimitNOFILE`). Running out all the same
@@ -57,7 +61,7 @@ use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, Shutdown, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use tokio::net::{TcpListener, TcpStream};
@@ -76,21 +80,22 @@ pub const MAX_CONNECTIONS: usize = 256;
 /// Connections served at once from one address; a new one over it closes
 /// that address's that made the least progress.
 pub const MAX_PER_ADDRESS: usize = 64;
-/// `SO_SNDBUF` asked for each connection (the kernel doubles it): what
-/// the kernel holds for a client that does not read. Loopback's
-/// autotuning would grow it to megabytes.
-pub const SEND_BUFFER: usize = 128 * 1024;
+/// `SO_SNDBUF` asked for each new connection (the kernel doubles it):
+/// what the kernel holds, and we render, for a client that does not read.
+/// Loopback's autotuning would grow it to megabytes.
+pub const FIRST_SEND_BUFFER: usize = 16 * 1024;
+/// `SO_SNDBUF` once the client has shown it reads ([`READS`]): enough for
+/// a gmetad across a network (a buffer smaller than the path's bandwidth
+/// times its round trip slows the document down).
+pub const SEND_BUFFER: usize = 256 * 1024;
 /// A document is rendered and written this many bytes at a time (and one
 /// host more at most).
 pub const PIECE: usize = 16 * 1024;
 /// A client that took this many bytes reads: more than a client that
-/// reads nothing takes (what our send buffer, 2 x [`SEND_BUFFER`], and
-/// its receive window hold: a default Linux receive buffer, 128 KiB,
+/// reads nothing takes (what our send buffer, 2 x [`FIRST_SEND_BUFFER`],
+/// and its receive window hold: a default Linux receive buffer, 128 KiB,
 /// gives a window of about 64 KiB, and it grows only as the client reads).
-const READS: u64 = 1 << 20;
-/// A connection whose socket took nothing for this long is stalled: the
-/// first to be closed for a new one.
-const STALLED: Duration = Duration::from_secs(1);
+const READS: u64 = 256 * 1024;
 /// A client that takes nothing for this long is dropped.
 pub const STALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// A document not written within this long is abandoned.
@@ -155,29 +160,34 @@ impl Warmup {
 type Outcome = (u64, SocketAddr, io::Result<Written>);
 
 /// A connection's progress: when its socket last took a write
-/// (milliseconds since the accept loop began), and how many bytes it took.
+/// (milliseconds since the accept loop began), how many bytes it took, and
+/// whether it waits for its client (its socket is full) or for us (a
+/// connection the runtime has not run for a while is not the client's
+/// fault).
 struct Progress {
     at_ms: AtomicU64,
     bytes: AtomicU64,
+    waiting: AtomicBool,
 }
 
 impl Progress {
-    /// The eviction order, least progress first: (1) connections whose
-    /// socket has taken nothing for [`STALLED`], the longest first; (2)
-    /// those that have not shown they read (taken [`READS`] bytes: a
-    /// client that reads nothing takes what the socket buffers hold, less
-    /// than that), the fewest bytes first, the newest among equals: a
-    /// burst of new connections closes its own members, not a poll that
-    /// was there before and has taken more; (3) the rest, the longest
-    /// without progress first.
-    fn order(&self, id: u64, now_ms: u64) -> (u8, u64, u64) {
+    /// The eviction order, least progress first. A connection that has
+    /// not shown it reads (taken [`READS`] bytes: a client that reads
+    /// nothing takes what the socket buffers hold, less than that) goes
+    /// before one that has; within each, one waiting for its client (its
+    /// socket full) goes first, the longest waiting first, then one that
+    /// waits for us (not run yet, or rendering), the fewest bytes taken
+    /// and the newest first. A poll being read is rarely waiting, and has
+    /// shown it reads within milliseconds; clients that never read, or
+    /// read a byte a second, are waiting all the time; a burst of new
+    /// connections closes its own members first.
+    fn order(&self, id: u64) -> (bool, bool, u64, u64) {
         let (at, bytes) = (self.at_ms.load(Relaxed), self.bytes.load(Relaxed));
-        if now_ms.saturating_sub(at) >= STALLED.as_millis() as u64 {
-            (0, at, id)
-        } else if bytes < READS {
-            (1, bytes, u64::MAX - id)
+        let (reads, waiting) = (bytes >= READS, self.waiting.load(Relaxed));
+        if waiting {
+            (reads, false, at, u64::MAX - id)
         } else {
-            (2, at, id)
+            (reads, true, bytes, u64::MAX - id)
         }
     }
 }
@@ -203,12 +213,12 @@ impl Connections {
 
     /// Closes the connection (of `ip`, or of any address) that made the
     /// least progress ([`Progress::order`]). Returns its client.
-    fn evict_least_progress(&mut self, ip: Option<IpAddr>, now_ms: u64) -> Option<SocketAddr> {
+    fn evict_least_progress(&mut self, ip: Option<IpAddr>) -> Option<SocketAddr> {
         let (&id, _) = self
             .by_id
             .iter()
             .filter(|(_, c)| ip.is_none_or(|ip| c.peer.ip() == ip))
-            .min_by_key(|(id, c)| c.progress.order(**id, now_ms))?;
+            .min_by_key(|(id, c)| c.progress.order(**id))?;
         let c = self.by_id.remove(&id)?;
         c.task.abort();
         Some(c.peer)
@@ -260,7 +270,7 @@ pub(super) async fn serve(
                 if is_out_of_descriptors(&e) {
                     // Free one (its task drops its socket when the runtime
                     // next runs it) and try again at once.
-                    match conns.evict_least_progress(None, millis_since(began)) {
+                    match conns.evict_least_progress(None) {
                         Some(old) => {
                             events.xml_evicted(local, old, "no file descriptor left");
                             tokio::task::yield_now().await;
@@ -286,19 +296,20 @@ pub(super) async fn serve(
         }
         // Room for this one: a slot of its address, then one of all.
         if conns.per_address(peer.ip()) >= MAX_PER_ADDRESS
-            && let Some(old) = conns.evict_least_progress(Some(peer.ip()), millis_since(began))
+            && let Some(old) = conns.evict_least_progress(Some(peer.ip()))
         {
             events.xml_evicted(local, old, "a new connection from its address");
         }
         if conns.by_id.len() >= MAX_CONNECTIONS
-            && let Some(old) = conns.evict_least_progress(None, millis_since(began))
+            && let Some(old) = conns.evict_least_progress(None)
         {
             events.xml_evicted(local, old, "a new connection");
         }
-        let _ = socket2::SockRef::from(&stream).set_send_buffer_size(SEND_BUFFER);
+        let _ = socket2::SockRef::from(&stream).set_send_buffer_size(FIRST_SEND_BUFFER);
         let progress = Arc::new(Progress {
             at_ms: AtomicU64::new(millis_since(began)),
             bytes: AtomicU64::new(0),
+            waiting: AtomicBool::new(false),
         });
         let (id, table, done) = (conns.next, table.clone(), done_tx.clone());
         conns.next += 1;
@@ -309,19 +320,16 @@ pub(super) async fn serve(
                 host_dmax: settings.dmax,
                 grouping: &settings.grouping,
             };
-            let took = |n: usize| {
-                noted.at_ms.store(millis_since(began), Relaxed);
-                noted.bytes.fetch_add(n as u64, Relaxed);
+            let took = |n: Option<usize>| match n {
+                Some(n) => {
+                    noted.at_ms.store(millis_since(began), Relaxed);
+                    noted.bytes.fetch_add(n as u64, Relaxed);
+                    noted.waiting.store(false, Relaxed);
+                }
+                None => noted.waiting.store(true, Relaxed),
             };
-            let outcome = write_document(
-                stream,
-                &table,
-                &cluster,
-                STALL_TIMEOUT,
-                POLL_DEADLINE,
-                took,
-            )
-            .await;
+            let outcome =
+                write_document(stream, &table, &cluster, STALL_TIMEOUT, POLL_DEADLINE, took).await;
             let _ = done.send((id, peer, outcome));
         });
         let task = task.abort_handle();
@@ -382,16 +390,18 @@ fn is_out_of_descriptors(e: &io::Error) -> bool {
 }
 
 /// Writes the document to one client as its socket takes it, a piece at a
-/// time, and closes; `took` hears of every write the socket took.
+/// time, and closes; `took` hears of every write the socket took (the
+/// bytes), and of every wait for the client (None).
 async fn write_document(
     stream: TcpStream,
     table: &HostTable,
     cluster: &ClusterInfo<'_>,
     stall: Duration,
     deadline: Duration,
-    mut took: impl FnMut(usize),
+    mut took: impl FnMut(Option<usize>),
 ) -> io::Result<Written> {
     let started = Instant::now();
+    let mut taken = 0u64;
     let mut render = table.render(Instant::now());
     let mut out = Vec::with_capacity(2 * PIECE);
     loop {
@@ -408,6 +418,23 @@ async fn write_document(
                     format!("not taken within {} s", deadline.as_secs_f64()),
                 ));
             }
+            match stream.try_write(rest) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    rest = &rest[n..];
+                    took(Some(n));
+                    if taken < READS && taken + n as u64 >= READS {
+                        // It reads: the full buffer.
+                        let _ = socket2::SockRef::from(&stream).set_send_buffer_size(SEND_BUFFER);
+                    }
+                    taken += n as u64;
+                    continue;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+            // The socket is full: waiting for the client, not for us.
+            took(None);
             let wait = stall.min(left);
             match tokio::time::timeout(wait, stream.writable()).await {
                 Ok(ready) => ready?,
@@ -418,21 +445,15 @@ async fn write_document(
                     ));
                 }
                 // The deadline came first: said at the loop's top.
-                Err(_) => continue,
-            }
-            match stream.try_write(rest) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => {
-                    rest = &rest[n..];
-                    took(n);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) => return Err(e),
+                Err(_) => {}
             }
         }
         if done {
             break;
         }
+        // A piece at a time: the accept loop and the other connections
+        // take their turns between two pieces.
+        tokio::task::yield_now().await;
     }
     let _ = socket2::SockRef::from(&stream).shutdown(Shutdown::Write);
     Ok(render.written())
@@ -459,7 +480,7 @@ mod tests {
         rt.block_on(async {
             server.set_nonblocking(true)?;
             let stream = TcpStream::from_std(server)?;
-            write_document(stream, table, cluster, stall, deadline, |_| {}).await
+            write_document(stream, table, cluster, stall, deadline, |_| ()).await
         })
     }
 
