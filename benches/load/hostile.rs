@@ -132,8 +132,8 @@ pub fn run(bin: &Path, servers: usize, hostile: usize, polls: usize) -> HostileR
             }
             thread::sleep(Duration::from_millis(500));
         }
-        p.rss_kib = gw.status_kib("VmRSS");
-        p.hwm_kib = gw.status_kib("VmHWM");
+        p.rss_kib = gw.status_kib("VmRSS:");
+        p.hwm_kib = gw.status_kib("VmHWM:");
         p.tcp_kib = tcp_kib();
         p.evicted = gw.log.last().and_then(|l| l.get("xml_evicted"));
         p
@@ -250,6 +250,12 @@ impl HostileRun {
             out.push("hostile: not every phase ran".into());
         }
         for p in &self.phases {
+            if p.rss_kib == 0 {
+                out.push(format!(
+                    "hostile: no RSS read with {} other connections",
+                    p.hostile
+                ));
+            }
             if p.failed > 0 || p.polls.is_empty() {
                 out.push(format!(
                     "hostile: with {} other connections, {} polls failed, {} whole",
