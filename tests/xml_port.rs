@@ -103,52 +103,6 @@ fn gmetad_keeps_an_rrd_per_numeric_metric_with_the_values_sent() {
     );
 }
 
-/// Issue 34: a real gmetad polling every second keeps writing its RRDs
-/// while 1,000 connections from its own address sit on the port and never
-/// read (before, four of them locked it out for 35 s at a time).
-#[test]
-fn gmetad_keeps_writing_rrds_while_1000_idle_connections_sit_on_the_port() {
-    xrd2ganglia::daemon::xml_port::raise_open_files_limit();
-    let xml_port = free_port();
-    let gmetad = Gmetad::start(xml_port, 1);
-    let cluster = "xrd2ganglia-hostile";
-    let gw = Gateway::start_xml(
-        free_port(),
-        xml_port,
-        None,
-        &format!("{QUIET}cluster_name = {cluster:?}\n"),
-    );
-    let send_all = || {
-        for i in 0..FIXTURES.len() {
-            gw.send_as(&server_ip(i), &server_record(i));
-        }
-    };
-    send_all();
-    // A gauge of server 0, as gmetad files it.
-    let doc = wait_until(Duration::from_secs(15), || {
-        let x = gw.xml();
-        (x.hosts.len() == FIXTURES.len()).then_some(x)
-    });
-    let (metric, _) = doc.hosts["srv0.example"]
-        .metrics
-        .iter()
-        .find(|(_, m)| m.get("TYPE") != "string" && m.get("SLOPE") == "both")
-        .expect("a gauge");
-    let path = gmetad.rrd_path(cluster, "srv0.example", metric);
-    gmetad.wait_for_update(&path, replay::unix_now(), Duration::from_secs(15));
-    let idle: Vec<std::net::TcpStream> = (0..1000)
-        .map(|_| std::net::TcpStream::connect(("127.0.0.1", xml_port)).unwrap())
-        .collect();
-    let opened = replay::unix_now();
-    // The servers go on reporting; gmetad goes on polling, and writing.
-    for _ in 0..6 {
-        std::thread::sleep(Duration::from_secs(1));
-        send_all();
-    }
-    gmetad.wait_for_update(&path, opened + 5, Duration::from_secs(10));
-    drop(idle);
-}
-
 /// The last value `rrdtool lastupdate` shows for the RRD's one DS.
 fn last_value(path: &std::path::Path) -> f64 {
     let out = Command::new("rrdtool")
