@@ -18,7 +18,7 @@
 //! from the last metadata; here the last value, which is what the
 //! gateway's periodic metadata keeps alive there), a host when its last
 //! metric has left. The hosts are capped, exactly: never more than
-//! `max_sources` (the gateway's own host among them), whatever the
+//! `max_sources` and the gateway's own host, whatever the
 //! number of receive sockets (each engine caps its own sources) or of
 //! hosts whose sources were forgotten: a new host at the cap first
 //! evicts the least recently heard tenth (in bulk, as an engine forgets
