@@ -209,7 +209,7 @@ pub const KEYS: &[Key] = &[
         meaning: "Sources (sender address, program and instance) remembered at most; \
             past it the least recently seen tenth is forgotten, counted \
             (`sources_evicted`) and logged. Also the most hosts the `xml_listen` \
-            document holds. At least 1.",
+            document holds, besides the gateway's own. At least 1.",
     },
     Key {
         name: "max_metrics_per_source",
