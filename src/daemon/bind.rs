@@ -73,12 +73,16 @@ pub fn requests(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
     Ok(socket.into())
 }
 
-/// Where gmetad polls for gmond's XML (`xml_listen`).
+/// Where gmetad polls for gmond's XML (`xml_listen`). A long accept
+/// queue: a burst of other connections (a thousand that connect at once)
+/// must not fill it, or the kernel drops gmetad's SYN and its connect
+/// waits for a retransmission, seconds (capped by
+/// `net.core.somaxconn`, 4096 by default since Linux 5.4).
 pub fn xml(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
     let socket = socket(addr, Type::STREAM, Protocol::TCP)?;
     socket.set_reuse_address(true)?;
     socket.bind(&addr.into())?;
-    socket.listen(128)?;
+    socket.listen(4096)?;
     socket.set_nonblocking(true)?;
     Ok(socket.into())
 }

@@ -404,6 +404,10 @@ impl Naming {
 pub(super) struct Sources {
     pub(super) by_ip: HashMap<IpAddr, Vec<Source>>,
     pub(super) len: usize,
+    /// The XML table's keys of the hosts of sources forgotten since the
+    /// daemon last took them ([`super::Engine::forgotten`]): they leave
+    /// the table too.
+    pub(super) forgotten: Vec<u64>,
 }
 
 impl Sources {
@@ -562,6 +566,7 @@ impl Sources {
         // as make up `drop` (not whichever of both come first).
         let mut at_cutoff = drop - ranks.iter().filter(|r| **r < cutoff).count();
         let mut out = Evicted::default();
+        let forgotten = &mut self.forgotten;
         for (ip, list) in self.by_ip.iter_mut() {
             list.retain(|s| {
                 let r = rank(s);
@@ -577,6 +582,8 @@ impl Sources {
                     out.total += 1;
                     out.established += usize::from(s.established());
                     gone(*ip, s);
+                    // Its host leaves the XML table too.
+                    forgotten.push(s.host_key ^ super::clusters::key_of(&s.cluster));
                 }
                 keep
             });
