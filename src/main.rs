@@ -26,7 +26,7 @@ struct Cli {
 /// Where settings come from; shared by every command that needs them.
 #[derive(clap::Args, Clone)]
 struct ConfigArgs {
-    /// Config file [default: /etc/xrd2ganglia/xrd2ganglia.toml if it exists, else built-in defaults]
+    /// Config file [default: /etc/xrd2ganglia/xrd2ganglia.toml if it exists, else the built-in try-out settings: loopback only, nothing sent]
     #[arg(short, long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Listen on ADDR:PORT instead of the config's `listen` (repeatable).

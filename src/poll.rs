@@ -117,8 +117,16 @@ fn attr<'a>(element: &'a BytesStart<'_>, name: &str) -> Result<Cow<'a, str>, Str
 pub fn show(clusters: &[Cluster], metrics: bool) -> String {
     let mut out = String::new();
     for c in clusters {
-        let _ = writeln!(out, "cluster {:?}: {} hosts", c.name, c.hosts.len());
-        let wn = c.hosts.iter().map(|h| h.name.len()).max().unwrap_or(0).max(4);
+        let n = c.hosts.len();
+        let hosts = if n == 1 { "host" } else { "hosts" };
+        let _ = writeln!(out, "cluster {:?}: {n} {hosts}", c.name);
+        let wn = c
+            .hosts
+            .iter()
+            .map(|h| h.name.len())
+            .max()
+            .unwrap_or(0)
+            .max(4);
         let wi = c.hosts.iter().map(|h| h.ip.len()).max().unwrap_or(0).max(2);
         let _ = writeln!(out, "  {:wn$}  {:wi$}  {:>5}  METRICS", "HOST", "IP", "AGE");
         let mut hosts: Vec<&Host> = c.hosts.iter().collect();
@@ -137,13 +145,7 @@ pub fn show(clusters: &[Cluster], metrics: bool) -> String {
                 list.sort_by(|a, b| a.name.cmp(&b.name));
                 let wm = list.iter().map(|m| m.name.len()).max().unwrap_or(0);
                 for m in list {
-                    let _ = writeln!(
-                        out,
-                        "      {:wm$}  {} {}",
-                        m.name,
-                        m.value,
-                        m.units
-                    );
+                    let _ = writeln!(out, "      {:wm$}  {} {}", m.name, m.value, m.units);
                 }
             }
         }

@@ -109,7 +109,9 @@ pub fn parse_entry(line: &str) -> Result<Entry, String> {
 /// Every entry of `input` in file order, each with its line number (from
 /// 1): an entry or why that line is not one. Blank lines are skipped; a
 /// line that is not UTF-8 is a bad entry; a read error ends the reading.
-pub fn entries(input: impl BufRead) -> impl Iterator<Item = io::Result<(usize, Result<Entry, String>)>> {
+pub fn entries(
+    input: impl BufRead,
+) -> impl Iterator<Item = io::Result<(usize, Result<Entry, String>)>> {
     let mut lines = input.split(b'\n').enumerate();
     std::iter::from_fn(move || {
         loop {
@@ -139,7 +141,7 @@ fn to_hex(bytes: &[u8]) -> String {
 }
 
 fn from_hex(hex: &str) -> Result<Vec<u8>, String> {
-    if hex.len() % 2 != 0 {
+    if !hex.len().is_multiple_of(2) {
         return Err("\"hex\" has an odd number of digits".into());
     }
     let digit = |c: u8| match c {
