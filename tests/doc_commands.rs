@@ -426,3 +426,146 @@ fn the_troubleshooting_drops_command_matches_gmond_s_socket_only() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(text.lines().count(), 1, "{command}:\n{text}");
 }
+
+/// The message of every `tracing::LEVEL!(...)` call in `src` (not its
+/// tests), with where it is: the call's first string literal that follows
+/// its `(` or a `,` (the fields before it are `name = value`).
+fn log_messages() -> Vec<(String, String)> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                if p.file_name().is_some_and(|n| n != "tests") {
+                    walk(&p, out);
+                }
+            } else if p.extension().is_some_and(|e| e == "rs")
+                && p.file_name().is_some_and(|n| n != "tests.rs")
+            {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&Path::new(ROOT).join("src"), &mut files);
+    files.sort();
+    let mut out = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        // A file's unit tests log nothing an admin meets.
+        let text = text.split("#[cfg(test)]").next().unwrap_or("");
+        for level in ["warn", "info", "error"] {
+            let call = format!("tracing::{level}!(");
+            let mut rest = text;
+            while let Some(at) = rest.find(&call) {
+                rest = &rest[at + call.len()..];
+                let bytes = rest.as_bytes();
+                let (mut i, mut after_separator) = (0, true);
+                let mut message = None;
+                while i < bytes.len() {
+                    match bytes[i] {
+                        b'"' => {
+                            let start = i + 1;
+                            let mut j = start;
+                            while j < bytes.len() && bytes[j] != b'"' {
+                                j += if bytes[j] == b'\\' { 2 } else { 1 };
+                            }
+                            if after_separator {
+                                message = Some(rest[start..j].to_string());
+                                break;
+                            }
+                            i = j + 1;
+                            after_separator = false;
+                        }
+                        b',' => {
+                            after_separator = true;
+                            i += 1;
+                        }
+                        b';' => break,
+                        c if c.is_ascii_whitespace() => i += 1,
+                        _ => {
+                            after_separator = false;
+                            i += 1;
+                        }
+                    }
+                }
+                let Some(m) = message else { continue };
+                // Source line continuations (`\` then the next line's indent).
+                let mut joined = String::new();
+                let mut parts = m.split("\\\n");
+                joined.push_str(parts.next().unwrap_or(""));
+                for p in parts {
+                    joined.push_str(p.trim_start());
+                }
+                let rel = file.strip_prefix(ROOT).unwrap().display().to_string();
+                out.push((rel, joined));
+            }
+        }
+    }
+    out
+}
+
+/// The fixed text of a log message: its longest piece between `{...}`
+/// placeholders, Rust escapes undone.
+fn fixed_text(message: &str) -> String {
+    let mut pieces = Vec::new();
+    let mut piece = String::new();
+    let mut depth = 0;
+    for c in message.replace("\\\"", "\"").replace('`', "").chars() {
+        match c {
+            '{' => {
+                depth += 1;
+                pieces.push(std::mem::take(&mut piece));
+            }
+            '}' if depth > 0 => depth -= 1,
+            _ if depth == 0 => piece.push(c),
+            _ => {}
+        }
+    }
+    pieces.push(piece);
+    pieces
+        .into_iter()
+        .map(|p| {
+            p.trim()
+                .trim_matches(|c: char| c == ':' || c == ';' || c == ',')
+                .trim()
+                .to_string()
+        })
+        .max_by_key(|p| p.len())
+        .unwrap_or_default()
+}
+
+/// Every line the gateway logs at info, warn or error can be found in
+/// docs/ by its text: the longest fixed piece of each message appears on
+/// some page (line breaks and backticks aside).
+#[test]
+fn every_log_line_is_findable_in_the_docs_by_its_text() {
+    let docs: String = pages()
+        .into_iter()
+        .filter(|(p, _)| p.starts_with("docs"))
+        .map(|(_, t)| {
+            t.replace('`', "")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let messages = log_messages();
+    assert!(messages.len() > 40, "{messages:?}");
+    let missing: Vec<String> = messages
+        .iter()
+        .filter_map(|(file, m)| {
+            let fixed = fixed_text(m)
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            (!fixed.is_empty() && !docs.contains(&fixed)).then(|| format!("{file}: {fixed:?}"))
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{} log messages docs/ does not show:\n{}",
+        missing.len(),
+        missing.join("\n")
+    );
+}
