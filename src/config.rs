@@ -40,7 +40,8 @@ pub const DEFAULT_CONFIG: &str = "/etc/xrd2ganglia/xrd2ganglia.toml";
 pub const TRY_OUT: &str = include_str!("../conf/try-out.toml");
 
 /// How the settings' source reads when they are [`TRY_OUT`].
-pub const TRY_OUT_SOURCE: &str = "built-in try-out settings (no --config, no /etc/xrd2ganglia/xrd2ganglia.toml): loopback only, nothing sent";
+pub const TRY_OUT_SOURCE: &str =
+    "built-in try-out settings (no --config, no /etc/xrd2ganglia/xrd2ganglia.toml)";
 
 #[derive(Debug)]
 pub struct ConfigError(pub String);
