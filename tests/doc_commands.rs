@@ -591,7 +591,7 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, std::time::SystemTime> {
 
 /// docs/ganglia-web.md's private copy, its block run as written (HOME a
 /// scratch directory), its `site.php` pointed at a real gmetad that polls
-/// a try-out gateway fed the shipped recording: PHP's own server answers
+/// a gateway fed the shipped recording: PHP's own server answers
 /// the cluster page with the host and the reports, and nothing of the
 /// system's ganglia-web changed.
 #[test]
@@ -633,12 +633,22 @@ fn the_private_ganglia_web_copy_runs_as_documented() {
         .unwrap();
     assert!(out.status.success(), "{script}\n{out:?}");
 
-    // A try-out gateway with the recording, and a real gmetad polling it.
+    // A gateway as the try-out's (nothing sent, no state), fed the
+    // recording, and a real gmetad polling it. Its own config: no control
+    // socket, which README's Try it (run beside this) has.
     let (port, xml_port) = (common::free_port(), common::free_port());
+    let conf = dir.path().join("gateway.toml");
+    std::fs::write(
+        &conf,
+        "send = false\nstate_file = \"\"\ncontrol_socket = \"\"\n",
+    )
+    .unwrap();
     let log = dir.path().join("serve.log");
     let f = std::fs::File::create(&log).unwrap();
     let child = Command::new(BIN)
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["serve", "--config"])
+        .arg(&conf)
+        .args(["--listen", &format!("127.0.0.1:{port}")])
         .args(["--xml-listen", &format!("127.0.0.1:{xml_port}")])
         .stdin(Stdio::null())
         .stdout(f.try_clone().unwrap())
