@@ -19,6 +19,8 @@ pub mod dump;
 pub mod gmetric;
 pub mod gweb;
 pub mod mpxstats;
+pub mod poll;
+pub mod replay;
 pub mod serve;
 pub mod status;
 
@@ -73,8 +75,10 @@ pub enum StartError {
     },
     /// The control socket named in the config cannot be made.
     Control { path: PathBuf, error: io::Error },
-    /// A file of records cannot be read (`dump`).
+    /// A file of records cannot be read (`dump`, `replay`).
     Read { path: PathBuf, error: io::Error },
+    /// The recording file cannot be made (`dump --record`).
+    Record { path: PathBuf, error: io::Error },
     /// The ganglia-web files cannot be made for these settings (`gweb`).
     Gweb(String),
 }
@@ -95,6 +99,8 @@ pub enum Failed {
     NoGateway { path: PathBuf, why: String },
     /// The gateway at `path` answered, with an error (`status`).
     Refused { path: PathBuf, error: String },
+    /// Nothing that serves gmond's XML answered at `addr` (`poll`).
+    Poll { addr: String, why: String },
 }
 
 /// What listens on an address, as a bind error names it.
@@ -169,6 +175,11 @@ impl fmt::Display for StartError {
             StartError::Read { path, error } => {
                 write!(f, "xrd2ganglia: cannot read {}: {error}", path.display())
             }
+            StartError::Record { path, error } => write!(
+                f,
+                "xrd2ganglia: cannot write the recording {}: {error}",
+                path.display()
+            ),
             StartError::Gweb(e) => write!(f, "xrd2ganglia gweb: {e}"),
         }
     }
@@ -194,6 +205,7 @@ impl fmt::Display for Failed {
                 "xrd2ganglia status: the gateway on {} answered with an error: {error}",
                 path.display()
             ),
+            Failed::Poll { addr, why } => write!(f, "xrd2ganglia poll: {addr}: {why}"),
             Failed::Docs { dir, error } => write!(
                 f,
                 "xrd2ganglia: cannot write docs to {}: {error}",

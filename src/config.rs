@@ -33,6 +33,16 @@ pub use settings::{ControlSocket, DEFAULT_SEND, Overrides, Settings, validate};
 /// Read when `--config` is not given, if it exists.
 pub const DEFAULT_CONFIG: &str = "/etc/xrd2ganglia/xrd2ganglia.toml";
 
+/// The try-out settings (`conf/try-out.toml`, built in): used when
+/// `--config` is not given and [`DEFAULT_CONFIG`] does not exist. Loopback
+/// only and nothing sent, so a fresh clone's `serve` needs nothing else
+/// installed and reaches nothing outside this host; `--send` sends again.
+pub const TRY_OUT: &str = include_str!("../conf/try-out.toml");
+
+/// How the settings' source reads when they are [`TRY_OUT`].
+pub const TRY_OUT_SOURCE: &str =
+    "built-in try-out settings (no --config, no /etc/xrd2ganglia/xrd2ganglia.toml)";
+
 #[derive(Debug)]
 pub struct ConfigError(pub String);
 
@@ -48,8 +58,8 @@ fn bad(key: &str, value: impl fmt::Debug, why: impl fmt::Display) -> ConfigError
     ConfigError(format!("{key} = {value:?}: {why}"))
 }
 
-/// Loads `path` (or [`DEFAULT_CONFIG`] if it exists, or nothing), applies
-/// the overrides and validates.
+/// Loads `path` (or [`DEFAULT_CONFIG`] if it exists, or the [`TRY_OUT`]
+/// settings), applies the overrides and validates.
 pub fn load(path: Option<&Path>, overrides: &Overrides) -> Result<Settings, ConfigError> {
     let (file, source) = match path {
         Some(p) => (FileConfig::read(p)?, p.display().to_string()),
@@ -57,9 +67,24 @@ pub fn load(path: Option<&Path>, overrides: &Overrides) -> Result<Settings, Conf
             FileConfig::read(Path::new(DEFAULT_CONFIG))?,
             DEFAULT_CONFIG.to_string(),
         ),
-        None => (FileConfig::default(), "built-in defaults".to_string()),
+        None => return try_out(overrides),
     };
     validate(file, source, overrides)
+}
+
+/// The [`TRY_OUT`] settings with the overrides: `--send` sends (its
+/// `send = false` is the try-out's, not the user's), and its control
+/// socket, where it cannot be made, is done without.
+fn try_out(overrides: &Overrides) -> Result<Settings, ConfigError> {
+    let mut file = FileConfig::parse(TRY_OUT, Path::new("conf/try-out.toml"))?;
+    if !overrides.send.is_empty() {
+        file.send = true;
+    }
+    let mut settings = validate(file, TRY_OUT_SOURCE.to_string(), overrides)?;
+    if let Some(c) = settings.control_socket.as_mut() {
+        c.required = false;
+    }
+    Ok(settings)
 }
 
 #[cfg(test)]

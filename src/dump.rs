@@ -266,18 +266,27 @@ pub fn from_reader(
     Ok(bad)
 }
 
-/// Dumps datagrams arriving on `socket` until `out` is closed.
+/// Dumps datagrams arriving on `socket` until `out` is closed; with
+/// `record`, also writes each datagram there as it arrived (a recording:
+/// [`crate::recording`]), before it is dumped.
 pub fn from_socket(
     dumper: &mut Dumper,
     socket: &UdpSocket,
     style: Style,
     out: &mut dyn Write,
     err: &mut dyn Write,
+    mut record: Option<&mut dyn Write>,
 ) -> io::Result<()> {
     let mut buf = vec![0u8; 65536];
     let started = Instant::now();
     loop {
         let (n, from) = socket.recv_from(&mut buf)?;
+        if let Some(r) = record.as_deref_mut() {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64());
+            crate::recording::write_entry(r, now, from, &buf[..n])?;
+        }
         match dumper.rows(&buf[..n], from, started.elapsed()) {
             Ok(rows) => write_rows(out, &rows, style)?,
             Err(e) => writeln!(err, "xrd2ganglia dump: {from}: {e}")?,

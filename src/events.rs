@@ -316,7 +316,7 @@ impl<'c> Events<'c> {
         ms: u64,
         stalled: Duration,
     ) {
-        self.counters.send_held_ms.fetch_add(ms, Relaxed);
+        self.counters.send_held.fetch_add(ms, Relaxed);
         if stalled >= GMOND_STALL_WARNING
             && let Some(s) = self
                 .limiter

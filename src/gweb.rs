@@ -303,8 +303,8 @@ fn php_str(s: &str) -> String {
     format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
 }
 
-/// The PHP report's `$lists` rows: `array(PREFIX, SUFFIX, LABEL),` for
-/// each field of each instance.
+/// The PHP report's `$lists` rows: `array(PREFIX, SUFFIX, LABEL,
+/// IS_PATH),` for each field of each instance.
 fn php_lists(r: &ListReport, names: &Names<'_>) -> String {
     let mut pgms: Vec<Pgm> = r.fields.iter().map(|f| f.pgm).collect();
     pgms.sort();
@@ -315,9 +315,16 @@ fn php_lists(r: &ListReport, names: &Names<'_>) -> String {
             let pattern = names.metric(h, &format!("{}.*.{}", f.list, f.field));
             let (prefix, suffix) = pattern.split_once('*').unwrap_or((&pattern, ""));
             let label = names.label(pgms.len(), f.pgm, h, f.label);
+            // A path's key is the path with `/` made `_` (`_` is `/`,
+            // `_data` is `/data`): its first `_` is shown as the `/` it was.
+            let is_path = if f.list == "oss.paths" {
+                "true"
+            } else {
+                "false"
+            };
             let _ = writeln!(
                 lists,
-                "        array({}, {}, {}),",
+                "        array({}, {}, {}, {is_path}),",
                 php_str(prefix),
                 php_str(suffix),
                 php_str(&label)
@@ -359,7 +366,7 @@ function graph_{name}(&$rrdtool_graph)
     $series = '';
     $n = 0;
     foreach ($lists as $list) {{
-        list($prefix, $suffix, $label) = $list;
+        list($prefix, $suffix, $label, $is_path) = $list;
         $keys = array();
         foreach ($files as $file) {{
             $metric = substr($file, 0, -4);
@@ -378,10 +385,11 @@ function graph_{name}(&$rrdtool_graph)
         foreach ($keys as $key) {{
             $id = 'e' . $n;
             $file = $rrd_dir . '/' . $prefix . $key . $suffix . '.rrd';
+            $shown = ($is_path && $key[0] === '_') ? '/' . substr($key, 1) : $key;
             // As graph.php writes JSON reports' series: its CSV and JSON
             // export read them back in this form.
             $series .= "DEF:'$id'='$file':'sum':AVERAGE "
-                . "LINE2:'$id'#" . $colors[$n % count($colors)] . ":'$label $key' ";
+                . "LINE2:'$id'#" . $colors[$n % count($colors)] . ":'$label $shown' ";
             $n++;
         }}
     }}

@@ -5,7 +5,9 @@
 //! Three layers, each using only the ones below it:
 //!
 //! * **commands** (`src/main.rs` and the binary's `src/cli/`; [`dump`],
-//!   [`gweb`], [`gmetric`], [`mpxstats`] here): what an admin runs.
+//!   [`gweb`], [`gmetric`], [`mpxstats`], [`poll`] (a gmond-style XML
+//!   port, read) and [`recording`] (`dump --record`'s files, which
+//!   `replay` sends) here): what an admin runs.
 //! * **[`daemon`]**: `serve`'s sockets, tasks and threads around the
 //!   engines: receive tasks, send queues and senders, the XML port,
 //!   gmond's metadata requests, the state file, self-metrics.
@@ -63,7 +65,9 @@ pub mod gstream;
 pub mod gweb;
 pub mod mapping;
 pub mod mpxstats;
+pub mod poll;
 pub mod proc_udp;
+pub mod recording;
 pub mod sock_diag;
 pub mod status;
 pub mod summary;

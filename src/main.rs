@@ -26,7 +26,7 @@ struct Cli {
 /// Where settings come from; shared by every command that needs them.
 #[derive(clap::Args, Clone)]
 struct ConfigArgs {
-    /// Config file [default: /etc/xrd2ganglia/xrd2ganglia.toml if it exists, else built-in defaults]
+    /// Config file [default: /etc/xrd2ganglia/xrd2ganglia.toml if it exists, else the built-in try-out settings: loopback only, nothing sent]
     #[arg(short, long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Listen on ADDR:PORT instead of the config's `listen` (repeatable).
@@ -114,6 +114,30 @@ enum Command {
         from: IpAddr,
         /// File of records, one per line (as `mpxstats -f xml` writes them); `-` or none: stdin.
         input: Option<PathBuf>,
+        /// With --listen: also write every datagram received, timestamped, into FILE (a recording for `replay`).
+        #[arg(long, value_name = "FILE", requires = "listen")]
+        record: Option<PathBuf>,
+    },
+    /// Send a recording (`dump --listen --record`) to a gateway again, at its pace.
+    Replay {
+        /// Where to send [default: the try-out gateway's 127.0.0.1:3333].
+        #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:3333")]
+        to: SocketAddr,
+        /// Send this many times faster than recorded.
+        #[arg(long, value_name = "FACTOR", default_value_t = 1.0)]
+        speed: f64,
+        /// The recording: one datagram per line, timestamped (docs/tools.md).
+        file: PathBuf,
+    },
+    /// Read a gmond-style XML port (gmond's 8649, the gateway's xml_listen,
+    /// gmetad's 8651) and print its clusters and hosts, as gmetad sees them.
+    Poll {
+        /// Also print every host's metrics, with value and units.
+        #[arg(long)]
+        metrics: bool,
+        /// The port to read [default: the try-out gateway's xml_listen].
+        #[arg(value_name = "HOST:PORT", default_value = "127.0.0.1:8659")]
+        addr: String,
     },
     /// Write ganglia-web reports, a site view and a cluster file for the
     /// metrics `serve` sends: DIR/graph.d/* go into ganglia-web's graph.d,
@@ -186,7 +210,10 @@ fn main() -> ExitCode {
             listen,
             from,
             input,
-        } => cli::dump::run(config, json, listen, from, input),
+            record,
+        } => cli::dump::run(config, json, listen, from, input, record),
+        Command::Replay { to, speed, file } => cli::replay::run(&file, to, speed),
+        Command::Poll { metrics, addr } => cli::poll::run(&addr, metrics),
         Command::Gweb {
             config,
             instances,

@@ -115,6 +115,14 @@ fn every_documented_exit_code_is_what_the_binary_does() {
         "[[metric]]\nmatch = \"myplug.*\"\n\n[[metric]]\nmatch = \"myplug.rate\"\ntype = \"float\"\n",
     )
     .unwrap();
+    let recording = dir.path().join("recording.jsonl");
+    std::fs::write(
+        &recording,
+        "{\"time\":1,\"from\":\"127.0.0.1:1\",\"text\":\"x\"}\n",
+    )
+    .unwrap();
+    let bad_recording = dir.path().join("bad-recording.jsonl");
+    std::fs::write(&bad_recording, "<statistics/>\n").unwrap();
     let not_records = dir.path().join("not-records.txt");
     std::fs::write(&not_records, "hello\n").unwrap();
     let (e, n, r) = (empty.clone(), no_listen.clone(), not_records.clone());
@@ -233,6 +241,27 @@ fn every_documented_exit_code_is_what_the_binary_does() {
         case("dump", 3, "cannot listen on", {
             let (e, a) = (path(&e), taken_addr.clone());
             move || run(&mut xrd2ganglia(&["dump", "--config", &e, "--listen", &a]))
+        }),
+        case("replay", 0, "sent 1 datagrams of 1 senders", {
+            let (r, a) = (path(&recording), taken_addr.clone());
+            move || run(&mut xrd2ganglia(&["replay", "--to", &a, &r]))
+        }),
+        case("replay", 1, ":1: not an entry", {
+            let (r, a) = (path(&bad_recording), taken_addr.clone());
+            move || run(&mut xrd2ganglia(&["replay", "--to", &a, &r]))
+        }),
+        case("replay", 2, "cannot read /nonexistent/recording", || {
+            run(&mut xrd2ganglia(&["replay", "/nonexistent/recording"]))
+        }),
+        case("poll", 1, "Connection refused", {
+            // A port bound and not listened on: nothing accepts there.
+            let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let a = closed.local_addr().unwrap().to_string();
+            drop(closed);
+            move || run(&mut xrd2ganglia(&["poll", &a]))
+        }),
+        case("poll", 2, "unexpected argument", || {
+            run(&mut xrd2ganglia(&["poll", "--no-such-option"]))
         }),
         case("gweb", 0, "view_xrootd.json", {
             let (e, o) = (path(&e), path(&gweb_out));

@@ -401,9 +401,10 @@ fn shipped_reports() -> Vec<Shipped> {
                 .split(", ")
                 .map(|c| rgb(c.trim_matches('\'')))
                 .collect();
+            // A path's legend is the path: `/`, not its key `_`.
             let labels = [
-                "path _",
-                "path _mem",
+                "path /",
+                "path /mem",
                 "space fast",
                 "space legacy",
                 "space public",
@@ -489,6 +490,28 @@ fn every_shipped_report_renders_through_graph_php_with_its_series() {
         let query = format!("c={CLUSTER}&g={name}&z=medium&{window}");
         let (png, _) = gweb.graph(&query);
         assert!(png.starts_with(PNG), "{name}: not a PNG");
+        // Its title as rrdtool draws it (graph.php's command, debug=3):
+        // the cluster's name, then the report's, no word twice.
+        let (command, _) = gweb.graph(&format!("{query}&debug=3"));
+        let command = String::from_utf8_lossy(&command).replace("&#039;", "'");
+        let title = command
+            .split("--title '")
+            .nth(1)
+            .and_then(|t| t.split('\'').next())
+            .unwrap_or_else(|| panic!("{name}: no --title in {command}"));
+        assert!(
+            title.starts_with(&format!("{CLUSTER} Cluster ")),
+            "{name}: {title}"
+        );
+        let mut words: Vec<String> = title.split_whitespace().map(str::to_lowercase).collect();
+        words.sort();
+        let n = words.len();
+        words.dedup();
+        assert_eq!(
+            words.len(),
+            n,
+            "{name}: a word twice in its title {title:?}"
+        );
         let series = gweb.series(&query);
         assert_eq!(labels(&series), expected, "{name} (cluster)");
         let values = |label: &str| &series.iter().find(|(l, _)| l == label).unwrap().1;

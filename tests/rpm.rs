@@ -21,6 +21,25 @@ fn run(cmd: &mut Command) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Where the RPM puts README and the pages it links (with the `/`).
+const DOC_DIR: &str = "/usr/share/doc/xrd2ganglia/";
+
+/// The files README's relative links lead to (anchors cut off).
+fn readme_link_targets(readme: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = readme;
+    while let Some(at) = rest.find("](") {
+        rest = &rest[at + 2..];
+        let Some(end) = rest.find(')') else { break };
+        let target = rest[..end].split('#').next().unwrap_or("");
+        if !target.is_empty() && !target.contains("://") {
+            out.push(target.to_string());
+        }
+        rest = &rest[end..];
+    }
+    out
+}
+
 fn find_rpm(dir: &Path, suffix: &str) -> PathBuf {
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -199,7 +218,18 @@ fn rpm_builds_offline_installs_and_runs() {
     let files = run(Command::new("rpm").arg("-qpl").arg(&rpm));
     let (build_ids, listed): (Vec<&str>, Vec<&str>) = files
         .lines()
+        .filter(|l| !l.starts_with(DOC_DIR))
         .partition(|l| l.starts_with("/usr/lib/.build-id"));
+    // The documentation: README, CHANGELOG, docs/ and the records' README,
+    // laid out as in the source tree (checked below once installed).
+    for doc in files.lines().filter_map(|l| l.strip_prefix(DOC_DIR)) {
+        assert!(
+            ["README.md", "CHANGELOG.md", "docs", "tests"]
+                .iter()
+                .any(|top| doc == *top || doc.starts_with(&format!("{top}/"))),
+            "{DOC_DIR}{doc}: not documentation\n{files}"
+        );
+    }
     assert_eq!(
         listed,
         [
@@ -215,13 +245,14 @@ fn rpm_builds_offline_installs_and_runs() {
             "/usr/libexec/xrd2ganglia/mpxstats",
             "/usr/share/bash-completion/completions/xrd2ganglia",
             "/usr/share/doc/xrd2ganglia",
-            "/usr/share/doc/xrd2ganglia/README.md",
             "/usr/share/fish/vendor_completions.d/xrd2ganglia.fish",
             "/usr/share/man/man1/xrd2ganglia-check-config.1.gz",
             "/usr/share/man/man1/xrd2ganglia-dump.1.gz",
             "/usr/share/man/man1/xrd2ganglia-gmetric.1.gz",
             "/usr/share/man/man1/xrd2ganglia-gweb.1.gz",
             "/usr/share/man/man1/xrd2ganglia-mpxstats.1.gz",
+            "/usr/share/man/man1/xrd2ganglia-poll.1.gz",
+            "/usr/share/man/man1/xrd2ganglia-replay.1.gz",
             "/usr/share/man/man1/xrd2ganglia-serve.1.gz",
             "/usr/share/man/man1/xrd2ganglia-status.1.gz",
             "/usr/share/man/man1/xrd2ganglia.1.gz",
@@ -458,6 +489,15 @@ fn rpm_builds_offline_installs_and_runs() {
         .args(["-i", "--nodeps", "--noscripts", "--root"])
         .arg(root.path())
         .arg(&gweb));
+    // README's relative links work where it is installed.
+    let installed_readme = root.path().join(&DOC_DIR[1..]).join("README.md");
+    let readme_text = std::fs::read_to_string(&installed_readme).unwrap();
+    let targets = readme_link_targets(&readme_text);
+    assert!(targets.len() > 10, "{targets:?}");
+    for target in targets {
+        let path = installed_readme.parent().unwrap().join(&target);
+        assert!(path.exists(), "README links {target}: not in {DOC_DIR}");
+    }
     for f in &expected {
         let (dir, name) = f.rsplit_once('/').unwrap();
         let sub = if dir.ends_with("graph.d") {

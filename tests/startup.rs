@@ -345,9 +345,10 @@ fn what_cannot_be_put_into_effect_exits_2_or_3_with_the_reason() {
 }
 
 /// The first command of README's "Two commands", as an unprivileged user
-/// in a checkout of its own: the shipped config runs, its state kept where
-/// the command says. The listen and send addresses are overridden so the
-/// test stays off port 3333 and off any gmond of the machine.
+/// in a checkout of its own: with no config file it runs on the built-in
+/// try-out settings (issue 36): nothing sent, no state file, nothing
+/// written into the checkout. The listen and XML addresses are overridden
+/// so the test stays off ports 3333 and 8659.
 #[test]
 fn readme_first_command_runs_unprivileged_in_a_checkout() {
     let readme =
@@ -396,9 +397,14 @@ fn readme_first_command_runs_unprivileged_in_a_checkout() {
     let overrides = [
         "--listen".to_string(),
         format!("127.0.0.1:{port}"),
-        "--send".to_string(),
+        "--xml-listen".to_string(),
         format!("127.0.0.1:{}", free_port()),
     ];
+    let before: Vec<_> = std::fs::read_dir(checkout.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
     let mut full: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     full.extend(overrides.iter().cloned());
     let log = checkout.path().join("serve.log");
@@ -441,18 +447,23 @@ fn readme_first_command_runs_unprivileged_in_a_checkout() {
         std::thread::sleep(Duration::from_millis(20));
     };
     let served = served.unwrap_or_else(|e| panic!("README's command {args:?}: {e}"));
-    assert!(served.contains("conf/xrd2ganglia.toml"), "{served}");
+    // Issue 36: the built-in try-out settings, which send nothing and keep
+    // no state (was: the shipped config, state kept in the checkout).
+    assert!(served.contains("built-in try-out settings"), "{served}");
+    assert!(plain(&served).contains("channels=[]"), "{served}");
     assert_eq!(status.code(), Some(0));
-    // Its state went where the command put it, in the checkout.
-    let state_arg = args
-        .iter()
-        .position(|a| *a == "--state-file")
-        .map(|i| args[i + 1])
-        .expect("README's command names a --state-file");
-    assert!(
-        std::fs::read_to_string(checkout.path().join(state_arg))
-            .unwrap()
-            .starts_with("xrd2ganglia-state 1\n")
+    let mut after: Vec<_> = std::fs::read_dir(checkout.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| n != "serve.log")
+        .collect();
+    after.sort();
+    let mut before = before;
+    before.sort();
+    assert_eq!(
+        after, before,
+        "README's first command wrote into the checkout"
     );
 
     // A state file named as the RPM's /var/lib/xrd2ganglia, which an
@@ -561,10 +572,12 @@ fn kernel_drops_are_read_where_proc_subset_pid_hides_proc_net() {
 
 /// Defect 5 of issue 27: README's quick look exited 2 for any user but
 /// root (the default state file's directory, /var/lib/xrd2ganglia). Its
-/// command line, as README writes it, run as nobody: it warns once that
-/// it keeps no state, receives a record and sends it on. Its ports are
-/// this test's (the addresses are README's). A state file named, in the
-/// file or on the command line, that cannot be made still stops the start.
+/// command line, as README writes it, run as nobody: it keeps no state
+/// (issue 36: without a config file, the try-out settings name none; it
+/// warned once before), receives a record and sends it on. Its ports are
+/// this test's (the addresses are README's; its XML port a free one). A
+/// state file named, in the file or on the command line, that cannot be
+/// made still stops the start.
 #[test]
 fn readme_quick_look_runs_as_any_user_and_receives_and_sends() {
     let readme =
@@ -575,7 +588,7 @@ fn readme_quick_look_runs_as_any_user_and_receives_and_sends() {
         .expect("README has a quick look");
     let line = after
         .lines()
-        .find(|l| l.starts_with("xrd2ganglia serve "))
+        .find(|l| l.contains("xrd2ganglia serve "))
         .expect("the quick look's command");
     let args: Vec<&str> = line.split_whitespace().skip(1).collect();
     let dir = Scratch::new("quick-look");
@@ -604,6 +617,13 @@ fn readme_quick_look_runs_as_any_user_and_receives_and_sends() {
         })
         .collect();
     assert!(listen_at.is_some() && send_host.is_some(), "{line}");
+    let here: Vec<String> = here
+        .into_iter()
+        .chain([
+            "--xml-listen".to_string(),
+            format!("127.0.0.1:{}", free_port()),
+        ])
+        .collect();
     let as_nobody = |args: &[String]| {
         let mut cmd = Command::new("setpriv");
         cmd.args(["--reuid", "nobody", "--regid", "nogroup", "--clear-groups"])
@@ -623,15 +643,11 @@ fn readme_quick_look_runs_as_any_user_and_receives_and_sends() {
     let (code, text) = stop(child, &log);
     assert_eq!(code, Some(0), "{text}");
     assert!(!packet.is_empty());
-    assert_eq!(
-        text.matches("running without a state file").count(),
-        1,
-        "one warning: {text}"
-    );
     assert!(
-        text.contains("/var/lib/xrd2ganglia") && text.contains("Permission denied"),
-        "{text}"
+        plain(&text).contains("state_file= "),
+        "it keeps state: {text}"
     );
+    assert!(!text.contains("/var/lib/xrd2ganglia"), "{text}");
 
     // Named, the same file is not passed over.
     let conf = dir.path().join("named.toml");
@@ -747,4 +763,17 @@ fn log_level_wins_over_rust_log() {
     );
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("--log-level"), "{stderr}");
+}
+
+/// `text` without the ANSI colour sequences tracing puts around fields.
+fn plain(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find('\x1b') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        rest = rest.find('m').map_or("", |m| &rest[m + 1..]);
+    }
+    out.push_str(rest);
+    out
 }

@@ -451,7 +451,7 @@ impl Counts {
             estimated: counted.is_none(),
             sent: counted.or_else(estimate),
             resent: delta("packets_resent"),
-            held_ms: delta("send_held_ms"),
+            held_ms: delta("send_held"),
             conflated: delta("packets_conflated"),
         }
     }

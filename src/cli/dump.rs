@@ -12,7 +12,8 @@ use super::{
 };
 
 /// Prints the metrics for the records received on `listen` (until stdout
-/// is closed), or else read from `input` (a file, or `-` or none: stdin)
+/// is closed; with `record`, also writing each datagram into that file, a
+/// recording `replay` sends again), or else read from `input` (a file, or `-` or none: stdin)
 /// as sent by `from`. Fails (exit 1) if some records were not summary
 /// records, each reported on stderr.
 pub fn run(
@@ -21,6 +22,7 @@ pub fn run(
     listen: Option<SocketAddr>,
     from: IpAddr,
     input: Option<PathBuf>,
+    record: Option<PathBuf>,
 ) -> Outcome {
     // dump reports bad records itself, one line each.
     init_logging(log_filter(None, "error")?);
@@ -34,8 +36,23 @@ pub fn run(
             addr,
             error,
         })?;
-        let _ = dump::from_socket(&mut dumper, &socket, style, &mut out, &mut err);
-        return Ok(());
+        let mut recording = match &record {
+            None => None,
+            Some(path) => match std::fs::File::create(path) {
+                Ok(f) => Some(io::BufWriter::new(f)),
+                Err(error) => {
+                    let path = path.clone();
+                    return Err(StartError::Record { path, error }.into());
+                }
+            },
+        };
+        let recording = recording.as_mut().map(|w| w as &mut dyn io::Write);
+        return match dump::from_socket(&mut dumper, &socket, style, &mut out, &mut err, recording) {
+            // stdout closed: the reader went away, the end of a dump.
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+            Err(e) => Err(Failed::Io(e).into()),
+            Ok(()) => Ok(()),
+        };
     }
     let mut records: Box<dyn BufRead> = match input.as_deref().filter(|p| *p != Path::new("-")) {
         None => Box::new(io::stdin().lock()),

@@ -175,6 +175,13 @@ fn log_serving(settings: &Settings, channels: &[SendChannel]) {
         "xrd2ganglia {} serving",
         env!("CARGO_PKG_VERSION")
     );
+    if settings.source == config::TRY_OUT_SOURCE {
+        tracing::info!(
+            "try-out: feed it with `xrd2ganglia replay tests/data/records/try-out.jsonl`, \
+             see its hosts and metrics with `xrd2ganglia poll --metrics` and its sources with \
+             `xrd2ganglia status` (README.md, Try it)"
+        );
+    }
 }
 
 /// Runs the gateway until SIGTERM or SIGINT, reloading `config` on SIGHUP.

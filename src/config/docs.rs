@@ -91,8 +91,10 @@ fn introduction() -> Vec<String> {
     vec![
         format!(
             "The gateway reads one TOML file: the one `--config FILE` (`-c`) names, which \
-             must exist; without `--config`, `{DEFAULT_CONFIG}` if it exists; else none, \
-             every key at its default. Every key is optional."
+             must exist; without `--config`, `{DEFAULT_CONFIG}` if it exists; else the \
+             try-out settings built in from `conf/try-out.toml` (loopback only, nothing sent \
+             unless `--send` is given, no state file; every key it does not set at its \
+             default). Every key is optional."
         ),
         "A key the gateway does not take, a value of the wrong type or out of range stops \
          the start with a message that names the key and the value (exit 2). \

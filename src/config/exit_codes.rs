@@ -101,12 +101,45 @@ pub const EXIT_CODES: &[ExitCode] = &[
     ExitCode {
         command: "dump",
         code: 2,
-        when: "a bad option or config; the input file cannot be read",
+        when: "a bad option or config; the input file cannot be read, or the `--record` \
+            file cannot be made",
     },
     ExitCode {
         command: "dump",
         code: 3,
         when: "the `--listen` address cannot be bound",
+    },
+    ExitCode {
+        command: "replay",
+        code: 0,
+        when: "every entry of the recording was sent",
+    },
+    ExitCode {
+        command: "replay",
+        code: 1,
+        when: "some lines were not entries (each is reported on stderr with its line \
+            number, the rest was sent), or reading or sending failed",
+    },
+    ExitCode {
+        command: "replay",
+        code: 2,
+        when: "a bad option (a `--speed` not above 0); the recording cannot be read",
+    },
+    ExitCode {
+        command: "poll",
+        code: 0,
+        when: "the port's document was read: its clusters and hosts are printed",
+    },
+    ExitCode {
+        command: "poll",
+        code: 1,
+        when: "nothing answered at the address (connection refused, no answer within \
+            10 s) or what answered is not gmond's XML",
+    },
+    ExitCode {
+        command: "poll",
+        code: 2,
+        when: "a bad option",
     },
     ExitCode {
         command: "gweb",

@@ -14,7 +14,7 @@
 //!   is on this host (`follow_gmond_queue`): before each send it asks the
 //!   kernel how full gmond's socket is and sends only what fits below
 //!   [`hold_at`](super::follow::hold_at) its buffer; while gmond does not read (a
-//!   poll), it holds the packets (counted, `send_held_ms`) and sends them
+//!   poll), it holds the packets (counted, `send_held`) and sends them
 //!   as soon as gmond reads again, as fast as gmond reads. If gmond's
 //!   socket is not there (gmond down), the token bucket paces meanwhile.
 //! * **a token bucket** otherwise: at most `send_burst` packets back to
@@ -769,7 +769,7 @@ mod tests {
             "{queued} bytes in gmond's queue"
         );
         let held = counters.snapshot();
-        assert!(held.send_held_ms >= 200, "{held:?}");
+        assert!(held.send_held >= 200, "{held:?}");
         assert!(held.packets_sent < 300, "{held:?}");
         // gmond reads again: everything arrives, in order.
         gmond

@@ -118,7 +118,7 @@ counters! {
         "Packets handed to the kernel for gmond, every channel, resent ones included.";
     packets_resent: Counter "packets_resent", "packets/s", "Packets sent again",
         "Packets sent a second time, resend_after seconds after the first, to a gmond whose queue cannot be followed.";
-    send_held_ms: Counter "send_held", "ms/s", "Sending held for gmond",
+    send_held: Counter "send_held", "ms/s", "Sending held for gmond",
         "Time a sender held its packets because its gmond's receive queue was full (gmond not reading: gmetad polling it).";
     send_errors: Counter "send_errors", "errors/s", "Send errors",
         "Sends to gmond that failed.";

@@ -118,25 +118,28 @@ const fn c(var: &'static str, label: &'static str) -> Series {
 /// Shown on every host and cluster page of the cluster, in this order.
 /// ganglia-web's medium graph fits about 47 characters of title after
 /// it puts the cluster (`XRootD Cluster `) or host name before it and
-/// `last custom` after: titles stay within 20.
+/// `last custom` after: titles stay within 20. They do not say "XRootD":
+/// the cluster's name (the default `XRootD`) or the server's host comes
+/// first ("XRootD Cluster Throughput", not "XRootD Cluster XRootD
+/// throughput").
 pub const REPORTS: &[Report] = &[
     Report {
         key: "throughput",
-        title: "XRootD throughput",
+        title: "Throughput",
         vertical_label: None,
         style: Style::Line,
         series: &[x("link.in", "in"), x("link.out", "out")],
     },
     Report {
         key: "connections",
-        title: "XRootD connections",
+        title: "Connections",
         vertical_label: None,
         style: Style::Line,
         series: &[x("link.num", "open"), x("link.tot", "new")],
     },
     Report {
         key: "operations",
-        title: "XRootD operations",
+        title: "Operations",
         vertical_label: None,
         style: Style::Stack,
         series: &[
@@ -166,7 +169,7 @@ pub const REPORTS: &[Report] = &[
     },
     Report {
         key: "scheduler",
-        title: "XRootD scheduler",
+        title: "Scheduler",
         vertical_label: None,
         style: Style::Line,
         series: &[
@@ -224,7 +227,7 @@ pub const REPORTS: &[Report] = &[
     },
     Report {
         key: "cpu",
-        title: "XRootD CPU",
+        title: "Server CPU",
         vertical_label: None,
         style: Style::Stack,
         series: &[
@@ -239,7 +242,7 @@ pub const REPORTS: &[Report] = &[
 /// After [`REPORTS`], in this order.
 pub const LIST_REPORTS: &[ListReport] = &[ListReport {
     key: "space",
-    title: "XRootD free space",
+    title: "Free space",
     fields: &[
         ListField {
             pgm: Pgm::Xrootd,

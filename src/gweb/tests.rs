@@ -258,7 +258,7 @@ fn instance_names_tag_reports_and_labels() {
     );
     assert!(
         php.text
-            .contains("array('xrootd.pfc-2.oss.space.', '.free', 'pfc-2 space'),")
+            .contains("array('xrootd.pfc-2.oss.space.', '.free', 'pfc-2 space', false),")
     );
     let v = report(&files, "conf/view_xrootd_ds_pfc_2.json");
     assert_eq!(v["view_name"], "xrootd_ds_pfc_2");

@@ -1,5 +1,5 @@
 <?php
-/* xrootd_space_report: 'XRootD free space', one line per list entry.
+/* xrootd_space_report: 'Free space', one line per list entry.
  * Written by `xrd2ganglia gweb`; run it again rather than editing this.
  * ganglia-web calls graph_xrootd_space_report() with $rrd_dir set to the host's RRD
  * directory, or in cluster context to __SummaryInfo__ (the site's sums).
@@ -8,8 +8,8 @@ function graph_xrootd_space_report(&$rrdtool_graph)
 {
     global $rrd_dir, $size;
     $lists = array(
-        array('xrootd.oss.paths.', '.free', 'path'),
-        array('xrootd.oss.space.', '.free', 'space'),
+        array('xrootd.oss.paths.', '.free', 'path', true),
+        array('xrootd.oss.space.', '.free', 'space', false),
     );
     $colors = array('3366cc', 'dc3912', 'ff9900', '109618', '990099', '0099c6', 'dd4477', '66aa00', 'b82e2e', '316395', '994499', '22aa99');
     $files = @scandir($rrd_dir);
@@ -19,7 +19,7 @@ function graph_xrootd_space_report(&$rrdtool_graph)
     $series = '';
     $n = 0;
     foreach ($lists as $list) {
-        list($prefix, $suffix, $label) = $list;
+        list($prefix, $suffix, $label, $is_path) = $list;
         $keys = array();
         foreach ($files as $file) {
             $metric = substr($file, 0, -4);
@@ -38,17 +38,18 @@ function graph_xrootd_space_report(&$rrdtool_graph)
         foreach ($keys as $key) {
             $id = 'e' . $n;
             $file = $rrd_dir . '/' . $prefix . $key . $suffix . '.rrd';
+            $shown = ($is_path && $key[0] === '_') ? '/' . substr($key, 1) : $key;
             // As graph.php writes JSON reports' series: its CSV and JSON
             // export read them back in this form.
             $series .= "DEF:'$id'='$file':'sum':AVERAGE "
-                . "LINE2:'$id'#" . $colors[$n % count($colors)] . ":'$label $key' ";
+                . "LINE2:'$id'#" . $colors[$n % count($colors)] . ":'$label $shown' ";
             $n++;
         }
     }
     if ($series === '') {
         $series = 'HRULE:1#FFCC33:"No matching metrics detected or RRDs not readable"';
     }
-    $rrdtool_graph['title'] = 'XRootD free space';
+    $rrdtool_graph['title'] = 'Free space';
     $rrdtool_graph['vertical-label'] = 'bytes';
     $rrdtool_graph['lower-limit'] = '0';
     $rrdtool_graph['height'] += ($size == 'medium') ? 28 : 0;
