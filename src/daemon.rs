@@ -125,7 +125,7 @@ pub struct Reload {
 /// (it waits in the socket buffer).
 pub async fn run(
     settings: Settings,
-    sockets: Sockets,
+    mut sockets: Sockets,
     channels: Vec<SendChannel>,
     counters: Arc<Counters>,
     shutdown: impl Future<Output = ()>,
@@ -134,7 +134,16 @@ pub async fn run(
     let settings = Arc::new(settings);
     let table = (!sockets.xml.is_empty()).then(|| Arc::new(HostTable::new(settings.max_sources)));
     let store = Arc::new(open_state(&settings));
-    let pairing = Pairing::start(&settings, &store, &table, &counters, sockets.reports.len()).await;
+    let (stop_tx, stop) = watch::channel(false);
+    let (pairing, peer_tasks) = Pairing::start(
+        &settings,
+        &store,
+        &table,
+        &counters,
+        &mut sockets,
+        &stop,
+    )
+    .await;
     let paused = pairing
         .as_ref()
         .map(|p| p.link.paused.clone())
@@ -146,10 +155,10 @@ pub async fn run(
         table: table.clone(),
         paused: paused.clone(),
     }));
-    let (stop_tx, stop) = watch::channel(false);
-    let tasks = spawn_tasks(
+    let mut tasks = spawn_tasks(
         sockets, &settings, &store, &table, &in_force, &counters, &stop, pairing,
     )?;
+    tasks.extend(peer_tasks);
     let mut drain_timeout = settings.drain_timeout;
     tokio::pin!(shutdown);
     let mut retired = Vec::new();
@@ -207,30 +216,44 @@ struct Pairing {
     pulled: bool,
 }
 
+type Tasks = Vec<tokio::task::JoinHandle<()>>;
+
 impl Pairing {
-    /// With a `peer`: pulls its state into the saved state and its last
-    /// records into the table, before any receive task runs.
+    /// With a `peer`: answers the peer's exchanges (from the saved state
+    /// until the receive tasks run: two gateways that start together ask
+    /// each other at once), then pulls its state into the saved state and
+    /// its last records into the table, before any receive task runs.
     async fn start(
         settings: &Arc<Settings>,
         store: &StateStore,
         table: &Option<Arc<HostTable>>,
-        counters: &Counters,
-        engines: usize,
-    ) -> Option<Pairing> {
-        settings.peer.as_ref()?;
-        let (txs, asks) = (0..engines)
+        counters: &Arc<Counters>,
+        sockets: &mut Sockets,
+        stop: &watch::Receiver<bool>,
+    ) -> (Option<Pairing>, Tasks) {
+        if settings.peer.is_none() {
+            return (None, Vec::new());
+        }
+        let (txs, asks) = (0..sockets.reports.len())
             .map(|_| tokio::sync::mpsc::channel(peer::ASK_QUEUE))
             .unzip();
         let link = Arc::new(peer::Link::new(settings, store.state().clone(), txs));
+        let mut tasks = Vec::new();
+        for listener in std::mem::take(&mut sockets.peer) {
+            let (link, settings, counters) = (link.clone(), settings.clone(), counters.clone());
+            let serve = peer::serve(listener, link, settings, counters, stop.clone());
+            tasks.push(tokio::spawn(serve));
+        }
         let records = peer::pull(&link, settings, counters).await;
         if let (Some(records), Some(table)) = (&records, table) {
-            peer::fill_table(records, settings, store.state(), table, counters);
+            peer::fill_table(records, settings, store.state(), table);
         }
-        Some(Pairing {
+        let pairing = Pairing {
             link,
             asks,
             pulled: records.is_some(),
-        })
+        };
+        (Some(pairing), tasks)
     }
 }
 
@@ -303,11 +326,7 @@ fn spawn_tasks(
         }
     }
     if let Some(link) = &link {
-        for listener in sockets.peer {
-            let (link, settings, counters) = (link.clone(), settings.clone(), counters.clone());
-            let serve = peer::serve(listener, link, settings, counters, stop.clone());
-            tasks.push(tokio::spawn(serve));
-        }
+        link.engines_run();
         let (link, settings, counters) = (link.clone(), settings.clone(), counters.clone());
         let step = peer::keep_in_step(link, settings, counters, stop.clone());
         tasks.push(tokio::spawn(step));

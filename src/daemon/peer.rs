@@ -139,6 +139,9 @@ pub(super) fn answer(engine: &mut Engine, ask: Ask) {
 /// the standby decision.
 pub struct Link {
     engines: Vec<mpsc::Sender<Ask>>,
+    /// Whether the receive tasks run (and answer asks): before, at the
+    /// start-up pull, only the saved state is asked and merged into.
+    engines_running: AtomicBool,
     saved: Arc<SavedState>,
     max_bytes: usize,
     max_counters: usize,
@@ -163,6 +166,7 @@ impl Link {
     ) -> Link {
         Link {
             engines,
+            engines_running: AtomicBool::new(false),
             saved,
             max_bytes: settings
                 .max_sources
@@ -175,6 +179,20 @@ impl Link {
             last_exchange: Mutex::new(None),
             paused: Arc::default(),
             warned_tie: AtomicBool::new(false),
+        }
+    }
+
+    /// The receive tasks run: asks go to them from now on.
+    pub fn engines_run(&self) {
+        self.engines_running.store(true, Relaxed);
+    }
+
+    /// The engines to ask (none before they run).
+    fn engines(&self) -> &[mpsc::Sender<Ask>] {
+        if self.engines_running.load(Relaxed) {
+            &self.engines
+        } else {
+            &[]
         }
     }
 
@@ -247,7 +265,7 @@ impl Link {
         records: bool,
     ) -> (Vec<Entry>, Vec<LastRecord>) {
         let (mut entries, mut last) = (Vec::new(), Vec::new());
-        for engine in &self.engines {
+        for engine in self.engines() {
             let (reply, rx) = oneshot::channel();
             let ask = Ask::Entries {
                 changed_only,
@@ -269,7 +287,7 @@ impl Link {
     async fn take(&self, entries: Vec<Entry>) -> Vec<(Entry, SavedSource)> {
         let entries = Arc::new(entries);
         let mut merged: Vec<Option<SavedSource>> = vec![None; entries.len()];
-        for engine in &self.engines {
+        for engine in self.engines() {
             let (reply, rx) = oneshot::channel();
             let ask = Ask::Merge {
                 entries: entries.clone(),
@@ -594,9 +612,10 @@ pub fn fill_table(
     settings: &Arc<Settings>,
     saved: &SavedState,
     table: &super::table::HostTable,
-    counters: &Counters,
 ) {
     let now = Instant::now();
+    // Not records this gateway received: counted nowhere.
+    let counters = Counters::default();
     let scratch = Arc::new(SavedState::default());
     for ((ip, program), mut state) in saved.unclaimed_entries() {
         // Readings are each side's own; the value sent is reading + offset.
@@ -608,7 +627,7 @@ pub fn fill_table(
     let oldest = now.checked_sub(Duration::from_secs(3600)).unwrap_or(now);
     let mut engine = Engine::new(settings.clone(), oldest);
     engine.keep_state(scratch, 0);
-    let mut events = Events::new(counters, settings.log_interval);
+    let mut events = Events::new(&counters, settings.log_interval);
     let mut ordered: Vec<&LastRecord> = records.iter().collect();
     ordered.sort_by_key(|r| std::cmp::Reverse(r.age));
     for r in ordered {
