@@ -133,17 +133,10 @@ pub async fn run(
 ) -> io::Result<()> {
     let settings = Arc::new(settings);
     let table = (!sockets.xml.is_empty()).then(|| Arc::new(HostTable::new(settings.max_sources)));
-    let store = Arc::new(open_state(&settings));
+    let store = Arc::new(open_state(&settings, &counters));
     let (stop_tx, stop) = watch::channel(false);
-    let (pairing, peer_tasks) = Pairing::start(
-        &settings,
-        &store,
-        &table,
-        &counters,
-        &mut sockets,
-        &stop,
-    )
-    .await;
+    let (pairing, peer_tasks) =
+        Pairing::start(&settings, &store, &table, &counters, &mut sockets, &stop).await;
     let paused = pairing
         .as_ref()
         .map(|p| p.link.paused.clone())
@@ -382,16 +375,19 @@ fn set_queue(counters: &Counters, outbox: &Outbox) {
 }
 
 /// Reads the state file named in the settings ([`state_file`]).
-fn open_state(settings: &Settings) -> StateStore {
+fn open_state(settings: &Settings, counters: &Counters) -> StateStore {
     let Some(path) = &settings.state_file else {
         return StateStore::none();
     };
     let (store, read) = StateStore::open(path);
     match read {
-        Ok(n) => tracing::info!(
-            "state file {}: {n} sources restored (counters stay continuous across this restart)",
-            path.display()
-        ),
+        Ok((n, skipped)) => {
+            crate::events::state_lines_skipped(counters, path, &skipped);
+            tracing::info!(
+                "state file {}: {n} sources restored (counters stay continuous across this restart)",
+                path.display()
+            );
+        }
         Err(e) => tracing::warn!("{e}: starting without saved counter state"),
     }
     store

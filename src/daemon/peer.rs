@@ -40,8 +40,10 @@
 //! `max_sources` x [`BYTES_PER_SOURCE`]; one exchange at a time per
 //! address; connections from outside `peer_allow` (by default what
 //! `peer` resolves to at start) are closed. Every entry is checked on its
-//! own ([`merge::check`]): a bad one is refused and counted, the others
-//! are taken; a line that is no entry ends the exchange. Whatever the peer
+//! own, as the state file's are ([`saved::read_entries`], then
+//! [`merge::check`]): a bad one is refused, counted and named, the others
+//! are taken; a header, record or end that cannot be read ends the
+//! exchange. Whatever the peer
 //! sends, offsets only grow (the rule is a max), so it cannot make a
 //! counter go down, nor stop the gateway: it costs a counted, rate-limited
 //! log line.
@@ -346,8 +348,17 @@ pub struct Message {
     pub claim: (bool, u64),
     pub entries: Vec<Entry>,
     pub records: Vec<LastRecord>,
-    /// Entries refused, named, with why.
-    pub refused: Vec<(String, &'static str)>,
+    /// Lines and entries refused: how many, and what the first were.
+    pub refused: Refused,
+}
+
+/// What of a message was refused.
+#[derive(Debug, Default)]
+pub struct Refused {
+    /// Lines refused (each of a refused entry counted).
+    pub lines: usize,
+    /// The first few, with why.
+    pub text: String,
 }
 
 /// Writes entries as the state file does.
@@ -382,31 +393,28 @@ fn message(header: &str, entries: &[Entry], records: &[LastRecord]) -> Vec<u8> {
     bytes
 }
 
-/// Whether a program name can be one (as records make them: `pgm` or
-/// `pgm ins`, printable).
-fn plausible_program(p: &str) -> bool {
-    !p.is_empty() && p.len() <= 256 && !p.chars().any(char::is_control)
-}
-
-/// Reads a message (complete: its `.` line seen). Entries that cannot be
-/// true are refused one by one; anything that is no line of the exchange
-/// fails the whole message.
+/// Reads a message (complete: its `.` line seen). Its `S` and `C` lines
+/// are read as the state file's are ([`saved::read_entries`]: every line
+/// checked on its own, a bad one refused and named, the others kept), and
+/// an entry with more counters than a source may have is refused whole;
+/// a header, record or end that cannot be read fails the whole message.
 pub fn parse(bytes: &[u8], max_counters: usize, now_unix: u64) -> Result<Message, String> {
-    let mut at = 0;
-    let next_line = |at: &mut usize| -> Option<&[u8]> {
-        let rest = &bytes[*at..];
+    let line_at = |at: usize| -> Option<(&[u8], usize)> {
+        let rest = bytes.get(at..)?;
         let end = rest.iter().position(|&b| b == b'\n')?;
-        *at += end + 1;
-        Some(&rest[..end])
+        Some((&rest[..end], at + end + 1))
     };
-    let header = next_line(&mut at).ok_or("no header line")?;
+    let (header, mut at) = line_at(0).ok_or("no header line")?;
     let header = std::str::from_utf8(header).map_err(|_| "a header that is not text")?;
     let fields: Vec<&str> = header.split('\t').collect();
     let [HEADER, mode, standby, drawn] = fields.as_slice() else {
-        return Err(format!("not the peer exchange (header {header:?})"));
+        return Err(format!(
+            "not the peer exchange (header {:?})",
+            truncate(header)
+        ));
     };
     if !matches!(*mode, "pull" | "push" | "full" | "answer") {
-        return Err(format!("unknown mode {mode:?}"));
+        return Err(format!("unknown mode {:?}", truncate(mode)));
     }
     let claim = (
         *standby == "1",
@@ -417,75 +425,64 @@ pub fn parse(bytes: &[u8], max_counters: usize, now_unix: u64) -> Result<Message
         claim,
         ..Message::default()
     };
-    let mut current: Option<(Entry, bool)> = None;
-    let finish = |current: &mut Option<(Entry, bool)>, msg: &mut Message| {
-        if let Some((entry, ok)) = current.take() {
-            let name = format!("{} {}", entry.ip, entry.program);
-            match (ok, merge::check(&entry.state, now_unix, max_counters)) {
-                (false, _) => msg
-                    .refused
-                    .push((name, "a counter line that cannot be read")),
-                (true, Err(why)) => msg.refused.push((name, why)),
-                (true, Ok(())) => msg.entries.push(entry),
-            }
-        }
-    };
+    // The entries: every line up to the first record or the end.
+    let start = at;
     loop {
-        let line = next_line(&mut at).ok_or("cut off before its end")?;
-        let line = std::str::from_utf8(line).map_err(|_| "a line that is not text")?;
-        let fields: Vec<&str> = line.split('\t').collect();
-        match fields.split_first() {
-            Some((&".", [])) => break,
-            Some((&"S", rest)) => {
-                finish(&mut current, &mut msg);
-                let ((ip, program), started) =
-                    saved::read_source(rest).ok_or_else(|| format!("cannot read {line:?}"))?;
-                let ok = plausible_program(&program);
-                current = Some((
-                    Entry {
-                        ip,
-                        program,
-                        state: SavedSource {
-                            started,
-                            counters: Vec::new(),
-                        },
-                    },
-                    ok,
-                ));
-            }
-            Some((&"C", rest)) => {
-                let (entry, ok) = current.as_mut().ok_or("a counter line with no source")?;
-                match saved::read_counter(rest) {
-                    Some(c) if entry.state.counters.len() <= max_counters => {
-                        entry.state.counters.push(c)
-                    }
-                    Some(_) => {}
-                    None => *ok = false,
-                }
-            }
-            Some((&"R", [ip, age, len])) => {
-                finish(&mut current, &mut msg);
-                let (Ok(ip), Ok(age), Ok(len)) = (
-                    ip.parse::<IpAddr>(),
-                    age.parse::<u64>(),
-                    len.parse::<usize>(),
-                ) else {
-                    return Err(format!("cannot read {line:?}"));
-                };
-                if len > 65536 || bytes.len() < at + len + 1 || bytes[at + len] != b'\n' {
-                    return Err("a record cut off or too long".into());
-                }
-                msg.records.push(LastRecord {
-                    ip,
-                    age: Duration::from_millis(age.min(86_400_000)),
-                    datagram: bytes[at..at + len].to_vec(),
-                });
-                at += len + 1;
-            }
-            _ => return Err(format!("cannot read {:?}", truncate(line))),
+        let (line, next) = line_at(at).ok_or("cut off before its end")?;
+        if line == b"." || line.starts_with(b"R\t") {
+            break;
         }
+        at = next;
     }
-    finish(&mut current, &mut msg);
+    let text = std::str::from_utf8(&bytes[start..at]).map_err(|_| "entries that are not text")?;
+    let read = saved::read_entries(text, 2, saved::Limits { now_unix });
+    msg.refused.lines = read.skipped.lines;
+    if !read.skipped.is_empty() {
+        msg.refused.text = read.skipped.to_string();
+    }
+    for e in read.entries {
+        if let Err(why) = merge::check(&e.source, max_counters) {
+            msg.refused.lines += 1 + e.source.counters.len();
+            if msg.refused.text.is_empty() {
+                msg.refused.text = format!("{} {}: {why}", e.ip, e.program);
+            }
+            continue;
+        }
+        msg.entries.push(Entry {
+            ip: e.ip,
+            program: e.program,
+            state: e.source,
+        });
+    }
+    // The records, then the end.
+    loop {
+        let (line, next) = line_at(at).ok_or("cut off before its end")?;
+        at = next;
+        if line == b"." {
+            break;
+        }
+        let line = std::str::from_utf8(line).map_err(|_| "a record line that is not text")?;
+        let fields: Vec<&str> = line.split('\t').collect();
+        let ["R", ip, age, len] = fields.as_slice() else {
+            return Err(format!("cannot read {:?}", truncate(line)));
+        };
+        let (Ok(ip), Ok(age), Ok(len)) = (
+            ip.parse::<IpAddr>(),
+            age.parse::<u64>(),
+            len.parse::<usize>(),
+        ) else {
+            return Err(format!("cannot read {:?}", truncate(line)));
+        };
+        if len > 65536 || bytes.len() < at + len + 1 || bytes[at + len] != b'\n' {
+            return Err("a record cut off or too long".into());
+        }
+        msg.records.push(LastRecord {
+            ip,
+            age: Duration::from_millis(age.min(86_400_000)),
+            datagram: bytes[at..at + len].to_vec(),
+        });
+        at += len + 1;
+    }
     Ok(msg)
 }
 
@@ -569,7 +566,7 @@ async fn ask(
     let records = msg.records;
     link.take(msg.entries).await;
     link.exchanged(msg.claim);
-    events.peer_exchanged(addr, &msg.refused);
+    events.peer_exchanged(addr, msg.refused.lines, &msg.refused.text);
     Ok(records)
 }
 
@@ -758,7 +755,7 @@ async fn answer_one(
     stream.write_all(&out).await.map_err(|e| e.to_string())?;
     let _ = stream.shutdown().await;
     link.exchanged(msg.claim);
-    events.peer_exchanged(from, &msg.refused);
+    events.peer_exchanged(from, msg.refused.lines, &msg.refused.text);
     Ok(())
 }
 
@@ -806,6 +803,73 @@ pub async fn keep_in_step(
         last_push = now;
         if full {
             last_full = Some(now);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: u64 = 1_800_000_000;
+
+    /// Each bad line is refused on its own, as in the state file; the good
+    /// entries of the same message are taken; a record is read by its length.
+    #[test]
+    fn what_no_xrootd_sends_is_refused_line_by_line() {
+        let text = format!(
+            "{HEADER}\tpush\t1\t42\n\
+             S\t10.0.0.1\txrootd\t{}\t1\n\
+             C\t0000000000000001\t1\t5\n\
+             S\t10.0.0.2\txrootd\t1700000000\t77\n\
+             C\t0000000000000001\t18446744073709551615\t0\n\
+             C\t0000000000000002\t9223372036854775808\t0\n\
+             C\t0000000000000003\t7\t9\n\
+             S\t10.0.0.3\txrootd\t1700000000\t77\n\
+             C\t0000000000000001\t1\t1\n\
+             C\t0000000000000002\t1\t1\n\
+             C\t0000000000000003\t1\t1\n\
+             R\t10.0.0.2\t1500\t4\n<a\n>\n\
+             .\n",
+            NOW + 86_400 + 1
+        );
+        let msg = parse(text.as_bytes(), 2, NOW).unwrap();
+        assert_eq!((msg.mode.as_str(), msg.claim), ("push", (true, 42)));
+        // 10.0.0.1: a start more than a day ahead (its C line with it);
+        // 10.0.0.2: two readings of 2^63 or more, its third counter kept;
+        // 10.0.0.3: three counters where two may be.
+        assert_eq!(msg.entries.len(), 1);
+        let e = &msg.entries[0];
+        assert_eq!(e.ip.to_string(), "10.0.0.2");
+        assert_eq!(e.state.started, Some((1_700_000_000, 77)));
+        assert_eq!(e.state.counters, [(3, 7, 9)]);
+        assert_eq!(msg.refused.lines, 2 + 2 + 4, "{}", msg.refused.text);
+        assert!(
+            msg.refused.text.contains("in the future"),
+            "{}",
+            msg.refused.text
+        );
+        assert_eq!(msg.records.len(), 1);
+        assert_eq!(msg.records[0].datagram, b"<a\n>");
+        assert_eq!(msg.records[0].age, Duration::from_millis(1500));
+    }
+
+    #[test]
+    fn a_message_that_is_not_the_exchange_fails_whole() {
+        for bad in [
+            &b"GET / HTTP/1.0\r\n\r\n.\n"[..],
+            b"xrd2ganglia-peer 1\tpush\t0\t1\nS\t10.0.0.1\txrootd\t1\t1\n",
+            b"xrd2ganglia-peer 1\tpush\t0\t1\nR\t10.0.0.1\t0\t99\nshort\n.\n",
+            b"xrd2ganglia-peer 1\tshout\t0\t1\n.\n",
+            b"xrd2ganglia-peer 1\tpush\t0\t1\n.\nQ\n",
+        ] {
+            let r = parse(bad, 10, NOW);
+            // The last one: its end comes first; what follows is not read.
+            if bad.ends_with(b"Q\n") {
+                assert!(r.is_ok());
+                continue;
+            }
+            assert!(r.is_err(), "{:?}", String::from_utf8_lossy(bad));
         }
     }
 }

@@ -36,22 +36,14 @@
 //! * no run known (a source saved with no start) is older than any run.
 //!
 //! Offsets only grow under the rule, so a merge never makes a counter go
-//! down; a peer that lies can at worst make values jump up, and [`check`]
-//! refuses what no xrootd can send (a tos in the future, values beyond
-//! [`MAX_COUNTER`], more counters than a source may have).
+//! down; a peer that lies can at worst make values jump up, and what no
+//! xrootd can send (a tos in the future, readings of 2^63 or more, more
+//! counters than a source may have) is refused line by line, as the state
+//! file's lines are ([`super::saved::parse_line`], [`check`]).
 
 use std::collections::BTreeMap;
 
 use super::saved::SavedSource;
-
-/// The largest reading or offset taken from a peer: 2^62 (4.6e18 bytes,
-/// 146 years at 1 GB/s). Above it a value is a lie or garbage, and the
-/// sums of the rule stay far from u64's end.
-pub const MAX_COUNTER: u64 = 1 << 62;
-
-/// How far a tos may lie in the future of this host's clock (the server's
-/// clock may run ahead of ours).
-pub const TOS_SLACK: u32 = 3600;
 
 /// How the peer's run compares with mine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,29 +136,12 @@ pub fn agrees(a: &SavedSource, b: &SavedSource) -> bool {
     offsets(a) == offsets(b)
 }
 
-/// Whether a peer's entry can be true: a tos no later than `now_unix` +
-/// [`TOS_SLACK`], readings and offsets up to [`MAX_COUNTER`], at most
-/// `max_counters` counters, each named once. Why not, if not.
-pub fn check(entry: &SavedSource, now_unix: u64, max_counters: usize) -> Result<(), &'static str> {
-    if let Some((tos, _)) = entry.started
-        && u64::from(tos) > now_unix.saturating_add(u64::from(TOS_SLACK))
-    {
-        return Err("a start time in the future");
-    }
+/// Whether a peer's entry, its lines each valid ([`super::saved::parse_line`]:
+/// a start no more than a day ahead, readings and offsets below 2^63,
+/// each key once), can be a source's: at most `max_counters` counters.
+pub fn check(entry: &SavedSource, max_counters: usize) -> Result<(), &'static str> {
     if entry.counters.len() > max_counters {
         return Err("more counters than max_metrics_per_source");
-    }
-    if entry
-        .counters
-        .iter()
-        .any(|&(_, raw, off)| raw > MAX_COUNTER || off > MAX_COUNTER)
-    {
-        return Err("a counter beyond 2^62");
-    }
-    let mut keys: Vec<u64> = entry.counters.iter().map(|c| c.0).collect();
-    keys.sort_unstable();
-    if keys.windows(2).any(|w| w[0] == w[1]) {
-        return Err("a counter named twice");
     }
     Ok(())
 }

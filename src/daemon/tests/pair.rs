@@ -69,8 +69,12 @@ fn a_gateway_that_missed_a_datagram_before_a_restart_publishes_what_its_peer_doe
         gw.send_as("127.0.0.1", &link_record(77, 5000));
     }
     gw2.send_as("127.0.0.1", &link_record(77, 6000));
-    wait_for("gw2's two records", WITHIN, || (records(&gw2) == 2).then_some(()));
-    wait_for("gw1's record", WITHIN, || (records(&gw1) == 1).then_some(()));
+    wait_for("gw2's two records", WITHIN, || {
+        (records(&gw2) == 2).then_some(())
+    });
+    wait_for("gw1's record", WITHIN, || {
+        (records(&gw1) == 1).then_some(())
+    });
     // The restart, heard by both.
     for gw in [&gw1, &gw2] {
         gw.send_as("127.0.0.1", &link_record(78, 100));
@@ -228,7 +232,8 @@ fn a_lying_peer_neither_stops_nor_corrupts_the_gateway() {
                 continue;
             };
             s.set_nonblocking(false).unwrap();
-            s.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+            s.set_read_timeout(Some(Duration::from_millis(500)))
+                .unwrap();
             let mut buf = [0u8; 65536];
             let _ = s.read(&mut buf);
             match lie(round) {
@@ -242,13 +247,29 @@ fn a_lying_peer_neither_stops_nor_corrupts_the_gateway() {
         round
     });
     // Records meanwhile: run 1, then a restart (offset 3,000).
-    let steps = [(77, 1000, "1000"), (77, 2000, "2000"), (77, 3000, "3000"), (78, 50, "3050"), (78, 80, "3080")];
+    let steps = [
+        (77, 1000, "1000"),
+        (77, 2000, "2000"),
+        (77, 3000, "3000"),
+        (78, 50, "3050"),
+        (78, 80, "3080"),
+    ];
     for (i, (pid, reading, want)) in steps.iter().enumerate() {
         gw.send_as("127.0.0.1", &link_record(*pid, *reading));
-        wait_for("the record", WITHIN, || (records(&gw) == i as u64 + 1).then_some(()));
+        wait_for("the record", WITHIN, || {
+            (records(&gw) == i as u64 + 1).then_some(())
+        });
         let t = Instant::now();
-        assert_eq!(link_in(&gw, "127.0.0.1").as_deref(), Some(*want), "step {i}");
-        assert!(t.elapsed() < Duration::from_secs(2), "a poll took {:?}", t.elapsed());
+        assert_eq!(
+            link_in(&gw, "127.0.0.1").as_deref(),
+            Some(*want),
+            "step {i}"
+        );
+        assert!(
+            t.elapsed() < Duration::from_secs(2),
+            "a poll took {:?}",
+            t.elapsed()
+        );
         if i == 0 {
             // The liar asks too, its server live: garbage, then lies.
             liar_asks(own_addr);
