@@ -393,7 +393,13 @@ impl Engine {
                 .xcache
                 .wait(from, totals, program, s.max_sources, events);
         };
-        source.pfc.get_or_insert_default().add(totals);
+        let pfc = source.pfc.get_or_insert_default();
+        // The run they belong to (the peer exchange compares runs).
+        pfc.stod = totals.stod;
+        pfc.add(totals);
+        // Only one gateway of a pair hears a g-stream (its `send` takes one
+        // destination): the peer is told.
+        source.peer_dirty = true;
         self.batch.cluster.clone_from(&source.cluster);
         self.xcache
             .report(&mut self.batch, &mut self.mapper, source, now_s, s, events);

@@ -4,8 +4,12 @@
 //! diverge without it: [`crate::engine::merge`].
 //!
 //! **What is exchanged.** Each source's entry, as the state file writes it
-//! (`S` and `C` lines, read with the state file's own line readers:
-//! one definition), and for a starting peer each source's last record.
+//! (`S` and `C` lines, read with the state file's own line checks: one
+//! definition), each XCache's g-stream totals (`P` lines: the directive
+//! `xrootd.mongstream ... send` takes one destination, a second `send`
+//! replaces the first (`XrdXrootdConfig.cc`, `xmongs`), so only one
+//! gateway of a pair hears them), and for a starting peer each source's
+//! last record.
 //! Text over TCP, one exchange per connection: the asking side sends a
 //! header, its entries and a `.` line; the answering side merges them and
 //! answers with a header, its entries that differ from the ones it was
@@ -16,6 +20,7 @@
 //! xrd2ganglia-peer 1 <pull|push|full> <standby 0|1> <number drawn at start>
 //! S <ip> <program> <tos> <pid>
 //! C <key> <last reading> <offset>
+//! P <ip> <program> <stod> <files> <bytes hit> <bytes missed> <bytes bypassed>
 //! R <ip> <age ms> <length>      (answers to a pull: the record's bytes follow)
 //! .
 //! ```
@@ -76,6 +81,7 @@ use crate::engine::merge;
 use crate::engine::pairing::{Entry, LastRecord};
 use crate::engine::saved::{self, SavedSource, SavedState};
 use crate::events::{Counters, Events};
+use crate::gstream::PfcTotals;
 
 /// A whole exchange (connect, send, merge, answer) takes at most this.
 pub const DEADLINE: Duration = Duration::from_secs(5);
@@ -109,9 +115,12 @@ pub enum Ask {
     /// the source.
     Merge {
         entries: Arc<Vec<Entry>>,
-        reply: oneshot::Sender<Vec<Option<SavedSource>>>,
+        reply: oneshot::Sender<Vec<Option<Merged>>>,
     },
 }
+
+/// A source's entry merged: its state and its g-stream totals.
+type Merged = (SavedSource, Option<PfcTotals>);
 
 /// Answers an ask from the engine (the receive task calls it).
 pub(super) fn answer(engine: &mut Engine, ask: Ask) {
@@ -256,7 +265,12 @@ impl Link {
     async fn everything(&self, records: bool) -> (Vec<Entry>, Vec<LastRecord>) {
         let (mut entries, last) = self.ask_entries(false, records).await;
         for ((ip, program), state) in self.saved.unclaimed_entries() {
-            entries.push(Entry { ip, program, state });
+            entries.push(Entry {
+                ip,
+                program,
+                state,
+                pfc: None,
+            });
         }
         (entries, last)
     }
@@ -285,10 +299,12 @@ impl Link {
     }
 
     /// Merges the peer's entries: into the engine that has each source,
-    /// else into the saved state. The merged entries, in order.
-    async fn take(&self, entries: Vec<Entry>) -> Vec<(Entry, SavedSource)> {
+    /// else into the saved state (which keeps no g-stream totals: they
+    /// come with the next exchange once a receive task has the source).
+    /// The entries sent and merged, in order.
+    async fn take(&self, entries: Vec<Entry>) -> Vec<(Entry, Entry)> {
         let entries = Arc::new(entries);
-        let mut merged: Vec<Option<SavedSource>> = vec![None; entries.len()];
+        let mut merged: Vec<Option<Merged>> = vec![None; entries.len()];
         for engine in self.engines() {
             let (reply, rx) = oneshot::channel();
             let ask = Ask::Merge {
@@ -309,8 +325,16 @@ impl Link {
             .iter()
             .zip(merged)
             .map(|(e, m)| {
-                let m = m.unwrap_or_else(|| self.saved.merge_unclaimed(e.ip, &e.program, &e.state));
-                (e.clone(), m)
+                let (state, pfc) = m.unwrap_or_else(|| {
+                    (self.saved.merge_unclaimed(e.ip, &e.program, &e.state), None)
+                });
+                let merged = Entry {
+                    ip: e.ip,
+                    program: e.program.clone(),
+                    state,
+                    pfc,
+                };
+                (e.clone(), merged)
             })
             .collect()
     }
@@ -361,7 +385,8 @@ pub struct Refused {
     pub text: String,
 }
 
-/// Writes entries as the state file does.
+/// Writes entries as the state file does, then their g-stream totals
+/// (`P` lines, which the state file does not keep).
 fn write_entries(out: &mut String, entries: &[Entry]) {
     for e in entries {
         saved::write_source(out, e.ip, &e.program, e.state.started);
@@ -369,6 +394,38 @@ fn write_entries(out: &mut String, entries: &[Entry]) {
             saved::write_counter(out, key, raw, off);
         }
     }
+    for e in entries {
+        if let Some(p) = &e.pfc {
+            let _ = writeln!(
+                out,
+                "P\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                e.ip, e.program, p.stod, p.files, p.bytes_hit, p.bytes_miss, p.bytes_bypass
+            );
+        }
+    }
+}
+
+/// A `P` line's fields after the `P`: whose totals, and the totals; None
+/// if they cannot be true (a start more than a day ahead, a sum of 2^63 or
+/// more).
+fn read_pfc<'a>(fields: &[&'a str], now_unix: u64) -> Option<(IpAddr, &'a str, PfcTotals)> {
+    let [ip, program, stod, files, hit, miss, bypass] = fields else {
+        return None;
+    };
+    let number = |t: &str| t.parse::<u64>().ok().filter(|&n| n < saved::MAX_COUNTER);
+    let stod = stod
+        .parse::<u32>()
+        .ok()
+        .filter(|&t| u64::from(t) <= now_unix.saturating_add(saved::START_SLACK))?;
+    let totals = PfcTotals {
+        stod,
+        files: number(files)?,
+        bytes_hit: number(hit)?,
+        bytes_miss: number(miss)?,
+        bytes_bypass: number(bypass)?,
+        bad_records: 0,
+    };
+    Some((ip.parse().ok()?, program, totals))
 }
 
 /// A message's bytes: header, entries, records, end.
@@ -429,7 +486,7 @@ pub fn parse(bytes: &[u8], max_counters: usize, now_unix: u64) -> Result<Message
     let start = at;
     loop {
         let (line, next) = line_at(at).ok_or("cut off before its end")?;
-        if line == b"." || line.starts_with(b"R\t") {
+        if line == b"." || line.starts_with(b"R\t") || line.starts_with(b"P\t") {
             break;
         }
         at = next;
@@ -452,7 +509,33 @@ pub fn parse(bytes: &[u8], max_counters: usize, now_unix: u64) -> Result<Message
             ip: e.ip,
             program: e.program,
             state: e.source,
+            pfc: None,
         });
+    }
+    // The g-stream totals, each with its entry.
+    while let Some((line, next)) = line_at(at).filter(|(l, _)| l.starts_with(b"P\t")) {
+        at = next;
+        let fields: Vec<&str> = std::str::from_utf8(line)
+            .map_err(|_| "a totals line that is not text")?
+            .split('\t')
+            .collect();
+        match read_pfc(&fields[1..], now_unix) {
+            Some((ip, program, totals)) => {
+                if let Some(e) = msg
+                    .entries
+                    .iter_mut()
+                    .find(|e| e.ip == ip && e.program == program)
+                {
+                    e.pfc = Some(totals);
+                }
+            }
+            None => {
+                msg.refused.lines += 1;
+                if msg.refused.text.is_empty() {
+                    msg.refused.text = "g-stream totals that cannot be true".into();
+                }
+            }
+        }
     }
     // The records, then the end.
     loop {
@@ -734,11 +817,10 @@ async fn answer_one(
             let merged = link.take(msg.entries).await;
             let mut answer: Vec<Entry> = merged
                 .into_iter()
-                .filter(|(sent, mine)| !merge::agrees(&sent.state, mine))
-                .map(|(sent, mine)| Entry {
-                    state: mine,
-                    ..sent
+                .filter(|(sent, mine)| {
+                    !merge::agrees(&sent.state, &mine.state) || sent.pfc != mine.pfc
                 })
+                .map(|(_, mine)| mine)
                 .collect();
             if msg.mode == "full" {
                 let (all, _) = link.everything(false).await;

@@ -44,6 +44,7 @@
 use std::collections::BTreeMap;
 
 use super::saved::SavedSource;
+use crate::gstream::PfcTotals;
 
 /// How the peer's run compares with mine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -134,6 +135,27 @@ pub fn agrees(a: &SavedSource, b: &SavedSource) -> bool {
             .collect()
     };
     offsets(a) == offsets(b)
+}
+
+/// Merges the peer's XCache g-stream totals of a source into mine (its
+/// `xrootd.mongstream ... send` takes one destination, so only one gateway
+/// of a pair hears them): totals of the same run (`stod`) grow only, so the
+/// larger of each; another run's, the newer run's. Totals of a run other
+/// than the source's own (`tos`) are not taken.
+pub fn merge_pfc(mine: &mut Option<PfcTotals>, peer: Option<&PfcTotals>, tos: Option<u32>) {
+    let Some(peer) = peer.filter(|p| Some(p.stod) == tos) else {
+        return;
+    };
+    match mine {
+        Some(m) if m.stod == peer.stod => {
+            m.files = m.files.max(peer.files);
+            m.bytes_hit = m.bytes_hit.max(peer.bytes_hit);
+            m.bytes_miss = m.bytes_miss.max(peer.bytes_miss);
+            m.bytes_bypass = m.bytes_bypass.max(peer.bytes_bypass);
+        }
+        Some(m) if m.stod > peer.stod => {}
+        _ => *mine = Some(*peer),
+    }
 }
 
 /// Whether a peer's entry, its lines each valid ([`super::saved::parse_line`]:

@@ -283,3 +283,71 @@ fn a_lying_peer_neither_stops_nor_corrupts_the_gateway() {
     assert!(counted.peer_failed >= 3, "{counted:?}");
     assert!(counted.peer_refused_entries >= 3, "{counted:?}");
 }
+
+/// `(name, value)` of the g-stream metrics (`*.pfc.*`, not the summary's
+/// `*.cache.pfc.*`) of the host at `ip` in a gateway's document.
+fn pfc_metrics(gw: &Running, ip: &str) -> Vec<(String, String)> {
+    let doc = gw.poll_from("127.0.0.1:0");
+    let parsed = parse(&doc);
+    let Some(host) = parsed
+        .descendants()
+        .find(|n| n.has_tag_name("HOST") && n.attribute("IP") == Some(ip))
+    else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, String)> = host
+        .descendants()
+        .filter(|n| n.has_tag_name("METRIC"))
+        .filter_map(|m| Some((m.attribute("NAME")?, m.attribute("VAL")?)))
+        .filter(|(n, _)| n.contains(".pfc.") && !n.contains(".cache.pfc."))
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+        .collect();
+    out.sort();
+    out
+}
+
+/// XCache's g-stream goes to one destination (`xrootd.mongstream ... send`
+/// takes one; XrdXrootdConfig.cc): only gw1 hears it. Its totals go to gw2
+/// with the exchange, and both show the same `pfc` metrics for the XCache
+/// (alone, gw2 would show none: gmetad failing over would read the
+/// cluster's cache totals drop by this XCache's).
+#[test]
+fn an_xcaches_gstream_heard_by_one_gateway_is_published_by_both() {
+    let (l1, l2) = (peer_listener(), peer_listener());
+    let (a1, a2) = (l1.local_addr().unwrap(), l2.local_addr().unwrap());
+    let gw1 = Bound::paired(l1, a2).start();
+    let gw2 = Bound::paired(l2, a1).start();
+    for gw in [&gw1, &gw2] {
+        gw.send_as("127.0.0.1", &link_record(77, 1000));
+    }
+    wait_for("the records", WITHIN, || {
+        (records(&gw1) == 1 && records(&gw2) == 1).then_some(())
+    });
+    // One file_close: 5,000 bytes from the cache, 700 from the origin.
+    let gstream = "{\"code\":\"g\",\"pseq\":1,\"stod\":1700000000,\"gs\":{\"type\":\"C\"}}\n\
+        {\"event\":\"file_close\",\"lfn\":\"/f\",\"b_hit\":5000,\"b_miss\":700,\"b_bypass\":0}\0";
+    gw1.send_as("127.0.0.1", gstream);
+    wait_for("gw1's totals", WITHIN, || {
+        (pfc_metrics(&gw1, "127.0.0.1").len() == 4).then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    for gw in [&gw1, &gw2] {
+        gw.send_as("127.0.0.1", &link_record(77, 2000));
+    }
+    wait_for("the next records", WITHIN, || {
+        (records(&gw1) == 2 && records(&gw2) == 2).then_some(())
+    });
+    let want: Vec<(String, String)> = [
+        ("bytes_bypass", "0"),
+        ("bytes_hit", "5000"),
+        ("bytes_miss", "700"),
+        ("files", "1"),
+    ]
+    .iter()
+    .map(|(n, v)| (format!("xrootd.pfc.{n}"), v.to_string()))
+    .collect();
+    assert_eq!(pfc_metrics(&gw1, "127.0.0.1"), want);
+    assert_eq!(pfc_metrics(&gw2, "127.0.0.1"), want);
+    gw1.stop();
+    gw2.stop();
+}
