@@ -955,3 +955,81 @@ mod tests {
         }
     }
 }
+
+/// What the exchange costs at 1,000 servers (`cargo test --release --lib
+/// -- --ignored the_exchange_at_1000_servers --nocapture`): bytes and CPU
+/// of a full exchange, a start-up pull and a push, with real records.
+#[cfg(test)]
+mod cost {
+    use super::*;
+    use crate::engine::tests::Harness;
+
+    const SERVERS: u32 = 1000;
+
+    /// An engine that has heard `SERVERS` data servers (a real record,
+    /// `tests/data/records/ds_loaded.xml`), each through a restart, so
+    /// that every counter has a reading and an offset.
+    fn heard() -> Harness {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/records/ds_loaded.xml");
+        let rec = std::fs::read_to_string(path).unwrap();
+        let restarted = rec.replacen(" pid=\"", " pid=\"9", 1);
+        let mut r = Harness::new("max_sources = 2000\nmetadata_requests = [\"127.0.0.1:9\"]\n");
+        for (secs, text) in [(0, &rec), (15, &restarted)] {
+            for i in 0..SERVERS {
+                let from = SocketAddr::from(([10, 1, (i >> 8) as u8, i as u8], 1094));
+                let at = r.at(secs);
+                r.feed_at(text.as_bytes(), from, at);
+            }
+        }
+        r
+    }
+
+    #[test]
+    #[ignore = "a measurement: run it on purpose, in release"]
+    fn the_exchange_at_1000_servers() {
+        let mut gw1 = heard();
+        let mut gw2 = heard();
+        let now = gw1.at(20);
+        let mut entries = Vec::new();
+        gw1.engine.peer_entries(false, &mut entries);
+        let mut records = Vec::new();
+        gw1.engine.last_records(now, &mut records);
+        let counters: usize = entries.iter().map(|e| e.state.counters.len()).sum();
+        let header = "xrd2ganglia-peer 1\tfull\t0\t1\n";
+        let rounds = 20;
+        let t = Instant::now();
+        let mut full = Vec::new();
+        for _ in 0..rounds {
+            full = message(header, &entries, &[]);
+        }
+        let build = t.elapsed() / rounds;
+        let t = Instant::now();
+        for _ in 0..rounds {
+            let msg = parse(&full, 5000, unix_now()).unwrap();
+            assert_eq!(msg.entries.len(), entries.len());
+            for e in &msg.entries {
+                assert!(gw2.engine.merge_peer(e, now).is_some());
+            }
+        }
+        let take = t.elapsed() / rounds;
+        let pull = message(header, &entries, &records);
+        let t = Instant::now();
+        let msg = parse(&pull, 5000, unix_now()).unwrap();
+        let read_pull = t.elapsed();
+        assert_eq!(msg.records.len(), SERVERS as usize);
+        let one = message(header, &entries[..1], &[]);
+        println!(
+            "{SERVERS} servers ({} sources, {counters} counters): full exchange {} bytes each way, \
+             built in {:.1} ms, read and merged in {:.1} ms; start-up pull (with last records) \
+             {} bytes, read in {:.1} ms; a push of one changed source {} bytes",
+            entries.len(),
+            full.len(),
+            build.as_secs_f64() * 1e3,
+            take.as_secs_f64() * 1e3,
+            pull.len(),
+            read_pull.as_secs_f64() * 1e3,
+            one.len()
+        );
+    }
+}
