@@ -27,8 +27,9 @@
 //! queues; [`state_file`] keeps counter continuity across gateway
 //! restarts; [`self_metrics`] logs the counters and sends them as the
 //! gateway's own metrics; [`control`] answers `xrd2ganglia status` (the
-//! receive tasks hand it their sources between two datagrams); [`bind`]
-//! binds every socket.
+//! receive tasks hand it their sources between two datagrams); [`peer`]
+//! keeps two gateways of a pair in step (counter state, XCache totals,
+//! the standby's sending); [`bind`] binds every socket.
 
 use std::future::Future;
 use std::io;

@@ -15,7 +15,9 @@
 //!
 //! Beside it: gmond's metadata requests are answered from what the
 //! sources last sent ([`answer`]); the counters' state is handed to and
-//! claimed from [`saved`] (the daemon writes it to the state file).
+//! claimed from [`saved`] (the daemon writes it to the state file), and
+//! given to and merged from a peer gateway ([`pairing`], by the rule of
+//! [`merge`]).
 
 pub mod answer;
 pub mod clock;
