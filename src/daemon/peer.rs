@@ -597,10 +597,34 @@ async fn read_message(stream: &mut TcpStream, max: usize) -> io::Result<Vec<u8>>
                 format!("more than {max} bytes (max_sources x {BYTES_PER_SOURCE})"),
             ));
         }
-        if buf.ends_with(b"\n.\n") || buf == b".\n" {
+        if buf.ends_with(b"\n.\n") && complete(&buf) {
             return Ok(buf);
         }
     }
+}
+
+/// Whether `buf` is a whole message: its `.` line is the last line, not
+/// the bytes of a record (which are skipped by their length).
+fn complete(buf: &[u8]) -> bool {
+    let mut at = 0;
+    while let Some(end) = buf[at..].iter().position(|&b| b == b'\n') {
+        let line = &buf[at..at + end];
+        at += end + 1;
+        if line == b"." {
+            return at == buf.len();
+        }
+        if let Some(rest) = line.strip_prefix(b"R\t") {
+            let len = rest
+                .rsplit(|&b| b == b'\t')
+                .next()
+                .and_then(|l| std::str::from_utf8(l).ok()?.parse::<usize>().ok());
+            match len {
+                Some(len) if at + len < buf.len() => at += len + 1,
+                _ => return false,
+            }
+        }
+    }
+    false
 }
 
 /// One exchange as the asking side: sends `entries` in `mode`, merges the
@@ -934,6 +958,16 @@ mod tests {
         assert_eq!(msg.records.len(), 1);
         assert_eq!(msg.records[0].datagram, b"<a\n>");
         assert_eq!(msg.records[0].age, Duration::from_millis(1500));
+    }
+
+    /// A record whose bytes end in a `.` line does not end the message.
+    #[test]
+    fn a_message_ends_at_its_own_end_line() {
+        let whole = b"xrd2ganglia-peer 1\tanswer\t0\t1\nR\t10.0.0.1\t0\t3\na\n.\n.\n";
+        assert!(complete(whole));
+        assert!(!complete(&whole[..whole.len() - 2]));
+        let msg = parse(whole, 10, NOW).unwrap();
+        assert_eq!(msg.records[0].datagram, b"a\n.");
     }
 
     #[test]
