@@ -282,6 +282,18 @@ fn a_lying_peer_neither_stops_nor_corrupts_the_gateway() {
         if i == 0 {
             // The liar asks too, its server live: garbage, then lies.
             liar_asks(own_addr);
+            // And from an address `peer` does not resolve to: closed.
+            let s =
+                socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+            s.bind(&SocketAddr::from(([127, 0, 0, 2], 0)).into())
+                .unwrap();
+            s.connect(&own_addr.into()).unwrap();
+            let mut s: TcpStream = s.into();
+            // A well-formed empty push, which the peer's address gets answered.
+            let _ = s.write_all(b"xrd2ganglia-peer 1\tpush\t0\t1\n.\n");
+            let mut out = Vec::new();
+            let _ = s.read_to_end(&mut out);
+            assert_eq!(String::from_utf8_lossy(&out), "");
         }
         std::thread::sleep(Duration::from_millis(1500));
     }
@@ -291,6 +303,7 @@ fn a_lying_peer_neither_stops_nor_corrupts_the_gateway() {
     assert!(rounds >= 4, "{rounds} exchanges asked of the liar");
     assert!(counted.peer_failed >= 3, "{counted:?}");
     assert!(counted.peer_refused_entries >= 3, "{counted:?}");
+    assert!(counted.peer_denied >= 1, "{counted:?}");
 }
 
 /// `(name, value)` of the g-stream metrics (`*.pfc.*`, not the summary's
