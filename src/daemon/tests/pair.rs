@@ -91,8 +91,9 @@ fn a_gateway_that_missed_a_datagram_before_a_restart_publishes_what_its_peer_doe
     wait_for("the restart taken by both", WITHIN, || {
         (records(&gw1) == 2 && records(&gw2) == 3).then_some(())
     });
-    // The next report, 1.5 s later (pushes go every second).
-    std::thread::sleep(Duration::from_millis(1500));
+    // The next report, 3 s later (pushes go every second; xrootd reports
+    // every 5 s or more, `xrd.report ... every`).
+    std::thread::sleep(Duration::from_secs(3));
     for gw in [&gw1, &gw2] {
         gw.send_as("127.0.0.1", &link_record(78, 200));
     }
@@ -352,7 +353,7 @@ fn an_xcaches_gstream_heard_by_one_gateway_is_published_by_both() {
     wait_for("gw1's totals", WITHIN, || {
         (pfc_metrics(&gw1, "127.0.0.1").len() == 4).then_some(())
     });
-    std::thread::sleep(Duration::from_millis(1500));
+    std::thread::sleep(Duration::from_secs(3));
     for gw in [&gw1, &gw2] {
         gw.send_as("127.0.0.1", &link_record(77, 2000));
     }
