@@ -156,6 +156,7 @@ pub struct Link {
     saved: Arc<SavedState>,
     max_bytes: usize,
     max_counters: usize,
+    max_sources: usize,
     /// This one claims standby; the number it drew at start.
     standby: bool,
     drawn: u64,
@@ -184,6 +185,7 @@ impl Link {
                 .saturating_mul(BYTES_PER_SOURCE)
                 .max(1 << 20),
             max_counters: settings.max_metrics_per_source,
+            max_sources: settings.max_sources,
             standby: settings.peer_standby,
             drawn: draw(),
             peer_claim: Mutex::new(None),
@@ -326,7 +328,10 @@ impl Link {
             .zip(merged)
             .map(|(e, m)| {
                 let (state, pfc) = m.unwrap_or_else(|| {
-                    (self.saved.merge_unclaimed(e.ip, &e.program, &e.state), None)
+                    let state =
+                        self.saved
+                            .merge_unclaimed(e.ip, &e.program, &e.state, self.max_sources);
+                    (state, None)
                 });
                 let merged = Entry {
                     ip: e.ip,
@@ -726,7 +731,7 @@ pub fn fill_table(
         for c in &mut state.counters {
             c.1 = 0;
         }
-        scratch.merge_unclaimed(ip, &program, &state);
+        scratch.merge_unclaimed(ip, &program, &state, usize::MAX);
     }
     let oldest = now.checked_sub(Duration::from_secs(3600)).unwrap_or(now);
     let mut engine = Engine::new(settings.clone(), oldest);
