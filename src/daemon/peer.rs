@@ -26,11 +26,16 @@
 //! ```
 //!
 //! **When.** (1) At start, before the XML port listens and before any
-//! datagram is read: a pull of the peer's every entry and last record,
-//! merged into the state file's; the records are fed through an engine of
-//! their own into the XML table (at their age: a host's TN is what the
-//! peer's was), so the first document is whole and the port listens at
-//! once ([`super::xml_port::Warmup`]). (2) Every second, the entries whose
+//! datagram is read (they wait in the socket's buffer, [`DEADLINE`] at
+//! most): a pull of the peer's every entry and last record, merged into
+//! the state file's; the records are fed through an engine of their own
+//! into the XML table (at their age: a host's TN is what the peer's was),
+//! so the first document is what the peer's is and the port listens at
+//! once ([`super::xml_port::Warmup`]; a peer that had heard no one, as
+//! when both start together, leaves the port to wait for the state file's
+//! sources as without a peer). The peer's exchanges are answered from the
+//! state file meanwhile, so two gateways that start together do not wait
+//! on each other. (2) Every second, the entries whose
 //! run or offsets changed (a source new to an engine, a restart, a reset
 //! or a wrap: [`Engine::peer_entries`](crate::engine::Engine::peer_entries)),
 //! or an empty push every [`PING_EVERY`] to tell the peer this one is up.
@@ -48,10 +53,11 @@
 //! own, as the state file's are ([`saved::read_entries`], then
 //! [`merge::check`]): a bad one is refused, counted and named, the others
 //! are taken; a header, record or end that cannot be read ends the
-//! exchange. Whatever the peer
-//! sends, offsets only grow (the rule is a max), so it cannot make a
-//! counter go down, nor stop the gateway: it costs a counted, rate-limited
-//! log line.
+//! exchange. Sources no engine has wait at most `max_sources`. Whatever
+//! the peer sends, offsets only grow (the rule is a max), so it cannot
+//! make a counter go down, nor stop the gateway: it costs a counted,
+//! rate-limited log line. A failed push is not retried: what it carried
+//! goes with the next full exchange.
 //!
 //! **One gmond, two gateways** (`send = true` on both): one sends, the
 //! other stands by (`peer_standby`). The standby hears, counts, merges and
