@@ -107,6 +107,16 @@ impl InForce {
             events.xml_hosts_evicted(evicted);
         }
     }
+
+    /// Takes out of the XML table the hosts of the sources an engine
+    /// forgot (`max_sources`).
+    fn forget(&self, forgotten: &[u64]) {
+        if let Some(table) = &self.table
+            && !forgotten.is_empty()
+        {
+            table.forget(forgotten);
+        }
+    }
 }
 
 /// A new configuration for a running gateway (SIGHUP): every key takes
@@ -133,7 +143,7 @@ pub async fn run(
     mut reloads: tokio::sync::mpsc::Receiver<Reload>,
 ) -> io::Result<()> {
     let settings = Arc::new(settings);
-    let table = (!sockets.xml.is_empty()).then(|| Arc::new(HostTable::new(settings.max_sources)));
+    let table = (!sockets.xml.is_empty()).then(|| Arc::new(HostTable::new(table_cap(&settings))));
     let store = Arc::new(open_state(&settings, &counters));
     let (stop_tx, stop) = watch::channel(false);
     let (pairing, peer_tasks) =
@@ -164,7 +174,7 @@ pub async fn run(
                 let old = std::mem::replace(&mut senders, new);
                 drain_timeout = r.settings.drain_timeout;
                 if let Some(table) = &table {
-                    table.set_max_hosts(r.settings.max_sources);
+                    table.set_max_hosts(table_cap(&r.settings));
                 }
                 let settings = Arc::new(r.settings);
                 let outbox = senders.outbox.clone();
@@ -186,6 +196,12 @@ pub async fn run(
     }
     tracing::info!("stopped; counters: {}", counters.snapshot());
     Ok(())
+}
+
+/// The XML table's cap: `max_sources` servers' hosts and the gateway's
+/// own (so that a site with exactly `max_sources` servers evicts none).
+fn table_cap(settings: &Settings) -> usize {
+    settings.max_sources.saturating_add(1)
 }
 
 /// Retires the senders a reload replaced: once no task holds the settings

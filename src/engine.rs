@@ -172,6 +172,8 @@ impl Engine {
         events: &mut Events<'_>,
     ) -> &PacketBatch {
         self.batch.clear();
+        // What the last datagram forgot, if nobody took it: bounded.
+        self.sources.forgotten.clear();
         events.datagram();
         if !allowed(&self.settings, from.ip()) {
             events.denied(from);
@@ -427,6 +429,13 @@ impl Engine {
     /// and the XML table take them.
     pub fn batch(&self) -> &PacketBatch {
         &self.batch
+    }
+
+    /// The XML table's keys of the hosts whose sources the last datagram
+    /// made it forget (`max_sources`), for the daemon to take out of the
+    /// table before the datagram's packets go in.
+    pub fn forgotten(&self) -> &[u64] {
+        &self.sources.forgotten
     }
 
     /// The packets of the last call, for tests and dry runs.

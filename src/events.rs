@@ -434,16 +434,14 @@ impl<'c> Events<'c> {
         }
     }
 
-    /// A poll closed because `busy` documents are being written already.
-    pub fn xml_busy(&mut self, local: SocketAddr, peer: SocketAddr, busy: usize) {
-        self.counters.xml_dropped.fetch_add(1, Relaxed);
-        if self
-            .limiter
-            .allow("xml_busy", peer.ip(), Instant::now())
-            .is_some()
-        {
+    /// A connection closed to make room (`why`): of all those served, or
+    /// of its address's, the one that had made the least progress.
+    pub fn xml_evicted(&mut self, local: SocketAddr, peer: SocketAddr, why: &str) {
+        self.counters.xml_evicted.fetch_add(1, Relaxed);
+        if let Some(s) = self.limiter.allow("xml_evicted", peer.ip(), Instant::now()) {
             tracing::warn!(
-                "xml_listen {local}: {peer} closed: {busy} documents are being written already (counted as xml_dropped)"
+                suppressed = s,
+                "xml_listen {local}: closed {peer}, the connection that had made the least progress, for {why} (counted as xml_evicted, logged once per log_interval)"
             );
         }
     }
@@ -451,12 +449,12 @@ impl<'c> Events<'c> {
     /// A connection that could not be accepted (out of descriptors, most
     /// likely).
     pub fn xml_accept_failed(&mut self, local: SocketAddr, err: &std::io::Error) {
-        if self
-            .limiter
-            .allow("xml_accept", local.ip(), Instant::now())
-            .is_some()
-        {
-            tracing::warn!("xml_listen {local}: cannot accept: {err}");
+        self.counters.xml_accept_failed.fetch_add(1, Relaxed);
+        if let Some(s) = self.limiter.allow("xml_accept", local.ip(), Instant::now()) {
+            tracing::warn!(
+                suppressed = s,
+                "xml_listen {local}: cannot accept: {err} (counted as xml_accept_failed, logged once per log_interval)"
+            );
         }
     }
 

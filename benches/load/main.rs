@@ -82,6 +82,7 @@ use runs::*;
 use sink::*;
 mod cost;
 mod gmond;
+mod hostile;
 mod mmsg;
 mod poll;
 mod xml;
@@ -106,13 +107,16 @@ const USAGE: &str = "cargo bench --bench load -- [options]
                     measured only when (c) or (d) needs it and --ceiling is
                     not given, or when named)
   --xml-rps R       records/s of the xml run (default 500)
+  --hostile N       other connections on the XML port in the hostile run
+                    (default 1000)
+  --hostile-servers N  hosts in the hostile run's document (default 500)
   --gateway-conf TEXT  settings added to the gateway's file in the gmond
                     runs, ';' between lines (e.g. 'follow_gmond_queue =
                     false': the token bucket, as for a gmond on another host)
   --gateway-bin PATH the gateway binary of the gmond runs (an older build, for
                     a before/after comparison; default: the one under test)
   --only LIST       runs to do: raw,serve,rates,parse,chain,memory,gmond,xml,
-                    poll,cost (every one but poll and cost when not given:
+                    hostile,poll,cost (every one but poll and cost when not given:
                     those run only when named, and never in the smoke)
   --cost-runs N     runs of the cost run, a fresh gmond each (default 5)
   --cost-rate PKTS  packets/s of each phase of the cost run (default 20000;
@@ -142,6 +146,8 @@ struct Options {
     sustain: Duration,
     down: Duration,
     xml_rps: f64,
+    hostile: usize,
+    hostile_servers: usize,
     only: Vec<String>,
     gmond_runs: Vec<String>,
     gateway_conf: String,
@@ -165,6 +171,8 @@ impl Options {
             ceiling: None,
             sustain: Duration::from_secs(20),
             xml_rps: 500.0,
+            hostile: 1000,
+            hostile_servers: 500,
             down: Duration::from_secs(10),
             only: Vec::new(),
             gmond_runs: ["a", "b", "c", "d", "e"].map(String::from).to_vec(),
@@ -198,6 +206,8 @@ impl Options {
                 "--gmond-servers" => o.gmond_servers = number(&value()) as usize,
                 "--ceiling" => o.ceiling = Some(number(&value())),
                 "--xml-rps" => o.xml_rps = number(&value()),
+                "--hostile" => o.hostile = number(&value()) as usize,
+                "--hostile-servers" => o.hostile_servers = number(&value()) as usize,
                 "--sustain" => o.sustain = Duration::from_secs_f64(number(&value())),
                 "--down" => o.down = Duration::from_secs_f64(number(&value())),
                 "--rates" => o.rates = value().split(',').map(|r| number(r) as u64).collect(),
@@ -247,6 +257,8 @@ impl Options {
             o.gmond_servers = o.gmond_servers.min(200);
             o.sustain = o.sustain.min(Duration::from_secs(5));
             o.down = o.down.min(Duration::from_secs(3));
+            o.hostile = o.hostile.min(200);
+            o.hostile_servers = o.hostile_servers.min(100);
         }
         if o.gmond_servers == 0 || o.servers == 0 || o.poll.servers == 0 {
             usage("--servers, --gmond-servers and --poll-servers must be at least 1");
@@ -384,6 +396,12 @@ fn main() {
         report.xml = Some(xml::run(&bin, servers, rps, sustain));
         println!("load: xml took {:.1} s", t.elapsed().as_secs_f64());
     }
+    if o.runs("hostile") {
+        let t = Instant::now();
+        let polls = if o.smoke { 3 } else { 20 };
+        report.hostile = Some(hostile::run(&bin, o.hostile_servers, o.hostile, polls));
+        println!("load: hostile took {:.1} s", t.elapsed().as_secs_f64());
+    }
     if o.runs("gmond") {
         let e = e2e::run(
             o.gateway_bin.as_deref().unwrap_or(&bin),
@@ -425,7 +443,16 @@ fn main() {
     report.print(&records);
     if o.smoke {
         report.check_smoke();
-    } else if let Some(missed) = report.gmond.as_ref().map(|g| g.missed_targets())
+    } else if let Some(missed) = report
+        .gmond
+        .as_ref()
+        .map(|g| g.missed_targets())
+        .into_iter()
+        .chain(report.hostile.as_ref().map(|h| h.problems(true)))
+        .reduce(|mut a, b| {
+            a.extend(b);
+            a
+        })
         && !missed.is_empty()
     {
         // A benchmark run that misses a target fails, as the smoke fails.

@@ -19,6 +19,8 @@ pub(crate) struct Report {
     /// The memory run again, with an XML port, and one poll of it.
     pub(crate) memory_xml: Option<Memory>,
     pub(crate) xml: Option<xml::XmlRun>,
+    /// gmetad's polls with hostile clients on the XML port.
+    pub(crate) hostile: Option<hostile::HostileRun>,
     /// gmetad polling gmond at a site's load, per delivery mode (`--only poll`).
     pub(crate) poll: Option<poll::PollRun>,
 }
@@ -200,6 +202,9 @@ impl Report {
         if let Some(x) = &self.xml {
             x.print();
         }
+        if let Some(h) = &self.hostile {
+            h.print();
+        }
         if let Some(p) = &self.poll {
             p.print();
         }
@@ -286,6 +291,9 @@ impl Report {
         }
         if let Some(x) = &self.xml {
             failed.extend(x.problems());
+        }
+        if let Some(h) = &self.hostile {
+            failed.extend(h.problems(false));
         }
         if let Some(m) = &self.memory_xml {
             match &m.poll {

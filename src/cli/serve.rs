@@ -34,6 +34,7 @@ pub fn run(config: ConfigArgs, log_level: Option<&str>) -> Outcome {
     let sockets = bind_listeners(&settings)?;
     let channels = open_channels(&settings)?;
     one_malloc_arena();
+    daemon::xml_port::raise_open_files_limit();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -110,8 +110,11 @@ impl Receiver {
                 r = socket.recv_from(&mut buf) => match r {
                     Ok((n, from)) => {
                         let at = Instant::now();
-                        let batch = self.engine.datagram(&buf[..n], from, at, &mut events);
-                        now.deliver(batch, from.ip(), at, &events);
+                        self.engine.datagram(&buf[..n], from, at, &mut events);
+                        // The hosts of sources it forgot leave the table first: room for
+                        // this record's.
+                        now.forget(self.engine.forgotten());
+                        now.deliver(self.engine.batch(), from.ip(), at, &events);
                     }
                     Err(e) => events.receive_failed(local, &e),
                 },
@@ -120,8 +123,11 @@ impl Receiver {
         // Finish what the kernel has already queued for us.
         while let Ok((n, from)) = socket.try_recv_from(&mut buf) {
             let at = Instant::now();
-            let batch = self.engine.datagram(&buf[..n], from, at, &mut events);
-            now.deliver(batch, from.ip(), at, &events);
+            self.engine.datagram(&buf[..n], from, at, &mut events);
+            // The hosts of sources it forgot leave the table first: room for
+            // this record's.
+            now.forget(self.engine.forgotten());
+            now.deliver(self.engine.batch(), from.ip(), at, &events);
         }
         self.engine.hand_in_state();
     }

@@ -17,8 +17,13 @@
 //! **Bounded.** A metric leaves after its DMAX without a value (gmond counts
 //! from the last metadata; here the last value, which is what the
 //! gateway's periodic metadata keeps alive there), a host when its last
-//! metric has left; the hosts are capped (`max_sources`, the oldest report
-//! leaving first).
+//! metric has left. The hosts are capped, exactly: never more than
+//! `max_sources` and the gateway's own host, whatever the
+//! number of receive sockets (each engine caps its own sources) or of
+//! hosts whose sources were forgotten: a new host at the cap first
+//! evicts the least recently heard tenth (in bulk, as an engine forgets
+//! its sources: one scan per tenth of the cap, not one per new host),
+//! and a host whose source an engine forgot leaves with it.
 //!
 //! **Two addresses, one name.** gmetad keys hosts by NAME, so two HOSTs of
 //! one NAME would merge into one set of RRDs, each overwriting the other.
@@ -29,7 +34,7 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -109,9 +114,18 @@ pub struct HostTable {
     /// Unix seconds at the clock's epoch: GMOND_STARTED of an unspoofed host (the
     /// gateway's own), whose packets carry no heartbeat.
     epoch_unix: u32,
+    /// Hosts held, and those about to be taken in: a new host is counted
+    /// before it is inserted, so that the cap holds with several receive
+    /// tasks inserting at once.
     hosts: AtomicUsize,
     max_hosts: AtomicUsize,
-    evicting: AtomicBool,
+    /// One eviction at a time; another task over the cap waits for it.
+    evicting: Mutex<()>,
+    /// Bumped whenever a host comes or goes: a poll's [`document::Plan`]
+    /// is shared by the polls of one second only while it holds.
+    generation: AtomicU64,
+    /// The last document's plan.
+    plan: Mutex<Option<Arc<document::Plan>>>,
     /// Clusters that had hosts, by key, and when they last had one (table
     /// seconds): one left empty is still written, empty, for a while
     /// ([`document`]'s `EMPTY_CLUSTER_KEPT`), since gmetad keeps a cluster that is
@@ -127,8 +141,7 @@ fn unix_now() -> u64 {
 }
 
 impl HostTable {
-    /// A table for at most `max_hosts` hosts (a few more, briefly: the
-    /// oldest are evicted in bulk).
+    /// A table for at most `max_hosts` hosts.
     pub fn new(max_hosts: usize) -> HostTable {
         HostTable {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
@@ -137,7 +150,9 @@ impl HostTable {
             epoch_unix: unix_now().min(u64::from(u32::MAX)) as u32,
             hosts: AtomicUsize::new(0),
             max_hosts: AtomicUsize::new(max_hosts.max(1)),
-            evicting: AtomicBool::new(false),
+            evicting: Mutex::new(()),
+            generation: AtomicU64::new(0),
+            plan: Mutex::default(),
             had_hosts: Mutex::default(),
         }
     }
@@ -153,7 +168,7 @@ impl HostTable {
     }
 
     /// A new cap (`max_sources` changed at a reload): a lower one evicts
-    /// down to it with the next hosts taken in.
+    /// down to it with the next batch taken in.
     pub fn set_max_hosts(&self, max_hosts: usize) {
         self.max_hosts.store(max_hosts.max(1), Relaxed);
     }
@@ -173,6 +188,18 @@ impl HostTable {
         if let Some(old) = batch.moved_from {
             self.leave(batch, old);
         }
+        // One host per batch: a new one is counted (making room for it
+        // first) before it is inserted.
+        let Some((first, _, _)) = batch.entries().next() else {
+            return 0;
+        };
+        let mut evicted = 0;
+        let mut reserved = false;
+        let new_key = first.host ^ cluster;
+        if !self.shard(new_key).contains_key(&new_key) {
+            evicted = self.reserve();
+            reserved = true;
+        }
         let mut held: Option<(u64, MutexGuard<'_, Shard>)> = None;
         for (key, kind, packet, value) in batch.with_values() {
             let host_key = key.host ^ cluster;
@@ -191,7 +218,9 @@ impl HostTable {
                 // A value is taken as the batch says it lies: no decoding
                 // (the packet is decoded only for a host not seen yet).
                 PacketKind::Value => {
-                    let Some(host) = self.host_of(shard, host_key, packet, ip, now_s, batch) else {
+                    let Some(host) =
+                        self.host_of(shard, host_key, packet, ip, now_s, batch, &mut reserved)
+                    else {
                         continue;
                     };
                     host.reported = now_s;
@@ -226,7 +255,18 @@ impl HostTable {
                         slope: meta.slope.as_str(),
                         extra: &meta.extra,
                     };
-                    let host = self.host(shard, host_key, &id.host, id.spoof, ip, now_s, batch);
+                    let Some(host) = self.host(
+                        shard,
+                        host_key,
+                        &id.host,
+                        id.spoof,
+                        ip,
+                        now_s,
+                        batch,
+                        &mut reserved,
+                    ) else {
+                        continue;
+                    };
                     let entry = host.metrics.entry(key.metric).or_insert_with(Entry::new);
                     if !entry.meta.as_deref().is_some_and(|m| view.matches(m)) {
                         entry.meta = Some(self.metas.intern(&view));
@@ -238,10 +278,49 @@ impl HostTable {
             }
         }
         drop(held);
-        if self.hosts.load(Relaxed) > self.eviction_mark() {
-            return self.evict();
+        if reserved {
+            // Counted for a host that was not inserted after all (no
+            // packet decoded, or another task inserted it meanwhile).
+            self.hosts.fetch_sub(1, Relaxed);
         }
-        0
+        evicted
+    }
+
+    /// Counts one more host, evicting first if the table is at its cap;
+    /// returns how many hosts were evicted.
+    fn reserve(&self) -> usize {
+        let mut evicted = 0;
+        loop {
+            let (held, max) = (self.hosts.load(Relaxed), self.max_hosts.load(Relaxed));
+            if held < max {
+                if self
+                    .hosts
+                    .compare_exchange(held, held + 1, Relaxed, Relaxed)
+                    .is_ok()
+                {
+                    return evicted;
+                }
+                continue;
+            }
+            match self.evict() {
+                // The hosts over the cap are others' not inserted yet.
+                0 => std::thread::yield_now(),
+                n => evicted += n,
+            }
+        }
+    }
+
+    /// Hosts whose sources an engine forgot (`max_sources`), by their
+    /// keys in the table: they leave it with them (another source of one
+    /// of them, an xrootd beside a forgotten cmsd, brings it back with its
+    /// next report).
+    pub fn forget(&self, keys: &[u64]) {
+        for &key in keys {
+            if self.shard(key).remove(&key).is_some() {
+                self.hosts.fetch_sub(1, Relaxed);
+                self.generation.fetch_add(1, Relaxed);
+            }
+        }
     }
 
     /// A source moved to another cluster: its metrics (those of the batch,
@@ -263,11 +342,13 @@ impl HostTable {
         if host.metrics.is_empty() {
             shard.remove(&host_key);
             self.hosts.fetch_sub(1, Relaxed);
+            self.generation.fetch_add(1, Relaxed);
         }
     }
 
     /// The host of a value packet: known, or made from the packet's host
     /// string (decoded once, for a host not seen yet).
+    #[allow(clippy::too_many_arguments)]
     fn host_of<'s>(
         &self,
         shard: &'s mut Shard,
@@ -276,6 +357,7 @@ impl HostTable {
         ip: IpAddr,
         now_s: u32,
         batch: &PacketBatch,
+        reserved: &mut bool,
     ) -> Option<&'s mut Host> {
         if shard.contains_key(&key) {
             let host = shard.get_mut(&key)?;
@@ -285,11 +367,14 @@ impl HostTable {
         let Ok(Packet::Value { id, .. }) = xdr::decode(packet) else {
             return None;
         };
-        Some(self.host(shard, key, &id.host, id.spoof, ip, now_s, batch))
+        self.host(shard, key, &id.host, id.spoof, ip, now_s, batch, reserved)
     }
 
     /// The host of `key`, made from the packet's host string (in the
-    /// batch's cluster) if new.
+    /// batch's cluster) if new: counted by the batch's reservation, else
+    /// now if under the cap (the host was evicted by another task since
+    /// the batch looked; None over the cap: it comes back with its next
+    /// report).
     #[allow(clippy::too_many_arguments)]
     fn host<'s>(
         &self,
@@ -300,9 +385,16 @@ impl HostTable {
         ip: IpAddr,
         now_s: u32,
         batch: &PacketBatch,
-    ) -> &'s mut Host {
+        reserved: &mut bool,
+    ) -> Option<&'s mut Host> {
+        if !shard.contains_key(&key) && !std::mem::take(reserved) {
+            let max = self.max_hosts.load(Relaxed);
+            self.hosts
+                .fetch_update(Relaxed, Relaxed, |h| (h < max).then_some(h + 1))
+                .ok()?;
+        }
         let host = shard.entry(key).or_insert_with(|| {
-            self.hosts.fetch_add(1, Relaxed);
+            self.generation.fetch_add(1, Relaxed);
             // gmond's rule: a spoofed host string is `ip:name`, split at
             // the first ':' after its first character.
             let (spoof_ip, name) = match spoof_host.get(1..).and_then(|s| s.find(':')) {
@@ -321,20 +413,17 @@ impl HostTable {
             }
         });
         host.ip = ip;
-        host
+        Some(host)
     }
 
-    /// Over this many hosts, the oldest are evicted down to the cap (in
-    /// bulk: one scan per quarter of the cap, not one per new host).
-    fn eviction_mark(&self) -> usize {
-        let max = self.max_hosts.load(Relaxed);
-        max + (max / 4).max(16)
-    }
-
-    /// Evicts the hosts heard from longest ago, down to the cap; returns
-    /// how many.
+    /// Evicts the hosts heard from longest ago, down to the cap less a
+    /// tenth (room for the next new hosts: one scan per tenth of the cap,
+    /// as an engine forgets its sources); returns how many. Another task
+    /// evicting meanwhile is waited for, and its room counts.
     fn evict(&self) -> usize {
-        if self.evicting.swap(true, Relaxed) {
+        let _one = self.evicting.lock().unwrap_or_else(|e| e.into_inner());
+        let max = self.max_hosts.load(Relaxed);
+        if self.hosts.load(Relaxed) < max {
             return 0;
         }
         let mut ages: Vec<u32> = Vec::with_capacity(self.hosts.load(Relaxed));
@@ -343,7 +432,10 @@ impl HostTable {
             ages.extend(shard.values().map(|h| h.reported));
         }
         let mut evicted = 0;
-        let excess = ages.len().saturating_sub(self.max_hosts.load(Relaxed));
+        // Hosts counted but not inserted yet (another task's) count too.
+        let held = self.hosts.load(Relaxed).max(ages.len());
+        let room = (max / 10).max(1);
+        let excess = (held + room).saturating_sub(max).min(ages.len());
         if excess > 0 {
             let (_, cutoff, _) = ages.select_nth_unstable(excess - 1);
             let cutoff = *cutoff;
@@ -358,8 +450,8 @@ impl HostTable {
                 });
                 self.hosts.fetch_sub(before - shard.len(), Relaxed);
             }
+            self.generation.fetch_add(1, Relaxed);
         }
-        self.evicting.store(false, Relaxed);
         evicted
     }
 }

@@ -1042,4 +1042,145 @@ fn only_allowed_clients_get_a_valid_document_with_every_name_escaped() {
     gw.stop();
 }
 
+/// The HOST NAMEs of a document, sorted.
+fn host_names(doc: &str) -> Vec<String> {
+    let parsed = parse(doc);
+    let mut names: Vec<String> = parsed
+        .descendants()
+        .filter(|n| n.has_tag_name("HOST"))
+        .filter_map(|n| n.attribute("NAME").map(str::to_string))
+        .collect();
+    names.sort();
+    names
+}
+
+/// Issue 34, item 1: clients from gmetad's own address that connect and
+/// never read, or read a byte a second, 1,000 of them, do not keep a poll from the whole document, nor from
+/// getting it within 2 s of connecting (docs/gmetad.md's bound, for a
+/// 500-host document).
+#[test]
+fn a_poll_gets_the_whole_document_within_2_s_while_1000_clients_hold_connections() {
+    const SERVERS: usize = 500;
+    const HOSTILE: usize = 1000;
+    xml_port::raise_open_files_limit();
+    let gw = Bound::new(
+        "stats_interval = 0\nself_metrics_interval = 0\n",
+        &[],
+        true,
+        None,
+    )
+    .start();
+    let xml = gw.xml.unwrap();
+    for i in 0..SERVERS {
+        gw.send_as(&server_ip(i), &server_record(i));
+    }
+    let expected: Vec<String> = {
+        let mut v: Vec<String> = (0..SERVERS).map(|i| format!("ds{i}.example.org")).collect();
+        v.sort();
+        v
+    };
+    wait_for(
+        "every server in the document",
+        Duration::from_secs(20),
+        || (host_names(&gw.poll_from("127.0.0.1:0")) == expected).then_some(()),
+    );
+    // Half never read; half read a byte a second.
+    let idle: Vec<TcpStream> = (0..HOSTILE / 2)
+        .map(|_| TcpStream::connect(xml).unwrap())
+        .collect();
+    let slow: Vec<TcpStream> = (0..HOSTILE / 2)
+        .map(|_| TcpStream::connect(xml).unwrap())
+        .collect();
+    // Every one of them served (bytes to read, or closed to make room):
+    // the gateway has taken them all, and they sit.
+    let served = |c: &TcpStream| {
+        let _ = c.set_nonblocking(true);
+        !matches!(c.peek(&mut [0u8; 1]), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+    };
+    wait_for(
+        "every hostile connection served",
+        Duration::from_secs(60),
+        || idle.iter().chain(&slow).all(served).then_some(()),
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut slow = slow;
+            let mut byte = [0u8; 1];
+            while !stop.load(Ordering::Relaxed) {
+                for c in slow.iter_mut() {
+                    let _ = c.read(&mut byte);
+                }
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        })
+    };
+    // gmetad's poll: connect, read to the end.
+    let connected = Instant::now();
+    let mut s = TcpStream::connect(xml).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut doc = Vec::new();
+    let read = s.read_to_end(&mut doc);
+    let took = connected.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    reader.join().unwrap();
+    drop(idle);
+    read.unwrap();
+    let doc = String::from_utf8(doc).unwrap();
+    assert!(
+        doc.ends_with("</GANGLIA_XML>\n"),
+        "{} bytes, {:?}",
+        doc.len(),
+        gw.counters.snapshot()
+    );
+    assert_eq!(host_names(&doc), expected);
+    assert!(took < Duration::from_secs(2), "the poll took {took:?}");
+    gw.stop();
+}
+
+/// Issue 34, item 2: with more senders than `max_sources`, the document
+/// never holds more than `max_sources` hosts, and exactly the sources the
+/// gateway keeps (a source forgotten takes its host out of the document).
+#[test]
+fn the_document_holds_at_most_max_sources_hosts_and_those_the_gateway_keeps() {
+    const MAX: usize = 100;
+    let gw = Bound::new(
+        &format!("stats_interval = 0\nself_metrics_interval = 0\nmax_sources = {MAX}\n"),
+        &[],
+        true,
+        None,
+    )
+    .start();
+    let mut sent = 0;
+    let mut largest = 0;
+    for burst in [MAX, 1, 9, 40, 100, 150] {
+        for i in sent..sent + burst {
+            gw.send_as(&server_ip(i), &link_record_of(i));
+        }
+        sent += burst;
+        let names = wait_for("the document of every record taken", WITHIN, || {
+            let c = gw.counters.snapshot();
+            let names = host_names(&gw.poll_from("127.0.0.1:0"));
+            (c.records == sent as u64 && names.len() as u64 == c.sources).then_some(names)
+        });
+        assert!(
+            names.len() <= MAX,
+            "{} hosts after {sent} senders",
+            names.len()
+        );
+        largest = largest.max(names.len());
+        // Hosts of the senders only, each once.
+        let all: BTreeSet<String> = (0..sent).map(|i| format!("ds{i}.example.org")).collect();
+        assert!(names.iter().all(|n| all.contains(n)), "{names:?}");
+    }
+    assert_eq!(largest, MAX);
+    gw.stop();
+}
+
+/// A record of server `i`'s link counters (a host of its own).
+fn link_record_of(i: usize) -> String {
+    link_record(77, 1000).replace("ds1.example.org", &format!("ds{i}.example.org"))
+}
+
 mod pair;

@@ -6,22 +6,67 @@
 //! updating meanwhile (a poll holds one host's shard at a time, never the
 //! socket's time).
 //!
-//! Bounded: clients outside `xml_allow` are closed at once (counted, logged
-//! once per `log_interval`, as every outcome, by [`Events`]); at most [`MAX_POLLS`] documents are written at
-//! once (another client is closed, counted); a client that takes nothing
-//! for [`STALL_TIMEOUT`], or is not done after [`POLL_DEADLINE`], is
-//! dropped (counted). Each document is written by a blocking thread, in
-//! 64 KiB pieces: memory does not grow with the cluster.
+//! **gmetad is always served**, whatever other clients do (connect and
+//! never read, read a byte a second, connect again and again), from any
+//! allowed address, gmetad's own included (with the default `xml_allow`,
+//! every local user shares gmetad's loopback address, so fairness between
+//! addresses alone cannot be the answer). As the event-driven servers do
+//! (nginx, HAProxy: connections are state on the event loop, not threads
+//! from a fixed pool):
 //!
-//! After a start, the port listens only once it can answer ([`Warmup`]).
+//! * Each connection is a task on the runtime that writes the document as
+//!   the socket takes it: it renders a piece ([`PIECE`] bytes, a host is
+//!   never cut) from the table, writes it when the socket is writable,
+//!   renders the next. A client that does not read holds no thread and no
+//!   slot another needs; every connection progresses at its client's pace.
+//! * Connections are capped ([`MAX_CONNECTIONS`], and [`MAX_PER_ADDRESS`]
+//!   per client address), and a slot for a new poll always exists: a new
+//!   connection over a cap closes the connection (of its address, or of
+//!   all) that has made the least progress ([`Progress::order`]): first
+//!   one that has not shown it reads (taken 256 KiB, more than the socket
+//!   buffers hold for a client that reads nothing) and waits for its
+//!   client (its socket full), the longest waiting first. A poller
+//!   reading a document is rarely waiting and shows it reads within
+//!   milliseconds; a client that reads nothing waits as soon as the
+//!   buffers are full, and one that reads a byte a second frees no room
+//!   for a write for minutes: connecting again and again, they close each
+//!   other, not the poll. Counted (`xml_evicted`) and logged.
+//! * A whole-document deadline ([`POLL_DEADLINE`]) and a stall timeout
+//!   ([`STALL_TIMEOUT`], gmetad's own read timeout) end the others.
+//!
+//! **Bounded memory.** Per connection: a piece and one host's text (the
+//! buffer rendered into), a task, and a kernel send buffer capped at
+//! [`FIRST_SEND_BUFFER`] (`SO_SNDBUF`; the kernel doubles it for its
+//! accounting) until the client has shown it reads, [`SEND_BUFFER`]
+//! then, instead of loopback's autotuned megabytes. A document's list of hosts
+//! (8 bytes per host) is made once per second and shared by that second's
+//! polls ([`Render`]). At [`MAX_CONNECTIONS`] = 256: at most 256 x (512 KiB
+//! of kernel send buffer + 32 KiB + a host) plus one list per second of
+//! polls still open, whatever the clients do (and 256 x 32 KiB of kernel
+//! send buffer for clients that do not read). The accept queue is long
+//! (4096, `bind::XML_BACKLOG`): a burst of connections does not make the kernel
+//! drop gmetad's SYN.
+//!
+//! **Descriptors.** `serve` raises its soft `RLIMIT_NOFILE` to the hard
+//! limit at start (the unit sets `LimitNOFILE`). Running out all the same
+//! is counted (`xml_accept_failed`), logged once per `log_interval`, and
+//! answered by closing the connection that made the least progress, not by
+//! pausing the accept loop.
+//!
+//! Clients outside `xml_allow` are closed at once (counted, logged once
+//! per `log_interval`, as every outcome, by [`Events`]). After a start,
+//! the port listens only once it can answer ([`Warmup`]).
 
-use std::io::{self, Write};
-use std::net::{Shutdown, SocketAddr};
+use std::collections::HashMap;
+use std::io;
+use std::net::{IpAddr, Shutdown, SocketAddr};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
-use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, mpsc, watch};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch};
+use tokio::task::AbortHandle;
 
 use crate::engine::saved::SavedState;
 use crate::events::{Counters, Events};
@@ -29,8 +74,28 @@ use crate::events::{Counters, Events};
 use super::InForce;
 use super::table::{ClusterInfo, HostTable, Written};
 
-/// Documents written at once; another poll meanwhile is closed.
-pub const MAX_POLLS: usize = 4;
+/// Connections served at once; a new one over it closes the one that made
+/// the least progress.
+pub const MAX_CONNECTIONS: usize = 256;
+/// Connections served at once from one address; a new one over it closes
+/// that address's that made the least progress.
+pub const MAX_PER_ADDRESS: usize = 64;
+/// `SO_SNDBUF` asked for each new connection (the kernel doubles it):
+/// what the kernel holds, and we render, for a client that does not read.
+/// Loopback's autotuning would grow it to megabytes.
+pub const FIRST_SEND_BUFFER: usize = 16 * 1024;
+/// `SO_SNDBUF` once the client has shown it reads ([`READS`]): enough for
+/// a gmetad across a network (a buffer smaller than the path's bandwidth
+/// times its round trip slows the document down).
+pub const SEND_BUFFER: usize = 256 * 1024;
+/// A document is rendered and written this many bytes at a time (and one
+/// host more at most).
+pub const PIECE: usize = 16 * 1024;
+/// A client that took this many bytes reads: more than a client that
+/// reads nothing takes (what our send buffer, 2 x [`FIRST_SEND_BUFFER`],
+/// and its receive window hold: a default Linux receive buffer, 128 KiB,
+/// gives a window of about 64 KiB, and it grows only as the client reads).
+const READS: u64 = 256 * 1024;
 /// A client that takes nothing for this long is dropped.
 pub const STALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// A document not written within this long is abandoned.
@@ -148,9 +213,75 @@ impl Warmup {
     }
 }
 
-/// How one document went, as its writing thread tells the accept loop
-/// (which counts and logs it).
-type Outcome = (SocketAddr, io::Result<Written>);
+/// How one document went, as its task tells the accept loop (which
+/// counts and logs it): the connection's number, its client, the outcome.
+type Outcome = (u64, SocketAddr, io::Result<Written>);
+
+/// A connection's progress: when its socket last took a write
+/// (milliseconds since the accept loop began), how many bytes it took, and
+/// whether it waits for its client (its socket is full) or for us (a
+/// connection the runtime has not run for a while is not the client's
+/// fault).
+struct Progress {
+    at_ms: AtomicU64,
+    bytes: AtomicU64,
+    waiting: AtomicBool,
+}
+
+impl Progress {
+    /// The eviction order, least progress first. A connection that has
+    /// not shown it reads (taken [`READS`] bytes: a client that reads
+    /// nothing takes what the socket buffers hold, less than that) goes
+    /// before one that has; within each, one waiting for its client (its
+    /// socket full) goes first, the longest waiting first, then one that
+    /// waits for us (not run yet, or rendering), the fewest bytes taken
+    /// and the newest first. A poll being read is rarely waiting, and has
+    /// shown it reads within milliseconds; clients that never read, or
+    /// read a byte a second, are waiting all the time; a burst of new
+    /// connections closes its own members first.
+    fn order(&self, id: u64) -> (bool, bool, u64, u64) {
+        let (at, bytes) = (self.at_ms.load(Relaxed), self.bytes.load(Relaxed));
+        let (reads, waiting) = (bytes >= READS, self.waiting.load(Relaxed));
+        if waiting {
+            (reads, false, at, u64::MAX - id)
+        } else {
+            (reads, true, bytes, u64::MAX - id)
+        }
+    }
+}
+
+/// A connection being served.
+struct Connection {
+    peer: SocketAddr,
+    progress: Arc<Progress>,
+    task: AbortHandle,
+}
+
+/// The connections being served, by number.
+#[derive(Default)]
+struct Connections {
+    by_id: HashMap<u64, Connection>,
+    next: u64,
+}
+
+impl Connections {
+    fn per_address(&self, ip: IpAddr) -> usize {
+        self.by_id.values().filter(|c| c.peer.ip() == ip).count()
+    }
+
+    /// Closes the connection (of `ip`, or of any address) that made the
+    /// least progress ([`Progress::order`]). Returns its client.
+    fn evict_least_progress(&mut self, ip: Option<IpAddr>) -> Option<SocketAddr> {
+        let (&id, _) = self
+            .by_id
+            .iter()
+            .filter(|(_, c)| ip.is_none_or(|ip| c.peer.ip() == ip))
+            .min_by_key(|(id, c)| c.progress.order(**id))?;
+        let c = self.by_id.remove(&id)?;
+        c.task.abort();
+        Some(c.peer)
+    }
+}
 
 /// Accepts polls on `listener` until `stop`.
 pub(super) async fn serve(
@@ -168,7 +299,7 @@ pub(super) async fn serve(
     let Some(why) = warmup.wait(&mut stop).await else {
         return;
     };
-    if let Err(e) = socket2::SockRef::from(&listener).listen(128) {
+    if let Err(e) = socket2::SockRef::from(&listener).listen(super::bind::XML_BACKLOG) {
         tracing::error!("xml_listen {local}: listen: {e}");
         return;
     }
@@ -180,16 +311,20 @@ pub(super) async fn serve(
             return;
         }
     };
-    let slots = Arc::new(Semaphore::new(MAX_POLLS));
+    let began = Instant::now();
+    let mut conns = Connections::default();
     let mut events = Events::new(&counters, in_force.borrow().settings.log_interval);
     let (done_tx, mut done) = mpsc::unbounded_channel::<Outcome>();
     loop {
         let accepted = tokio::select! {
             _ = stop.changed() => break,
-            Some((peer, outcome)) = done.recv() => {
-                match outcome {
-                    Ok(w) => events.xml_polled(w.hosts, w.renamed),
-                    Err(e) => events.xml_unfinished(local, peer, &e),
+            Some((id, peer, outcome)) = done.recv() => {
+                // A connection closed meanwhile was counted as evicted.
+                if conns.by_id.remove(&id).is_some() {
+                    match outcome {
+                        Ok(w) => events.xml_polled(w.hosts, w.renamed),
+                        Err(e) => events.xml_unfinished(local, peer, &e),
+                    }
                 }
                 continue;
             }
@@ -198,9 +333,19 @@ pub(super) async fn serve(
         let (stream, peer) = match accepted {
             Ok(a) => a,
             Err(e) => {
-                // Out of descriptors, most likely: let some close.
                 events.xml_accept_failed(local, &e);
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                if is_out_of_descriptors(&e) {
+                    // Free one (its task drops its socket when the runtime
+                    // next runs it) and try again at once.
+                    match conns.evict_least_progress(None) {
+                        Some(old) => {
+                            events.xml_evicted(local, old, "no file descriptor left");
+                            tokio::task::yield_now().await;
+                        }
+                        // Held by others: nothing of ours to give back.
+                        None => tokio::time::sleep(Duration::from_millis(10)).await,
+                    }
+                }
                 continue;
             }
         };
@@ -212,50 +357,123 @@ pub(super) async fn serve(
             events.xml_denied(local, peer);
             continue;
         }
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            events.xml_busy(local, peer, MAX_POLLS);
-            continue;
-        };
-        let Ok(stream) = stream.into_std() else {
-            continue;
-        };
-        let (table, done) = (table.clone(), done_tx.clone());
-        tokio::task::spawn_blocking(move || {
+        // Room for this one: a slot of its address, then one of all.
+        if conns.per_address(peer.ip()) >= MAX_PER_ADDRESS
+            && let Some(old) = conns.evict_least_progress(Some(peer.ip()))
+        {
+            events.xml_evicted(local, old, "a new connection from its address");
+        }
+        if conns.by_id.len() >= MAX_CONNECTIONS
+            && let Some(old) = conns.evict_least_progress(None)
+        {
+            events.xml_evicted(local, old, "a new connection");
+        }
+        let _ = socket2::SockRef::from(&stream).set_send_buffer_size(FIRST_SEND_BUFFER);
+        let progress = Arc::new(Progress {
+            at_ms: AtomicU64::new(millis_since(began)),
+            bytes: AtomicU64::new(0),
+            waiting: AtomicBool::new(false),
+        });
+        let (id, table, done) = (conns.next, table.clone(), done_tx.clone());
+        conns.next += 1;
+        let noted = progress.clone();
+        let task = tokio::spawn(async move {
             let cluster = ClusterInfo {
                 name: &settings.cluster_name,
                 host_dmax: settings.dmax,
                 grouping: &settings.grouping,
             };
-            let outcome = write_document(stream, &table, &cluster, STALL_TIMEOUT, POLL_DEADLINE);
-            let _ = done.send((peer, outcome));
-            drop(slot);
+            let took = |n: Option<usize>| match n {
+                Some(n) => {
+                    noted.at_ms.store(millis_since(began), Relaxed);
+                    noted.bytes.fetch_add(n as u64, Relaxed);
+                    noted.waiting.store(false, Relaxed);
+                }
+                None => noted.waiting.store(true, Relaxed),
+            };
+            let outcome =
+                write_document(stream, &table, &cluster, STALL_TIMEOUT, POLL_DEADLINE, took).await;
+            let _ = done.send((id, peer, outcome));
         });
+        let task = task.abort_handle();
+        conns.by_id.insert(
+            id,
+            Connection {
+                peer,
+                progress,
+                task,
+            },
+        );
     }
-    // Documents finished meanwhile still count.
-    while let Ok((peer, outcome)) = done.try_recv() {
-        match outcome {
-            Ok(w) => events.xml_polled(w.hosts, w.renamed),
-            Err(e) => events.xml_unfinished(local, peer, &e),
+    // Documents finished meanwhile still count; the others are cut short.
+    while let Ok((id, peer, outcome)) = done.try_recv() {
+        if conns.by_id.remove(&id).is_some() {
+            match outcome {
+                Ok(w) => events.xml_polled(w.hosts, w.renamed),
+                Err(e) => events.xml_unfinished(local, peer, &e),
+            }
+        }
+    }
+    for c in conns.by_id.values() {
+        c.task.abort();
+    }
+}
+
+/// Raises the soft limit of open files to the hard one (the default soft
+/// limit, 1024, is less than a port's connections and the rest), as far as
+/// allowed: the unit's seccomp filter refuses setrlimit (`@resources`), and
+/// sets `LimitNOFILE` itself instead. Says what it could not do at debug.
+pub fn raise_open_files_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write the struct given.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 || limit.rlim_cur >= limit.rlim_max
+        {
+            return;
+        }
+        let soft = limit.rlim_cur;
+        limit.rlim_cur = limit.rlim_max;
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+            let e = io::Error::last_os_error();
+            tracing::debug!("open files limit kept at {soft}: {e}");
         }
     }
 }
 
-/// Writes the document to one client and closes.
-fn write_document(
-    stream: std::net::TcpStream,
+fn millis_since(began: Instant) -> u64 {
+    began.elapsed().as_millis().min(u128::from(u64::MAX)) as u64
+}
+
+/// EMFILE (this process) or ENFILE (the system).
+fn is_out_of_descriptors(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+}
+
+/// Writes the document to one client as its socket takes it, a piece at a
+/// time, and closes; `took` hears of every write the socket took (the
+/// bytes), and of every wait for the client (None).
+async fn write_document(
+    stream: TcpStream,
     table: &HostTable,
     cluster: &ClusterInfo<'_>,
     stall: Duration,
     deadline: Duration,
+    mut took: impl FnMut(Option<usize>),
 ) -> io::Result<Written> {
-    stream.set_nonblocking(false)?;
     let started = Instant::now();
-    let mut to = &stream;
-    let written = table.write(cluster, Instant::now(), &mut |piece| {
-        let mut rest = piece;
+    let mut taken = 0u64;
+    let mut render = table.render(Instant::now());
+    let mut out = Vec::with_capacity(2 * PIECE);
+    loop {
+        out.clear();
+        let done = render.fill(cluster, &mut out, PIECE);
+        let mut rest = &out[..];
         while !rest.is_empty() {
-            // Each write may wait for the client up to `stall`, and never
-            // past the deadline.
+            // Each wait for the client is at most `stall`, and never past
+            // the deadline.
             let left = deadline.saturating_sub(started.elapsed());
             if left.is_zero() {
                 return Err(io::Error::new(
@@ -263,33 +481,45 @@ fn write_document(
                     format!("not taken within {} s", deadline.as_secs_f64()),
                 ));
             }
-            let wait = stall.min(left).max(Duration::from_millis(1));
-            stream.set_write_timeout(Some(wait))?;
-            match to.write(rest) {
+            match stream.try_write(rest) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => rest = &rest[n..],
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    if wait == stall {
-                        return Err(io::Error::new(
-                            io::ErrorKind::TimedOut,
-                            format!("nothing taken for {} s", stall.as_secs_f64()),
-                        ));
+                Ok(n) => {
+                    rest = &rest[n..];
+                    took(Some(n));
+                    if taken < READS && taken + n as u64 >= READS {
+                        // It reads: the full buffer.
+                        let _ = socket2::SockRef::from(&stream).set_send_buffer_size(SEND_BUFFER);
                     }
-                    // The deadline came first: said at the loop's top.
+                    taken += n as u64;
+                    continue;
                 }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) => return Err(e),
             }
+            // The socket is full: waiting for the client, not for us.
+            took(None);
+            let wait = stall.min(left);
+            match tokio::time::timeout(wait, stream.writable()).await {
+                Ok(ready) => ready?,
+                Err(_) if wait == stall => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!("nothing taken for {} s", stall.as_secs_f64()),
+                    ));
+                }
+                // The deadline came first: said at the loop's top.
+                Err(_) => {}
+            }
         }
-        Ok(())
-    })?;
-    let _ = stream.shutdown(Shutdown::Write);
-    Ok(written)
+        if done {
+            break;
+        }
+        // A piece at a time: the accept loop and the other connections
+        // take their turns between two pieces.
+        tokio::task::yield_now().await;
+    }
+    let _ = socket2::SockRef::from(&stream).shutdown(Shutdown::Write);
+    Ok(render.written())
 }
 
 #[cfg(test)]
@@ -297,6 +527,25 @@ mod tests {
     use super::*;
     use crate::engine::tests::Harness;
     use std::sync::atomic::Ordering::Relaxed;
+
+    /// [`write_document`] on a runtime of its own, for a blocking test.
+    fn write_blocking(
+        server: std::net::TcpStream,
+        table: &HostTable,
+        cluster: &ClusterInfo<'_>,
+        stall: Duration,
+        deadline: Duration,
+    ) -> io::Result<Written> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            server.set_nonblocking(true)?;
+            let stream = TcpStream::from_std(server)?;
+            write_document(stream, table, cluster, stall, deadline, |_| ()).await
+        })
+    }
 
     /// A table whose document is far bigger than the socket buffers.
     fn big_table() -> HostTable {
@@ -326,7 +575,7 @@ mod tests {
             grouping: &grouping,
         };
         let t = Instant::now();
-        let r = write_document(
+        let r = write_blocking(
             server,
             &table,
             &cluster,
@@ -367,7 +616,7 @@ mod tests {
         });
         let (server, _) = listener.accept().unwrap();
         let t = Instant::now();
-        let e = write_document(
+        let e = write_blocking(
             server,
             &table,
             &cluster,
@@ -389,7 +638,7 @@ mod tests {
             text
         });
         let (server, _) = listener.accept().unwrap();
-        let w = write_document(server, &table, &cluster, STALL_TIMEOUT, POLL_DEADLINE).unwrap();
+        let w = write_blocking(server, &table, &cluster, STALL_TIMEOUT, POLL_DEADLINE).unwrap();
         let text = reader.join().unwrap();
         assert_eq!((w.hosts, text.len()), (4000, w.bytes));
         assert!(w.bytes > 20_000_000, "{}", w.bytes);

@@ -445,6 +445,10 @@ impl Naming {
 pub(super) struct Sources {
     pub(super) by_ip: HashMap<IpAddr, Vec<Source>>,
     pub(super) len: usize,
+    /// The XML table's keys of the hosts of sources forgotten since the
+    /// daemon last took them ([`super::Engine::forgotten`]): they leave
+    /// the table too.
+    pub(super) forgotten: Vec<u64>,
 }
 
 impl Sources {
@@ -603,6 +607,7 @@ impl Sources {
         let (_, cutoff, _) = ranks.select_nth_unstable(drop - 1);
         let cutoff = *cutoff;
         let mut out = Evicted::default();
+        let forgotten = &mut self.forgotten;
         for (ip, list) in self.by_ip.iter_mut() {
             list.retain(|s| {
                 let keep = rank(s) > cutoff || out.total >= drop;
@@ -610,6 +615,7 @@ impl Sources {
                     out.total += 1;
                     out.established += usize::from(s.established());
                     gone(*ip, s);
+                    forgotten.push(s.host_key ^ super::clusters::key_of(&s.cluster));
                 }
                 keep
             });

@@ -153,7 +153,11 @@ counters! {
     xml_denied: Counter "xml_denied", "connections/s", "XML polls denied",
         "Connections to xml_listen from outside xml_allow, closed at once.";
     xml_dropped: Counter "xml_dropped", "polls/s", "XML polls dropped",
-        "Polls closed unanswered (too many at once) or abandoned (the client stalled).";
+        "Documents abandoned: the client took nothing for 10 s or was not done in 120 s.";
+    xml_evicted: Counter "xml_evicted", "connections/s", "XML connections evicted",
+        "Connections on xml_listen closed to make room for a new one (or a file descriptor): the one whose socket took a write longest ago.";
+    xml_accept_failed: Counter "xml_accept_failed", "errors/s", "XML accepts failed",
+        "Connections on xml_listen the kernel could not hand over (out of file descriptors, most likely).";
     xml_hosts: Gauge "xml_hosts", "hosts", "Hosts in the XML",
         "Hosts in the last document written on xml_listen.";
     xml_renamed: Gauge "xml_renamed", "hosts", "Hosts renamed in the XML",

@@ -116,6 +116,122 @@ fn cluster_start(out: &mut Vec<u8>, name: &str, grouping: &Grouping, unix: u64) 
 /// polling to see its hosts leave. Seconds.
 const EMPTY_CLUSTER_KEPT: u32 = 3600;
 
+/// What one document writes, worked out once and shared by the polls of
+/// one second (while no host came or went): each host's key in order,
+/// where each CLUSTER's hosts end, the renamed hosts' names and the
+/// clusters written empty. 8 bytes per host and a few per cluster: the
+/// hosts' text is read from the table as each host is written.
+pub(crate) struct Plan {
+    /// Table seconds it was made at, and the table's generation then.
+    now_s: u32,
+    generation: u64,
+    hosts: Vec<u64>,
+    /// Per CLUSTER written with hosts (or `cluster_name`'s, always first):
+    /// its cluster and the end of its hosts in `hosts`.
+    clusters: Vec<(ClusterRef, usize)>,
+    /// (index in `hosts`, the name written instead of its own), by index.
+    renames: Vec<(usize, String)>,
+    /// Clusters left empty since earlier polls: written empty, so gmetad
+    /// drops their hosts.
+    empty: Vec<Arc<Cluster>>,
+}
+
+/// Where a document's writing is: [`Render::fill`] appends the next
+/// hosts to a buffer, a piece at a time, so that a poll holds no more
+/// than a piece and one host however big the document (a poll's socket
+/// is written with no lock held, and as it takes the text).
+pub struct Render<'t> {
+    table: &'t HostTable,
+    plan: Arc<Plan>,
+    unix: u64,
+    /// The next CLUSTER (index in `plan.clusters`, then in `plan.empty`).
+    cluster: usize,
+    /// The next host, and whether the current CLUSTER's start tag is out.
+    host: usize,
+    open: bool,
+    rename: usize,
+    started: bool,
+    done: bool,
+    ip: String,
+    written: Written,
+}
+
+impl<'t> Render<'t> {
+    /// Appends the next part of the document to `out` until it holds at
+    /// least `piece` bytes (a host is never cut) or the document is done;
+    /// returns whether it is done.
+    pub fn fill(&mut self, cluster: &ClusterInfo<'_>, out: &mut Vec<u8>, piece: usize) -> bool {
+        let start = out.len();
+        if !self.started {
+            self.started = true;
+            xml::prologue(out);
+        }
+        let plan = self.plan.clone();
+        while !self.done && out.len() < start + piece {
+            if let Some((this, end)) = plan.clusters.get(self.cluster) {
+                if !self.open {
+                    let name = this.as_ref().map_or(cluster.name, |c| &*c.name);
+                    cluster_start(out, name, cluster.grouping, self.unix);
+                    self.open = true;
+                }
+                if self.host < *end {
+                    self.write_host(&plan, cluster, out);
+                    continue;
+                }
+                xml::cluster_end(out);
+                self.written.clusters += 1;
+                self.open = false;
+                self.cluster += 1;
+                continue;
+            }
+            for c in &plan.empty {
+                cluster_start(out, &c.name, cluster.grouping, self.unix);
+                xml::cluster_end(out);
+                self.written.clusters += 1;
+            }
+            xml::end(out);
+            self.done = true;
+        }
+        self.written.bytes += out.len() - start;
+        self.done
+    }
+
+    /// Writes the next host (under its shard's lock, for that host only).
+    fn write_host(&mut self, plan: &Plan, cluster: &ClusterInfo<'_>, out: &mut Vec<u8>) {
+        let at = self.host;
+        self.host += 1;
+        let key = plan.hosts[at];
+        let rename = match plan.renames.get(self.rename) {
+            Some((i, name)) if *i == at => {
+                self.rename += 1;
+                Some(name.as_str())
+            }
+            _ => None,
+        };
+        let shard = self.table.shard(key);
+        // Gone since the plan was made (evicted, past its DMAX, moved).
+        let Some(host) = shard.get(&key) else {
+            return;
+        };
+        let name = rename.unwrap_or(&host.name);
+        self.written.metrics += write_host(
+            out,
+            host,
+            name,
+            cluster,
+            plan.now_s,
+            self.unix,
+            &mut self.ip,
+        );
+        self.written.hosts += 1;
+    }
+
+    /// What was written so far (all of it once [`Render::fill`] said done).
+    pub fn written(&self) -> Written {
+        self.written
+    }
+}
+
 impl HostTable {
     /// Writes the whole document to `sink`, a piece at a time, first
     /// dropping what is past its DMAX.
@@ -125,79 +241,97 @@ impl HostTable {
         now: Instant,
         sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
     ) -> io::Result<Written> {
-        let now_s = self.secs(now);
-        let unix = unix_now();
-        let hosts = self.expire_and_list(now_s);
-        let names = resolve_names(&hosts, now_s);
-
-        let mut written = Written {
-            renamed: names.iter().filter(|n| n.is_some()).count(),
-            ..Written::default()
-        };
+        let mut render = self.render(now);
         let mut out = Vec::with_capacity(CHUNK + 16 * 1024);
-        xml::prologue(&mut out);
-        let mut ip = String::new();
-        // Hosts are listed by cluster: `cluster_name`'s first (always
-        // written, even empty, as a gmond's), then the others by name.
-        let mut at = 0;
-        let mut first = true;
-        let mut seen: HashMap<u64, (Arc<Cluster>, u32), RandomState> = HashMap::default();
-        while first || at < hosts.len() {
-            let this = if first {
-                None
-            } else {
-                hosts[at].cluster.clone()
-            };
-            first = false;
-            let name = this.as_ref().map_or(cluster.name, |c| &*c.name);
-            cluster_start(&mut out, name, cluster.grouping, unix);
-            let key = clusters::key_of(&this);
-            while at < hosts.len() && clusters::key_of(&hosts[at].cluster) == key {
-                let (listed, rename) = (&hosts[at], &names[at]);
-                at += 1;
-                {
-                    let shard = self.shard(listed.key);
-                    let Some(host) = shard.get(&listed.key) else {
-                        continue;
-                    };
-                    let name = rename.as_deref().unwrap_or(&host.name);
-                    written.metrics +=
-                        write_host(&mut out, host, name, cluster, now_s, unix, &mut ip);
-                    written.hosts += 1;
-                }
-                if out.len() >= CHUNK {
-                    written.bytes += out.len();
-                    sink(&out)?;
-                    out.clear();
-                }
-            }
-            xml::cluster_end(&mut out);
-            written.clusters += 1;
-            if let Some(c) = this {
-                seen.insert(c.key, (c, now_s));
+        loop {
+            out.clear();
+            let done = render.fill(cluster, &mut out, CHUNK);
+            sink(&out)?;
+            if done {
+                return Ok(render.written());
             }
         }
-        // Clusters left empty since the last polls: written empty, so
-        // gmetad drops their hosts.
+    }
+
+    /// A document to write at `now`: the plan of this second, made now
+    /// (dropping what is past its DMAX) unless one was made this second
+    /// and no host came or went since.
+    pub fn render(&self, now: Instant) -> Render<'_> {
+        let now_s = self.secs(now);
+        let plan = {
+            let mut cached = self.plan.lock().unwrap_or_else(|e| e.into_inner());
+            let generation = self.generation.load(Relaxed);
+            match cached.as_ref() {
+                Some(p) if p.now_s == now_s && p.generation == generation => p.clone(),
+                _ => {
+                    let p = Arc::new(self.plan(now_s));
+                    *cached = Some(p.clone());
+                    p
+                }
+            }
+        };
+        Render {
+            table: self,
+            written: Written {
+                renamed: plan.renames.len(),
+                ..Written::default()
+            },
+            plan,
+            unix: unix_now(),
+            cluster: 0,
+            host: 0,
+            open: false,
+            rename: 0,
+            started: false,
+            done: false,
+            ip: String::new(),
+        }
+    }
+
+    /// Works out a document: drops what is past its DMAX, lists the hosts
+    /// by cluster (`cluster_name`'s first, always written, even empty, as
+    /// a gmond's; then the others by name) and name, and notes which
+    /// clusters to write empty.
+    fn plan(&self, now_s: u32) -> Plan {
+        // Read before listing: a host that comes meanwhile makes the next
+        // poll's plan anew.
+        let generation = self.generation.load(Relaxed);
+        let listed = self.expire_and_list(now_s);
+        let names = resolve_names(&listed, now_s);
+        let mut plan = Plan {
+            now_s,
+            generation,
+            hosts: Vec::with_capacity(listed.len()),
+            clusters: vec![(None, 0)],
+            renames: Vec::new(),
+            empty: Vec::new(),
+        };
+        let mut seen: HashMap<u64, (Arc<Cluster>, u32), RandomState> = HashMap::default();
+        for (i, (h, name)) in listed.into_iter().zip(names).enumerate() {
+            let last = plan.clusters.len() - 1;
+            if clusters::key_of(&h.cluster) != clusters::key_of(&plan.clusters[last].0) {
+                if let Some(c) = &h.cluster {
+                    seen.insert(c.key, (c.clone(), now_s));
+                }
+                plan.clusters.push((h.cluster, i));
+            }
+            plan.hosts.push(h.key);
+            let last = plan.clusters.len() - 1;
+            plan.clusters[last].1 = i + 1;
+            if let Some(name) = name {
+                plan.renames.push((i, name));
+            }
+        }
         let mut had = self.had_hosts.lock().unwrap_or_else(|e| e.into_inner());
         had.retain(|_, (_, at)| now_s.saturating_sub(*at) <= EMPTY_CLUSTER_KEPT);
-        let mut empty: Vec<&Arc<Cluster>> = had
+        plan.empty = had
             .iter()
             .filter(|(key, _)| !seen.contains_key(*key))
-            .map(|(_, (c, _))| c)
+            .map(|(_, (c, _))| c.clone())
             .collect();
-        empty.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-        for c in empty {
-            cluster_start(&mut out, &c.name, cluster.grouping, unix);
-            xml::cluster_end(&mut out);
-            written.clusters += 1;
-        }
+        plan.empty.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         had.extend(seen);
-        drop(had);
-        xml::end(&mut out);
-        written.bytes += out.len();
-        sink(&out)?;
-        Ok(written)
+        plan
     }
 
     /// Drops metrics past their DMAX and hosts left without metrics; lists
@@ -230,7 +364,11 @@ impl HostTable {
                 });
                 true
             });
-            self.hosts.fetch_sub(before - shard.len(), Relaxed);
+            let gone = before - shard.len();
+            if gone > 0 {
+                self.hosts.fetch_sub(gone, Relaxed);
+                self.generation.fetch_add(1, Relaxed);
+            }
         }
         // `cluster_name`'s hosts (None) first.
         fn cluster_of(h: &Listed) -> Option<(&str, u64)> {
