@@ -93,6 +93,8 @@ pub enum Failed {
     Docs { dir: PathBuf, error: io::Error },
     /// No gateway answered on the control socket at `path` (`status`).
     NoGateway { path: PathBuf, why: String },
+    /// The gateway at `path` answered, with an error (`status`).
+    Refused { path: PathBuf, error: String },
 }
 
 /// What listens on an address, as a bind error names it.
@@ -187,6 +189,11 @@ impl fmt::Display for Failed {
             Failed::NoGateway { path, why } => write!(
                 f,
                 "xrd2ganglia status: no gateway answers on {}: {why}",
+                path.display()
+            ),
+            Failed::Refused { path, error } => write!(
+                f,
+                "xrd2ganglia status: the gateway on {} answered with an error: {error}",
                 path.display()
             ),
             Failed::Docs { dir, error } => write!(

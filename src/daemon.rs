@@ -209,12 +209,22 @@ fn table_cap(settings: &Settings) -> usize {
 /// datagrams, and until then may still queue into the old senders), they
 /// send what is queued for at most `drain_timeout`.
 async fn retire(senders: Senders, was: Arc<InForce>, drain_timeout: Duration) {
-    let deadline = Instant::now() + drain_timeout;
+    let deadline = after(Instant::now(), drain_timeout);
     while Arc::strong_count(&was) > 1 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     drop(was);
-    senders.drain(Instant::now() + drain_timeout).await;
+    senders.drain(after(Instant::now(), drain_timeout)).await;
+}
+
+/// `at` + `d`, saturating: a duration from the config (range-checked,
+/// `config::keys::RANGES`) never panics the daemon where it meets the
+/// clock ("overflow when adding duration to instant": exit 101, no state
+/// saved, was what `drain_timeout = 18446744073709551615` did at a stop).
+pub(crate) fn after(at: Instant, d: Duration) -> Instant {
+    at.checked_add(d)
+        .or_else(|| at.checked_add(Duration::from_secs(u64::from(u32::MAX))))
+        .unwrap_or(at)
 }
 
 /// The peer exchange, set up at the start ([`peer`]).
@@ -338,6 +348,15 @@ fn spawn_tasks(
             tasks.push(tokio::spawn(serve));
         }
     }
+    // The kernel's drops at the listening sockets: warned of, and in `status`.
+    let drops = Arc::new(drops::DropWatch::new(KernelDrops::new(&fds)));
+    let watch = drops::watch(
+        drops.clone(),
+        counters.clone(),
+        settings.log_interval,
+        stop.clone(),
+    );
+    tasks.push(tokio::spawn(watch));
     if let Some(link) = &link {
         link.engines_run();
         let (link, settings, counters) = (link.clone(), settings.clone(), counters.clone());
@@ -346,7 +365,15 @@ fn spawn_tasks(
     }
     if let Some(listener) = sockets.control {
         let (counters, log_interval) = (counters.clone(), settings.log_interval);
-        let serve = control::serve(listener, ask_queues, counters, log_interval, stop.clone());
+        let drops = Some(drops.clone());
+        let serve = control::serve(
+            listener,
+            ask_queues,
+            counters,
+            drops,
+            log_interval,
+            stop.clone(),
+        );
         tasks.push(tokio::spawn(serve));
     }
     if store.path().is_some() {
@@ -381,7 +408,7 @@ async fn stop_sending(
         );
     }
     let outbox = senders.outbox.clone();
-    senders.drain(stopping + drain_timeout).await;
+    senders.drain(after(stopping, drain_timeout)).await;
     for t in retired {
         let _ = t.await;
     }
@@ -415,6 +442,7 @@ fn open_state(settings: &Settings, counters: &Counters) -> StateStore {
 
 pub mod bind;
 pub mod control;
+pub mod drops;
 pub mod follow;
 pub mod peer;
 mod queue;

@@ -2,8 +2,9 @@
 //!
 //! Counters are shared by all receive tasks (relaxed atomics, no locks);
 //! each is defined once, in the table of `events/counters.rs`.
-//! Log lines about bad input are rate-limited per (reason, sender): the first
-//! one in each `log_interval` is logged, with how many were suppressed since.
+//! Log lines are rate-limited per reason, whoever sent: the first one in
+//! each `log_interval` is logged, with how many were suppressed since and
+//! from which addresses (the first few).
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -52,15 +53,70 @@ pub fn state_lines_skipped(
 /// hung does not read at all.
 pub const GMOND_STALL_WARNING: Duration = Duration::from_secs(10);
 
-/// Limits log lines to one per (reason, sender) per interval.
+/// Limits log lines to one per reason per interval, whoever sends: a
+/// flood from 5,000 addresses is one line, not 5,000 (it was, when the
+/// limit was per sender). The next line of a reason says how many were
+/// left out since, and from which addresses (the first few).
 pub struct LogLimiter {
     interval: Duration,
-    last: HashMap<(&'static str, IpAddr), (Instant, u64)>,
+    /// Per reason (a handful of `&'static str`s: bounded by the code).
+    last: HashMap<&'static str, Window>,
 }
 
-/// The limiter forgets everything past this many keys (a flood of spoofed
-/// senders must not grow it without bound).
-const MAX_LIMITER_KEYS: usize = 4096;
+/// One reason's interval: when its last line was, what was left out since.
+struct Window {
+    at: Instant,
+    left_out: Suppressed,
+}
+
+/// Lines left out since the last of their reason: how many, and the
+/// first few distinct addresses they were about. Displays as the `suppressed`
+/// field of the next line: `0`, or `12 (from 10.0.0.1, 10.0.0.2, 10.0.0.3, ...)`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Suppressed {
+    pub count: u64,
+    pub examples: [Option<IpAddr>; EXAMPLES],
+}
+
+/// Addresses a suppressed count names at most.
+pub const EXAMPLES: usize = 3;
+
+impl Suppressed {
+    fn note(&mut self, from: IpAddr) {
+        self.count += 1;
+        // Lines about no sender (the control socket's) name none.
+        if from.is_unspecified() {
+            return;
+        }
+        if let Some(free) = self
+            .examples
+            .iter()
+            .position(|e| e.is_none_or(|e| e == from))
+        {
+            self.examples[free] = Some(from);
+        }
+    }
+
+    /// The addresses named, in the order first seen.
+    pub fn addresses(&self) -> impl Iterator<Item = IpAddr> + '_ {
+        self.examples.iter().flatten().copied()
+    }
+}
+
+impl std::fmt::Display for Suppressed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.count)?;
+        for (i, ip) in self.addresses().enumerate() {
+            f.write_str(if i == 0 { " (from " } else { ", " })?;
+            write!(f, "{ip}")?;
+        }
+        let named = self.addresses().count() as u64;
+        if named > 0 {
+            f.write_str(if self.count > named { ", ...)" } else { ")" })?;
+        }
+        Ok(())
+    }
+}
 
 impl LogLimiter {
     pub fn new(interval: Duration) -> LogLimiter {
@@ -70,25 +126,33 @@ impl LogLimiter {
         }
     }
 
-    /// Some(suppressed since the last line) if a line may be logged now.
-    pub fn allow(&mut self, reason: &'static str, from: IpAddr, now: Instant) -> Option<u64> {
-        if self.last.len() >= MAX_LIMITER_KEYS && !self.last.contains_key(&(reason, from)) {
-            self.last.clear();
-        }
-        match self.last.get_mut(&(reason, from)) {
-            Some((at, suppressed)) if now.duration_since(*at) < self.interval => {
-                *suppressed += 1;
+    /// Some(what was left out since the last line of `reason`) if a line
+    /// may be logged now; else None, and `from` is counted among those
+    /// left out.
+    pub fn allow(
+        &mut self,
+        reason: &'static str,
+        from: IpAddr,
+        now: Instant,
+    ) -> Option<Suppressed> {
+        match self.last.get_mut(reason) {
+            Some(w) if now.saturating_duration_since(w.at) < self.interval => {
+                w.left_out.note(from);
                 None
             }
-            Some((at, suppressed)) => {
-                let s = *suppressed;
-                *at = now;
-                *suppressed = 0;
-                Some(s)
+            Some(w) => {
+                w.at = now;
+                Some(std::mem::take(&mut w.left_out))
             }
             None => {
-                self.last.insert((reason, from), (now, 0));
-                Some(0)
+                self.last.insert(
+                    reason,
+                    Window {
+                        at: now,
+                        left_out: Suppressed::default(),
+                    },
+                );
+                Some(Suppressed::default())
             }
         }
     }
@@ -119,14 +183,14 @@ impl<'c> Events<'c> {
     pub fn denied(&mut self, from: SocketAddr) {
         self.counters.denied.fetch_add(1, Relaxed);
         if let Some(s) = self.limiter.allow("denied", from.ip(), Instant::now()) {
-            tracing::warn!(%from, suppressed = s, "datagram dropped: sender not in `allow`");
+            tracing::warn!(%from, suppressed = %s, "datagram dropped: sender not in `allow`");
         }
     }
 
     pub fn parse_failed(&mut self, from: SocketAddr, len: usize, err: &ParseError) {
         self.counters.parse_errors.fetch_add(1, Relaxed);
         if let Some(s) = self.limiter.allow(err.reason(), from.ip(), Instant::now()) {
-            tracing::warn!(%from, bytes = len, suppressed = s, "datagram rejected: {err}");
+            tracing::warn!(%from, bytes = len, suppressed = %s, "datagram rejected: {err}");
         }
     }
 
@@ -134,7 +198,7 @@ impl<'c> Events<'c> {
     pub fn gstream_failed(&mut self, from: SocketAddr, len: usize, err: &gstream::Error) {
         self.counters.parse_errors.fetch_add(1, Relaxed);
         if let Some(s) = self.limiter.allow(err.reason(), from.ip(), Instant::now()) {
-            tracing::warn!(%from, bytes = len, suppressed = s, "datagram rejected: {err}");
+            tracing::warn!(%from, bytes = len, suppressed = %s, "datagram rejected: {err}");
         }
     }
 
@@ -147,7 +211,7 @@ impl<'c> Events<'c> {
                 .limiter
                 .allow("g-stream record", from.ip(), Instant::now())
         {
-            tracing::warn!(%from, bad_records, suppressed = s, "g-stream records left out: not file_close JSON with b_hit, b_miss, b_bypass");
+            tracing::warn!(%from, bad_records, suppressed = %s, "g-stream records left out: not file_close JSON with b_hit, b_miss, b_bypass");
         }
     }
 
@@ -159,7 +223,7 @@ impl<'c> Events<'c> {
             .limiter
             .allow("g-stream unmatched", from.ip(), Instant::now())
         {
-            tracing::warn!(%from, stod, suppressed = s, "g-stream dropped: no xrootd of this address with this start time has sent a summary record");
+            tracing::warn!(%from, stod, suppressed = %s, "g-stream dropped: no xrootd of this address with this start time has sent a summary record");
         }
     }
 
@@ -170,7 +234,7 @@ impl<'c> Events<'c> {
             .limiter
             .allow("g-stream waiting", from.ip(), Instant::now())
         {
-            tracing::info!(%from, stod, suppressed = s, "g-stream of an xrootd that has sent no summary record yet: its totals wait for one (does it report here with xrd.report?)");
+            tracing::info!(%from, stod, suppressed = %s, "g-stream of an xrootd that has sent no summary record yet: its totals wait for one (does it report here with xrd.report?)");
         }
     }
 
@@ -178,7 +242,7 @@ impl<'c> Events<'c> {
     pub fn monitoring_ignored(&mut self, from: SocketAddr, kind: gstream::Kind) {
         self.counters.monitoring_ignored.fetch_add(1, Relaxed);
         if let Some(s) = self.limiter.allow("monitoring", from.ip(), Instant::now()) {
-            tracing::info!(%from, suppressed = s, "{kind} ignored: only pfc's g-stream (and summary records) become metrics");
+            tracing::info!(%from, suppressed = %s, "{kind} ignored: only pfc's g-stream (and summary records) become metrics");
         }
     }
 
@@ -196,7 +260,7 @@ impl<'c> Events<'c> {
                 .iter()
                 .map(|(var, value, why)| format!("{var}={value:?} ({})", why.as_str()))
                 .collect();
-            tracing::warn!(%from, count, suppressed = s, "variables not sent: {}", list.join(", "));
+            tracing::warn!(%from, count, suppressed = %s, "variables not sent: {}", list.join(", "));
         }
     }
 
@@ -205,7 +269,7 @@ impl<'c> Events<'c> {
             .metrics_dropped_cap
             .fetch_add(dropped as u64, Relaxed);
         if let Some(s) = self.limiter.allow("metric_cap", from.ip(), Instant::now()) {
-            tracing::warn!(%from, host, dropped, suppressed = s, "source has {cap} metrics (max_metrics_per_source): new metrics not sent");
+            tracing::warn!(%from, host, dropped, suppressed = %s, "source has {cap} metrics (max_metrics_per_source): new metrics not sent");
         }
     }
 
@@ -217,7 +281,7 @@ impl<'c> Events<'c> {
     pub fn send_failed(&mut self, channel: &str, target: SocketAddr, err: &std::io::Error) {
         self.counters.send_errors.fetch_add(1, Relaxed);
         if let Some(s) = self.limiter.allow("send", target.ip(), Instant::now()) {
-            tracing::warn!(channel, suppressed = s, "send to gmond failed: {err}");
+            tracing::warn!(channel, suppressed = %s, "send to gmond failed: {err}");
         }
     }
 
@@ -227,7 +291,7 @@ impl<'c> Events<'c> {
         if let Some(s) = self.limiter.allow("refused", target.ip(), Instant::now()) {
             tracing::warn!(
                 channel,
-                suppressed = s,
+                suppressed = %s,
                 "gmond is not listening (connection refused); still sending"
             );
         }
@@ -260,7 +324,7 @@ impl<'c> Events<'c> {
         {
             tracing::warn!(
                 channel,
-                suppressed = s,
+                suppressed = %s,
                 "gmond has not read its socket for {} s: holding the packets for it (the newest per metric)",
                 stalled.as_secs()
             );
@@ -270,7 +334,7 @@ impl<'c> Events<'c> {
     pub fn receive_failed(&mut self, local: SocketAddr, err: &std::io::Error) {
         self.counters.receive_errors.fetch_add(1, Relaxed);
         if let Some(s) = self.limiter.allow("receive", local.ip(), Instant::now()) {
-            tracing::warn!(%local, suppressed = s, "receive failed: {err}");
+            tracing::warn!(%local, suppressed = %s, "receive failed: {err}");
         }
     }
 
@@ -281,7 +345,7 @@ impl<'c> Events<'c> {
     pub fn restarted(&mut self, from: SocketAddr, host: &str, program: &str, tos: u32, pid: u32) {
         self.counters.restarts.fetch_add(1, Relaxed);
         if let Some(s) = self.limiter.allow("restart", from.ip(), Instant::now()) {
-            tracing::info!(%from, host, program, tos, pid, suppressed = s, "restart noticed (new start time or pid): metadata resent");
+            tracing::info!(%from, host, program, tos, pid, suppressed = %s, "restart noticed (new start time or pid): metadata resent");
         }
     }
 
@@ -317,7 +381,7 @@ impl<'c> Events<'c> {
     /// A datagram on a metadata-request socket that is not a request.
     pub fn not_a_request(&mut self, from: SocketAddr, len: usize) {
         if let Some(s) = self.limiter.allow("not_request", from.ip(), Instant::now()) {
-            tracing::debug!(%from, len, suppressed = s, "not a gmond metadata request: ignored");
+            tracing::debug!(%from, len, suppressed = %s, "not a gmond metadata request: ignored");
         }
     }
 
@@ -390,7 +454,7 @@ impl<'c> Events<'c> {
             .allow("peer_refused", peer.ip(), Instant::now())
         {
             tracing::warn!(
-                suppressed = s,
+                suppressed = %s,
                 "peer {peer}: {why} (counted as peer_refused_entries; the rest was taken)"
             );
         }
@@ -402,7 +466,7 @@ impl<'c> Events<'c> {
         self.counters.peer_failed.fetch_add(1, Relaxed);
         if let Some(s) = self.limiter.allow("peer_failed", peer.ip(), Instant::now()) {
             tracing::warn!(
-                suppressed = s,
+                suppressed = %s,
                 "peer {peer}: exchange failed: {e} (counted as peer_failed, logged once per log_interval)"
             );
         }
@@ -414,7 +478,7 @@ impl<'c> Events<'c> {
         self.counters.peer_denied.fetch_add(1, Relaxed);
         if let Some(s) = self.limiter.allow("peer_denied", from.ip(), Instant::now()) {
             tracing::warn!(
-                suppressed = s,
+                suppressed = %s,
                 "peer_listen {local}: {from} closed: {why} (counted as peer_denied, logged once per log_interval)"
             );
         }
@@ -440,7 +504,7 @@ impl<'c> Events<'c> {
         self.counters.xml_evicted.fetch_add(1, Relaxed);
         if let Some(s) = self.limiter.allow("xml_evicted", peer.ip(), Instant::now()) {
             tracing::warn!(
-                suppressed = s,
+                suppressed = %s,
                 "xml_listen {local}: closed {peer}, the connection that had made the least progress, for {why} (counted as xml_evicted, logged once per log_interval)"
             );
         }
@@ -452,7 +516,7 @@ impl<'c> Events<'c> {
         self.counters.xml_accept_failed.fetch_add(1, Relaxed);
         if let Some(s) = self.limiter.allow("xml_accept", local.ip(), Instant::now()) {
             tracing::warn!(
-                suppressed = s,
+                suppressed = %s,
                 "xml_listen {local}: cannot accept: {err} (counted as xml_accept_failed, logged once per log_interval)"
             );
         }
@@ -480,6 +544,19 @@ impl<'c> Events<'c> {
         }
     }
 
+    /// The kernel dropped `rise` datagrams at the gateway's listening
+    /// sockets since it last looked ([`crate::daemon::drops`]): their
+    /// receive buffers were full.
+    pub fn kernel_dropped(&mut self, rise: u64, last_minute: u64, since_start: u64) {
+        let nowhere = IpAddr::from([0, 0, 0, 0]);
+        if let Some(s) = self.limiter.allow("kernel_drops", nowhere, Instant::now()) {
+            tracing::warn!(
+                suppressed = %s,
+                "the kernel dropped {rise} datagrams at the gateway's listening sockets ({last_minute} in the last minute, {since_start} since the start): their receive buffers were full; raise recv_buffer (and net.core.rmem_max: docs/troubleshooting.md) (`xrd2ganglia status` shows them, logged once per log_interval)"
+            );
+        }
+    }
+
     /// A connection to the control socket answered with an error (not
     /// the request, too long, too slow, too many at once).
     pub fn control_rejected(&mut self, path: &std::path::Path, why: &str) {
@@ -487,7 +564,7 @@ impl<'c> Events<'c> {
         let anywhere = IpAddr::from([0, 0, 0, 0]);
         if let Some(s) = self.limiter.allow("control", anywhere, Instant::now()) {
             tracing::warn!(
-                suppressed = s,
+                suppressed = %s,
                 "control socket {}: {why}: answered with an error (counted as control_rejected, logged once per log_interval)",
                 path.display(),
             );
@@ -502,7 +579,7 @@ impl<'c> Events<'c> {
             .allow("control_accept", anywhere, Instant::now())
         {
             tracing::warn!(
-                suppressed = s,
+                suppressed = %s,
                 "control socket {}: cannot accept: {err}",
                 path.display()
             );
@@ -517,7 +594,7 @@ impl<'c> Events<'c> {
             .limiter
             .allow("max_clusters", from.ip(), Instant::now())
         {
-            tracing::warn!(%from, site, suppressed = s, "{cap} clusters named by sites already (max_clusters): this server goes to cluster_name");
+            tracing::warn!(%from, site, suppressed = %s, "{cap} clusters named by sites already (max_clusters): this server goes to cluster_name");
         }
     }
 
@@ -546,27 +623,49 @@ impl<'c> Events<'c> {
 mod tests {
     use super::*;
 
+    /// Issue 34, item 12: one line per reason per interval, whoever
+    /// sends (this test said "per sender" before: `b`'s first datagram had
+    /// a line of its own), with the count left out and a few of their
+    /// addresses.
     #[test]
-    fn limiter_allows_one_line_per_interval_per_sender() {
+    fn limiter_allows_one_line_per_interval_per_reason() {
         let mut l = LogLimiter::new(Duration::from_secs(10));
         let a: IpAddr = "10.0.0.1".parse().unwrap();
         let b: IpAddr = "10.0.0.2".parse().unwrap();
         let t0 = Instant::now();
-        assert_eq!(l.allow("x", a, t0), Some(0));
+        assert_eq!(l.allow("x", a, t0), Some(Suppressed::default()));
         assert_eq!(l.allow("x", a, t0 + Duration::from_secs(1)), None);
         assert_eq!(l.allow("x", a, t0 + Duration::from_secs(2)), None);
-        assert_eq!(l.allow("x", b, t0), Some(0));
-        assert_eq!(l.allow("y", a, t0), Some(0));
-        assert_eq!(l.allow("x", a, t0 + Duration::from_secs(11)), Some(2));
+        assert_eq!(l.allow("x", b, t0), None);
+        assert_eq!(l.allow("y", a, t0), Some(Suppressed::default()));
+        let next = l.allow("x", a, t0 + Duration::from_secs(11)).unwrap();
+        assert_eq!(next.count, 3);
+        assert_eq!(next.addresses().collect::<Vec<_>>(), [a, b]);
+        assert_eq!(next.to_string(), "3 (from 10.0.0.1, 10.0.0.2, ...)");
+        assert_eq!(Suppressed::default().to_string(), "0");
     }
 
+    /// 5,000 senders of one reason: one line, the rest counted, three
+    /// named; the limiter holds one entry.
     #[test]
-    fn limiter_stays_bounded() {
+    fn limiter_stays_bounded_and_names_a_few() {
         let mut l = LogLimiter::new(Duration::from_secs(10));
         let t0 = Instant::now();
-        for i in 0..20_000u32 {
-            l.allow("x", IpAddr::from(i.to_be_bytes()), t0);
-        }
-        assert!(l.last.len() <= MAX_LIMITER_KEYS);
+        let lines = (0..5_000u32)
+            .filter(|i| l.allow("x", IpAddr::from(i.to_be_bytes()), t0).is_some())
+            .count();
+        assert_eq!(lines, 1);
+        assert_eq!(l.last.len(), 1);
+        let next = l.allow(
+            "x",
+            IpAddr::from([9, 9, 9, 9]),
+            t0 + Duration::from_secs(10),
+        );
+        let next = next.unwrap();
+        assert_eq!(next.count, 4_999);
+        assert_eq!(
+            next.to_string(),
+            "4999 (from 0.0.0.1, 0.0.0.2, 0.0.0.3, ...)"
+        );
     }
 }

@@ -93,7 +93,7 @@ pub enum Error {
 }
 
 impl Error {
-    /// For the rate limiter: one log line per sender and reason.
+    /// For the rate limiter: one log line per reason.
     pub fn reason(&self) -> &'static str {
         match self {
             Error::Truncated(_) => "g-stream truncated",

@@ -37,7 +37,25 @@ pub struct Status {
     pub refused_unlisted: u64,
     /// Every counter of the `counters:` log line, by its name there.
     pub counters: BTreeMap<String, u64>,
+    /// Datagrams the kernel dropped at the gateway's own listening
+    /// sockets (their receive buffers were full: nothing of the gateway's
+    /// counts them); null where /proc does not tell. Absent from a
+    /// gateway before it had them.
+    #[serde(default)]
+    pub kernel_drops: Option<KernelDropStatus>,
 }
+
+/// The kernel's drops at the gateway's listening sockets.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct KernelDropStatus {
+    /// Since the sockets were bound (the gateway's start).
+    pub since_start: u64,
+    /// In the last [`RECENT`] (since the start, for a younger gateway).
+    pub last_minute: u64,
+}
+
+/// What [`KernelDropStatus::last_minute`] covers.
+pub const RECENT: Duration = Duration::from_secs(60);
 
 /// One source: an xrootd or cmsd at one address.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

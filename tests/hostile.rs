@@ -1,6 +1,6 @@
 //! Hostile input against the running gateway and a real gmond: for every
 //! class of bad datagram the gateway keeps running, counts and logs the
-//! rejection (once per sender per interval), a valid record sent right after
+//! rejection (once per reason per interval), a valid record sent right after
 //! from the same sender still reaches gmond, and gmond's XML stays
 //! well-formed. Prints a table: class, count tried, crashes, records lost,
 //! XML well-formed.
@@ -369,21 +369,20 @@ fn hostile_input_leaves_the_gateway_running_and_gmond_well_formed() {
         )),
         "{last}"
     );
-    // Rejections are logged once per sender and reason in the interval:
-    // at most one line per kind of parse error, however many were sent.
-    for (k, class) in classes.iter().enumerate().filter(|(_, c)| c.rejected) {
-        let sender = format!("127.0.3.{}:", k + 1);
-        let lines = log
-            .lines()
-            .filter(|l| l.contains("datagram rejected") && l.contains(&sender))
-            .count();
-        assert!(
-            (1..=5).contains(&lines),
-            "{}: {lines} log lines for {} datagrams",
-            class.name,
-            2 * class.datagrams.len()
-        );
-    }
+    // Rejections are logged at most once per reason in the interval,
+    // whoever sent them (issue 34, item 12; this said "once per sender and
+    // reason" before, and held each class's sender to 1 to 5 lines): the
+    // records' five reasons (empty, not_statistics, truncated, too_deep,
+    // malformed) and the g-stream's two, however many classes and senders.
+    let lines = log
+        .lines()
+        .filter(|l| l.contains("datagram rejected"))
+        .count();
+    let classes_rejected = classes.iter().filter(|c| c.rejected).count();
+    assert!(
+        (1..=7).contains(&lines),
+        "{lines} log lines for the rejections of {classes_rejected} classes"
+    );
 }
 
 /// Whether xmllint reads `xml` as well-formed (with gmond's DTD).

@@ -157,3 +157,58 @@ fn a_damaged_state_file_loses_only_its_bad_lines() {
         "{again}"
     );
 }
+
+/// Issue 34 item 7, through the real daemon into a real gmond: a live
+/// server that reports every few seconds keeps its continuity through a
+/// flood of new one-record senders (three times `max_sources`, each its
+/// own loopback address) and through its own restart right after: its
+/// `link.in` goes on upward from 62,980,717 instead of dropping to the
+/// 2,000 of its new run.
+#[test]
+fn a_flood_of_new_senders_leaves_a_live_servers_counters() {
+    let gmond = Gmond::start();
+    let config = format!("{QUIET}max_sources = 100\n");
+    let gw = Gateway::start(gmond.port, &config);
+    let live = "127.0.0.5";
+    // Its run before: three reports, a few seconds apart.
+    for (k, inb) in [62_000_000u64, 62_500_000, 62_980_717]
+        .into_iter()
+        .enumerate()
+    {
+        if k > 0 {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        gw.send_as(live, record(5, 77, inb).as_bytes());
+    }
+    gmond.wait_for(Duration::from_secs(10), "the live server", |x| {
+        x.hosts
+            .get("ds5.example")
+            .and_then(|h| h.metrics.get("xrootd.link.in"))
+            .is_some_and(|m| m.get("VAL") == "62980717")
+    });
+    // 300 new senders, one record each, from 127.0.2.0 on.
+    for i in 0..300u32 {
+        let ip = format!("127.0.{}.{}", 2 + i / 250, 1 + i % 250);
+        gw.send_as(&ip, record(1000 + i, 1, u64::from(i)).as_bytes());
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    // Restarted (pid 78), 2,000 bytes in since.
+    gw.send_as(live, record(5, 78, 2_000).as_bytes());
+    let want = (62_980_717u64 + 2_000).to_string();
+    gmond.wait_for(Duration::from_secs(10), "link.in continued", |x| {
+        x.hosts
+            .get("ds5.example")
+            .and_then(|h| h.metrics.get("xrootd.link.in"))
+            .is_some_and(|m| m.get("VAL") == want)
+    });
+    let log = gw.proc.log_text();
+    // Only the one-record senders went.
+    let evictions: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("more than 100 sources (max_sources): forgot the"))
+        .collect();
+    assert!(!evictions.is_empty(), "{log}");
+    for line in evictions {
+        assert!(line.contains(", 0 established"), "{line}");
+    }
+}

@@ -48,11 +48,18 @@ pub fn run(config: Option<PathBuf>, socket: Option<PathBuf>, json: bool) -> Outc
     let status: Status = match serde_json::from_str(&line) {
         Ok(s) => s,
         Err(e) => {
-            let why = match serde_json::from_str::<ErrorReply>(&line) {
-                Ok(reply) => format!("it answered: {}", reply.error),
-                Err(_) => format!("its answer is not a status ({e})"),
-            };
-            return Err(Failed::NoGateway { path, why }.into());
+            return Err(match serde_json::from_str::<ErrorReply>(&line) {
+                // A gateway answered: not "no gateway".
+                Ok(reply) => Failed::Refused {
+                    path,
+                    error: reply.error,
+                },
+                Err(_) => Failed::NoGateway {
+                    path,
+                    why: format!("its answer is not a status ({e})"),
+                },
+            }
+            .into());
         }
     };
     let mut out = io::stdout().lock();
@@ -89,16 +96,21 @@ fn exchange(path: &Path) -> io::Result<String> {
     let mut stream = UnixStream::connect(path)?;
     stream.set_read_timeout(Some(TIMEOUT))?;
     stream.set_write_timeout(Some(TIMEOUT))?;
-    stream.write_all(format!("{REQUEST}\n").as_bytes())?;
+    // A gateway that turned the connection away has written why and
+    // closed: the write may fail (EPIPE: "Broken pipe"), its reply is
+    // still there to read, and says more.
+    let wrote = stream.write_all(format!("{REQUEST}\n").as_bytes());
     let mut line = String::new();
-    BufReader::new(stream.take(MAX_REPLY)).read_line(&mut line)?;
-    if line.is_empty() {
-        return Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "it closed the connection without an answer",
-        ));
+    let read = BufReader::new(stream.take(MAX_REPLY)).read_line(&mut line);
+    if !line.is_empty() {
+        return Ok(line);
     }
-    Ok(line)
+    wrote?;
+    read?;
+    Err(io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        "it closed the connection without an answer",
+    ))
 }
 
 /// Why no gateway answered, and what to do.
@@ -131,6 +143,18 @@ fn table(status: &Status, path: &Path) -> String {
         status.pid,
         path.display()
     );
+    if let Some(d) = &status.kernel_drops {
+        if d.last_minute > 0 {
+            out.push_str(&format!(
+                "WARNING: the kernel dropped {} datagrams at the gateway's listening sockets in the last minute: their receive buffers were full (raise recv_buffer and net.core.rmem_max: docs/troubleshooting.md)\n\n",
+                d.last_minute
+            ));
+        }
+        out.push_str(&format!(
+            "Kernel drops (receive buffers full): {} in the last minute, {} since the start\n\n",
+            d.last_minute, d.since_start
+        ));
+    }
     let dash = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
     out.push_str(&format!("Sources: {}\n", status.sources.len()));
     let rows: Vec<Vec<String>> = status

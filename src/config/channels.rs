@@ -58,8 +58,12 @@ pub(super) fn channels(
         let list = overrides
             .send
             .iter()
-            .map(|s| ChannelSpec::parse_host_port(s).map_err(|e| bad("--send", s, e)))
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(|s| {
+                let spec = ChannelSpec::parse_host_port(s).map_err(|e| bad("--send", s, e))?;
+                super::clusters::check_host("--send", &spec.host)?;
+                Ok(spec)
+            })
+            .collect::<Result<Vec<_>, ConfigError>>()?;
         return Ok((list, "--send".into()));
     }
     if !file.channel.is_empty() {

@@ -10,6 +10,7 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 
 use super::file::{ChannelConfig, ClusterConfig, FileConfig};
+use super::keys::CHANNEL_RANGES;
 use super::settings::networks;
 use super::{ConfigError, bad};
 use crate::ganglia::channel::ChannelSpec;
@@ -98,8 +99,20 @@ fn check_name(key: &str, name: &str) -> Result<(), ConfigError> {
     } else if name.contains('/') || name.chars().any(char::is_control) {
         "must not contain '/' or control characters (it is a directory under gmetad's rrd_rootdir)"
             .into()
-    } else if name == "." || name == ".." {
-        "must not be '.' or '..' (it is a directory under gmetad's rrd_rootdir)".into()
+    } else {
+        return check_dir_name(key, name);
+    };
+    Err(bad(key, name, why))
+}
+
+/// What no cluster's name may be, configured (`cluster_name`, a rule's)
+/// or made of a record's site ([`crate::engine::clusters::site_cluster_name`]
+/// never makes one): `.` or `..` (gmetad would write the hosts' RRDs into
+/// `rrd_rootdir` itself, or above it: it did, with `cluster_name = ".."`),
+/// or gmetad's summary directory.
+pub(super) fn check_dir_name(key: &str, name: &str) -> Result<(), ConfigError> {
+    let why = if name == "." || name == ".." {
+        "must not be '.' or '..' (it is a directory under gmetad's rrd_rootdir)".to_string()
     } else if name.eq_ignore_ascii_case(SUMMARY_DIR) {
         format!("{SUMMARY_DIR} is gmetad's summary directory")
     } else {
@@ -116,9 +129,8 @@ pub(super) fn channel_specs(
 ) -> Result<Vec<ChannelSpec>, ConfigError> {
     list.iter()
         .map(|c| {
-            if c.port == 0 {
-                return Err(bad(&format!("{key}.port"), c.port, "not a port number"));
-            }
+            super::settings::in_ranges(&format!("{key}."), c, CHANNEL_RANGES)?;
+            check_host(&format!("{key}.host"), &c.host)?;
             let bind = match &c.bind {
                 Some(b) => Some(
                     b.parse()
@@ -137,16 +149,31 @@ pub(super) fn channel_specs(
         .collect()
 }
 
+/// The longest host name the resolver takes (RFC 1035: 253 characters
+/// written out).
+const MAX_HOST: usize = 253;
+
+/// A channel's `host`: a name or address the resolver can be asked for.
+/// Anything else (empty, a NUL byte, a space, longer than a name can be)
+/// is a mistake in the config, never a host that may resolve later: it
+/// would fail the start with exit 3, which the unit retries for ever.
+pub(super) fn check_host(key: &str, host: &str) -> Result<(), ConfigError> {
+    let fits = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':' | '%');
+    if host.is_empty() || host.len() > MAX_HOST || !host.chars().all(fits) {
+        return Err(bad(
+            key,
+            host,
+            format!(
+                "must be a host name or address (1 to {MAX_HOST} characters: letters, digits, '.', '-', '_', ':')"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// `cluster_by_site`, `max_clusters` and the `[[cluster]]` rules; each
 /// error names the rule (`cluster[N] "name"`).
 pub(super) fn grouping(file: &FileConfig, send: bool) -> Result<Grouping, ConfigError> {
-    if file.max_clusters == 0 {
-        return Err(bad(
-            "max_clusters",
-            file.max_clusters,
-            "must be at least 1 (set cluster_by_site = false for no clusters by site)",
-        ));
-    }
     let mut rules: Vec<ClusterRule> = Vec::with_capacity(file.cluster.len());
     for (i, c) in file.cluster.iter().enumerate() {
         let r = rule(&format!("cluster[{i}] {:?}", c.name), c, file, send, &rules)?;

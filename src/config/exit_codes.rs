@@ -77,7 +77,9 @@ pub const EXIT_CODES: &[ExitCode] = &[
         when: "no gateway answered on the control socket: no such socket (`no gateway \
             answers on PATH: no such socket`), connection refused (a socket left by a \
             gateway that is not running), permission denied (not root nor in the \
-            service's group), no answer within 10 s, or an error reply",
+            service's group), no answer within 10 s; or the gateway answered with an \
+            error (`the gateway on PATH answered with an error: ...`: too many requests at \
+            once, a receive task too slow)",
     },
     ExitCode {
         command: "status",

@@ -226,6 +226,13 @@ pub struct ClusterConfig {
     pub channel: Vec<ChannelConfig>,
 }
 
+impl ClusterConfig {
+    /// Every key a `[[cluster]]` table takes, in definition order.
+    pub fn keys() -> &'static [&'static str] {
+        field_names::<ClusterConfig>()
+    }
+}
+
 fn default_port() -> u16 {
     8649
 }

@@ -79,7 +79,8 @@ pub const KEYS: &[Key] = &[
         option: None,
         meaning: "Senders whose datagrams are accepted: networks (`10.0.0.0/8`, \
             `2001:db8::/32`) or single addresses. A datagram from anywhere else is \
-            dropped, counted (`denied`) and logged once per sender per `log_interval`. \
+            dropped, counted (`denied`) and logged once per `log_interval` (whoever sends: \
+            the next line says how many more, from which addresses). \
             Empty: every sender is accepted.",
     },
     Key {
@@ -244,8 +245,10 @@ pub const KEYS: &[Key] = &[
              with; the receive tasks and the senders take the new one",
         ),
         option: None,
-        meaning: "At most one log line per sender and reason per this many seconds (0 \
-            counts as 1).",
+        meaning: "At most one log line per reason (a refused sender, a rejected datagram, \
+            ...) per this many seconds, whoever sends (each listening socket, the XML \
+            port and the control socket limit their own lines); the next says how many \
+            were left out and a few of their addresses (0 counts as 1).",
     },
     Key {
         name: "stats_interval",
@@ -419,7 +422,8 @@ pub const KEYS: &[Key] = &[
         option: None,
         meaning: "The CLUSTER NAME of that XML: the cluster gmetad and ganglia-web show, \
             and the directory of its RRDs; 1 to 256 characters, without `/` or control \
-            characters.",
+            characters, not `.` or `..` (as no record's site can make one) nor \
+            `__SummaryInfo__` (gmetad's summary directory).",
     },
     Key {
         name: "control_socket",
@@ -493,7 +497,7 @@ pub const KEYS: &[Key] = &[
             once every source the file named has reported again, or after this many \
             seconds, whichever comes first; until then gmetad's connections are refused, \
             so it polls the next address of its `data_source` (a part of the cluster \
-            would read as a drop of its summed counters). 0: at once; at most 3600.",
+            would read as a drop of its summed counters).",
     },
     // ---- clusters (docs/clusters.md): keep these together ----
     Key {
@@ -545,7 +549,10 @@ pub const CHANNEL_KEYS: &[Key] = &[
         absent: Absent::Required,
         on_sighup: OnSighup::AtOnce,
         option: None,
-        meaning: "A host name or unicast address, or a multicast group (`239.2.11.71`).",
+        meaning: "A host name or unicast address, or a multicast group (`239.2.11.71`): \
+            letters, digits, `.`, `-`, `_`, `:`, at most 253 characters. One that does not \
+            resolve (yet) stops the start with exit 3; an empty or malformed one is a \
+            config error (exit 2).",
     },
     Key {
         name: "port",
@@ -652,4 +659,126 @@ pub fn restart_keys() -> impl Iterator<Item = &'static str> {
     KEYS.iter()
         .filter(|k| matches!(k.on_sighup, OnSighup::Restart(_)))
         .map(|k| k.name)
+}
+
+/// The numbers a number key takes, both ends included. Checked for every
+/// key listed, before anything else ([`super::validate`]: `check-config`
+/// and `serve` alike), so that no value reaches an overflow (an interval
+/// added to the clock, a socket option); shown with the key's value on
+/// the docs page and the man page. A test holds every number key of
+/// [`KEYS`] (and [`CHANNEL_KEYS`]) to a row here.
+#[derive(Clone, Copy, Debug)]
+pub struct Range {
+    /// The key, as in its table ([`KEYS`] or [`CHANNEL_KEYS`]).
+    pub key: &'static str,
+    pub min: u64,
+    pub max: u64,
+    /// `"second"` for a duration (said in the error), else `""`.
+    pub unit: &'static str,
+    /// What 0 means, where 0 is taken and means more than none (said in
+    /// the error).
+    pub zero: Option<&'static str>,
+}
+
+/// The longest interval a key takes: a day. Longer ones mean nothing to
+/// a gateway whose sources report every minute, and every interval is
+/// added to the clock somewhere.
+pub const DAY: u64 = 86_400;
+
+const fn seconds(key: &'static str, min: u64, max: u64, zero: Option<&'static str>) -> Range {
+    Range {
+        key,
+        min,
+        max,
+        unit: "second",
+        zero,
+    }
+}
+
+const fn count(key: &'static str, min: u64, max: u64) -> Range {
+    Range {
+        key,
+        min,
+        max,
+        unit: "",
+        zero: None,
+    }
+}
+
+/// The range of every number key of [`KEYS`].
+pub const RANGES: &[Range] = &[
+    seconds("metadata_interval", 1, DAY, None),
+    seconds("tmax", 1, DAY, None),
+    // A year: gmond keeps a metric that long after its last metadata.
+    seconds("dmax", 0, 365 * DAY, Some("never expire")),
+    count("max_sources", 1, 10_000_000),
+    count("max_metrics_per_source", 1, 10_000_000),
+    // 1 GiB: the kernel caps SO_RCVBUF at net.core.rmem_max anyway, and
+    // takes an int.
+    count("recv_buffer", 1, 1 << 30),
+    seconds("log_interval", 0, DAY, Some("counts as 1")),
+    seconds("stats_interval", 0, DAY, Some("never")),
+    seconds("self_metrics_interval", 0, DAY, Some("never")),
+    count("send_burst", 1, 10_000_000),
+    count("max_send_rate", 0, 100_000_000),
+    seconds(
+        "resend_after",
+        0,
+        super::file::MAX_RESEND_AFTER,
+        Some("never"),
+    ),
+    // An hour: systemd's stop timeout (90 s by default) ends it sooner.
+    seconds("drain_timeout", 0, 3600, None),
+    seconds("value_heartbeat", 1, DAY, None),
+    seconds("state_interval", 1, DAY, None),
+    // An hour: gmetad's RRD heartbeat at its default step is 120 s.
+    seconds("warmup_max", 0, 3600, Some("at once")),
+    count("max_clusters", 1, 10_000_000),
+];
+
+/// The range of every number key of [`CHANNEL_KEYS`] (`[[channel]]` and
+/// `[[cluster.channel]]`).
+pub const CHANNEL_RANGES: &[Range] = &[
+    count("port", 1, u16::MAX as u64),
+    // IP_MULTICAST_TTL takes 0 to 255 (ip(7)); more is EINVAL at open.
+    count("ttl", 0, 255),
+];
+
+/// The range of `key` in `ranges`.
+pub fn range_of(ranges: &[Range], key: &str) -> Option<Range> {
+    ranges.iter().find(|r| r.key == key).copied()
+}
+
+impl Range {
+    /// Whether `v` is in it; else why not, as the error says it.
+    pub fn check(&self, v: u64) -> Result<(), String> {
+        let unit = |n: u64| match (self.unit, n) {
+            ("", _) => String::new(),
+            (u, 1) => format!(" {u}"),
+            (u, _) => format!(" {u}s"),
+        };
+        if v < self.min {
+            return Err(format!("must be at least {}{}", self.min, unit(self.min)));
+        }
+        if v > self.max {
+            let mut why = format!("must be at most {}", self.max);
+            let notes: Vec<String> = [
+                (!self.unit.is_empty()).then(|| format!("{}s", self.unit)),
+                self.zero.map(|z| format!("0: {z}")),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            if !notes.is_empty() {
+                why.push_str(&format!(" ({})", notes.join("; ")));
+            }
+            return Err(why);
+        }
+        Ok(())
+    }
+
+    /// How the docs say it: "1 to 86400".
+    pub fn text(&self) -> String {
+        format!("{} to {}", self.min, self.max)
+    }
 }

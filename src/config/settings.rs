@@ -8,7 +8,8 @@ use std::time::Duration;
 use ipnet::IpNet;
 
 use super::clusters::Grouping;
-use super::file::{DEFAULT_CONTROL_SOCKET, DEFAULT_VALUE_HEARTBEAT, FileConfig, MAX_RESEND_AFTER};
+use super::file::{DEFAULT_CONTROL_SOCKET, DEFAULT_VALUE_HEARTBEAT, FileConfig};
+use super::keys::{RANGES, Range};
 use super::{ConfigError, bad};
 use crate::ganglia::channel::ChannelSpec;
 use crate::mapping::{Description, Glob, NameTemplate, SiteMetrics, VarFilter};
@@ -57,7 +58,7 @@ pub struct Settings {
     pub max_metrics_per_source: usize,
     /// Receive socket buffer (SO_RCVBUF), bytes.
     pub recv_buffer: usize,
-    /// At most one log line per sender and reason in this interval.
+    /// At most one log line per reason in this interval.
     pub log_interval: Duration,
     /// The gateway's counters are logged this often (0: never).
     pub stats_interval: Duration,
@@ -141,6 +142,7 @@ pub fn validate(
     source: String,
     overrides: &Overrides,
 ) -> Result<Settings, ConfigError> {
+    check_ranges(&file)?;
     let (listen, allow) = listening(&mut file, overrides)?;
     let (channels, channels_from) = send_channels(&mut file, overrides)?;
     let (xml_listen, xml_allow) = xml_port(&mut file, overrides, &channels_from)?;
@@ -151,7 +153,6 @@ pub fn validate(
     let state_file_is_default = !file.state_file_given && overrides.state_file.is_none();
     let state_file = state_file(&mut file, overrides)?;
     let metadata_requests = metadata_requests(&file, &channels_from)?;
-    check_limits(&file)?;
     let control_socket = control_socket(&file)?;
     let grouping = super::clusters::grouping(&file, file.send)?;
     let (peer, peer_listen, peer_allow) = pairing(&file)?;
@@ -200,7 +201,7 @@ pub fn validate(
     })
 }
 
-/// `peer`, `peer_listen`, `peer_allow` and `warmup_max`.
+/// `peer`, `peer_listen` and `peer_allow`.
 #[allow(clippy::type_complexity)]
 fn pairing(
     file: &FileConfig,
@@ -237,9 +238,6 @@ fn pairing(
             },
             "a pair needs both peer and peer_listen (each gateway asks the other's peer_listen)",
         ));
-    }
-    if file.warmup_max > 3600 {
-        return Err(bad("warmup_max", file.warmup_max, "at most 3600 seconds"));
     }
     Ok((peer, listen, networks("peer_allow", &file.peer_allow)?))
 }
@@ -308,6 +306,7 @@ fn xml_port(
             "must be 1 to 256 characters, without '/' or control characters (gmetad and ganglia-web use it in paths)",
         ));
     }
+    super::clusters::check_dir_name("cluster_name", cluster_name)?;
     Ok((xml_listen, xml_allow))
 }
 
@@ -361,12 +360,10 @@ fn site_metrics(file: &FileConfig) -> Result<SiteMetrics, ConfigError> {
     SiteMetrics::new(&list).map_err(ConfigError)
 }
 
-/// `metadata_interval`, `dmax` (longer than it, or 0) and `tmax`.
+/// `dmax`: longer than `metadata_interval`, or 0 (each in its range
+/// already).
 fn check_intervals(file: &FileConfig) -> Result<(), ConfigError> {
     let metadata_interval = file.metadata_interval;
-    if metadata_interval == 0 {
-        return Err(bad("metadata_interval", 0, "must be at least 1 second"));
-    }
     let dmax = file.dmax;
     if dmax != 0 && u64::from(dmax) <= metadata_interval {
         return Err(bad(
@@ -376,9 +373,6 @@ fn check_intervals(file: &FileConfig) -> Result<(), ConfigError> {
                 "must be 0 (never expire) or longer than metadata_interval ({metadata_interval} s): gmond drops a metric dmax seconds after its last metadata"
             ),
         ));
-    }
-    if file.tmax == 0 {
-        return Err(bad("tmax", 0, "must be at least 1 second"));
     }
     Ok(())
 }
@@ -396,10 +390,9 @@ fn value_heartbeat(file: &FileConfig) -> Result<Option<u32>, ConfigError> {
             }
             Ok(None)
         }
-        "changed" => match file.value_heartbeat.unwrap_or(DEFAULT_VALUE_HEARTBEAT) {
-            0 => Err(bad("value_heartbeat", 0, "must be at least 1 second")),
-            h => Ok(Some(h)),
-        },
+        "changed" => Ok(Some(
+            file.value_heartbeat.unwrap_or(DEFAULT_VALUE_HEARTBEAT),
+        )),
         other => Err(bad(
             "send_values",
             other,
@@ -429,6 +422,7 @@ fn control_socket(file: &FileConfig) -> Result<Option<ControlSocket>, ConfigErro
         return Ok(None);
     }
     let shown = || path.display().to_string();
+    check_path("control_socket", path)?;
     if path.as_os_str().len() > MAX_SOCKET_PATH {
         return Err(bad(
             "control_socket",
@@ -449,6 +443,35 @@ fn control_socket(file: &FileConfig) -> Result<Option<ControlSocket>, ConfigErro
     }))
 }
 
+/// The longest path the kernel takes (`PATH_MAX`, less its NUL).
+const MAX_PATH: usize = 4095;
+/// The longest file name the kernel takes (`NAME_MAX`), less what the
+/// gateway appends to the state file's (`.lock`, `.tmp`).
+const MAX_FILE_NAME: usize = 255 - ".lock".len();
+
+/// A path the kernel can be given: no NUL byte (no system call takes
+/// one: `serve` would fail where `check-config` passed), not longer than
+/// the kernel takes, nor any of its names.
+fn check_path(key: &str, path: &std::path::Path) -> Result<(), ConfigError> {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    let why = if bytes.contains(&0) {
+        "contains a NUL byte, which no path may".to_string()
+    } else if bytes.len() > MAX_PATH {
+        format!("is longer than a path may be ({MAX_PATH} bytes)")
+    } else if path
+        .components()
+        .any(|c| c.as_os_str().len() > MAX_FILE_NAME)
+    {
+        format!(
+            "has a name longer than {MAX_FILE_NAME} bytes (the file system's limit, less `.lock`)"
+        )
+    } else {
+        return Ok(());
+    };
+    Err(bad(key, path.display().to_string(), why))
+}
+
 /// `state_file` (or `--state-file`; empty: none) and `state_interval`.
 fn state_file(
     file: &mut FileConfig,
@@ -461,6 +484,9 @@ fn state_file(
         }
         None => "state_file",
     };
+    if !file.state_file.as_os_str().is_empty() {
+        check_path(state_key, &file.state_file)?;
+    }
     let state_file = match &file.state_file {
         p if p.as_os_str().is_empty() => None,
         p if p.is_dir() => {
@@ -472,9 +498,6 @@ fn state_file(
         }
         p => Some(p.clone()),
     };
-    if file.state_interval == 0 {
-        return Err(bad("state_interval", 0, "must be at least 1 second"));
-    }
     Ok(state_file)
 }
 
@@ -501,24 +524,32 @@ fn metadata_requests(
     Ok(metadata_requests)
 }
 
-/// The sizes that must be at least 1, and `resend_after`.
-fn check_limits(file: &FileConfig) -> Result<(), ConfigError> {
-    for (key, v) in [
-        ("max_sources", file.max_sources),
-        ("max_metrics_per_source", file.max_metrics_per_source),
-        ("recv_buffer", file.recv_buffer),
-        ("send_burst", file.send_burst),
-    ] {
-        if v == 0 {
-            return Err(bad(key, 0, "must be at least 1"));
-        }
-    }
-    if file.resend_after > MAX_RESEND_AFTER {
-        return Err(bad(
-            "resend_after",
-            file.resend_after,
-            format!("must be at most {MAX_RESEND_AFTER} (seconds; 0: never)"),
-        ));
+/// Every number key in its range ([`RANGES`], the one place ranges are
+/// defined): checked first, so that no later check, and nothing the
+/// gateway does with a value, meets one outside it.
+fn check_ranges(file: &FileConfig) -> Result<(), ConfigError> {
+    in_ranges("", file, RANGES)
+}
+
+/// The numbers of `table` (a [`FileConfig`], a [`super::ChannelConfig`])
+/// in `ranges`; `prefix` names the table in errors (`channel.`).
+pub(super) fn in_ranges<T: serde::Serialize>(
+    prefix: &str,
+    table: &T,
+    ranges: &[Range],
+) -> Result<(), ConfigError> {
+    // JSON holds every u64 (TOML's values stop at i64::MAX).
+    let Ok(serde_json::Value::Object(values)) = serde_json::to_value(table) else {
+        return Err(ConfigError(format!(
+            "{prefix}: cannot check the values' ranges"
+        )));
+    };
+    for r in ranges {
+        let Some(v) = values.get(r.key).and_then(serde_json::Value::as_u64) else {
+            continue;
+        };
+        r.check(v)
+            .map_err(|why| bad(&format!("{prefix}{}", r.key), v, why))?;
     }
     Ok(())
 }

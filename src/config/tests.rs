@@ -665,3 +665,95 @@ fn cluster_rules_are_validated_naming_the_rule() {
     assert_eq!(s.grouping.rules[0].channels[0].port, 8650);
     assert_eq!(s.grouping.max_clusters, 1000);
 }
+
+/// Every number key has its range in the one table of ranges (a key
+/// added without one fails here), and no range names a key that is not
+/// a number.
+#[test]
+fn every_number_key_has_a_range() {
+    use super::keys::{CHANNEL_RANGES, RANGES, Range, range_of};
+    fn numbers<T: serde::Serialize>(t: &T) -> serde_json::Map<String, serde_json::Value> {
+        match serde_json::to_value(t).unwrap() {
+            serde_json::Value::Object(m) => m,
+            other => panic!("{other:?}"),
+        }
+    }
+    let hold =
+        |values: serde_json::Map<String, serde_json::Value>, keys: &[Key], ranges: &[Range]| {
+            for key in keys {
+                let number = values.get(key.name).is_some_and(|v| v.is_u64());
+                let range = range_of(ranges, key.name);
+                assert_eq!(
+                    number,
+                    range.is_some(),
+                    "{}: number {number}, range {range:?}",
+                    key.name
+                );
+                if let Some(r) = range {
+                    let default = values[key.name].as_u64().unwrap();
+                    assert!(
+                        r.check(default).is_ok(),
+                        "{}'s default {default} is out of {r:?}",
+                        key.name
+                    );
+                }
+            }
+            for r in ranges {
+                assert!(keys.iter().any(|k| k.name == r.key), "{r:?} names no key");
+            }
+        };
+    let file = FileConfig {
+        value_heartbeat: Some(super::file::DEFAULT_VALUE_HEARTBEAT),
+        ..FileConfig::default()
+    };
+    hold(numbers(&file), KEYS, RANGES);
+    let channel: ChannelConfig = toml::from_str("host = \"h\"").unwrap();
+    hold(numbers(&channel), CHANNEL_KEYS, CHANNEL_RANGES);
+}
+
+/// Issue 34, items 8-11: what passed check-config and then failed or
+/// panicked `serve` (or failed it with exit 3) is refused, naming the key.
+#[test]
+fn values_serve_cannot_use_are_refused_by_name() {
+    // 8: u64::MAX seconds panicked at SIGHUP and SIGTERM (Instant + it).
+    assert_eq!(
+        err("drain_timeout = 18446744073709551615"),
+        "drain_timeout = 18446744073709551615: must be at most 3600 (seconds)"
+    );
+    assert_eq!(
+        err("stats_interval = 86401"),
+        "stats_interval = 86401: must be at most 86400 (seconds; 0: never)"
+    );
+    assert_eq!(
+        err("state_interval = 0"),
+        "state_interval = 0: must be at least 1 second"
+    );
+    // 9: gmetad wrote the hosts' RRDs into <rrd_rootdir>/../.
+    for name in ["..", ".", "__SummaryInfo__", "__summaryinfo__"] {
+        let e = err(&format!("cluster_name = {name:?}"));
+        assert!(e.starts_with(&format!("cluster_name = {name:?}: ")), "{e}");
+    }
+    assert!(from("cluster_name = \"..x\"").is_ok());
+    // 10: "cannot resolve :", exit 3, retried for ever by the unit.
+    for host in [
+        "\"\"",
+        "\" \"",
+        "\"a\\u0000b\"",
+        &format!("{:?}", "h".repeat(254)),
+        "\"gmond example\"",
+    ] {
+        let e = err(&format!("[[channel]]\nhost = {host}"));
+        assert!(e.starts_with("channel.host = "), "{host}: {e}");
+    }
+    assert!(err("[[channel]]\nhost = \"239.2.11.71\"\nttl = 256").starts_with("channel.ttl = 256"));
+    // 11: a NUL byte in a path: serve exited 2 where check-config said 0.
+    assert_eq!(
+        err("state_file = \"/tmp/a\\u0000b\""),
+        "state_file = \"/tmp/a\\0b\": contains a NUL byte, which no path may"
+    );
+    assert_eq!(
+        err("control_socket = \"/tmp/a\\u0000b\""),
+        "control_socket = \"/tmp/a\\0b\": contains a NUL byte, which no path may"
+    );
+    assert!(err(&format!("state_file = \"/tmp/{}\"", "s".repeat(251))).contains("longer than 250"));
+}

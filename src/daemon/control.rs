@@ -13,27 +13,38 @@
 //! walk of its sources per request (datagrams meanwhile wait in the
 //! socket's buffer, `recv_buffer`; docs/operations.md has the figure:
 //! 12-18 ms for a whole request at 7,000 sources, `benches/status-walk.py`),
-//! and requests are bounded ([`MAX_CLIENTS`] at once).
+//! and connections are bounded ([`MAX_CLIENTS`] at once).
 //!
 //! **Bad requests never disturb the daemon**: at most [`MAX_REQUEST`]
 //! bytes are read (a longer line gets an error); a client that sends no
-//! line within [`REQUEST_TIMEOUT`] gets an error; beyond [`MAX_CLIENTS`]
-//! connections at once, the next gets an error at once. Each is counted
-//! (`control_rejected`) and logged once per `log_interval`
-//! ([`Events::control_rejected`]). Nothing is ever read by a receive task
-//! but the request's queue.
+//! line within [`REQUEST_TIMEOUT`] gets an error; the whole exchange, from
+//! the accept to the last byte of the reply, has [`EXCHANGE_TIMEOUT`].
+//! Each is counted (`control_rejected`) and logged once per
+//! `log_interval` ([`Events::control_rejected`]). Nothing is ever read by
+//! a receive task but the request's queue.
+//!
+//! **Silent clients never keep `status` out.** Of the [`MAX_CLIENTS`]
+//! connections held, those that have not sent their request yet are
+//! evicted for a new one, the oldest first (with an error saying so): a
+//! client that connects and writes its request at once, as `status` does,
+//! is answered however many others connect and say nothing (8 such held
+//! every place of a fixed pool, and `status` was refused). Only
+//! [`MAX_CLIENTS`] requests being answered at once turn a new one away.
 
+use std::collections::VecDeque;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
 
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 use tokio::time::{Instant, timeout, timeout_at};
 
+use super::drops::DropWatch;
 use crate::events::{Counters, Events};
 use crate::status::{ErrorReply, REQUEST, SCHEMA_VERSION, Status};
 
@@ -43,14 +54,17 @@ pub(crate) type Ask = oneshot::Sender<Status>;
 
 /// Requests waiting for one receive task at most.
 pub const ASK_QUEUE: usize = MAX_CLIENTS;
-/// Connections answered at once; another meanwhile gets an error.
-pub const MAX_CLIENTS: usize = 8;
+/// Connections held at once; a new one evicts the oldest that has sent
+/// nothing yet, or (every one being answered) gets an error.
+pub const MAX_CLIENTS: usize = 16;
 /// The longest request line read, its newline included.
 pub const MAX_REQUEST: usize = 64;
 /// A client must have sent its request line within this long.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 /// The receive tasks' answers, and writing the reply, within this long.
 pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
+/// A whole exchange, from the accept to the reply's last byte.
+pub const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(7);
 
 /// The bound control socket. Dropped, it removes its path (at stop, or
 /// when the start fails after binding it), if that is still this socket.
@@ -91,6 +105,8 @@ pub enum Rejected {
     Slow,
     /// [`MAX_CLIENTS`] were being answered already.
     Busy,
+    /// Closed unasked for a newer connection ([`MAX_CLIENTS`] were held).
+    Evicted,
 }
 
 impl Rejected {
@@ -109,6 +125,9 @@ impl Rejected {
             Rejected::Busy => {
                 format!("{MAX_CLIENTS} requests are being answered already: try again")
             }
+            Rejected::Evicted => format!(
+                "no request yet, and {MAX_CLIENTS} connections were held: closed for a newer one (send \"{REQUEST}\" and a newline at once)"
+            ),
         }
     }
 
@@ -118,17 +137,28 @@ impl Rejected {
             Rejected::Unknown => "not a request",
             Rejected::TooLong => "request too long",
             Rejected::Slow => "no request in time",
-            Rejected::Busy => "too many connections",
+            Rejected::Busy => "too many requests at once",
+            Rejected::Evicted => "no request, closed for a newer connection",
         }
     }
 }
 
+/// A connection held: whether it has sent its request, and how to
+/// evict it if not.
+struct Held {
+    id: u64,
+    heard: Arc<AtomicBool>,
+    evict: Arc<Notify>,
+}
+
 /// Answers on `control` until `stop`, then removes its path. `asks`: one
-/// queue per receive task.
+/// queue per receive task; `drops`: the kernel's drops at the listening
+/// sockets, for the reply.
 pub(super) async fn serve(
     mut control: ControlListener,
     asks: Vec<mpsc::Sender<Ask>>,
     counters: Arc<Counters>,
+    drops: Option<Arc<DropWatch>>,
     log_interval: Duration,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -145,24 +175,56 @@ pub(super) async fn serve(
     };
     let asks = Arc::new(asks);
     let mut events = Events::new(&counters, log_interval);
-    let mut clients: JoinSet<Result<(), Rejected>> = JoinSet::new();
+    let mut clients: JoinSet<(u64, Result<(), Rejected>)> = JoinSet::new();
+    // In the order accepted: the oldest silent one is evicted first.
+    let mut held: VecDeque<Held> = VecDeque::with_capacity(MAX_CLIENTS);
+    let mut next_id = 0u64;
     loop {
         tokio::select! {
             _ = stop.changed() => break,
             Some(done) = clients.join_next() => {
-                if let Ok(Err(why)) = done {
-                    events.control_rejected(&path, why.as_str());
+                if let Ok((id, outcome)) = done {
+                    held.retain(|h| h.id != id);
+                    if let Err(why) = outcome {
+                        events.control_rejected(&path, why.as_str());
+                    }
                 }
             }
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) if clients.len() >= MAX_CLIENTS => {
-                    // Best effort, never waited for: the socket's buffer
-                    // takes a line.
-                    let _ = stream.try_write(&error_line(&Rejected::Busy.reply("")));
-                    events.control_rejected(&path, Rejected::Busy.as_str());
-                }
                 Ok((stream, _)) => {
-                    clients.spawn(answer(stream, asks.clone(), counters.clone()));
+                    if held.len() >= MAX_CLIENTS {
+                        match held.iter().position(|h| !h.heard.load(Relaxed)) {
+                            // Its task answers it with the error and ends.
+                            Some(at) => {
+                                if let Some(h) = held.remove(at) {
+                                    h.evict.notify_one();
+                                }
+                            }
+                            None => {
+                                // Best effort, never waited for: the
+                                // socket's buffer takes a line.
+                                let _ = stream.try_write(&error_line(&Rejected::Busy.reply("")));
+                                events.control_rejected(&path, Rejected::Busy.as_str());
+                                continue;
+                            }
+                        }
+                    }
+                    let h = Held {
+                        id: next_id,
+                        heard: Arc::default(),
+                        evict: Arc::default(),
+                    };
+                    next_id += 1;
+                    let client = Client {
+                        asks: asks.clone(),
+                        counters: counters.clone(),
+                        drops: drops.clone(),
+                        heard: h.heard.clone(),
+                        evict: h.evict.clone(),
+                    };
+                    let id = h.id;
+                    held.push_back(h);
+                    clients.spawn(async move { (id, answer(stream, client).await) });
                 }
                 Err(e) => {
                     // Out of descriptors, most likely: let some close.
@@ -177,14 +239,30 @@ pub(super) async fn serve(
     drop(control);
 }
 
-/// One connection: its request read, its reply written.
-async fn answer(
-    stream: UnixStream,
+/// What one connection's task holds.
+struct Client {
     asks: Arc<Vec<mpsc::Sender<Ask>>>,
     counters: Arc<Counters>,
-) -> Result<(), Rejected> {
-    let read = timeout(REQUEST_TIMEOUT, read_line(&stream)).await;
-    let deadline = Instant::now() + ANSWER_TIMEOUT;
+    drops: Option<Arc<DropWatch>>,
+    /// Set once its request line is read: it is no longer evicted.
+    heard: Arc<AtomicBool>,
+    /// Notified when a newer connection takes its place.
+    evict: Arc<Notify>,
+}
+
+/// One connection: its request read, its reply written, all within
+/// [`EXCHANGE_TIMEOUT`] of the accept.
+async fn answer(stream: UnixStream, client: Client) -> Result<(), Rejected> {
+    let deadline = Instant::now() + EXCHANGE_TIMEOUT;
+    let read = tokio::select! {
+        read = timeout(REQUEST_TIMEOUT, read_line(&stream)) => read,
+        _ = client.evict.notified() => {
+            // Best effort: the socket's buffer takes a line.
+            let _ = stream.try_write(&error_line(&Rejected::Evicted.reply("")));
+            return Err(Rejected::Evicted);
+        }
+    };
+    client.heard.store(true, Relaxed);
     let (reply, outcome) = match read {
         Err(_) => (error_line(&Rejected::Slow.reply("")), Err(Rejected::Slow)),
         // The client went away.
@@ -194,7 +272,7 @@ async fn answer(
             Err(Rejected::TooLong),
         ),
         Ok(Ok(Line::Request(line))) if line.trim() == REQUEST => {
-            match gather(&asks, &counters, deadline).await {
+            match gather(&client, deadline).await {
                 Ok(status) => (json_line(&status), Ok(())),
                 Err(e) => (error_line(&e), Ok(())),
             }
@@ -258,21 +336,23 @@ async fn write_all(stream: &UnixStream, mut data: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-/// The gateway's status: every receive task's part, and the counters.
-async fn gather(
-    asks: &[mpsc::Sender<Ask>],
-    counters: &Counters,
-    deadline: Instant,
-) -> Result<Status, String> {
+/// The gateway's status: every receive task's part, the counters and
+/// the kernel's drops.
+async fn gather(client: &Client, deadline: Instant) -> Result<Status, String> {
     // Read before the receive tasks answer: what the sources show is at
     // least as new as what the counters count.
-    let counters = counters
+    let counters = client
+        .counters
         .snapshot()
         .each()
         .map(|(spec, v)| (spec.field.to_string(), v))
         .collect();
-    let mut waiting = Vec::with_capacity(asks.len());
-    for ask in asks {
+    let kernel_drops = client
+        .drops
+        .as_ref()
+        .and_then(|d| d.status(std::time::Instant::now()));
+    let mut waiting = Vec::with_capacity(client.asks.len());
+    for ask in client.asks.iter() {
         let (tx, rx) = oneshot::channel();
         ask.try_send(tx)
             .map_err(|_| "the gateway is busy answering other requests: try again".to_string())?;
@@ -283,6 +363,7 @@ async fn gather(
         gateway: env!("CARGO_PKG_VERSION").to_string(),
         pid: std::process::id(),
         counters,
+        kernel_drops,
         ..Status::default()
     };
     for rx in waiting {

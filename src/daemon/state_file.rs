@@ -44,7 +44,11 @@ impl StateStore {
     /// checks each on its own). An unreadable or foreign file is reported
     /// and then overwritten at the next save.
     pub fn open(path: &Path) -> (StateStore, Result<(usize, Skipped), String>) {
-        let limits = Limits::at(SystemTime::now());
+        // A `tos` may not lie after when the file was written (nor after
+        // now): a gateway host booted with its clock behind (before NTP)
+        // must not take every saved start for one in the future.
+        let written = std::fs::metadata(path).and_then(|m| m.modified());
+        let limits = Limits::at(written.map_or(SystemTime::now(), |w| w.max(SystemTime::now())));
         // A temporary file left by a crash mid-save (this process owns the
         // file now, [`StateLock`]): it only takes room.
         let _ = std::fs::remove_file(tmp_path(path));
@@ -108,8 +112,12 @@ impl StateStore {
             let _ = std::fs::remove_file(&tmp);
             return Err(e);
         }
-        // The rename itself reaches the disk with its directory.
-        File::open(dir.unwrap_or(Path::new(".")))?.sync_all()
+        // The rename itself reaches the disk with its directory (a file
+        // system that cannot flush a directory has nothing more to do).
+        match File::open(dir.unwrap_or(Path::new("."))).and_then(|d| d.sync_all()) {
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
+            other => other,
+        }
     }
 }
 
@@ -459,6 +467,42 @@ mod tests {
         assert_eq!(e.raw_os_error(), Some(libc::EROFS), "{e}");
         assert_eq!(std::fs::read(&path).unwrap(), good);
         assert!(!tmp_path(&path).exists());
+    }
+
+    /// A gateway host whose clock is behind when it starts (booted before
+    /// NTP set it) keeps the saved starts: a `tos` is checked against when
+    /// the file was written, if that is later than now.
+    #[test]
+    fn a_clock_behind_the_files_time_keeps_its_starts() {
+        let dir = std::env::temp_dir().join(format!("x2g-state-clock-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("state");
+        let now = SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        // Written "20 days from now" by this clock, of a start 10 days on.
+        let tos = now + 10 * 86_400;
+        std::fs::write(
+            &path,
+            format!(
+                "xrd2ganglia-state 1\nS\t10.0.0.1\txrootd\t{tos}\t7\nC\t0000000000000001\t5\t6\n"
+            ),
+        )
+        .unwrap();
+        let file = File::options().write(true).open(&path).unwrap();
+        file.set_modified(SystemTime::now() + Duration::from_secs(20 * 86_400))
+            .unwrap();
+        drop(file);
+        let (store, read) = StateStore::open(&path);
+        assert_eq!(read, Ok((1, Skipped::default())));
+        let ip = "10.0.0.1".parse().unwrap();
+        let kept = store
+            .state()
+            .claim(ip, "xrootd", std::time::Instant::now())
+            .unwrap();
+        assert_eq!(kept.started, Some((tos as u32, 7)));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

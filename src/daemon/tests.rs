@@ -1183,4 +1183,17 @@ fn link_record_of(i: usize) -> String {
     link_record(77, 1000).replace("ds1.example.org", &format!("ds{i}.example.org"))
 }
 
+/// Issue 34, item 8: a deadline past what the clock holds saturates, as
+/// `drain_timeout = 18446744073709551615` did not (a panic at SIGHUP and
+/// SIGTERM: exit 101, no state saved).
+#[test]
+fn a_deadline_past_the_clock_saturates() {
+    let now = Instant::now();
+    assert!(super::after(now, Duration::MAX) > now);
+    assert_eq!(
+        super::after(now, Duration::from_secs(5)),
+        now + Duration::from_secs(5)
+    );
+}
+
 mod pair;

@@ -36,8 +36,9 @@
 //!   that is sent. A u64::MAX (or a negative number written as unsigned)
 //!   is refused, not sent for ever after;
 //! * a `tos` (the program's start, Unix seconds) no later than a day
-//!   after now ([`START_SLACK`]: an xrootd's clock may be ahead, not by
-//!   more), and a pid up to [`PID_MAX`], Linux's highest;
+//!   after [`Limits::now_unix`] ([`START_SLACK`]: an xrootd's clock may be
+//!   ahead, not by more; the state file takes now or when it was written,
+//!   whichever is later), and a pid up to [`PID_MAX`], Linux's highest;
 //! * a program as the gateway names them: `pgm` or `pgm ins`, each part of
 //!   at most 64 name characters;
 //! * a name key of exactly 16 hex digits; each key once per source, each
@@ -313,14 +314,15 @@ fn number(field: &'static str, text: &str, max: u64, above: &'static str) -> Res
     }
 }
 
-/// `pgm` or `pgm ins`, each part as the mapper makes them.
+/// `pgm` or `pgm ins`, each part as the mapper makes them (a record's
+/// `pgm=""` makes an empty `pgm`; an `ins` is never empty).
 fn is_program(text: &str) -> bool {
     let mut parts = text.split(' ');
     let (Some(pgm), ins, None) = (parts.next(), parts.next(), parts.next()) else {
         return false;
     };
-    let part = |p: &str| !p.is_empty() && p.len() <= MAX_PROGRAM_PART && sanitize::is_clean_name(p);
-    part(pgm) && ins.is_none_or(part)
+    let part = |p: &str| p.len() <= MAX_PROGRAM_PART && sanitize::is_clean_name(p);
+    part(pgm) && ins.is_none_or(|i| !i.is_empty() && part(i))
 }
 
 /// A field's text for a message: at most 40 bytes of it.
@@ -575,17 +577,37 @@ impl SavedState {
         parts[part] = text;
     }
 
-    /// The file's text: what was handed in, then what is still unclaimed.
+    /// The file's text: what is unclaimed, then what was handed in. A
+    /// source evicted since its engine handed its part in waits with the
+    /// unclaimed ones, newer than its block in that part: the part's block
+    /// is left out (each source once in the file).
     pub fn to_text(&self) -> String {
         let mut text = String::from(HEADER);
         text.push('\n');
-        for part in lock(&self.parts).iter() {
-            text.push_str(part);
-        }
+        let mut waiting = HashSet::new();
         for ((ip, program), saved) in lock(&self.unclaimed).iter() {
             write_source(&mut text, *ip, program, saved.started);
             for &(key, raw, offset) in &saved.counters {
                 write_counter(&mut text, key, raw, offset);
+            }
+            waiting.insert((*ip, program.clone()));
+        }
+        for part in lock(&self.parts).iter() {
+            if waiting.is_empty() {
+                text.push_str(part);
+                continue;
+            }
+            let mut skipping = false;
+            for line in part.split_inclusive('\n') {
+                if let Some(fields) = line.strip_prefix("S\t") {
+                    let mut f = fields.split('\t');
+                    let key = f.next().and_then(|ip| ip.parse::<IpAddr>().ok());
+                    let program = f.next().unwrap_or("");
+                    skipping = key.is_some_and(|ip| waiting.contains(&(ip, program.to_string())));
+                }
+                if !skipping {
+                    text.push_str(line);
+                }
             }
         }
         text

@@ -3,8 +3,9 @@
 //! A source is one program (`pgm`, or `pgm ins`) at one sender address: its
 //! spoofed host, its report interval (hence TMAX), its start (to notice a
 //! restart), its metrics' state ([`super::series`]) and its template
-//! ([`super::template`]). Sources are bounded (`max_sources`, least recently
-//! seen evicted first) and so are their metrics (`max_metrics_per_source`).
+//! ([`super::template`]). Sources are bounded (`max_sources`: those that
+//! sent a single record evicted first, [`Sources::evict`]) and so are their
+//! metrics (`max_metrics_per_source`).
 //!
 //! **Metadata is spread over time.** Servers restarted together report in
 //! phase; if each sent its metadata at the same moment every
@@ -606,11 +607,22 @@ impl Sources {
         let drop = ranks.len() - target;
         let (_, cutoff, _) = ranks.select_nth_unstable(drop - 1);
         let cutoff = *cutoff;
+        // Everything ranked below the cutoff goes, and as many ranked at it
+        // as make up `drop` (not whichever of both come first).
+        let mut at_cutoff = drop - ranks.iter().filter(|r| **r < cutoff).count();
         let mut out = Evicted::default();
         let forgotten = &mut self.forgotten;
         for (ip, list) in self.by_ip.iter_mut() {
             list.retain(|s| {
-                let keep = rank(s) > cutoff || out.total >= drop;
+                let r = rank(s);
+                let keep = match r.cmp(&cutoff) {
+                    std::cmp::Ordering::Less => false,
+                    std::cmp::Ordering::Equal if at_cutoff > 0 => {
+                        at_cutoff -= 1;
+                        false
+                    }
+                    _ => true,
+                };
                 if !keep {
                     out.total += 1;
                     out.established += usize::from(s.established());

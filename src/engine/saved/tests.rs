@@ -102,7 +102,7 @@ fn each_line_is_checked_on_its_own() {
         ok("S\tnope\txrootd\t1\t2"),
         Err(Bad::Address("nope".into()))
     );
-    for program in ["", "a b c", "x y ", "a\u{7f}", "xrootd\"", &"p".repeat(65)] {
+    for program in ["a b c", "x y ", "a\u{7f}", "xrootd\"", &"p".repeat(65)] {
         assert_eq!(
             ok(&format!("S\t10.0.0.1\t{program}\t1\t2")),
             Err(Bad::Program(program.chars().take(40).collect())),
@@ -235,4 +235,131 @@ fn one_entry_reads_back_as_written() {
         parse_entry("C\t0000000000000001\t1\t1\n", NOW),
         Err((1, Bad::Orphan))
     );
+}
+
+/// Whatever program name the mapper makes of a record's `pgm` and `ins`
+/// is read back as written.
+#[test]
+fn every_program_the_mapper_names_reads_back() {
+    use crate::mapping::HeaderParts;
+    let long = "p".repeat(100);
+    let names = [
+        None,
+        Some(""),
+        Some("anon"),
+        Some("xrootd"),
+        Some("a b"),
+        Some("x\ty\nz"),
+        Some("caf\u{e9}.d/e"),
+        Some(long.as_str()),
+    ];
+    for pgm in names {
+        for ins in names {
+            let mut program = String::new();
+            HeaderParts::new(pgm, ins, None).write_program(&mut program);
+            let mut line = String::new();
+            write_source(&mut line, ip("10.0.0.1"), &program, Some((1, 2)));
+            let read = parse_line(line.trim_end_matches('\n'), false, NOW);
+            assert!(
+                matches!(read, Ok(Line::Source { program: p, .. }) if p == program),
+                "{pgm:?} {ins:?} -> {program:?}: {read:?}"
+            );
+        }
+    }
+}
+
+/// A source evicted (and its state kept) after its engine handed in a part
+/// that still holds it is written once, as kept at the eviction.
+#[test]
+fn an_evicted_source_is_saved_once_as_kept() {
+    let state = SavedState::default();
+    let mut part = String::new();
+    write_source(&mut part, ip("10.0.0.1"), "xrootd", Some((1, 2)));
+    write_counter(&mut part, 1, 100, 0);
+    write_source(&mut part, ip("10.0.0.2"), "xrootd", Some((1, 3)));
+    write_counter(&mut part, 1, 200, 0);
+    state.hand_in(0, part);
+    let newer = SavedSource {
+        started: Some((1, 2)),
+        counters: vec![(1, 150, 0)],
+    };
+    assert!(state.park(ip("10.0.0.1"), "xrootd", newer, 10));
+    assert_eq!(
+        state.to_text(),
+        "xrd2ganglia-state 1\n\
+         S\t10.0.0.1\txrootd\t1\t2\n\
+         C\t0000000000000001\t150\t0\n\
+         S\t10.0.0.2\txrootd\t1\t3\n\
+         C\t0000000000000001\t200\t0\n"
+    );
+    let (read, skipped) = SavedState::read(&state.to_text(), NOW).unwrap();
+    assert_eq!((read.unclaimed(), skipped.lines), (2, 0));
+}
+
+/// Lines a state file may hold, good and bad.
+fn state_line() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    let number = prop_oneof![
+        12 => (0u64..5_000_000).prop_map(|n| n.to_string()),
+        1 => Just("-3".to_string()),
+        1 => Just("9223372036854775807".to_string()),
+        1 => Just("9223372036854775808".to_string()),
+        1 => Just("18446744073709551616".to_string()),
+        1 => Just("4194305".to_string()),
+        1 => Just(String::new()),
+        1 => "[0-9+-]{1,22}",
+    ];
+    let ip = prop_oneof![
+        3 => Just("10.0.0.1".to_string()),
+        3 => Just("10.0.0.2".to_string()),
+        3 => Just("::1".to_string()),
+        1 => Just("nope".to_string()),
+    ];
+    let program = prop_oneof![
+        3 => Just("xrootd".to_string()),
+        3 => Just("cmsd".to_string()),
+        3 => Just("xrootd cache".to_string()),
+        1 => Just(String::new()),
+        1 => "[ -~]{0,8}",
+    ];
+    let key = prop_oneof![
+        8 => (0u64..4).prop_map(|k| format!("{k:016x}")),
+        1 => "[0-9a-gA-G+]{0,18}",
+    ];
+    prop_oneof![
+        3 => (ip, program, number.clone(), number.clone())
+            .prop_map(|(i, p, t, d)| format!("S\t{i}\t{p}\t{t}\t{d}")),
+        6 => (key, number.clone(), number).prop_map(|(k, r, o)| format!("C\t{k}\t{r}\t{o}")),
+        1 => Just(String::new()),
+        1 => "[ -~\t\u{80}-\u{10ffff}]{0,30}",
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 500, ..Default::default() })]
+
+    /// Any text of lines: every line is kept or counted as skipped, never
+    /// a panic; and what is kept, written again, reads back the same with
+    /// nothing skipped.
+    #[test]
+    fn every_line_is_kept_or_skipped_and_what_is_kept_reads_back(
+        lines in proptest::collection::vec(state_line(), 0..30),
+        cut in proptest::bool::ANY,
+    ) {
+        let mut text = lines.join("\n");
+        if !cut && !text.is_empty() {
+            text.push('\n');
+        }
+        let read = read_entries(&text, 1, NOW);
+        let lines_in = text.split('\n').filter(|l| !l.is_empty()).count();
+        let kept: usize = read.entries.iter().map(|e| 1 + e.source.counters.len()).sum();
+        proptest::prop_assert_eq!(kept + read.skipped.lines, lines_in, "{:?}", read);
+        let mut again = String::new();
+        for e in &read.entries {
+            e.write(&mut again);
+        }
+        let back = read_entries(&again, 1, NOW);
+        proptest::prop_assert_eq!(back.skipped.lines, 0);
+        proptest::prop_assert_eq!(back.entries, read.entries);
+    }
 }

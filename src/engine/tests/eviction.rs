@@ -238,3 +238,39 @@ fn measure_eviction_orders() {
         }
     }
 }
+
+/// Sources seen at the same instant as the cutoff of an eviction do not
+/// crowd out one seen before it: every single-record source goes before
+/// any established one, whatever order the table holds them in.
+#[test]
+fn ties_at_the_cutoff_never_keep_a_lower_rank() {
+    use super::super::source::Sources;
+    use std::time::Instant;
+    let t0 = Instant::now();
+    for seed in 0..50u32 {
+        let mut sources = Sources::default();
+        // 10 established at t0 + 1 s, 2 single-record at t0; the table's
+        // hash order differs from seed to seed.
+        for i in 0..12u32 {
+            let ip = IpAddr::from((0x0a00_0000 + seed * 100 + i).to_be_bytes());
+            let single = i % 6 == 5;
+            let at = if single {
+                t0
+            } else {
+                t0 + Duration::from_secs(1)
+            };
+            let (s, _, _) = sources.get_or_insert(ip, "xrootd", at, 100, 4, &mut |_, _| {});
+            s.observe(at, 60);
+            if !single {
+                s.observe(at, 60);
+            }
+        }
+        // Down to 8 (cap 10): the 2 single-record sources and 2 of the
+        // established ones, all 10 of which tie at the cutoff.
+        let mut gone = Vec::new();
+        let evicted = sources.evict(10, &mut |_, s| gone.push(s.established()));
+        assert_eq!((evicted.total, evicted.established), (4, 2), "seed {seed}");
+        assert_eq!(gone.iter().filter(|e| !**e).count(), 2, "seed {seed}");
+        assert_eq!(sources.len, 8);
+    }
+}
