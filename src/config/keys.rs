@@ -214,8 +214,8 @@ pub const KEYS: &[Key] = &[
             those that sent a single record first (a flood of new senders), the \
             least recently seen first, established servers only when no others \
             are left, and their counters are kept (as many as `max_sources`) for \
-            their return. Also the most hosts the `xml_listen` document holds. At \
-            least 1.",
+            their return. Also the most hosts the `xml_listen` document holds, \
+            besides the gateway's own. At least 1.",
     },
     Key {
         name: "max_metrics_per_source",

@@ -86,7 +86,8 @@ pub const MAX_PER_ADDRESS: usize = 64;
 pub const FIRST_SEND_BUFFER: usize = 16 * 1024;
 /// `SO_SNDBUF` once the client has shown it reads ([`READS`]): enough for
 /// a gmetad across a network (a buffer smaller than the path's bandwidth
-/// times its round trip slows the document down).
+/// times its round trip slows the document down). The kernel caps it at
+/// `net.core.wmem_max` (208 KiB by default).
 pub const SEND_BUFFER: usize = 256 * 1024;
 /// A document is rendered and written this many bytes at a time (and one
 /// host more at most).

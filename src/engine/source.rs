@@ -627,6 +627,7 @@ impl Sources {
                     out.total += 1;
                     out.established += usize::from(s.established());
                     gone(*ip, s);
+                    // Its host leaves the XML table too.
                     forgotten.push(s.host_key ^ super::clusters::key_of(&s.cluster));
                 }
                 keep

@@ -155,7 +155,7 @@ counters! {
     xml_dropped: Counter "xml_dropped", "polls/s", "XML polls dropped",
         "Documents abandoned: the client took nothing for 10 s or was not done in 120 s.";
     xml_evicted: Counter "xml_evicted", "connections/s", "XML connections evicted",
-        "Connections on xml_listen closed to make room for a new one (or a file descriptor): the one whose socket took a write longest ago.";
+        "Connections on xml_listen closed to make room for a new one (or a file descriptor): the one that made the least progress (see docs/gmetad.md).";
     xml_accept_failed: Counter "xml_accept_failed", "errors/s", "XML accepts failed",
         "Connections on xml_listen the kernel could not hand over (out of file descriptors, most likely).";
     xml_hosts: Gauge "xml_hosts", "hosts", "Hosts in the XML",
