@@ -27,14 +27,16 @@
 //! queues; [`state_file`] keeps counter continuity across gateway
 //! restarts; [`self_metrics`] logs the counters and sends them as the
 //! gateway's own metrics; [`control`] answers `xrd2ganglia status` (the
-//! receive tasks hand it their sources between two datagrams); [`bind`]
-//! binds every socket.
+//! receive tasks hand it their sources between two datagrams); [`peer`]
+//! keeps two gateways of a pair in step (counter state, XCache totals,
+//! the standby's sending); [`bind`] binds every socket.
 
 use std::future::Future;
 use std::io;
 use std::net::IpAddr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use tokio::net::UdpSocket;
@@ -71,8 +73,11 @@ pub struct Sockets {
     pub reports: Vec<std::net::UdpSocket>,
     /// Where gmond's metadata requests arrive (`metadata_requests`).
     pub requests: Vec<std::net::UdpSocket>,
-    /// Where gmetad polls for gmond's XML (`xml_listen`).
+    /// Where gmetad polls for gmond's XML (`xml_listen`): bound, listening
+    /// only once the gateway can answer ([`xml_port::Warmup`]).
     pub xml: Vec<std::net::TcpListener>,
+    /// Where the peer gateway exchanges state (`peer_listen`).
+    pub peer: Vec<std::net::TcpListener>,
     /// Where `xrd2ganglia status` asks (`control_socket`).
     pub control: Option<control::ControlListener>,
 }
@@ -85,13 +90,18 @@ pub(crate) struct InForce {
     /// What the XML port writes (when `xml_listen` is set); the same
     /// table across reloads.
     table: Option<Arc<HostTable>>,
+    /// Nothing is queued for gmond while set: the standby of a pair whose
+    /// peer is up ([`peer`]). The same flag across reloads.
+    paused: Arc<AtomicBool>,
 }
 
 impl InForce {
     /// Sends a batch (queues it for every channel) and takes it into the
     /// XML table: what `ip` (the record's sender) reported, at `now`.
     fn deliver(&self, batch: &PacketBatch, ip: IpAddr, now: Instant, events: &Events<'_>) {
-        self.outbox.queue(batch, now, events);
+        if !self.paused.load(Relaxed) {
+            self.outbox.queue(batch, now, events);
+        }
         if let Some(table) = &self.table {
             let evicted = table.take(batch, ip, now);
             events.xml_hosts_evicted(evicted);
@@ -126,7 +136,7 @@ pub struct Reload {
 /// (it waits in the socket buffer).
 pub async fn run(
     settings: Settings,
-    sockets: Sockets,
+    mut sockets: Sockets,
     channels: Vec<SendChannel>,
     counters: Arc<Counters>,
     shutdown: impl Future<Output = ()>,
@@ -135,16 +145,24 @@ pub async fn run(
     let settings = Arc::new(settings);
     let table = (!sockets.xml.is_empty()).then(|| Arc::new(HostTable::new(table_cap(&settings))));
     let store = Arc::new(open_state(&settings, &counters));
+    let (stop_tx, stop) = watch::channel(false);
+    let (pairing, peer_tasks) =
+        Pairing::start(&settings, &store, &table, &counters, &mut sockets, &stop).await;
+    let paused = pairing
+        .as_ref()
+        .map(|p| p.link.paused.clone())
+        .unwrap_or_default();
     let mut senders = Senders::start(&settings, channels, counters.clone());
     let (in_force_tx, in_force) = watch::channel(Arc::new(InForce {
         settings: settings.clone(),
         outbox: senders.outbox.clone(),
         table: table.clone(),
+        paused: paused.clone(),
     }));
-    let (stop_tx, stop) = watch::channel(false);
-    let tasks = spawn_tasks(
-        sockets, &settings, &store, &table, &in_force, &counters, &stop,
+    let mut tasks = spawn_tasks(
+        sockets, &settings, &store, &table, &in_force, &counters, &stop, pairing,
     )?;
+    tasks.extend(peer_tasks);
     let mut drain_timeout = settings.drain_timeout;
     tokio::pin!(shutdown);
     let mut retired = Vec::new();
@@ -160,7 +178,7 @@ pub async fn run(
                 }
                 let settings = Arc::new(r.settings);
                 let outbox = senders.outbox.clone();
-                let was = in_force_tx.send_replace(Arc::new(InForce { settings, outbox, table: table.clone() }));
+                let was = in_force_tx.send_replace(Arc::new(InForce { settings, outbox, table: table.clone(), paused: paused.clone() }));
                 retired.push(tokio::spawn(retire(old, was, drain_timeout)));
                 tracing::info!("configuration reloaded");
             }
@@ -209,23 +227,86 @@ pub(crate) fn after(at: Instant, d: Duration) -> Instant {
         .unwrap_or(at)
 }
 
+/// The peer exchange, set up at the start ([`peer`]).
+struct Pairing {
+    link: Arc<peer::Link>,
+    /// Each receive task's end of the exchange's asks.
+    asks: Vec<tokio::sync::mpsc::Receiver<peer::Ask>>,
+    /// Whether the start-up pull brought the peer's state and records
+    /// (the XML port then listens at once).
+    pulled: bool,
+}
+
+type Tasks = Vec<tokio::task::JoinHandle<()>>;
+
+impl Pairing {
+    /// With a `peer`: answers the peer's exchanges (from the saved state
+    /// until the receive tasks run: two gateways that start together ask
+    /// each other at once), then pulls its state into the saved state and
+    /// its last records into the table, before any receive task runs.
+    async fn start(
+        settings: &Arc<Settings>,
+        store: &StateStore,
+        table: &Option<Arc<HostTable>>,
+        counters: &Arc<Counters>,
+        sockets: &mut Sockets,
+        stop: &watch::Receiver<bool>,
+    ) -> (Option<Pairing>, Tasks) {
+        if settings.peer.is_none() {
+            return (None, Vec::new());
+        }
+        let (txs, asks) = (0..sockets.reports.len())
+            .map(|_| tokio::sync::mpsc::channel(peer::ASK_QUEUE))
+            .unzip();
+        let link = Arc::new(peer::Link::new(settings, store.state().clone(), txs));
+        let mut tasks = Vec::new();
+        for listener in std::mem::take(&mut sockets.peer) {
+            let (link, settings, counters) = (link.clone(), settings.clone(), counters.clone());
+            let serve = peer::serve(listener, link, settings, counters, stop.clone());
+            tasks.push(tokio::spawn(serve));
+        }
+        let records = peer::pull(&link, settings, counters).await;
+        if let (Some(records), Some(table)) = (&records, table) {
+            peer::fill_table(records, settings, store.state(), table);
+        }
+        // A peer that had heard no one (it is starting too) leaves the
+        // table empty: then the state file's sources are waited for, as
+        // without a peer.
+        let pulled = records
+            .as_ref()
+            .is_some_and(|r| !r.is_empty() || store.state().unclaimed() == 0);
+        let pairing = Pairing { link, asks, pulled };
+        (Some(pairing), tasks)
+    }
+}
+
 /// Starts a task per socket: the receive tasks (each with its engine and
 /// its part of the saved state), the request listeners, the XML port, the
-/// state file's writer and the self-metrics.
+/// peer exchange, the state file's writer and the self-metrics.
+#[allow(clippy::too_many_arguments)]
 fn spawn_tasks(
     sockets: Sockets,
-    settings: &Settings,
+    settings: &Arc<Settings>,
     store: &Arc<StateStore>,
     table: &Option<Arc<HostTable>>,
     in_force: &watch::Receiver<Arc<InForce>>,
     counters: &Arc<Counters>,
     stop: &watch::Receiver<bool>,
+    pairing: Option<Pairing>,
 ) -> io::Result<Vec<tokio::task::JoinHandle<()>>> {
     let fds: Vec<RawFd> = sockets.reports.iter().map(|s| s.as_raw_fd()).collect();
     let mut tasks = Vec::new();
     let mut request_queues = Vec::new();
     let mut ask_queues = Vec::new();
     let cluster_names = Arc::new(crate::engine::clusters::ClusterNames::default());
+    let (link, mut peer_asks, pulled) = match pairing {
+        Some(p) => (
+            Some(p.link),
+            p.asks.into_iter().map(Some).collect(),
+            p.pulled,
+        ),
+        None => (None, Vec::new(), false),
+    };
     for (part, socket) in sockets.reports.into_iter().enumerate() {
         let socket = UdpSocket::from_std(socket)?;
         let requests = (!sockets.requests.is_empty()).then(|| {
@@ -242,6 +323,9 @@ fn spawn_tasks(
         let (in_force, counters) = (in_force.clone(), counters.clone());
         let mut receiver = Receiver::new(in_force, counters, state, part, requests, asks);
         receiver.share_clusters(cluster_names.clone());
+        if let Some(asks) = peer_asks.get_mut(part).and_then(Option::take) {
+            receiver.hear_peer(asks);
+        }
         let run = receiver.run(socket, stop.clone(), settings.state_interval);
         tasks.push(tokio::spawn(run));
     }
@@ -254,7 +338,11 @@ fn spawn_tasks(
         let started = Instant::now();
         for listener in sockets.xml {
             let (table, counters) = (table.clone(), counters.clone());
-            let warmup = xml_port::Warmup::new(store.state().clone(), started);
+            let mut warmup =
+                xml_port::Warmup::new(store.state().clone(), started, settings.warmup_max);
+            if link.is_some() {
+                warmup = warmup.after_peer(watch::channel(Some(pulled)).1);
+            }
             let (in_force, stop) = (in_force.clone(), stop.clone());
             let serve = xml_port::serve(listener, table, in_force, counters, warmup, stop);
             tasks.push(tokio::spawn(serve));
@@ -269,6 +357,12 @@ fn spawn_tasks(
         stop.clone(),
     );
     tasks.push(tokio::spawn(watch));
+    if let Some(link) = &link {
+        link.engines_run();
+        let (link, settings, counters) = (link.clone(), settings.clone(), counters.clone());
+        let step = peer::keep_in_step(link, settings, counters, stop.clone());
+        tasks.push(tokio::spawn(step));
+    }
     if let Some(listener) = sockets.control {
         let (counters, log_interval) = (counters.clone(), settings.log_interval);
         let drops = Some(drops.clone());
@@ -350,6 +444,7 @@ pub mod bind;
 pub mod control;
 pub mod drops;
 pub mod follow;
+pub mod peer;
 mod queue;
 mod receive;
 pub mod requests;

@@ -15,12 +15,16 @@
 //!
 //! Beside it: gmond's metadata requests are answered from what the
 //! sources last sent ([`answer`]); the counters' state is handed to and
-//! claimed from [`saved`] (the daemon writes it to the state file).
+//! claimed from [`saved`] (the daemon writes it to the state file), and
+//! given to and merged from a peer gateway ([`pairing`], by the rule of
+//! [`merge`]).
 
 pub mod answer;
 pub mod clock;
 pub mod clusters;
+pub mod merge;
 pub mod packets;
+pub mod pairing;
 pub mod saved;
 mod series;
 mod source;
@@ -286,7 +290,7 @@ impl Engine {
             source.note_xml(tod, record.sections());
         }
         self.xcache.claim_waiting(source, from.ip());
-        if s.answers_requests() {
+        if s.keeps_records() {
             source.keep_record(datagram);
         }
         let (metadata, values, capped) =
@@ -339,11 +343,12 @@ impl Engine {
             && announced_tmax(source.observe(now, s.tmax), s) == t.tmax
             && source.metadata_tmax == t.tmax
         {
-            if s.answers_requests() {
+            if s.keeps_records() {
                 source.keep_record(datagram);
             }
             let values = template::Values {
                 states: &mut source.states,
+                moved: &mut source.peer_dirty,
                 host_key: source.host_key,
                 now_s,
                 heartbeat: s.value_heartbeat,
@@ -392,7 +397,13 @@ impl Engine {
                 .xcache
                 .wait(from, totals, program, s.max_sources, events);
         };
-        source.pfc.get_or_insert_default().add(totals);
+        let pfc = source.pfc.get_or_insert_default();
+        // The run they belong to (the peer exchange compares runs).
+        pfc.stod = totals.stod;
+        pfc.add(totals);
+        // Only one gateway of a pair hears a g-stream (its `send` takes one
+        // destination): the peer is told.
+        source.peer_dirty = true;
         self.batch.cluster.clone_from(&source.cluster);
         self.xcache
             .report(&mut self.batch, &mut self.mapper, source, now_s, s, events);
@@ -569,7 +580,8 @@ fn append_metric(
         // The value as last sent: the state stays as the record left it.
         series::sent_text(state, text, counting, &mut number)
     } else {
-        let value = series::counter_text(state, text, counting, &mut number);
+        let value =
+            series::counter_text(state, text, counting, &mut number, &mut source.peer_dirty);
         if !state.admit(value, now_s, settings.value_heartbeat, metadata) {
             return (u64::from(metadata), 0);
         }

@@ -73,16 +73,30 @@ pub fn requests(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
     Ok(socket.into())
 }
 
-/// Where gmetad polls for gmond's XML (`xml_listen`). A long accept
-/// queue: a burst of other connections (a thousand that connect at once)
-/// must not fill it, or the kernel drops gmetad's SYN and its connect
-/// waits for a retransmission, seconds (capped by
-/// `net.core.somaxconn`, 4096 by default since Linux 5.4).
+/// Where gmetad polls for gmond's XML (`xml_listen`): bound, not listening
+/// yet (connections are refused until the port can answer: the XML port
+/// listens, [`super::xml_port::Warmup`], with [`XML_BACKLOG`]).
 pub fn xml(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
     let socket = socket(addr, Type::STREAM, Protocol::TCP)?;
     socket.set_reuse_address(true)?;
     socket.bind(&addr.into())?;
-    socket.listen(4096)?;
+    socket.set_nonblocking(true)?;
+    Ok(socket.into())
+}
+
+/// The XML port's accept queue, once it listens. A long one: a burst of
+/// other connections (a thousand that connect at once) must not fill it,
+/// or the kernel drops gmetad's SYN and its connect waits for a
+/// retransmission, seconds (capped by `net.core.somaxconn`, 4096 by
+/// default since Linux 5.4).
+pub const XML_BACKLOG: i32 = 4096;
+
+/// Where the peer gateway exchanges state (`peer_listen`).
+pub fn peer(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
+    let socket = socket(addr, Type::STREAM, Protocol::TCP)?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(16)?;
     socket.set_nonblocking(true)?;
     Ok(socket.into())
 }

@@ -51,7 +51,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::{self, Write as _};
 use std::net::IpAddr;
 use std::sync::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use crate::ganglia::sanitize;
 
@@ -460,6 +460,8 @@ pub fn parse_entry(block: &str, limits: Limits) -> Result<SavedEntry, (usize, Ba
 pub struct SavedState {
     unclaimed: Mutex<HashMap<(IpAddr, String), SavedSource>>,
     parts: Mutex<Vec<String>>,
+    /// When the last source was claimed (the XML port's warm-up).
+    last_claim: Mutex<Option<Instant>>,
 }
 
 impl SavedState {
@@ -493,7 +495,7 @@ impl SavedState {
         }
         let state = SavedState {
             unclaimed: Mutex::new(sources),
-            parts: Mutex::default(),
+            ..SavedState::default()
         };
         Ok((state, skipped))
     }
@@ -503,13 +505,51 @@ impl SavedState {
         lock(&self.unclaimed).len()
     }
 
-    /// The saved state of a source now heard from for the first time.
-    pub fn claim(&self, ip: IpAddr, program: &str) -> Option<SavedSource> {
+    /// The saved state of a source now heard from for the first time, at `now`.
+    pub fn claim(&self, ip: IpAddr, program: &str, now: Instant) -> Option<SavedSource> {
         let mut map = lock(&self.unclaimed);
         if map.is_empty() {
             return None;
         }
-        map.remove(&(ip, program.to_string()))
+        let claimed = map.remove(&(ip, program.to_string()));
+        if claimed.is_some() {
+            *lock(&self.last_claim) = Some(now);
+        }
+        claimed
+    }
+
+    /// When a source was last claimed.
+    pub fn last_claim(&self) -> Option<Instant> {
+        *lock(&self.last_claim)
+    }
+
+    /// Merges a peer's entry of a source no engine has claimed
+    /// ([`super::merge`]); returns the merged entry. A source new to it is
+    /// kept only while fewer than `bound` wait (a peer cannot grow it, nor
+    /// the state file, without end).
+    pub fn merge_unclaimed(
+        &self,
+        ip: IpAddr,
+        program: &str,
+        peer: &SavedSource,
+        bound: usize,
+    ) -> SavedSource {
+        let mut map = lock(&self.unclaimed);
+        let key = (ip, program.to_string());
+        if map.len() >= bound && !map.contains_key(&key) {
+            return peer.clone();
+        }
+        let mine = map.entry(key).or_default();
+        super::merge::merge(mine, peer);
+        mine.clone()
+    }
+
+    /// Every unclaimed entry (for a peer).
+    pub fn unclaimed_entries(&self) -> Vec<((IpAddr, String), SavedSource)> {
+        lock(&self.unclaimed)
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
     }
 
     /// Keeps the state of a source the engine evicted (`max_sources`),

@@ -141,7 +141,7 @@ fn a_bad_line_loses_only_itself() {
         C\t0000000000000002\t40";
     let (state, skipped) = SavedState::read(text, NOW).unwrap();
     assert_eq!(state.unclaimed(), 4);
-    let claim = |a: &str, p: &str| state.claim(ip(a), p).unwrap();
+    let claim = |a: &str, p: &str| state.claim(ip(a), p, std::time::Instant::now()).unwrap();
     assert_eq!(
         claim("10.0.0.1", "xrootd"),
         SavedSource {

@@ -1,0 +1,172 @@
+//! Two gateways of a pair agree on every counter: the merge of a source's
+//! counter state with the one its peer sent ([`crate::daemon::peer`] carries
+//! them).
+//!
+//! **Why they diverge.** A counter goes out as `reading + offset`
+//! ([`super::series`]), and at a restart or reset `offset += last reading`.
+//! A gateway that missed records (it was down, restarted, started with no
+//! state file, was cut off from the servers, or lost the last datagram
+//! before a restart) takes a smaller offset, for good; gmetad, failing
+//! over from one to the other, then reads a drop and draws a wrap.
+//!
+//! **The rule** is commutative and idempotent in what it publishes (the
+//! run and the offsets): merged either way round, the two publish the
+//! same, and an exchange repeated changes nothing; so a pair converges in
+//! one round trip whatever order exchanges come in. (It is not
+//! associative in the readings it keeps, which a third gateway would
+//! need: adopting a newer run forgets the old one's reading. A pair has
+//! two.) Per source, the two runs are
+//! compared by `started` = (tos, pid); per counter (an absent one is a
+//! reading and offset of 0):
+//!
+//! * **the same run**: offset := max(mine, peer's). My last reading stays:
+//!   it is my own history of readings, and taking the peer's (perhaps
+//!   later) one could make my next, older datagram look like a reset.
+//! * **the peer's run is newer** (a larger tos: I missed the restart):
+//!   its run is taken; offset := max(peer's, mine + my last reading), the
+//!   last sent value of my old run being where the new run continues
+//!   from; last reading := 0, so the new run's next reading is never read
+//!   as a drop.
+//! * **my run is newer**: offset := max(mine, peer's + peer's last reading).
+//! * **the same tos, another pid** (a restart within one second): which
+//!   came later cannot be told from the runs; the entry whose published
+//!   values add up to more is taken as the newer (ties: the larger pid),
+//!   so both sides choose the same one, and by the rule above neither
+//!   side's values go down.
+//! * no run known (a source saved with no start) is older than any run.
+//!
+//! Offsets only grow under the rule, so a merge never makes a counter go
+//! down; a peer that lies can at worst make values jump up, and what no
+//! xrootd can send (a tos in the future, readings of 2^63 or more, more
+//! counters than a source may have) is refused line by line, as the state
+//! file's lines are ([`super::saved::parse_line`], [`check`]).
+
+use std::collections::BTreeMap;
+
+use super::saved::SavedSource;
+use crate::gstream::PfcTotals;
+
+/// How the peer's run compares with mine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Runs {
+    Same,
+    PeerNewer,
+    MineNewer,
+}
+
+/// The sum of what an entry publishes (its counters' readings plus offsets).
+fn published(entry: &SavedSource) -> u128 {
+    entry
+        .counters
+        .iter()
+        .map(|&(_, raw, off)| u128::from(raw) + u128::from(off))
+        .sum()
+}
+
+fn compare(mine: &SavedSource, peer: &SavedSource) -> Runs {
+    use std::cmp::Ordering::*;
+    match (mine.started, peer.started) {
+        (a, b) if a == b => Runs::Same,
+        (None, Some(_)) => Runs::PeerNewer,
+        (Some(_), None) => Runs::MineNewer,
+        (Some((mt, mp)), Some((pt, pp))) => match mt.cmp(&pt) {
+            Less => Runs::PeerNewer,
+            Greater => Runs::MineNewer,
+            Equal => match published(mine).cmp(&published(peer)).then(mp.cmp(&pp)) {
+                Less => Runs::PeerNewer,
+                _ => Runs::MineNewer,
+            },
+        },
+        (None, None) => Runs::Same,
+    }
+}
+
+/// Merges the peer's entry of a source into mine (the rule above).
+pub fn merge(mine: &mut SavedSource, peer: &SavedSource) {
+    let runs = compare(mine, peer);
+    // Per key: (my reading, offset), (the peer's reading, offset).
+    type Both = ((u64, u64), (u64, u64));
+    let mut all: BTreeMap<u64, Both> = BTreeMap::new();
+    for &(key, raw, off) in &mine.counters {
+        all.entry(key).or_default().0 = (raw, off);
+    }
+    for &(key, raw, off) in &peer.counters {
+        all.entry(key).or_default().1 = (raw, off);
+    }
+    // My counters keep their order (the engine's), the peer's new ones follow.
+    let order: Vec<u64> = mine
+        .counters
+        .iter()
+        .map(|c| c.0)
+        .chain(peer.counters.iter().map(|c| c.0))
+        .collect();
+    let mut out = Vec::with_capacity(all.len());
+    for key in order {
+        let Some(((m_raw, m_off), (p_raw, p_off))) = all.remove(&key) else {
+            continue;
+        };
+        let (raw, off) = match runs {
+            Runs::Same => (m_raw, m_off.max(p_off)),
+            Runs::PeerNewer => (0, p_off.max(m_off.saturating_add(m_raw))),
+            Runs::MineNewer => (m_raw, m_off.max(p_off.saturating_add(p_raw))),
+        };
+        if raw != 0 || off != 0 {
+            out.push((key, raw, off));
+        }
+    }
+    mine.counters = out;
+    if runs == Runs::PeerNewer {
+        mine.started = peer.started;
+    }
+}
+
+/// Whether two entries publish the same: the same run and the same offset
+/// for every counter (readings are each side's own history). A merge
+/// answers the peer with its merged entry only where they differ.
+pub fn agrees(a: &SavedSource, b: &SavedSource) -> bool {
+    if a.started != b.started {
+        return false;
+    }
+    let offsets = |e: &SavedSource| -> BTreeMap<u64, u64> {
+        e.counters
+            .iter()
+            .filter(|c| c.2 != 0)
+            .map(|c| (c.0, c.2))
+            .collect()
+    };
+    offsets(a) == offsets(b)
+}
+
+/// Merges the peer's XCache g-stream totals of a source into mine (its
+/// `xrootd.mongstream ... send` takes one destination, so only one gateway
+/// of a pair hears them): totals of the same run (`stod`) grow only, so the
+/// larger of each; another run's, the newer run's. Totals of a run other
+/// than the source's own (`tos`) are not taken.
+pub fn merge_pfc(mine: &mut Option<PfcTotals>, peer: Option<&PfcTotals>, tos: Option<u32>) {
+    let Some(peer) = peer.filter(|p| Some(p.stod) == tos) else {
+        return;
+    };
+    match mine {
+        Some(m) if m.stod == peer.stod => {
+            m.files = m.files.max(peer.files);
+            m.bytes_hit = m.bytes_hit.max(peer.bytes_hit);
+            m.bytes_miss = m.bytes_miss.max(peer.bytes_miss);
+            m.bytes_bypass = m.bytes_bypass.max(peer.bytes_bypass);
+        }
+        Some(m) if m.stod > peer.stod => {}
+        _ => *mine = Some(*peer),
+    }
+}
+
+/// Whether a peer's entry, its lines each valid ([`super::saved::parse_line`]:
+/// a start no more than a day ahead, readings and offsets below 2^63,
+/// each key once), can be a source's: at most `max_counters` counters.
+pub fn check(entry: &SavedSource, max_counters: usize) -> Result<(), &'static str> {
+    if entry.counters.len() > max_counters {
+        return Err("more counters than max_metrics_per_source");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
