@@ -19,8 +19,8 @@ mod common;
 use std::collections::BTreeMap;
 use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::{Gateway, Gmetad, Gmond, Scratch, fixture, free_port};
@@ -381,7 +381,10 @@ fn a_pair_fails_over_with_no_gap_and_no_spike_in_gmetads_rrds() {
         run_for(8);
         gw2.kill();
         run_for(15);
-        phase("a server restarted while gw1 was down; gw1 back; gw2 killed", t);
+        phase(
+            "a server restarted while gw1 was down; gw1 back; gw2 killed",
+            t,
+        );
 
         // The same with gw1 a fresh machine: no state file.
         gw2.start();
@@ -395,7 +398,10 @@ fn a_pair_fails_over_with_no_gap_and_no_spike_in_gmetads_rrds() {
         run_for(8);
         gw2.kill();
         run_for(15);
-        phase("the same with gw1 replaced by a fresh machine (no state file)", t);
+        phase(
+            "the same with gw1 replaced by a fresh machine (no state file)",
+            t,
+        );
 
         // s5 stops for good while in gw1's state file; gw1 is upgraded
         // (restarted at once) while gw2 is healthy.
@@ -406,7 +412,10 @@ fn a_pair_fails_over_with_no_gap_and_no_spike_in_gmetads_rrds() {
         let t = unix_now();
         gw1.restart_at_once();
         run_for(30);
-        phase("gw1 restarted at once (an upgrade), a stopped server in its state file", t);
+        phase(
+            "gw1 restarted at once (an upgrade), a stopped server in its state file",
+            t,
+        );
 
         fleet.stop.store(true, Ordering::Relaxed);
         // The last updates of the RRDs read below.
@@ -468,7 +477,9 @@ fn a_pair_fails_over_with_no_gap_and_no_spike_in_gmetads_rrds() {
 
     // The table, measured.
     let mut failures = Vec::new();
-    eprintln!("| what happened | longest pause in gmetad's updates | largest rate written / true rate |");
+    eprintln!(
+        "| what happened | longest pause in gmetad's updates | largest rate written / true rate |"
+    );
     eprintln!("|---|---|---|");
     for p in &phases {
         let pause = longest_pause(&updates, p.from, p.to);
@@ -476,7 +487,8 @@ fn a_pair_fails_over_with_no_gap_and_no_spike_in_gmetads_rrds() {
         for (name, rows, truth) in &series {
             // A row stamped T averages (T - STEP, T].
             let r = worst_ratio(rows, p.from, p.to + STEP, truth);
-            let kind = if name.starts_with("summary xrd2ganglia") || name.contains(" xrd2ganglia.") {
+            let kind = if name.starts_with("summary xrd2ganglia") || name.contains(" xrd2ganglia.")
+            {
                 "own hosts"
             } else if name.starts_with("summary") {
                 "summary"
@@ -488,7 +500,10 @@ fn a_pair_fails_over_with_no_gap_and_no_spike_in_gmetads_rrds() {
                 *e = (r, name);
             }
             if r > 2.0 {
-                failures.push(format!("{}: {name}: {r:.3e} x the true rate: {rows:?}", p.what));
+                failures.push(format!(
+                    "{}: {name}: {r:.3e} x the true rate: {rows:?}",
+                    p.what
+                ));
             }
         }
         let shown: Vec<String> = worst
@@ -497,7 +512,10 @@ fn a_pair_fails_over_with_no_gap_and_no_spike_in_gmetads_rrds() {
             .collect();
         eprintln!("| {} | {pause} s | {} |", p.what, shown.join(", "));
         if pause > 3 * STEP {
-            failures.push(format!("{}: gmetad paused {pause} s (step {STEP} s)", p.what));
+            failures.push(format!(
+                "{}: gmetad paused {pause} s (step {STEP} s)",
+                p.what
+            ));
         }
     }
     eprintln!("gmetad's updates (unix s): {updates:?}");

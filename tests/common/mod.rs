@@ -206,7 +206,14 @@ impl Gateway {
             // unshare(1) and then sh exec the gateway: its pid is the child's.
             Some(h) => {
                 let mut c = Command::new(require("unshare", "util-linux"));
-                c.args(["--uts", "sh", "-c", "hostname \"$0\" && exec \"$@\"", h, bin]);
+                c.args([
+                    "--uts",
+                    "sh",
+                    "-c",
+                    "hostname \"$0\" && exec \"$@\"",
+                    h,
+                    bin,
+                ]);
                 c
             }
             None => Command::new(bin),
