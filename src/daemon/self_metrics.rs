@@ -109,9 +109,13 @@ fn local_ip() -> IpAddr {
         .unwrap_or(IpAddr::from([127, 0, 0, 1]))
 }
 
+/// How the gateway's own host's name starts: no server's can (a server's
+/// NAME keeps `[A-Za-z0-9._-]`, `ganglia/sanitize.rs`).
+pub const OWN_HOST_PREFIX: &str = "xrd2ganglia@";
+
 /// The name of the gateway's own host on this machine.
 pub fn own_host_name(hostname: &str) -> String {
-    let mut name = String::from("xrd2ganglia@");
+    let mut name = String::from(OWN_HOST_PREFIX);
     crate::ganglia::sanitize::push_host(&mut name, hostname);
     name
 }
