@@ -104,6 +104,8 @@ pub enum Listener {
     MetadataRequests,
     /// gmetad's polls (TCP): `xml_listen`.
     Gmetad,
+    /// The peer gateway's exchanges (TCP): `peer_listen`.
+    Peer,
 }
 
 /// The one place a command's outcome becomes a message on stderr and an
@@ -203,6 +205,7 @@ impl Listener {
             Listener::Reports => format!("on {addr}"),
             Listener::MetadataRequests => format!("for gmond's metadata requests on {addr}"),
             Listener::Gmetad => format!("for gmetad on {addr} (xml_listen)"),
+            Listener::Peer => format!("for the peer gateway on {addr} (peer_listen)"),
         }
     }
 
@@ -211,7 +214,7 @@ impl Listener {
     fn ss(self) -> &'static str {
         match self {
             Listener::Reports | Listener::MetadataRequests => "-lunp",
-            Listener::Gmetad => "-ltnp",
+            Listener::Gmetad | Listener::Peer => "-ltnp",
         }
     }
 }

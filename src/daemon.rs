@@ -35,6 +35,7 @@ use std::io;
 use std::net::IpAddr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use tokio::net::UdpSocket;
@@ -71,8 +72,11 @@ pub struct Sockets {
     pub reports: Vec<std::net::UdpSocket>,
     /// Where gmond's metadata requests arrive (`metadata_requests`).
     pub requests: Vec<std::net::UdpSocket>,
-    /// Where gmetad polls for gmond's XML (`xml_listen`).
+    /// Where gmetad polls for gmond's XML (`xml_listen`): bound, listening
+    /// only once the gateway can answer ([`xml_port::Warmup`]).
     pub xml: Vec<std::net::TcpListener>,
+    /// Where the peer gateway exchanges state (`peer_listen`).
+    pub peer: Vec<std::net::TcpListener>,
     /// Where `xrd2ganglia status` asks (`control_socket`).
     pub control: Option<control::ControlListener>,
 }
@@ -85,13 +89,18 @@ pub(crate) struct InForce {
     /// What the XML port writes (when `xml_listen` is set); the same
     /// table across reloads.
     table: Option<Arc<HostTable>>,
+    /// Nothing is queued for gmond while set: the standby of a pair whose
+    /// peer is up ([`peer`]). The same flag across reloads.
+    paused: Arc<AtomicBool>,
 }
 
 impl InForce {
     /// Sends a batch (queues it for every channel) and takes it into the
     /// XML table: what `ip` (the record's sender) reported, at `now`.
     fn deliver(&self, batch: &PacketBatch, ip: IpAddr, now: Instant, events: &Events<'_>) {
-        self.outbox.queue(batch, now, events);
+        if !self.paused.load(Relaxed) {
+            self.outbox.queue(batch, now, events);
+        }
         if let Some(table) = &self.table {
             let evicted = table.take(batch, ip, now);
             events.xml_hosts_evicted(evicted);
@@ -125,15 +134,21 @@ pub async fn run(
     let settings = Arc::new(settings);
     let table = (!sockets.xml.is_empty()).then(|| Arc::new(HostTable::new(settings.max_sources)));
     let store = Arc::new(open_state(&settings));
+    let pairing = Pairing::start(&settings, &store, &table, &counters, sockets.reports.len()).await;
+    let paused = pairing
+        .as_ref()
+        .map(|p| p.link.paused.clone())
+        .unwrap_or_default();
     let mut senders = Senders::start(&settings, channels, counters.clone());
     let (in_force_tx, in_force) = watch::channel(Arc::new(InForce {
         settings: settings.clone(),
         outbox: senders.outbox.clone(),
         table: table.clone(),
+        paused: paused.clone(),
     }));
     let (stop_tx, stop) = watch::channel(false);
     let tasks = spawn_tasks(
-        sockets, &settings, &store, &table, &in_force, &counters, &stop,
+        sockets, &settings, &store, &table, &in_force, &counters, &stop, pairing,
     )?;
     let mut drain_timeout = settings.drain_timeout;
     tokio::pin!(shutdown);
@@ -150,7 +165,7 @@ pub async fn run(
                 }
                 let settings = Arc::new(r.settings);
                 let outbox = senders.outbox.clone();
-                let was = in_force_tx.send_replace(Arc::new(InForce { settings, outbox, table: table.clone() }));
+                let was = in_force_tx.send_replace(Arc::new(InForce { settings, outbox, table: table.clone(), paused: paused.clone() }));
                 retired.push(tokio::spawn(retire(old, was, drain_timeout)));
                 tracing::info!("configuration reloaded");
             }
@@ -183,23 +198,69 @@ async fn retire(senders: Senders, was: Arc<InForce>, drain_timeout: Duration) {
     senders.drain(Instant::now() + drain_timeout).await;
 }
 
+/// The peer exchange, set up at the start ([`peer`]).
+struct Pairing {
+    link: Arc<peer::Link>,
+    /// Each receive task's end of the exchange's asks.
+    asks: Vec<tokio::sync::mpsc::Receiver<peer::Ask>>,
+    /// Whether the start-up pull brought the peer's state.
+    pulled: bool,
+}
+
+impl Pairing {
+    /// With a `peer`: pulls its state into the saved state and its last
+    /// records into the table, before any receive task runs.
+    async fn start(
+        settings: &Arc<Settings>,
+        store: &StateStore,
+        table: &Option<Arc<HostTable>>,
+        counters: &Counters,
+        engines: usize,
+    ) -> Option<Pairing> {
+        settings.peer.as_ref()?;
+        let (txs, asks) = (0..engines)
+            .map(|_| tokio::sync::mpsc::channel(peer::ASK_QUEUE))
+            .unzip();
+        let link = Arc::new(peer::Link::new(settings, store.state().clone(), txs));
+        let records = peer::pull(&link, settings, counters).await;
+        if let (Some(records), Some(table)) = (&records, table) {
+            peer::fill_table(records, settings, store.state(), table, counters);
+        }
+        Some(Pairing {
+            link,
+            asks,
+            pulled: records.is_some(),
+        })
+    }
+}
+
 /// Starts a task per socket: the receive tasks (each with its engine and
 /// its part of the saved state), the request listeners, the XML port, the
-/// state file's writer and the self-metrics.
+/// peer exchange, the state file's writer and the self-metrics.
+#[allow(clippy::too_many_arguments)]
 fn spawn_tasks(
     sockets: Sockets,
-    settings: &Settings,
+    settings: &Arc<Settings>,
     store: &Arc<StateStore>,
     table: &Option<Arc<HostTable>>,
     in_force: &watch::Receiver<Arc<InForce>>,
     counters: &Arc<Counters>,
     stop: &watch::Receiver<bool>,
+    pairing: Option<Pairing>,
 ) -> io::Result<Vec<tokio::task::JoinHandle<()>>> {
     let fds: Vec<RawFd> = sockets.reports.iter().map(|s| s.as_raw_fd()).collect();
     let mut tasks = Vec::new();
     let mut request_queues = Vec::new();
     let mut ask_queues = Vec::new();
     let cluster_names = Arc::new(crate::engine::clusters::ClusterNames::default());
+    let (link, mut peer_asks, pulled) = match pairing {
+        Some(p) => (
+            Some(p.link),
+            p.asks.into_iter().map(Some).collect(),
+            p.pulled,
+        ),
+        None => (None, Vec::new(), false),
+    };
     for (part, socket) in sockets.reports.into_iter().enumerate() {
         let socket = UdpSocket::from_std(socket)?;
         let requests = (!sockets.requests.is_empty()).then(|| {
@@ -216,6 +277,9 @@ fn spawn_tasks(
         let (in_force, counters) = (in_force.clone(), counters.clone());
         let mut receiver = Receiver::new(in_force, counters, state, part, requests, asks);
         receiver.share_clusters(cluster_names.clone());
+        if let Some(asks) = peer_asks.get_mut(part).and_then(Option::take) {
+            receiver.hear_peer(asks);
+        }
         let run = receiver.run(socket, stop.clone(), settings.state_interval);
         tasks.push(tokio::spawn(run));
     }
@@ -228,11 +292,25 @@ fn spawn_tasks(
         let started = Instant::now();
         for listener in sockets.xml {
             let (table, counters) = (table.clone(), counters.clone());
-            let warmup = xml_port::Warmup::new(store.state().clone(), started);
+            let mut warmup =
+                xml_port::Warmup::new(store.state().clone(), started, settings.warmup_max);
+            if link.is_some() {
+                warmup = warmup.after_peer(watch::channel(Some(pulled)).1);
+            }
             let (in_force, stop) = (in_force.clone(), stop.clone());
             let serve = xml_port::serve(listener, table, in_force, counters, warmup, stop);
             tasks.push(tokio::spawn(serve));
         }
+    }
+    if let Some(link) = &link {
+        for listener in sockets.peer {
+            let (link, settings, counters) = (link.clone(), settings.clone(), counters.clone());
+            let serve = peer::serve(listener, link, settings, counters, stop.clone());
+            tasks.push(tokio::spawn(serve));
+        }
+        let (link, settings, counters) = (link.clone(), settings.clone(), counters.clone());
+        let step = peer::keep_in_step(link, settings, counters, stop.clone());
+        tasks.push(tokio::spawn(step));
     }
     if let Some(listener) = sockets.control {
         let (counters, log_interval) = (counters.clone(), settings.log_interval);
@@ -303,6 +381,7 @@ fn open_state(settings: &Settings) -> StateStore {
 pub mod bind;
 pub mod control;
 pub mod follow;
+pub mod peer;
 mod queue;
 mod receive;
 pub mod requests;

@@ -20,7 +20,9 @@
 pub mod answer;
 pub mod clock;
 pub mod clusters;
+pub mod merge;
 pub mod packets;
+pub mod pairing;
 pub mod saved;
 mod series;
 mod source;
@@ -284,7 +286,7 @@ impl Engine {
             source.note_xml(tod, record.sections());
         }
         self.xcache.claim_waiting(source, from.ip());
-        if s.answers_requests() {
+        if s.keeps_records() {
             source.keep_record(datagram);
         }
         let (metadata, values, capped) =
@@ -337,11 +339,12 @@ impl Engine {
             && announced_tmax(source.observe(now, s.tmax), s) == t.tmax
             && source.metadata_tmax == t.tmax
         {
-            if s.answers_requests() {
+            if s.keeps_records() {
                 source.keep_record(datagram);
             }
             let values = template::Values {
                 states: &mut source.states,
+                moved: &mut source.peer_dirty,
                 host_key: source.host_key,
                 now_s,
                 heartbeat: s.value_heartbeat,
@@ -560,7 +563,8 @@ fn append_metric(
         // The value as last sent: the state stays as the record left it.
         series::sent_text(state, text, counting, &mut number)
     } else {
-        let value = series::counter_text(state, text, counting, &mut number);
+        let value =
+            series::counter_text(state, text, counting, &mut number, &mut source.peer_dirty);
         if !state.admit(value, now_s, settings.value_heartbeat, metadata) {
             return (u64::from(metadata), 0);
         }

@@ -344,22 +344,59 @@ impl<'c> Events<'c> {
         }
     }
 
-    /// A poll on `xml_listen` closed unanswered while the table fills
-    /// again after a start: `left` sources the state file named have not
-    /// reported yet, and the port answers in `within` at the latest.
-    pub fn xml_warming(
-        &mut self,
-        local: SocketAddr,
-        peer: SocketAddr,
-        left: usize,
-        within: std::time::Duration,
-    ) {
-        self.counters.xml_warming.fetch_add(1, Relaxed);
-        if let Some(s) = self.limiter.allow("xml_warming", peer.ip(), Instant::now()) {
-            tracing::info!(
+    /// The XML port listens, `after` the start: at once with nothing to
+    /// wait for, after the peer's state was pulled, or once the state
+    /// file's sources reported (`left` of them had not).
+    pub fn xml_listening(&self, local: SocketAddr, after: Duration, why: &str) {
+        tracing::info!(
+            "xml_listen {local}: listening {:.1} s after the start ({why})",
+            after.as_secs_f64()
+        );
+    }
+
+    /// An exchange with the peer done: `entries` taken, `refused` of them
+    /// refused (each named, within the rate limit).
+    pub fn peer_exchanged(&mut self, peer: SocketAddr, refused: &[(String, &'static str)]) {
+        self.counters.peer_exchanges.fetch_add(1, Relaxed);
+        if refused.is_empty() {
+            return;
+        }
+        self.counters
+            .peer_refused_entries
+            .fetch_add(refused.len() as u64, Relaxed);
+        if let Some(s) = self
+            .limiter
+            .allow("peer_refused", peer.ip(), Instant::now())
+        {
+            let (name, why) = &refused[0];
+            tracing::warn!(
                 suppressed = s,
-                "xml_listen {local}: {peer} closed unanswered: {left} sources the state file named have not reported since the start (a part of the cluster would read as a drop of its counters); answering once they have, in {} s at most (counted as xml_warming)",
-                within.as_secs()
+                "peer {peer}: {} entries refused, e.g. {name}: {why} (counted as peer_refused_entries; the others were taken)",
+                refused.len()
+            );
+        }
+    }
+
+    /// An exchange with the peer that failed; nothing of it was taken
+    /// but the entries already merged.
+    pub fn peer_failed(&mut self, peer: SocketAddr, e: &dyn std::fmt::Display) {
+        self.counters.peer_failed.fetch_add(1, Relaxed);
+        if let Some(s) = self.limiter.allow("peer_failed", peer.ip(), Instant::now()) {
+            tracing::warn!(
+                suppressed = s,
+                "peer {peer}: exchange failed: {e} (counted as peer_failed, logged once per log_interval)"
+            );
+        }
+    }
+
+    /// A connection to `peer_listen` refused: from outside `peer_allow`,
+    /// or while that address has an exchange going.
+    pub fn peer_denied(&mut self, local: SocketAddr, from: SocketAddr, why: &str) {
+        self.counters.peer_denied.fetch_add(1, Relaxed);
+        if let Some(s) = self.limiter.allow("peer_denied", from.ip(), Instant::now()) {
+            tracing::warn!(
+                suppressed = s,
+                "peer_listen {local}: {from} closed: {why} (counted as peer_denied, logged once per log_interval)"
             );
         }
     }

@@ -96,6 +96,7 @@ fn bind_listeners(settings: &Settings) -> Result<daemon::Sockets, StartError> {
             Listener::MetadataRequests,
         )?,
         xml: bind_each(&settings.xml_listen, daemon::bind::xml, Listener::Gmetad)?,
+        peer: bind_each(&settings.peer_listen, daemon::bind::peer, Listener::Peer)?,
         control: bind_control(settings)?,
     })
 }

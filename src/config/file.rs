@@ -60,6 +60,10 @@ pub const DEFAULT_MAX_CLUSTERS: usize = 1000;
 /// "changed"`.
 pub const DEFAULT_VALUE_HEARTBEAT: u32 = 60;
 
+/// Seconds a starting gateway without a peer waits, at most, for every
+/// source its state file named before its XML port listens.
+pub const DEFAULT_WARMUP_MAX: u64 = 90;
+
 /// The file as written; every key has its default. A field is a key:
 /// what it means is its [`Key`] in [`KEYS`] (`keys.rs`).
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -98,6 +102,11 @@ pub struct FileConfig {
     pub xml_allow: Vec<String>,
     pub cluster_name: String,
     pub control_socket: PathBuf,
+    pub peer: Option<String>,
+    pub peer_listen: Vec<String>,
+    pub peer_allow: Vec<String>,
+    pub peer_standby: bool,
+    pub warmup_max: u64,
     /// Whether the file names `state_file` (not a key: known from the
     /// text, for `serve`: a state file the file names must be usable, the
     /// built-in default may be passed over where it cannot be made).
@@ -145,6 +154,11 @@ impl Default for FileConfig {
             xml_allow: strings(DEFAULT_XML_ALLOW),
             cluster_name: "XRootD".into(),
             control_socket: DEFAULT_CONTROL_SOCKET.into(),
+            peer: None,
+            peer_listen: Vec::new(),
+            peer_allow: Vec::new(),
+            peer_standby: false,
+            warmup_max: DEFAULT_WARMUP_MAX,
             state_file_given: false,
             cluster_by_site: false,
             max_clusters: DEFAULT_MAX_CLUSTERS,

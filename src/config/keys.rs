@@ -53,6 +53,8 @@ pub enum OnSighup {
 
 /// Why a listening address waits for a restart.
 const BOUND: &str = "its sockets stay bound";
+/// Why the peer exchange's keys wait for a restart.
+const PEER: &str = "the peer exchange is set up at the start";
 /// Why a timer's interval waits for a restart.
 const TIMER: &str = "its timer is set at the start";
 
@@ -430,6 +432,65 @@ pub const KEYS: &[Key] = &[
             gateway answering there) is logged once and the gateway runs without it; \
             another path that cannot be bound stops the start (exit 2). A stale socket left by a gateway \
             that did not stop cleanly is replaced; the socket is removed at stop.",
+    },
+    // ---- a pair of gateways (docs/pair.md): keep these together ----
+    Key {
+        name: "peer",
+        value: "HOST:PORT",
+        absent: Absent::Means(|| "no peer: the gateway runs alone".into()),
+        on_sighup: OnSighup::Restart(PEER),
+        option: None,
+        meaning: "The other gateway of a pair (its `peer_listen`). The two exchange their \
+            counter state (each source's run and counter offsets) at start, within about \
+            a second of a restart, reset or wrap either one sees, and in full every 30 s, \
+            so both publish the same value for every metric whatever either missed. At \
+            start the gateway pulls its peer's state and last records before its XML \
+            port listens, and answers gmetad's first poll whole. Needs `peer_listen`. \
+            The name is resolved at each exchange.",
+    },
+    Key {
+        name: "peer_listen",
+        value: "list of ADDRESS:PORT",
+        absent: Absent::Default,
+        on_sighup: OnSighup::Restart(BOUND),
+        option: None,
+        meaning: "TCP addresses where the peer's exchanges are answered (the docs use \
+            8660). Needs `peer`, and `peer` needs it.",
+    },
+    Key {
+        name: "peer_allow",
+        value: "list of networks or addresses",
+        absent: Absent::Default,
+        on_sighup: OnSighup::Restart(PEER),
+        option: None,
+        meaning: "Who may exchange state on `peer_listen` (empty: the addresses `peer` \
+            resolves to at start); a connection from elsewhere is \
+            closed at once, counted (`peer_denied`) and logged once per `log_interval`.",
+    },
+    Key {
+        name: "peer_standby",
+        value: "boolean",
+        absent: Absent::Default,
+        on_sighup: OnSighup::Restart(PEER),
+        option: None,
+        meaning: "For a pair that both send to one gmond: `true` on one of the two. That \
+            one stands by: it hears, counts and merges, answers gmetad on its XML port, \
+            and sends nothing to gmond while its peer has completed an exchange within \
+            the last 10 s; it sends when its peer has not. Both or neither with \
+            `true`: both warn, and the one that drew the larger number at its start \
+            stands by.",
+    },
+    Key {
+        name: "warmup_max",
+        value: "seconds",
+        absent: Absent::Default,
+        on_sighup: OnSighup::Restart("it applies at the start only"),
+        option: None,
+        meaning: "Without a `peer`: after a start with a state file, the XML port listens \
+            once every source the file named has reported again, or after this many \
+            seconds, whichever comes first; until then gmetad's connections are refused, \
+            so it polls the next address of its `data_source` (a part of the cluster \
+            would read as a drop of its summed counters). 0: at once; at most 3600.",
     },
     // ---- clusters (docs/clusters.md): keep these together ----
     Key {

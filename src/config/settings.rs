@@ -104,6 +104,16 @@ pub struct Settings {
     pub control_socket: Option<ControlSocket>,
     /// Which cluster each server is in (`[[cluster]]`, `cluster_by_site`).
     pub grouping: Grouping,
+    /// The other gateway of a pair (`HOST:PORT`, resolved at each exchange).
+    pub peer: Option<String>,
+    /// Where the peer's exchanges are answered.
+    pub peer_listen: Vec<SocketAddr>,
+    /// Who may exchange (empty: what `peer` resolves to at start).
+    pub peer_allow: Vec<IpNet>,
+    /// This one stands by when both send to one gmond.
+    pub peer_standby: bool,
+    /// Without a peer, the XML port listens after this at most.
+    pub warmup_max: Duration,
     /// The file as it takes effect: defaults filled in, the command line
     /// applied, the channels resolved (what `check-config` prints).
     pub effective: FileConfig,
@@ -114,6 +124,12 @@ impl Settings {
     /// last record, to answer from).
     pub fn answers_requests(&self) -> bool {
         !self.metadata_requests.is_empty()
+    }
+
+    /// Whether sources keep their last record: to answer gmond's metadata
+    /// requests, and to hand a starting peer its table (`peer_listen`).
+    pub fn keeps_records(&self) -> bool {
+        self.answers_requests() || !self.peer_listen.is_empty()
     }
 }
 
@@ -138,6 +154,7 @@ pub fn validate(
     check_limits(&file)?;
     let control_socket = control_socket(&file)?;
     let grouping = super::clusters::grouping(&file, file.send)?;
+    let (peer, peer_listen, peer_allow) = pairing(&file)?;
     let secs = Duration::from_secs;
     Ok(Settings {
         source,
@@ -174,8 +191,57 @@ pub fn validate(
         cluster_name: file.cluster_name.clone(),
         control_socket,
         grouping,
+        peer,
+        peer_listen,
+        peer_allow,
+        peer_standby: file.peer_standby,
+        warmup_max: secs(file.warmup_max),
         effective: file,
     })
+}
+
+/// `peer`, `peer_listen`, `peer_allow` and `warmup_max`.
+#[allow(clippy::type_complexity)]
+fn pairing(
+    file: &FileConfig,
+) -> Result<(Option<String>, Vec<SocketAddr>, Vec<IpNet>), ConfigError> {
+    let peer = file.peer.clone();
+    if let Some(p) = &peer {
+        let port = p.rsplit_once(':').map(|(h, port)| (h, port.parse::<u16>()));
+        if !matches!(port, Some((h, Ok(port))) if !h.is_empty() && port != 0)
+            || p.chars().any(|c| c.is_control() || c.is_whitespace())
+        {
+            return Err(bad(
+                "peer",
+                p,
+                "not a HOST:PORT (the other gateway's peer_listen)",
+            ));
+        }
+    }
+    let listen = addresses(
+        "peer_listen",
+        &file.peer_listen,
+        "not an ADDRESS:PORT (write IPv6 as [::]:8660)",
+    )?;
+    if peer.is_some() == listen.is_empty() {
+        return Err(bad(
+            if peer.is_some() {
+                "peer_listen"
+            } else {
+                "peer"
+            },
+            if peer.is_some() {
+                ""
+            } else {
+                &file.peer_listen[0]
+            },
+            "a pair needs both peer and peer_listen (each gateway asks the other's peer_listen)",
+        ));
+    }
+    if file.warmup_max > 3600 {
+        return Err(bad("warmup_max", file.warmup_max, "at most 3600 seconds"));
+    }
+    Ok((peer, listen, networks("peer_allow", &file.peer_allow)?))
 }
 
 /// `listen` (or `--listen`) and `allow`: where records are received, from whom.

@@ -73,12 +73,23 @@ pub fn requests(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
     Ok(socket.into())
 }
 
-/// Where gmetad polls for gmond's XML (`xml_listen`).
+/// Where gmetad polls for gmond's XML (`xml_listen`): bound, not listening
+/// yet (connections are refused until the port can answer: the XML port
+/// listens, [`super::xml_port::Warmup`]).
 pub fn xml(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
     let socket = socket(addr, Type::STREAM, Protocol::TCP)?;
     socket.set_reuse_address(true)?;
     socket.bind(&addr.into())?;
-    socket.listen(128)?;
+    socket.set_nonblocking(true)?;
+    Ok(socket.into())
+}
+
+/// Where the peer gateway exchanges state (`peer_listen`).
+pub fn peer(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
+    let socket = socket(addr, Type::STREAM, Protocol::TCP)?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(16)?;
     socket.set_nonblocking(true)?;
     Ok(socket.into())
 }

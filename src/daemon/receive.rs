@@ -35,6 +35,8 @@ pub(super) struct Receiver {
     /// `xrd2ganglia status` asking for this engine's part, when the
     /// control socket is open: answered between two datagrams.
     asks: Option<mpsc::Receiver<Ask>>,
+    /// The peer exchange's asks (entries, merges), with a `peer`.
+    peer: Option<mpsc::Receiver<super::peer::Ask>>,
 }
 
 impl Receiver {
@@ -56,7 +58,13 @@ impl Receiver {
             engine,
             requests,
             asks,
+            peer: None,
         }
+    }
+
+    /// Answers the peer exchange's asks between two datagrams.
+    pub(super) fn hear_peer(&mut self, asks: mpsc::Receiver<super::peer::Ask>) {
+        self.peer = Some(asks);
     }
 
     /// Shares the names of clusters with the other receive tasks.
@@ -90,6 +98,9 @@ impl Receiver {
                 }
                 Some(ask) = next_request(&mut self.asks) => {
                     let _ = ask.send(status(&self.engine, &now));
+                }
+                Some(ask) = next_request(&mut self.peer) => {
+                    super::peer::answer(&mut self.engine, ask);
                 }
                 Ok(()) = self.in_force.changed() => {
                     now = self.in_force.borrow_and_update().clone();

@@ -311,15 +311,21 @@ mod tests {
         again.save().unwrap();
         let (third, _) = StateStore::open(&path);
         let ip: IpAddr = "10.0.0.1".parse().unwrap();
-        assert_eq!(third.state().claim(ip, "cmsd"), None);
         assert_eq!(
-            third.state().claim(ip, "xrootd"),
+            third.state().claim(ip, "cmsd", std::time::Instant::now()),
+            None
+        );
+        assert_eq!(
+            third.state().claim(ip, "xrootd", std::time::Instant::now()),
             Some(SavedSource {
                 started: Some((1700000000, 77)),
                 counters: vec![(0xdead_beef, 5000, 120), (7, 1, 0)],
             })
         );
-        assert_eq!(third.state().claim(ip, "xrootd"), None);
+        assert_eq!(
+            third.state().claim(ip, "xrootd", std::time::Instant::now()),
+            None
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

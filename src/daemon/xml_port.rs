@@ -13,7 +13,7 @@
 //! dropped (counted). Each document is written by a blocking thread, in
 //! 64 KiB pieces: memory does not grow with the cluster.
 //!
-//! After a start, polls wait for the table to fill again ([`Warmup`]).
+//! After a start, the port listens only once it can answer ([`Warmup`]).
 
 use std::io::{self, Write};
 use std::net::{Shutdown, SocketAddr};
@@ -36,57 +36,114 @@ pub const STALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// A document not written within this long is abandoned.
 pub const POLL_DEADLINE: Duration = Duration::from_secs(120);
 
-/// After a start with a state file the table is empty until the servers
-/// report again. A poll meanwhile would show gmetad part of the cluster,
-/// whose summed counters then drop: gmetad stores a cluster's summary of a
-/// counter as a COUNTER and draws the drop as a wrap, a spike of about
-/// 5e8/s. So polls are closed unanswered until every source the state file
-/// named has reported again, for at most this long. Less than the 120 s of
-/// gmetad's RRD heartbeat at its default 15 s step: the missed polls leave
-/// no gap in its graphs. The bound has two costs: a server that never
-/// comes back (the state file keeps it) makes every start wait all of it,
-/// and servers that report less often than this may still be missing
-/// from the first answer.
-pub const WARMUP_MAX: Duration = Duration::from_secs(90);
 /// A source is claimed when its first record is handled, a moment before
-/// that record's packets reach the table: the port answers this long after
+/// that record's packets reach the table: the port listens this long after
 /// the last claim.
 const CLAIM_GRACE: Duration = Duration::from_millis(200);
 
-/// Whether the table is full enough to answer: every source the state
-/// file named has reported since the start, or [`WARMUP_MAX`] has passed.
+/// When the port can answer, and so listens.
+///
+/// gmetad (`gmetad/data_thread.c`) keeps to an address that accepts a
+/// connection, even one closed unanswered, and moves to the next address
+/// of its `data_source` only when a connect fails. So the socket is bound
+/// at the start (its errors stop the start) and listen()ed only once a
+/// document would be whole; until then the kernel refuses connections
+/// (a bound TCP socket that does not listen answers a SYN with a reset,
+/// on Linux).
+///
+/// * With a `peer`: right after the start-up pull of its state and last
+///   records (the table is then whole: no warm-up). If the pull fails
+///   (the peer is down), as without one.
+/// * Without: after a start with a state file the table is empty until
+///   the servers report again. A document of a part of the cluster would
+///   show gmetad its summed counters dropping: gmetad stores a cluster's
+///   summary of a counter as a COUNTER and draws the drop as a wrap, a
+///   spike of about 5e8/s. So the port listens once every source the
+///   state file named has reported again, or after `warmup_max` (90 s by
+///   default: less than the 120 s of gmetad's RRD heartbeat at its
+///   default 15 s step, so a gmetad with no other address leaves no gap).
+///   A server that never comes back makes every start wait all of it.
 pub struct Warmup {
     saved: Arc<SavedState>,
     until: Instant,
-    over: bool,
+    /// The start-up pull from the peer: None while under way, Some(true)
+    /// when it brought the peer's state, Some(false) when it failed.
+    peer: Option<watch::Receiver<Option<bool>>>,
 }
 
 impl Warmup {
     /// For a gateway started at `started` with `saved` (the state file's
-    /// sources, claimed as they report).
-    pub fn new(saved: Arc<SavedState>, started: Instant) -> Warmup {
+    /// sources, claimed as they report), waiting at most `max`.
+    pub fn new(saved: Arc<SavedState>, started: Instant, max: Duration) -> Warmup {
+        let until = if saved.unclaimed() == 0 {
+            started
+        } else {
+            started + max
+        };
         Warmup {
-            over: saved.unclaimed() == 0,
             saved,
-            until: started + WARMUP_MAX,
+            until,
+            peer: None,
         }
     }
 
-    /// None once over (for good); else the sources still awaited and how
-    /// long at most.
+    /// Waits for the start-up pull from the peer first.
+    pub fn after_peer(mut self, pulled: watch::Receiver<Option<bool>>) -> Warmup {
+        self.peer = Some(pulled);
+        self
+    }
+
+    /// None once the port can listen; else the sources still awaited
+    /// (0 while the peer is asked) and how long at most.
     pub(super) fn waiting(&mut self, now: Instant) -> Option<(usize, Duration)> {
-        if self.over {
+        if let Some(peer) = &self.peer {
+            match *peer.borrow() {
+                None => return Some((0, Duration::from_millis(100))),
+                Some(true) => return None,
+                Some(false) => {}
+            }
+        }
+        if now >= self.until {
             return None;
         }
         let left = self.saved.unclaimed();
         if left == 0 {
-            self.until = self.until.min(now + CLAIM_GRACE);
-        }
-        if now >= self.until {
-            self.over = true;
-            return None;
+            // Counted from the last claim, not from now: the first poll
+            // after every source reported is answered.
+            let ready = self.saved.last_claim().map_or(now, |t| t + CLAIM_GRACE);
+            if now >= ready {
+                return None;
+            }
+            return Some((0, ready - now));
         }
         Some((left, self.until - now))
+    }
+
+    /// Waits until the port can listen (or `stop`); what it waited for.
+    async fn wait(&mut self, stop: &mut watch::Receiver<bool>) -> Option<&'static str> {
+        let mut waited = false;
+        while let Some((_, within)) = self.waiting(Instant::now()) {
+            waited = true;
+            tokio::select! {
+                _ = stop.changed() => return None,
+                _ = tokio::time::sleep(within.min(Duration::from_millis(50))) => {}
+            }
+        }
+        Some(
+            if self
+                .peer
+                .as_ref()
+                .is_some_and(|p| *p.borrow() == Some(true))
+            {
+                "the peer's state was pulled"
+            } else if !waited {
+                "nothing to wait for"
+            } else if self.saved.unclaimed() > 0 {
+                "warmup_max passed before every source the state file named reported"
+            } else {
+                "every source the state file named reported again"
+            },
+        )
     }
 }
 
@@ -106,6 +163,15 @@ pub(super) async fn serve(
     let local = listener
         .local_addr()
         .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+    let started = Instant::now();
+    let Some(why) = warmup.wait(&mut stop).await else {
+        return;
+    };
+    if let Err(e) = socket2::SockRef::from(&listener).listen(128) {
+        tracing::error!("xml_listen {local}: listen: {e}");
+        return;
+    }
+    Events::new(&counters, Duration::from_secs(60)).xml_listening(local, started.elapsed(), why);
     let listener = match TcpListener::from_std(listener) {
         Ok(l) => l,
         Err(e) => {
@@ -143,10 +209,6 @@ pub(super) async fn serve(
         let ip = peer.ip().to_canonical();
         if !settings.xml_allow.iter().any(|n| n.contains(&ip)) {
             events.xml_denied(local, peer);
-            continue;
-        }
-        if let Some((left, within)) = warmup.waiting(Instant::now()) {
-            events.xml_warming(local, peer, left, within);
             continue;
         }
         let Ok(slot) = slots.clone().try_acquire_owned() else {

@@ -26,8 +26,12 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::net::IpAddr;
 use std::sync::Mutex;
+use std::time::Instant;
 
 const HEADER: &str = "xrd2ganglia-state 1";
+
+/// A source's key: its address and program.
+pub type SourceKey = (IpAddr, String);
 
 /// One source as saved.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -43,6 +47,8 @@ pub struct SavedSource {
 pub struct SavedState {
     unclaimed: Mutex<HashMap<(IpAddr, String), SavedSource>>,
     parts: Mutex<Vec<String>>,
+    /// When the last source was claimed (the XML port's warm-up).
+    last_claim: Mutex<Option<Instant>>,
 }
 
 impl SavedState {
@@ -55,7 +61,7 @@ impl SavedState {
         };
         Ok(SavedState {
             unclaimed: Mutex::new(sources),
-            parts: Mutex::default(),
+            ..SavedState::default()
         })
     }
 
@@ -64,13 +70,39 @@ impl SavedState {
         lock(&self.unclaimed).len()
     }
 
-    /// The saved state of a source now heard from for the first time.
-    pub fn claim(&self, ip: IpAddr, program: &str) -> Option<SavedSource> {
+    /// The saved state of a source now heard from for the first time, at `now`.
+    pub fn claim(&self, ip: IpAddr, program: &str, now: Instant) -> Option<SavedSource> {
         let mut map = lock(&self.unclaimed);
         if map.is_empty() {
             return None;
         }
-        map.remove(&(ip, program.to_string()))
+        let claimed = map.remove(&(ip, program.to_string()));
+        if claimed.is_some() {
+            *lock(&self.last_claim) = Some(now);
+        }
+        claimed
+    }
+
+    /// When a source was last claimed.
+    pub fn last_claim(&self) -> Option<Instant> {
+        *lock(&self.last_claim)
+    }
+
+    /// Merges a peer's entry of a source no engine has claimed
+    /// ([`super::merge`]); returns the merged entry.
+    pub fn merge_unclaimed(&self, ip: IpAddr, program: &str, peer: &SavedSource) -> SavedSource {
+        let mut map = lock(&self.unclaimed);
+        let mine = map.entry((ip, program.to_string())).or_default();
+        super::merge::merge(mine, peer);
+        mine.clone()
+    }
+
+    /// Every unclaimed entry (for a peer).
+    pub fn unclaimed_entries(&self) -> Vec<((IpAddr, String), SavedSource)> {
+        lock(&self.unclaimed)
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
     }
 
     /// Engine `part` hands in its sources' state (text of `S`/`C` lines,
@@ -116,6 +148,33 @@ pub fn write_counter(out: &mut String, key: u64, last_raw: u64, offset: u64) {
     let _ = writeln!(out, "C\t{key:016x}\t{last_raw}\t{offset}");
 }
 
+/// An `S` line's fields after the `S`: the source's (ip, program) and
+/// its (tos, pid) (None when both are 0). The state file and the peer
+/// exchange ([`super::merge`]) read an entry with this and
+/// [`read_counter`], so an entry has one definition.
+pub fn read_source(fields: &[&str]) -> Option<(SourceKey, Option<(u32, u32)>)> {
+    let [ip, program, tos, pid] = fields else {
+        return None;
+    };
+    let ip: IpAddr = ip.parse().ok()?;
+    let tos: u32 = tos.parse().ok()?;
+    let pid: u32 = pid.parse().ok()?;
+    let started = (tos != 0 || pid != 0).then_some((tos, pid));
+    Some(((ip, (*program).to_string()), started))
+}
+
+/// A `C` line's fields after the `C`: (name key, last reading, offset).
+pub fn read_counter(fields: &[&str]) -> Option<(u64, u64, u64)> {
+    let [key, raw, offset] = fields else {
+        return None;
+    };
+    Some((
+        u64::from_str_radix(key, 16).ok()?,
+        raw.parse().ok()?,
+        offset.parse().ok()?,
+    ))
+}
+
 fn parse(text: &str) -> Result<HashMap<(IpAddr, String), SavedSource>, String> {
     let mut lines = text.lines().enumerate();
     match lines.next() {
@@ -131,35 +190,27 @@ fn parse(text: &str) -> Result<HashMap<(IpAddr, String), SavedSource>, String> {
     for (n, line) in lines {
         let bad = || format!("line {}: cannot read {line:?}", n + 1);
         let fields: Vec<&str> = line.split('\t').collect();
-        match fields.as_slice() {
-            ["S", ip, program, tos, pid] => {
+        match fields.split_first() {
+            Some((&"S", rest)) => {
                 if let Some((k, v)) = current.take() {
                     out.insert(k, v);
                 }
-                let ip: IpAddr = ip.parse().map_err(|_| bad())?;
-                let tos: u32 = tos.parse().map_err(|_| bad())?;
-                let pid: u32 = pid.parse().map_err(|_| bad())?;
-                let started = (tos != 0 || pid != 0).then_some((tos, pid));
+                let (key, started) = read_source(rest).ok_or_else(bad)?;
                 current = Some((
-                    (ip, program.to_string()),
+                    key,
                     SavedSource {
                         started,
                         counters: Vec::new(),
                     },
                 ));
             }
-            ["C", key, raw, offset] => {
+            Some((&"C", rest)) => {
                 let Some((_, saved)) = current.as_mut() else {
                     return Err(bad());
                 };
-                let key = u64::from_str_radix(key, 16).map_err(|_| bad())?;
-                saved.counters.push((
-                    key,
-                    raw.parse().map_err(|_| bad())?,
-                    offset.parse().map_err(|_| bad())?,
-                ));
+                saved.counters.push(read_counter(rest).ok_or_else(bad)?);
             }
-            [""] => {}
+            Some((&"", [])) => {}
             _ => return Err(bad()),
         }
     }

@@ -144,12 +144,14 @@ impl MetricState {
 }
 
 /// Counter text -> the text to send, in `buf` when it differs. `text` is
-/// what the mapping made of the value: plain decimal digits.
+/// what the mapping made of the value: plain decimal digits. `moved` is
+/// set when the offset changed (a reset or wrap: the peer is told).
 pub(super) fn counter_text<'t>(
     state: &mut MetricState,
     text: &'t [u8],
     counting: Counting,
     buf: &'t mut [u8; 20],
+    moved: &mut bool,
 ) -> &'t [u8] {
     if counting == Counting::None {
         return text;
@@ -157,7 +159,11 @@ pub(super) fn counter_text<'t>(
     let Some(raw) = parse_u64(text) else {
         return text;
     };
+    let before = state.offset;
     let sent = state.count(raw, counting);
+    if state.offset != before {
+        *moved = true;
+    }
     if sent == raw {
         text
     } else {
@@ -271,20 +277,26 @@ mod tests {
         let mut s = MetricState::new(1, 0);
         let mut buf = [0u8; 20];
         assert_eq!(
-            counter_text(&mut s, b"42", Counting::Resets, &mut buf),
+            counter_text(&mut s, b"42", Counting::Resets, &mut buf, &mut false),
             b"42"
         );
         s.restart();
         assert_eq!(
-            counter_text(&mut s, b"8", Counting::Resets, &mut buf),
+            counter_text(&mut s, b"8", Counting::Resets, &mut buf, &mut false),
             b"50"
         );
         // What was last sent, again, and the state stays as it was.
         let before = (s.last_raw, s.offset);
         assert_eq!(sent_text(&s, b"8", Counting::Resets, &mut buf), b"50");
         assert_eq!((s.last_raw, s.offset), before);
-        assert_eq!(counter_text(&mut s, b"x", Counting::Resets, &mut buf), b"x");
-        assert_eq!(counter_text(&mut s, b"7", Counting::None, &mut buf), b"7");
+        assert_eq!(
+            counter_text(&mut s, b"x", Counting::Resets, &mut buf, &mut false),
+            b"x"
+        );
+        assert_eq!(
+            counter_text(&mut s, b"7", Counting::None, &mut buf, &mut false),
+            b"7"
+        );
         assert_eq!(sent_text(&s, b"7", Counting::None, &mut buf), b"7");
         let fresh = MetricState::new(1, 0);
         assert_eq!(sent_text(&fresh, b"42", Counting::Wraps32, &mut buf), b"42");

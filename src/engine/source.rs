@@ -87,6 +87,9 @@ pub(super) struct Source {
     /// The engine's settings generation its cluster was chosen under
     /// (`u32::MAX`: not chosen yet).
     pub(super) cluster_epoch: u32,
+    /// Its run or a counter offset changed since the peer was last told
+    /// (new to this engine, a restart, a reset or a wrap).
+    pub(super) peer_dirty: bool,
 }
 
 impl Source {
@@ -119,6 +122,7 @@ impl Source {
             xml_sections: String::new(),
             cluster: None,
             cluster_epoch: u32::MAX,
+            peer_dirty: true,
         }
     }
 
@@ -217,6 +221,44 @@ impl Source {
         saved::write_source(out, ip, &self.program, self.started);
         for m in counters {
             saved::write_counter(out, m.key, m.last_raw, m.offset);
+        }
+    }
+
+    /// Its counter state as the state file and the peer take it.
+    pub(super) fn saved(&self) -> SavedSource {
+        SavedSource {
+            started: self.started,
+            counters: self
+                .states
+                .iter()
+                .filter(|m| m.last_raw != 0 || m.offset != 0)
+                .map(|m| (m.key, m.last_raw, m.offset))
+                .collect(),
+        }
+    }
+
+    /// Takes a merged entry ([`super::merge`]): its run, and each counter's
+    /// reading and offset (a counter new to it is made, up to `cap`).
+    pub(super) fn absorb(&mut self, merged: &SavedSource, now_s: u32, cap: usize) {
+        if self.started != merged.started {
+            // A run it had not heard of: its XCache totals were the old run's.
+            self.started = merged.started;
+            self.pfc = None;
+            self.template = None;
+        }
+        for &(key, last_raw, offset) in &merged.counters {
+            let at = match self.index.get(&key) {
+                Some(&at) => at as usize,
+                None if self.states.len() >= cap => continue,
+                None => {
+                    self.index.insert(key, self.states.len() as u32);
+                    self.states.push(MetricState::new(key, now_s));
+                    self.states.len() - 1
+                }
+            };
+            let m = &mut self.states[at];
+            m.last_raw = last_raw;
+            m.offset = offset;
         }
     }
 
@@ -401,12 +443,15 @@ impl Sources {
         }
         if created {
             events.source_added();
-            if let Some(kept) = saved.and_then(|s| s.claim(ip, program)) {
+            if let Some(kept) = saved.and_then(|s| s.claim(ip, program, now)) {
                 source.restore(kept, now_s);
             }
         }
         let tmax = announced_tmax(source.observe(now, settings.tmax), settings);
         let restarted = source.note_start(tos, pid);
+        if restarted || created {
+            source.peer_dirty = true;
+        }
         if restarted {
             events.restarted(from, &mapped.host.spoof, program, tos, pid);
             // Its counters count from zero again: continue from what was sent.

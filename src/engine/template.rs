@@ -97,6 +97,8 @@ enum OutValue {
 /// What the values of a matched record are checked against.
 pub(super) struct Values<'s> {
     pub states: &'s mut [MetricState],
+    /// Set when a counter's offset moved (a reset or wrap).
+    pub moved: &'s mut bool,
     /// The source's host key ([`SlotKey::host`]).
     pub host_key: u64,
     pub now_s: u32,
@@ -428,7 +430,7 @@ impl Template {
             let Some(state) = values.states.get_mut(o.state as usize) else {
                 continue;
             };
-            let text = series::counter_text(state, text, o.counting, &mut counted);
+            let text = series::counter_text(state, text, o.counting, &mut counted, values.moved);
             if !state.admit(text, values.now_s, values.heartbeat, false) {
                 continue;
             }

@@ -154,8 +154,6 @@ counters! {
         "Connections to xml_listen from outside xml_allow, closed at once.";
     xml_dropped: Counter "xml_dropped", "polls/s", "XML polls dropped",
         "Polls closed unanswered (too many at once) or abandoned (the client stalled).";
-    xml_warming: Counter "xml_warming", "polls/s", "XML polls before a full table",
-        "Polls closed unanswered after a start, until every source the state file named has reported again (at most 90 s).";
     xml_hosts: Gauge "xml_hosts", "hosts", "Hosts in the XML",
         "Hosts in the last document written on xml_listen.";
     xml_renamed: Gauge "xml_renamed", "hosts", "Hosts renamed in the XML",
@@ -164,6 +162,14 @@ counters! {
         "Sources put in cluster_name because max_clusters clusters named by sites existed already.";
     site_clusters: Gauge "site_clusters", "clusters", "Clusters named by sites",
         "Clusters named by records' sites (cluster_by_site) now; at most max_clusters.";
+    peer_exchanges: Counter "peer_exchanges", "exchanges/s", "Peer exchanges",
+        "State exchanges with the peer gateway completed (either side asking).";
+    peer_failed: Counter "peer_failed", "exchanges/s", "Peer exchanges failed",
+        "State exchanges with the peer that failed: refused, timed out, too big or not the exchange's text.";
+    peer_denied: Counter "peer_denied", "connections/s", "Peer connections denied",
+        "Connections to peer_listen from outside peer_allow (or while that address had an exchange going), closed at once.";
+    peer_refused_entries: Counter "peer_refused_entries", "entries/s", "Peer entries refused",
+        "Sources' entries from the peer refused (a start in the future, a counter beyond 2^62, ...); the others are taken.";
     xml_hosts_evicted: Counter "xml_hosts_evicted", "hosts/s", "XML hosts evicted",
         "Hosts the XML table forgot to stay within max_sources, the longest silent first.";
 }

@@ -1,0 +1,87 @@
+//! What an engine gives and takes in the peer exchange
+//! ([`crate::daemon::peer`]): its sources' entries (all, or those whose
+//! run or offsets changed since the peer was last told), their last
+//! records, and the peer's entries merged into its live sources by the
+//! rule of [`super::merge`]. Called by the receive task that owns the
+//! engine, between two datagrams.
+
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use super::Engine;
+use super::merge;
+use super::saved::SavedSource;
+
+/// One source's entry, as exchanged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub ip: IpAddr,
+    pub program: String,
+    pub state: SavedSource,
+}
+
+/// A source's last record and how old it is.
+#[derive(Clone, Debug)]
+pub struct LastRecord {
+    pub ip: IpAddr,
+    pub age: Duration,
+    pub datagram: Vec<u8>,
+}
+
+impl Engine {
+    /// Its sources' entries: every one, or only those changed since the
+    /// last call that asked for changed ones (which clears the mark).
+    pub fn peer_entries(&mut self, changed_only: bool, out: &mut Vec<Entry>) {
+        for (ip, list) in &mut self.sources.by_ip {
+            for source in list.iter_mut() {
+                if changed_only && !source.peer_dirty {
+                    continue;
+                }
+                if changed_only {
+                    source.peer_dirty = false;
+                }
+                let state = source.saved();
+                if state.started.is_none() && state.counters.is_empty() {
+                    continue;
+                }
+                out.push(Entry {
+                    ip: *ip,
+                    program: source.program.clone(),
+                    state,
+                });
+            }
+        }
+    }
+
+    /// Its sources' last records (kept with `peer_listen` or
+    /// `metadata_requests`), with their age at `now`.
+    pub fn last_records(&self, now: Instant, out: &mut Vec<LastRecord>) {
+        for (ip, list) in &self.sources.by_ip {
+            for source in list {
+                if source.last_record.is_empty() {
+                    continue;
+                }
+                out.push(LastRecord {
+                    ip: *ip,
+                    age: now.saturating_duration_since(source.last_seen),
+                    datagram: source.last_record.clone(),
+                });
+            }
+        }
+    }
+
+    /// Merges a peer's entry into the source it names, if this engine has
+    /// it: Some(the merged entry), else None.
+    pub fn merge_peer(&mut self, entry: &Entry, now: Instant) -> Option<SavedSource> {
+        let now_s = self.clock.secs(now);
+        let cap = self.settings.max_metrics_per_source;
+        let source = self
+            .sources
+            .of_ip_mut(entry.ip)
+            .find(|s| s.program == entry.program)?;
+        let mut mine = source.saved();
+        merge::merge(&mut mine, &entry.state);
+        source.absorb(&mine, now_s, cap);
+        Some(mine)
+    }
+}
