@@ -249,6 +249,16 @@ impl Member {
     }
 }
 
+/// Makes the two a pair: each the other's `peer` (docs/pair.md), `gw2`
+/// standing by for gmond when `standby`.
+fn pair(gw1: &mut Member, gw2: &mut Member, standby: bool) {
+    let (p1, p2) = (free_port(), free_port());
+    gw1.extra = format!("peer = \"127.0.0.1:{p2}\"\npeer_listen = [\"127.0.0.1:{p1}\"]\n");
+    gw2.extra = format!(
+        "peer = \"127.0.0.1:{p1}\"\npeer_listen = [\"127.0.0.1:{p2}\"]\npeer_standby = {standby}\n"
+    );
+}
+
 /// One row of the table: a window of time and what it holds.
 struct Phase {
     what: &'static str,
@@ -329,6 +339,7 @@ fn a_pair_fails_over_with_no_gap_and_no_spike_in_gmetads_rrds() {
     let dir = Scratch::new("pair");
     let mut gw1 = Member::new("gw1", dir.path(), None);
     let mut gw2 = Member::new("gw2", dir.path(), None);
+    pair(&mut gw1, &mut gw2, false);
     let fleet = Fleet::new([gw1.port, gw2.port]);
     gw1.start();
     gw2.start();
@@ -540,6 +551,8 @@ fn two_gateways_into_one_gmond_never_show_a_counter_going_down() {
     let dir = Scratch::new("pair-gmond");
     let mut gw1 = Member::new("gw1", dir.path(), Some(gmond.port));
     let mut gw2 = Member::new("gw2", dir.path(), Some(gmond.port));
+    // One sends, the other stands by (docs/pair.md).
+    pair(&mut gw1, &mut gw2, true);
     let fleet = Fleet::new([gw1.port, gw2.port]);
     gw1.start();
     gw2.start();
