@@ -27,8 +27,9 @@
 //! queues; [`state_file`] keeps counter continuity across gateway
 //! restarts; [`self_metrics`] logs the counters and sends them as the
 //! gateway's own metrics; [`control`] answers `xrd2ganglia status` (the
-//! receive tasks hand it their sources between two datagrams); [`bind`]
-//! binds every socket.
+//! receive tasks hand it their sources between two datagrams); [`peer`]
+//! keeps two gateways of a pair in step (counter state, XCache totals,
+//! the standby's sending); [`bind`] binds every socket.
 
 use std::future::Future;
 use std::io;
@@ -125,7 +126,7 @@ pub struct Reload {
 /// (it waits in the socket buffer).
 pub async fn run(
     settings: Settings,
-    sockets: Sockets,
+    mut sockets: Sockets,
     channels: Vec<SendChannel>,
     counters: Arc<Counters>,
     shutdown: impl Future<Output = ()>,
@@ -133,8 +134,10 @@ pub async fn run(
 ) -> io::Result<()> {
     let settings = Arc::new(settings);
     let table = (!sockets.xml.is_empty()).then(|| Arc::new(HostTable::new(settings.max_sources)));
-    let store = Arc::new(open_state(&settings));
-    let pairing = Pairing::start(&settings, &store, &table, &counters, sockets.reports.len()).await;
+    let store = Arc::new(open_state(&settings, &counters));
+    let (stop_tx, stop) = watch::channel(false);
+    let (pairing, peer_tasks) =
+        Pairing::start(&settings, &store, &table, &counters, &mut sockets, &stop).await;
     let paused = pairing
         .as_ref()
         .map(|p| p.link.paused.clone())
@@ -146,10 +149,10 @@ pub async fn run(
         table: table.clone(),
         paused: paused.clone(),
     }));
-    let (stop_tx, stop) = watch::channel(false);
-    let tasks = spawn_tasks(
+    let mut tasks = spawn_tasks(
         sockets, &settings, &store, &table, &in_force, &counters, &stop, pairing,
     )?;
+    tasks.extend(peer_tasks);
     let mut drain_timeout = settings.drain_timeout;
     tokio::pin!(shutdown);
     let mut retired = Vec::new();
@@ -207,30 +210,44 @@ struct Pairing {
     pulled: bool,
 }
 
+type Tasks = Vec<tokio::task::JoinHandle<()>>;
+
 impl Pairing {
-    /// With a `peer`: pulls its state into the saved state and its last
-    /// records into the table, before any receive task runs.
+    /// With a `peer`: answers the peer's exchanges (from the saved state
+    /// until the receive tasks run: two gateways that start together ask
+    /// each other at once), then pulls its state into the saved state and
+    /// its last records into the table, before any receive task runs.
     async fn start(
         settings: &Arc<Settings>,
         store: &StateStore,
         table: &Option<Arc<HostTable>>,
-        counters: &Counters,
-        engines: usize,
-    ) -> Option<Pairing> {
-        settings.peer.as_ref()?;
-        let (txs, asks) = (0..engines)
+        counters: &Arc<Counters>,
+        sockets: &mut Sockets,
+        stop: &watch::Receiver<bool>,
+    ) -> (Option<Pairing>, Tasks) {
+        if settings.peer.is_none() {
+            return (None, Vec::new());
+        }
+        let (txs, asks) = (0..sockets.reports.len())
             .map(|_| tokio::sync::mpsc::channel(peer::ASK_QUEUE))
             .unzip();
         let link = Arc::new(peer::Link::new(settings, store.state().clone(), txs));
+        let mut tasks = Vec::new();
+        for listener in std::mem::take(&mut sockets.peer) {
+            let (link, settings, counters) = (link.clone(), settings.clone(), counters.clone());
+            let serve = peer::serve(listener, link, settings, counters, stop.clone());
+            tasks.push(tokio::spawn(serve));
+        }
         let records = peer::pull(&link, settings, counters).await;
         if let (Some(records), Some(table)) = (&records, table) {
-            peer::fill_table(records, settings, store.state(), table, counters);
+            peer::fill_table(records, settings, store.state(), table);
         }
-        Some(Pairing {
+        let pairing = Pairing {
             link,
             asks,
             pulled: records.is_some(),
-        })
+        };
+        (Some(pairing), tasks)
     }
 }
 
@@ -303,11 +320,7 @@ fn spawn_tasks(
         }
     }
     if let Some(link) = &link {
-        for listener in sockets.peer {
-            let (link, settings, counters) = (link.clone(), settings.clone(), counters.clone());
-            let serve = peer::serve(listener, link, settings, counters, stop.clone());
-            tasks.push(tokio::spawn(serve));
-        }
+        link.engines_run();
         let (link, settings, counters) = (link.clone(), settings.clone(), counters.clone());
         let step = peer::keep_in_step(link, settings, counters, stop.clone());
         tasks.push(tokio::spawn(step));
@@ -363,16 +376,19 @@ fn set_queue(counters: &Counters, outbox: &Outbox) {
 }
 
 /// Reads the state file named in the settings ([`state_file`]).
-fn open_state(settings: &Settings) -> StateStore {
+fn open_state(settings: &Settings, counters: &Counters) -> StateStore {
     let Some(path) = &settings.state_file else {
         return StateStore::none();
     };
     let (store, read) = StateStore::open(path);
     match read {
-        Ok(n) => tracing::info!(
-            "state file {}: {n} sources restored (counters stay continuous across this restart)",
-            path.display()
-        ),
+        Ok((n, skipped)) => {
+            crate::events::state_lines_skipped(counters, path, &skipped);
+            tracing::info!(
+                "state file {}: {n} sources restored (counters stay continuous across this restart)",
+                path.display()
+            );
+        }
         Err(e) => tracing::warn!("{e}: starting without saved counter state"),
     }
     store

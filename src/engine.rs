@@ -15,7 +15,9 @@
 //!
 //! Beside it: gmond's metadata requests are answered from what the
 //! sources last sent ([`answer`]); the counters' state is handed to and
-//! claimed from [`saved`] (the daemon writes it to the state file).
+//! claimed from [`saved`] (the daemon writes it to the state file), and
+//! given to and merged from a peer gateway ([`pairing`], by the rule of
+//! [`merge`]).
 
 pub mod answer;
 pub mod clock;
@@ -393,7 +395,13 @@ impl Engine {
                 .xcache
                 .wait(from, totals, program, s.max_sources, events);
         };
-        source.pfc.get_or_insert_default().add(totals);
+        let pfc = source.pfc.get_or_insert_default();
+        // The run they belong to (the peer exchange compares runs).
+        pfc.stod = totals.stod;
+        pfc.add(totals);
+        // Only one gateway of a pair hears a g-stream (its `send` takes one
+        // destination): the peer is told.
+        source.peer_dirty = true;
         self.batch.cluster.clone_from(&source.cluster);
         self.xcache
             .report(&mut self.batch, &mut self.mapper, source, now_s, s, events);

@@ -26,6 +26,27 @@ impl Counters {
     }
 }
 
+/// Lines of the state file skipped at start, each checked on its own
+/// ([`crate::engine::saved`]): counted, and named in one line (how many,
+/// the first few with their line numbers and why). Every other source
+/// keeps its counters.
+pub fn state_lines_skipped(
+    counters: &Counters,
+    file: &std::path::Path,
+    skipped: &crate::engine::saved::Skipped,
+) {
+    if skipped.is_empty() {
+        return;
+    }
+    counters
+        .state_lines_skipped
+        .fetch_add(skipped.lines as u64, Relaxed);
+    tracing::warn!(
+        "state file {}: {skipped} (those counters start again from their readings; every other source keeps its own; counted as state_lines_skipped)",
+        file.display()
+    );
+}
+
 /// A gmond whose receive queue stays full this long is logged: a poll
 /// by gmetad takes a second or two, a gmond that is stopped (SIGSTOP) or
 /// hung does not read at all.
@@ -354,25 +375,23 @@ impl<'c> Events<'c> {
         );
     }
 
-    /// An exchange with the peer done: `entries` taken, `refused` of them
-    /// refused (each named, within the rate limit).
-    pub fn peer_exchanged(&mut self, peer: SocketAddr, refused: &[(String, &'static str)]) {
+    /// An exchange with the peer done; `refused` lines of it refused,
+    /// the first few named in `why`.
+    pub fn peer_exchanged(&mut self, peer: SocketAddr, refused: usize, why: &str) {
         self.counters.peer_exchanges.fetch_add(1, Relaxed);
-        if refused.is_empty() {
+        if refused == 0 {
             return;
         }
         self.counters
             .peer_refused_entries
-            .fetch_add(refused.len() as u64, Relaxed);
+            .fetch_add(refused as u64, Relaxed);
         if let Some(s) = self
             .limiter
             .allow("peer_refused", peer.ip(), Instant::now())
         {
-            let (name, why) = &refused[0];
             tracing::warn!(
                 suppressed = s,
-                "peer {peer}: {} entries refused, e.g. {name}: {why} (counted as peer_refused_entries; the others were taken)",
-                refused.len()
+                "peer {peer}: {why} (counted as peer_refused_entries; the rest was taken)"
             );
         }
     }
@@ -509,14 +528,18 @@ impl<'c> Events<'c> {
         self.counters.site_clusters.store(count as u64, Relaxed);
     }
 
-    pub fn sources_evicted(&self, count: usize, cap: usize) {
+    /// Sources evicted at `max_sources`: `established` of them had
+    /// reported more than once (or had saved counters), and `parked` of
+    /// those keep their counters for their return.
+    pub fn sources_evicted(&self, count: usize, established: usize, parked: usize, cap: usize) {
         self.counters
             .sources_evicted
             .fetch_add(count as u64, Relaxed);
         self.counters.sources.fetch_sub(count as u64, Relaxed);
+        let single = count - established;
         tracing::warn!(
             count,
-            "more than {cap} sources (max_sources): forgot the {count} least recently seen"
+            "more than {cap} sources (max_sources): forgot the {count} least recently seen, those that had sent a single record first: {single} of them, {established} established ({parked} of which keep their counters for their return)"
         );
     }
 }

@@ -209,9 +209,12 @@ pub const KEYS: &[Key] = &[
         on_sighup: OnSighup::AtOnce,
         option: None,
         meaning: "Sources (sender address, program and instance) remembered at most; \
-            past it the least recently seen tenth is forgotten, counted \
-            (`sources_evicted`) and logged. Also the most hosts the `xml_listen` \
-            document holds. At least 1.",
+            past it a tenth is forgotten, counted (`sources_evicted`) and logged: \
+            those that sent a single record first (a flood of new senders), the \
+            least recently seen first, established servers only when no others \
+            are left, and their counters are kept (as many as `max_sources`) for \
+            their return. Also the most hosts the `xml_listen` document holds. At \
+            least 1.",
     },
     Key {
         name: "max_metrics_per_source",

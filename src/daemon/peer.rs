@@ -4,8 +4,12 @@
 //! diverge without it: [`crate::engine::merge`].
 //!
 //! **What is exchanged.** Each source's entry, as the state file writes it
-//! (`S` and `C` lines, read with the state file's own line readers:
-//! one definition), and for a starting peer each source's last record.
+//! (`S` and `C` lines, read with the state file's own line checks: one
+//! definition), each XCache's g-stream totals (`P` lines: the directive
+//! `xrootd.mongstream ... send` takes one destination, a second `send`
+//! replaces the first (`XrdXrootdConfig.cc`, `xmongs`), so only one
+//! gateway of a pair hears them), and for a starting peer each source's
+//! last record.
 //! Text over TCP, one exchange per connection: the asking side sends a
 //! header, its entries and a `.` line; the answering side merges them and
 //! answers with a header, its entries that differ from the ones it was
@@ -16,6 +20,7 @@
 //! xrd2ganglia-peer 1 <pull|push|full> <standby 0|1> <number drawn at start>
 //! S <ip> <program> <tos> <pid>
 //! C <key> <last reading> <offset>
+//! P <ip> <program> <stod> <files> <bytes hit> <bytes missed> <bytes bypassed>
 //! R <ip> <age ms> <length>      (answers to a pull: the record's bytes follow)
 //! .
 //! ```
@@ -40,8 +45,10 @@
 //! `max_sources` x [`BYTES_PER_SOURCE`]; one exchange at a time per
 //! address; connections from outside `peer_allow` (by default what
 //! `peer` resolves to at start) are closed. Every entry is checked on its
-//! own ([`merge::check`]): a bad one is refused and counted, the others
-//! are taken; a line that is no entry ends the exchange. Whatever the peer
+//! own, as the state file's are ([`saved::read_entries`], then
+//! [`merge::check`]): a bad one is refused, counted and named, the others
+//! are taken; a header, record or end that cannot be read ends the
+//! exchange. Whatever the peer
 //! sends, offsets only grow (the rule is a max), so it cannot make a
 //! counter go down, nor stop the gateway: it costs a counted, rate-limited
 //! log line.
@@ -74,6 +81,7 @@ use crate::engine::merge;
 use crate::engine::pairing::{Entry, LastRecord};
 use crate::engine::saved::{self, SavedSource, SavedState};
 use crate::events::{Counters, Events};
+use crate::gstream::PfcTotals;
 
 /// A whole exchange (connect, send, merge, answer) takes at most this.
 pub const DEADLINE: Duration = Duration::from_secs(5);
@@ -107,9 +115,12 @@ pub enum Ask {
     /// the source.
     Merge {
         entries: Arc<Vec<Entry>>,
-        reply: oneshot::Sender<Vec<Option<SavedSource>>>,
+        reply: oneshot::Sender<Vec<Option<Merged>>>,
     },
 }
+
+/// A source's entry merged: its state and its g-stream totals.
+type Merged = (SavedSource, Option<PfcTotals>);
 
 /// Answers an ask from the engine (the receive task calls it).
 pub(super) fn answer(engine: &mut Engine, ask: Ask) {
@@ -139,6 +150,9 @@ pub(super) fn answer(engine: &mut Engine, ask: Ask) {
 /// the standby decision.
 pub struct Link {
     engines: Vec<mpsc::Sender<Ask>>,
+    /// Whether the receive tasks run (and answer asks): before, at the
+    /// start-up pull, only the saved state is asked and merged into.
+    engines_running: AtomicBool,
     saved: Arc<SavedState>,
     max_bytes: usize,
     max_counters: usize,
@@ -163,6 +177,7 @@ impl Link {
     ) -> Link {
         Link {
             engines,
+            engines_running: AtomicBool::new(false),
             saved,
             max_bytes: settings
                 .max_sources
@@ -175,6 +190,20 @@ impl Link {
             last_exchange: Mutex::new(None),
             paused: Arc::default(),
             warned_tie: AtomicBool::new(false),
+        }
+    }
+
+    /// The receive tasks run: asks go to them from now on.
+    pub fn engines_run(&self) {
+        self.engines_running.store(true, Relaxed);
+    }
+
+    /// The engines to ask (none before they run).
+    fn engines(&self) -> &[mpsc::Sender<Ask>] {
+        if self.engines_running.load(Relaxed) {
+            &self.engines
+        } else {
+            &[]
         }
     }
 
@@ -236,7 +265,12 @@ impl Link {
     async fn everything(&self, records: bool) -> (Vec<Entry>, Vec<LastRecord>) {
         let (mut entries, last) = self.ask_entries(false, records).await;
         for ((ip, program), state) in self.saved.unclaimed_entries() {
-            entries.push(Entry { ip, program, state });
+            entries.push(Entry {
+                ip,
+                program,
+                state,
+                pfc: None,
+            });
         }
         (entries, last)
     }
@@ -247,7 +281,7 @@ impl Link {
         records: bool,
     ) -> (Vec<Entry>, Vec<LastRecord>) {
         let (mut entries, mut last) = (Vec::new(), Vec::new());
-        for engine in &self.engines {
+        for engine in self.engines() {
             let (reply, rx) = oneshot::channel();
             let ask = Ask::Entries {
                 changed_only,
@@ -265,11 +299,13 @@ impl Link {
     }
 
     /// Merges the peer's entries: into the engine that has each source,
-    /// else into the saved state. The merged entries, in order.
-    async fn take(&self, entries: Vec<Entry>) -> Vec<(Entry, SavedSource)> {
+    /// else into the saved state (which keeps no g-stream totals: they
+    /// come with the next exchange once a receive task has the source).
+    /// The entries sent and merged, in order.
+    async fn take(&self, entries: Vec<Entry>) -> Vec<(Entry, Entry)> {
         let entries = Arc::new(entries);
-        let mut merged: Vec<Option<SavedSource>> = vec![None; entries.len()];
-        for engine in &self.engines {
+        let mut merged: Vec<Option<Merged>> = vec![None; entries.len()];
+        for engine in self.engines() {
             let (reply, rx) = oneshot::channel();
             let ask = Ask::Merge {
                 entries: entries.clone(),
@@ -289,8 +325,16 @@ impl Link {
             .iter()
             .zip(merged)
             .map(|(e, m)| {
-                let m = m.unwrap_or_else(|| self.saved.merge_unclaimed(e.ip, &e.program, &e.state));
-                (e.clone(), m)
+                let (state, pfc) = m.unwrap_or_else(|| {
+                    (self.saved.merge_unclaimed(e.ip, &e.program, &e.state), None)
+                });
+                let merged = Entry {
+                    ip: e.ip,
+                    program: e.program.clone(),
+                    state,
+                    pfc,
+                };
+                (e.clone(), merged)
             })
             .collect()
     }
@@ -328,11 +372,21 @@ pub struct Message {
     pub claim: (bool, u64),
     pub entries: Vec<Entry>,
     pub records: Vec<LastRecord>,
-    /// Entries refused, named, with why.
-    pub refused: Vec<(String, &'static str)>,
+    /// Lines and entries refused: how many, and what the first were.
+    pub refused: Refused,
 }
 
-/// Writes entries as the state file does.
+/// What of a message was refused.
+#[derive(Debug, Default)]
+pub struct Refused {
+    /// Lines refused (each of a refused entry counted).
+    pub lines: usize,
+    /// The first few, with why.
+    pub text: String,
+}
+
+/// Writes entries as the state file does, then their g-stream totals
+/// (`P` lines, which the state file does not keep).
 fn write_entries(out: &mut String, entries: &[Entry]) {
     for e in entries {
         saved::write_source(out, e.ip, &e.program, e.state.started);
@@ -340,6 +394,38 @@ fn write_entries(out: &mut String, entries: &[Entry]) {
             saved::write_counter(out, key, raw, off);
         }
     }
+    for e in entries {
+        if let Some(p) = &e.pfc {
+            let _ = writeln!(
+                out,
+                "P\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                e.ip, e.program, p.stod, p.files, p.bytes_hit, p.bytes_miss, p.bytes_bypass
+            );
+        }
+    }
+}
+
+/// A `P` line's fields after the `P`: whose totals, and the totals; None
+/// if they cannot be true (a start more than a day ahead, a sum of 2^63 or
+/// more).
+fn read_pfc<'a>(fields: &[&'a str], now_unix: u64) -> Option<(IpAddr, &'a str, PfcTotals)> {
+    let [ip, program, stod, files, hit, miss, bypass] = fields else {
+        return None;
+    };
+    let number = |t: &str| t.parse::<u64>().ok().filter(|&n| n < saved::MAX_COUNTER);
+    let stod = stod
+        .parse::<u32>()
+        .ok()
+        .filter(|&t| u64::from(t) <= now_unix.saturating_add(saved::START_SLACK))?;
+    let totals = PfcTotals {
+        stod,
+        files: number(files)?,
+        bytes_hit: number(hit)?,
+        bytes_miss: number(miss)?,
+        bytes_bypass: number(bypass)?,
+        bad_records: 0,
+    };
+    Some((ip.parse().ok()?, program, totals))
 }
 
 /// A message's bytes: header, entries, records, end.
@@ -364,31 +450,28 @@ fn message(header: &str, entries: &[Entry], records: &[LastRecord]) -> Vec<u8> {
     bytes
 }
 
-/// Whether a program name can be one (as records make them: `pgm` or
-/// `pgm ins`, printable).
-fn plausible_program(p: &str) -> bool {
-    !p.is_empty() && p.len() <= 256 && !p.chars().any(char::is_control)
-}
-
-/// Reads a message (complete: its `.` line seen). Entries that cannot be
-/// true are refused one by one; anything that is no line of the exchange
-/// fails the whole message.
+/// Reads a message (complete: its `.` line seen). Its `S` and `C` lines
+/// are read as the state file's are ([`saved::read_entries`]: every line
+/// checked on its own, a bad one refused and named, the others kept), and
+/// an entry with more counters than a source may have is refused whole;
+/// a header, record or end that cannot be read fails the whole message.
 pub fn parse(bytes: &[u8], max_counters: usize, now_unix: u64) -> Result<Message, String> {
-    let mut at = 0;
-    let next_line = |at: &mut usize| -> Option<&[u8]> {
-        let rest = &bytes[*at..];
+    let line_at = |at: usize| -> Option<(&[u8], usize)> {
+        let rest = bytes.get(at..)?;
         let end = rest.iter().position(|&b| b == b'\n')?;
-        *at += end + 1;
-        Some(&rest[..end])
+        Some((&rest[..end], at + end + 1))
     };
-    let header = next_line(&mut at).ok_or("no header line")?;
+    let (header, mut at) = line_at(0).ok_or("no header line")?;
     let header = std::str::from_utf8(header).map_err(|_| "a header that is not text")?;
     let fields: Vec<&str> = header.split('\t').collect();
     let [HEADER, mode, standby, drawn] = fields.as_slice() else {
-        return Err(format!("not the peer exchange (header {header:?})"));
+        return Err(format!(
+            "not the peer exchange (header {:?})",
+            truncate(header)
+        ));
     };
     if !matches!(*mode, "pull" | "push" | "full" | "answer") {
-        return Err(format!("unknown mode {mode:?}"));
+        return Err(format!("unknown mode {:?}", truncate(mode)));
     }
     let claim = (
         *standby == "1",
@@ -399,75 +482,90 @@ pub fn parse(bytes: &[u8], max_counters: usize, now_unix: u64) -> Result<Message
         claim,
         ..Message::default()
     };
-    let mut current: Option<(Entry, bool)> = None;
-    let finish = |current: &mut Option<(Entry, bool)>, msg: &mut Message| {
-        if let Some((entry, ok)) = current.take() {
-            let name = format!("{} {}", entry.ip, entry.program);
-            match (ok, merge::check(&entry.state, now_unix, max_counters)) {
-                (false, _) => msg
-                    .refused
-                    .push((name, "a counter line that cannot be read")),
-                (true, Err(why)) => msg.refused.push((name, why)),
-                (true, Ok(())) => msg.entries.push(entry),
-            }
-        }
-    };
+    // The entries: every line up to the first record or the end.
+    let start = at;
     loop {
-        let line = next_line(&mut at).ok_or("cut off before its end")?;
-        let line = std::str::from_utf8(line).map_err(|_| "a line that is not text")?;
-        let fields: Vec<&str> = line.split('\t').collect();
-        match fields.split_first() {
-            Some((&".", [])) => break,
-            Some((&"S", rest)) => {
-                finish(&mut current, &mut msg);
-                let ((ip, program), started) =
-                    saved::read_source(rest).ok_or_else(|| format!("cannot read {line:?}"))?;
-                let ok = plausible_program(&program);
-                current = Some((
-                    Entry {
-                        ip,
-                        program,
-                        state: SavedSource {
-                            started,
-                            counters: Vec::new(),
-                        },
-                    },
-                    ok,
-                ));
+        let (line, next) = line_at(at).ok_or("cut off before its end")?;
+        if line == b"." || line.starts_with(b"R\t") || line.starts_with(b"P\t") {
+            break;
+        }
+        at = next;
+    }
+    let text = std::str::from_utf8(&bytes[start..at]).map_err(|_| "entries that are not text")?;
+    let read = saved::read_entries(text, 2, saved::Limits { now_unix });
+    msg.refused.lines = read.skipped.lines;
+    if !read.skipped.is_empty() {
+        msg.refused.text = read.skipped.to_string();
+    }
+    for e in read.entries {
+        if let Err(why) = merge::check(&e.source, max_counters) {
+            msg.refused.lines += 1 + e.source.counters.len();
+            if msg.refused.text.is_empty() {
+                msg.refused.text = format!("{} {}: {why}", e.ip, e.program);
             }
-            Some((&"C", rest)) => {
-                let (entry, ok) = current.as_mut().ok_or("a counter line with no source")?;
-                match saved::read_counter(rest) {
-                    Some(c) if entry.state.counters.len() <= max_counters => {
-                        entry.state.counters.push(c)
-                    }
-                    Some(_) => {}
-                    None => *ok = false,
+            continue;
+        }
+        msg.entries.push(Entry {
+            ip: e.ip,
+            program: e.program,
+            state: e.source,
+            pfc: None,
+        });
+    }
+    // The g-stream totals, each with its entry.
+    while let Some((line, next)) = line_at(at).filter(|(l, _)| l.starts_with(b"P\t")) {
+        at = next;
+        let fields: Vec<&str> = std::str::from_utf8(line)
+            .map_err(|_| "a totals line that is not text")?
+            .split('\t')
+            .collect();
+        match read_pfc(&fields[1..], now_unix) {
+            Some((ip, program, totals)) => {
+                if let Some(e) = msg
+                    .entries
+                    .iter_mut()
+                    .find(|e| e.ip == ip && e.program == program)
+                {
+                    e.pfc = Some(totals);
                 }
             }
-            Some((&"R", [ip, age, len])) => {
-                finish(&mut current, &mut msg);
-                let (Ok(ip), Ok(age), Ok(len)) = (
-                    ip.parse::<IpAddr>(),
-                    age.parse::<u64>(),
-                    len.parse::<usize>(),
-                ) else {
-                    return Err(format!("cannot read {line:?}"));
-                };
-                if len > 65536 || bytes.len() < at + len + 1 || bytes[at + len] != b'\n' {
-                    return Err("a record cut off or too long".into());
+            None => {
+                msg.refused.lines += 1;
+                if msg.refused.text.is_empty() {
+                    msg.refused.text = "g-stream totals that cannot be true".into();
                 }
-                msg.records.push(LastRecord {
-                    ip,
-                    age: Duration::from_millis(age.min(86_400_000)),
-                    datagram: bytes[at..at + len].to_vec(),
-                });
-                at += len + 1;
             }
-            _ => return Err(format!("cannot read {:?}", truncate(line))),
         }
     }
-    finish(&mut current, &mut msg);
+    // The records, then the end.
+    loop {
+        let (line, next) = line_at(at).ok_or("cut off before its end")?;
+        at = next;
+        if line == b"." {
+            break;
+        }
+        let line = std::str::from_utf8(line).map_err(|_| "a record line that is not text")?;
+        let fields: Vec<&str> = line.split('\t').collect();
+        let ["R", ip, age, len] = fields.as_slice() else {
+            return Err(format!("cannot read {:?}", truncate(line)));
+        };
+        let (Ok(ip), Ok(age), Ok(len)) = (
+            ip.parse::<IpAddr>(),
+            age.parse::<u64>(),
+            len.parse::<usize>(),
+        ) else {
+            return Err(format!("cannot read {:?}", truncate(line)));
+        };
+        if len > 65536 || bytes.len() < at + len + 1 || bytes[at + len] != b'\n' {
+            return Err("a record cut off or too long".into());
+        }
+        msg.records.push(LastRecord {
+            ip,
+            age: Duration::from_millis(age.min(86_400_000)),
+            datagram: bytes[at..at + len].to_vec(),
+        });
+        at += len + 1;
+    }
     Ok(msg)
 }
 
@@ -551,7 +649,7 @@ async fn ask(
     let records = msg.records;
     link.take(msg.entries).await;
     link.exchanged(msg.claim);
-    events.peer_exchanged(addr, &msg.refused);
+    events.peer_exchanged(addr, msg.refused.lines, &msg.refused.text);
     Ok(records)
 }
 
@@ -594,9 +692,10 @@ pub fn fill_table(
     settings: &Arc<Settings>,
     saved: &SavedState,
     table: &super::table::HostTable,
-    counters: &Counters,
 ) {
     let now = Instant::now();
+    // Not records this gateway received: counted nowhere.
+    let counters = Counters::default();
     let scratch = Arc::new(SavedState::default());
     for ((ip, program), mut state) in saved.unclaimed_entries() {
         // Readings are each side's own; the value sent is reading + offset.
@@ -608,7 +707,7 @@ pub fn fill_table(
     let oldest = now.checked_sub(Duration::from_secs(3600)).unwrap_or(now);
     let mut engine = Engine::new(settings.clone(), oldest);
     engine.keep_state(scratch, 0);
-    let mut events = Events::new(counters, settings.log_interval);
+    let mut events = Events::new(&counters, settings.log_interval);
     let mut ordered: Vec<&LastRecord> = records.iter().collect();
     ordered.sort_by_key(|r| std::cmp::Reverse(r.age));
     for r in ordered {
@@ -718,11 +817,10 @@ async fn answer_one(
             let merged = link.take(msg.entries).await;
             let mut answer: Vec<Entry> = merged
                 .into_iter()
-                .filter(|(sent, mine)| !merge::agrees(&sent.state, mine))
-                .map(|(sent, mine)| Entry {
-                    state: mine,
-                    ..sent
+                .filter(|(sent, mine)| {
+                    !merge::agrees(&sent.state, &mine.state) || sent.pfc != mine.pfc
                 })
+                .map(|(_, mine)| mine)
                 .collect();
             if msg.mode == "full" {
                 let (all, _) = link.everything(false).await;
@@ -739,7 +837,7 @@ async fn answer_one(
     stream.write_all(&out).await.map_err(|e| e.to_string())?;
     let _ = stream.shutdown().await;
     link.exchanged(msg.claim);
-    events.peer_exchanged(from, &msg.refused);
+    events.peer_exchanged(from, msg.refused.lines, &msg.refused.text);
     Ok(())
 }
 
@@ -788,5 +886,150 @@ pub async fn keep_in_step(
         if full {
             last_full = Some(now);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: u64 = 1_800_000_000;
+
+    /// Each bad line is refused on its own, as in the state file; the good
+    /// entries of the same message are taken; a record is read by its length.
+    #[test]
+    fn what_no_xrootd_sends_is_refused_line_by_line() {
+        let text = format!(
+            "{HEADER}\tpush\t1\t42\n\
+             S\t10.0.0.1\txrootd\t{}\t1\n\
+             C\t0000000000000001\t1\t5\n\
+             S\t10.0.0.2\txrootd\t1700000000\t77\n\
+             C\t0000000000000001\t18446744073709551615\t0\n\
+             C\t0000000000000002\t9223372036854775808\t0\n\
+             C\t0000000000000003\t7\t9\n\
+             S\t10.0.0.3\txrootd\t1700000000\t77\n\
+             C\t0000000000000001\t1\t1\n\
+             C\t0000000000000002\t1\t1\n\
+             C\t0000000000000003\t1\t1\n\
+             R\t10.0.0.2\t1500\t4\n<a\n>\n\
+             .\n",
+            NOW + 86_400 + 1
+        );
+        let msg = parse(text.as_bytes(), 2, NOW).unwrap();
+        assert_eq!((msg.mode.as_str(), msg.claim), ("push", (true, 42)));
+        // 10.0.0.1: a start more than a day ahead (its C line with it);
+        // 10.0.0.2: two readings of 2^63 or more, its third counter kept;
+        // 10.0.0.3: three counters where two may be.
+        assert_eq!(msg.entries.len(), 1);
+        let e = &msg.entries[0];
+        assert_eq!(e.ip.to_string(), "10.0.0.2");
+        assert_eq!(e.state.started, Some((1_700_000_000, 77)));
+        assert_eq!(e.state.counters, [(3, 7, 9)]);
+        assert_eq!(msg.refused.lines, 2 + 2 + 4, "{}", msg.refused.text);
+        assert!(
+            msg.refused.text.contains("in the future"),
+            "{}",
+            msg.refused.text
+        );
+        assert_eq!(msg.records.len(), 1);
+        assert_eq!(msg.records[0].datagram, b"<a\n>");
+        assert_eq!(msg.records[0].age, Duration::from_millis(1500));
+    }
+
+    #[test]
+    fn a_message_that_is_not_the_exchange_fails_whole() {
+        for bad in [
+            &b"GET / HTTP/1.0\r\n\r\n.\n"[..],
+            b"xrd2ganglia-peer 1\tpush\t0\t1\nS\t10.0.0.1\txrootd\t1\t1\n",
+            b"xrd2ganglia-peer 1\tpush\t0\t1\nR\t10.0.0.1\t0\t99\nshort\n.\n",
+            b"xrd2ganglia-peer 1\tshout\t0\t1\n.\n",
+            b"xrd2ganglia-peer 1\tpush\t0\t1\n.\nQ\n",
+        ] {
+            let r = parse(bad, 10, NOW);
+            // The last one: its end comes first; what follows is not read.
+            if bad.ends_with(b"Q\n") {
+                assert!(r.is_ok());
+                continue;
+            }
+            assert!(r.is_err(), "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+}
+
+/// What the exchange costs at 1,000 servers (`cargo test --release --lib
+/// -- --ignored the_exchange_at_1000_servers --nocapture`): bytes and CPU
+/// of a full exchange, a start-up pull and a push, with real records.
+#[cfg(test)]
+mod cost {
+    use super::*;
+    use crate::engine::tests::Harness;
+
+    const SERVERS: u32 = 1000;
+
+    /// An engine that has heard `SERVERS` data servers (a real record,
+    /// `tests/data/records/ds_loaded.xml`), each through a restart, so
+    /// that every counter has a reading and an offset.
+    fn heard() -> Harness {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/records/ds_loaded.xml");
+        let rec = std::fs::read_to_string(path).unwrap();
+        let restarted = rec.replacen(" pid=\"", " pid=\"9", 1);
+        let mut r = Harness::new("max_sources = 2000\nmetadata_requests = [\"127.0.0.1:9\"]\n");
+        for (secs, text) in [(0, &rec), (15, &restarted)] {
+            for i in 0..SERVERS {
+                let from = SocketAddr::from(([10, 1, (i >> 8) as u8, i as u8], 1094));
+                let at = r.at(secs);
+                r.feed_at(text.as_bytes(), from, at);
+            }
+        }
+        r
+    }
+
+    #[test]
+    #[ignore = "a measurement: run it on purpose, in release"]
+    fn the_exchange_at_1000_servers() {
+        let mut gw1 = heard();
+        let mut gw2 = heard();
+        let now = gw1.at(20);
+        let mut entries = Vec::new();
+        gw1.engine.peer_entries(false, &mut entries);
+        let mut records = Vec::new();
+        gw1.engine.last_records(now, &mut records);
+        let counters: usize = entries.iter().map(|e| e.state.counters.len()).sum();
+        let header = "xrd2ganglia-peer 1\tfull\t0\t1\n";
+        let rounds = 20;
+        let t = Instant::now();
+        let mut full = Vec::new();
+        for _ in 0..rounds {
+            full = message(header, &entries, &[]);
+        }
+        let build = t.elapsed() / rounds;
+        let t = Instant::now();
+        for _ in 0..rounds {
+            let msg = parse(&full, 5000, unix_now()).unwrap();
+            assert_eq!(msg.entries.len(), entries.len());
+            for e in &msg.entries {
+                assert!(gw2.engine.merge_peer(e, now).is_some());
+            }
+        }
+        let take = t.elapsed() / rounds;
+        let pull = message(header, &entries, &records);
+        let t = Instant::now();
+        let msg = parse(&pull, 5000, unix_now()).unwrap();
+        let read_pull = t.elapsed();
+        assert_eq!(msg.records.len(), SERVERS as usize);
+        let one = message(header, &entries[..1], &[]);
+        println!(
+            "{SERVERS} servers ({} sources, {counters} counters): full exchange {} bytes each way, \
+             built in {:.1} ms, read and merged in {:.1} ms; start-up pull (with last records) \
+             {} bytes, read in {:.1} ms; a push of one changed source {} bytes",
+            entries.len(),
+            full.len(),
+            build.as_secs_f64() * 1e3,
+            take.as_secs_f64() * 1e3,
+            pull.len(),
+            read_pull.as_secs_f64() * 1e3,
+            one.len()
+        );
     }
 }

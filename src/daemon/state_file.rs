@@ -18,11 +18,11 @@ use std::io::{self, Read as _, Write as _};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use tokio::sync::watch;
 
-use crate::engine::saved::SavedState;
+use crate::engine::saved::{Limits, SavedState, Skipped};
 
 /// The file and the state read from it (shared with the engines).
 pub struct StateStore {
@@ -39,20 +39,28 @@ impl StateStore {
         }
     }
 
-    /// Reads `path` (a missing file is an empty state). An unreadable or
-    /// foreign file is reported and then overwritten at the next save.
-    pub fn open(path: &Path) -> (StateStore, Result<usize, String>) {
-        let read = match std::fs::read_to_string(path) {
-            Ok(text) => {
-                SavedState::from_text(&text).map_err(|e| format!("{}: {e}", path.display()))
+    /// Reads `path` (a missing file is an empty state): how many sources
+    /// it restored and which lines it skipped ([`crate::engine::saved`]
+    /// checks each on its own). An unreadable or foreign file is reported
+    /// and then overwritten at the next save.
+    pub fn open(path: &Path) -> (StateStore, Result<(usize, Skipped), String>) {
+        let limits = Limits::at(SystemTime::now());
+        // A temporary file left by a crash mid-save (this process owns the
+        // file now, [`StateLock`]): it only takes room.
+        let _ = std::fs::remove_file(tmp_path(path));
+        let read = match std::fs::read(path) {
+            // Not UTF-8: what is is read, a bad byte spoils its line only.
+            Ok(bytes) => SavedState::read(&String::from_utf8_lossy(&bytes), limits)
+                .map_err(|e| format!("{}: {e}", path.display())),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                Ok((SavedState::default(), Skipped::default()))
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(SavedState::default()),
             Err(e) => Err(format!("cannot read {}: {e}", path.display())),
         };
         let (state, result) = match read {
-            Ok(s) => {
+            Ok((s, skipped)) => {
                 let n = s.unclaimed();
-                (s, Ok(n))
+                (s, Ok((n, skipped)))
             }
             Err(e) => (SavedState::default(), Err(e)),
         };
@@ -78,19 +86,47 @@ impl StateStore {
         self.path.as_deref().unwrap_or(Path::new("")).display()
     }
 
-    /// Writes the file from what was handed in and what is still unclaimed.
+    /// Writes the file from what was handed in and what is still
+    /// unclaimed: into `<file>.tmp`, flushed to the disk, renamed over the
+    /// file, the directory flushed too. A write that fails (a full disk, an
+    /// I/O error, a read-only file system) leaves the last good file as it
+    /// was and removes the temporary file: a partial one would keep the
+    /// disk full for everyone else, after the gateway's stop too.
     pub fn save(&self) -> io::Result<()> {
         let Some(path) = &self.path else {
             return Ok(());
         };
         let text = self.state.to_text();
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        if let Some(dir) = dir {
             std::fs::create_dir_all(dir)?;
         }
-        let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, text.as_bytes())?;
-        std::fs::rename(&tmp, path)
+        let tmp = tmp_path(path);
+        let written =
+            write_synced(&tmp, text.as_bytes()).and_then(|()| std::fs::rename(&tmp, path));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+        // The rename itself reaches the disk with its directory.
+        File::open(dir.unwrap_or(Path::new(".")))?.sync_all()
     }
+}
+
+/// Where a save writes first: `<state_file>.tmp` (appended, not an
+/// extension replaced: a state file named `x.tmp` must not be its own
+/// temporary file).
+pub fn tmp_path(state_file: &Path) -> PathBuf {
+    let mut name = state_file.as_os_str().to_owned();
+    name.push(".tmp");
+    PathBuf::from(name)
+}
+
+/// Writes `bytes` to a new `path`, flushed to the disk before it returns.
+fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut file = File::create(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
 }
 
 /// Logs that the state file cannot be written.
@@ -292,7 +328,7 @@ mod tests {
         let path = dir.join("state");
         let _ = std::fs::remove_file(&path);
         let (store, read) = StateStore::open(&path);
-        assert_eq!(read, Ok(0));
+        assert_eq!(read, Ok((0, Skipped::default())));
         let mut part = String::new();
         write_source(
             &mut part,
@@ -306,7 +342,7 @@ mod tests {
         store.save().unwrap();
 
         let (again, read) = StateStore::open(&path);
-        assert_eq!(read, Ok(1));
+        assert_eq!(read, Ok((1, Skipped::default())));
         // Saved again unclaimed: a second restart keeps it.
         again.save().unwrap();
         let (third, _) = StateStore::open(&path);
@@ -327,6 +363,102 @@ mod tests {
             None
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A tmpfs of `size` mounted on a fresh directory, unmounted on drop
+    /// (mounting needs root: the suite runs as root, `.ci/run`).
+    struct SmallFs(std::path::PathBuf);
+
+    impl SmallFs {
+        fn mount(tag: &str, size: &str) -> SmallFs {
+            let dir = std::env::temp_dir().join(format!("x2g-{tag}-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let ok = std::process::Command::new("mount")
+                .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+                .arg(&dir)
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(
+                ok,
+                "cannot mount a tmpfs on {} (this test needs root)",
+                dir.display()
+            );
+            SmallFs(dir)
+        }
+
+        fn remount_read_only(&self) {
+            let ok = std::process::Command::new("mount")
+                .args(["-o", "remount,ro"])
+                .arg(&self.0)
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(ok, "cannot remount {} read-only", self.0.display());
+        }
+    }
+
+    impl Drop for SmallFs {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+            let _ = std::fs::remove_dir(&self.0);
+        }
+    }
+
+    /// A save that fails for a full disk (ENOSPC, for real: a 64 KiB
+    /// tmpfs) or a read-only file system leaves the last good file as it
+    /// was and no temporary file behind.
+    #[test]
+    fn a_failed_save_leaves_the_last_good_file_and_no_temporary_one() {
+        let fs = SmallFs::mount("enospc", "64k");
+        let path = fs.0.join("state");
+        let (store, _) = StateStore::open(&path);
+        let mut part = String::new();
+        write_source(
+            &mut part,
+            "10.0.0.1".parse().unwrap(),
+            "xrootd",
+            Some((1, 2)),
+        );
+        write_counter(&mut part, 1, 5000, 120);
+        store.state().hand_in(0, part);
+        store.save().unwrap();
+        let good = std::fs::read(&path).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&good),
+            "xrd2ganglia-state 1\nS\t10.0.0.1\txrootd\t1\t2\nC\t0000000000000001\t5000\t120\n"
+        );
+
+        // 10,000 counters (about 450 KB) do not fit in 64 KiB.
+        let mut big = String::new();
+        write_source(
+            &mut big,
+            "10.0.0.1".parse().unwrap(),
+            "xrootd",
+            Some((1, 3)),
+        );
+        for key in 0..10_000 {
+            write_counter(&mut big, key, 1_000_000_000_000, 1_000_000_000_000);
+        }
+        store.state().hand_in(0, big);
+        let e = store.save().unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
+        assert_eq!(std::fs::read(&path).unwrap(), good);
+        assert!(
+            !tmp_path(&path).exists(),
+            "a partial {} is left",
+            tmp_path(&path).display()
+        );
+        let entries: Vec<_> = std::fs::read_dir(&fs.0)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(entries, ["state"]);
+
+        // Read-only: nothing written, the file as it was.
+        fs.remount_read_only();
+        let e = store.save().unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EROFS), "{e}");
+        assert_eq!(std::fs::read(&path).unwrap(), good);
+        assert!(!tmp_path(&path).exists());
     }
 
     #[test]

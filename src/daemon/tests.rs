@@ -1043,3 +1043,5 @@ fn only_allowed_clients_get_a_valid_document_with_every_name_escaped() {
     );
     gw.stop();
 }
+
+mod pair;

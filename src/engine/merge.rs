@@ -36,22 +36,15 @@
 //! * no run known (a source saved with no start) is older than any run.
 //!
 //! Offsets only grow under the rule, so a merge never makes a counter go
-//! down; a peer that lies can at worst make values jump up, and [`check`]
-//! refuses what no xrootd can send (a tos in the future, values beyond
-//! [`MAX_COUNTER`], more counters than a source may have).
+//! down; a peer that lies can at worst make values jump up, and what no
+//! xrootd can send (a tos in the future, readings of 2^63 or more, more
+//! counters than a source may have) is refused line by line, as the state
+//! file's lines are ([`super::saved::parse_line`], [`check`]).
 
 use std::collections::BTreeMap;
 
 use super::saved::SavedSource;
-
-/// The largest reading or offset taken from a peer: 2^62 (4.6e18 bytes,
-/// 146 years at 1 GB/s). Above it a value is a lie or garbage, and the
-/// sums of the rule stay far from u64's end.
-pub const MAX_COUNTER: u64 = 1 << 62;
-
-/// How far a tos may lie in the future of this host's clock (the server's
-/// clock may run ahead of ours).
-pub const TOS_SLACK: u32 = 3600;
+use crate::gstream::PfcTotals;
 
 /// How the peer's run compares with mine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,29 +137,33 @@ pub fn agrees(a: &SavedSource, b: &SavedSource) -> bool {
     offsets(a) == offsets(b)
 }
 
-/// Whether a peer's entry can be true: a tos no later than `now_unix` +
-/// [`TOS_SLACK`], readings and offsets up to [`MAX_COUNTER`], at most
-/// `max_counters` counters, each named once. Why not, if not.
-pub fn check(entry: &SavedSource, now_unix: u64, max_counters: usize) -> Result<(), &'static str> {
-    if let Some((tos, _)) = entry.started
-        && u64::from(tos) > now_unix.saturating_add(u64::from(TOS_SLACK))
-    {
-        return Err("a start time in the future");
+/// Merges the peer's XCache g-stream totals of a source into mine (its
+/// `xrootd.mongstream ... send` takes one destination, so only one gateway
+/// of a pair hears them): totals of the same run (`stod`) grow only, so the
+/// larger of each; another run's, the newer run's. Totals of a run other
+/// than the source's own (`tos`) are not taken.
+pub fn merge_pfc(mine: &mut Option<PfcTotals>, peer: Option<&PfcTotals>, tos: Option<u32>) {
+    let Some(peer) = peer.filter(|p| Some(p.stod) == tos) else {
+        return;
+    };
+    match mine {
+        Some(m) if m.stod == peer.stod => {
+            m.files = m.files.max(peer.files);
+            m.bytes_hit = m.bytes_hit.max(peer.bytes_hit);
+            m.bytes_miss = m.bytes_miss.max(peer.bytes_miss);
+            m.bytes_bypass = m.bytes_bypass.max(peer.bytes_bypass);
+        }
+        Some(m) if m.stod > peer.stod => {}
+        _ => *mine = Some(*peer),
     }
+}
+
+/// Whether a peer's entry, its lines each valid ([`super::saved::parse_line`]:
+/// a start no more than a day ahead, readings and offsets below 2^63,
+/// each key once), can be a source's: at most `max_counters` counters.
+pub fn check(entry: &SavedSource, max_counters: usize) -> Result<(), &'static str> {
     if entry.counters.len() > max_counters {
         return Err("more counters than max_metrics_per_source");
-    }
-    if entry
-        .counters
-        .iter()
-        .any(|&(_, raw, off)| raw > MAX_COUNTER || off > MAX_COUNTER)
-    {
-        return Err("a counter beyond 2^62");
-    }
-    let mut keys: Vec<u64> = entry.counters.iter().map(|c| c.0).collect();
-    keys.sort_unstable();
-    if keys.windows(2).any(|w| w[0] == w[1]) {
-        return Err("a counter named twice");
     }
     Ok(())
 }

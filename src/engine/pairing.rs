@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use super::Engine;
 use super::merge;
 use super::saved::SavedSource;
+use crate::gstream::PfcTotals;
 
 /// One source's entry, as exchanged.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -18,6 +19,8 @@ pub struct Entry {
     pub ip: IpAddr,
     pub program: String,
     pub state: SavedSource,
+    /// Its XCache g-stream totals ([`merge::merge_pfc`]).
+    pub pfc: Option<PfcTotals>,
 }
 
 /// A source's last record and how old it is.
@@ -48,6 +51,7 @@ impl Engine {
                     ip: *ip,
                     program: source.program.clone(),
                     state,
+                    pfc: source.pfc,
                 });
             }
         }
@@ -71,8 +75,12 @@ impl Engine {
     }
 
     /// Merges a peer's entry into the source it names, if this engine has
-    /// it: Some(the merged entry), else None.
-    pub fn merge_peer(&mut self, entry: &Entry, now: Instant) -> Option<SavedSource> {
+    /// it: Some(the merged entry and g-stream totals), else None.
+    pub fn merge_peer(
+        &mut self,
+        entry: &Entry,
+        now: Instant,
+    ) -> Option<(SavedSource, Option<PfcTotals>)> {
         let now_s = self.clock.secs(now);
         let cap = self.settings.max_metrics_per_source;
         let source = self
@@ -82,6 +90,8 @@ impl Engine {
         let mut mine = source.saved();
         merge::merge(&mut mine, &entry.state);
         source.absorb(&mine, now_s, cap);
-        Some(mine)
+        let tos = source.started.map(|(tos, _)| tos);
+        merge::merge_pfc(&mut source.pfc, entry.pfc.as_ref(), tos);
+        Some((mine, source.pfc))
     }
 }

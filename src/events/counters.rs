@@ -132,6 +132,8 @@ counters! {
         "Connections to control_socket answered with an error: not a request, too long, none in time, or too many at once.";
     sources_evicted: Counter "sources_evicted", "sources/s", "Sources evicted",
         "Sources forgotten because max_sources was reached.";
+    state_lines_skipped: Counter "state_lines_skipped", "lines/s", "State file lines skipped",
+        "Lines of the state file skipped at start because they failed a check (named in the log); the other sources kept their counters.";
     sources: Gauge "sources", "sources", "Sources tracked",
         "xrootd/cmsd instances the gateway tracks now.";
     restarts: Counter "restarts", "restarts/s", "Restarts noticed",
@@ -168,8 +170,8 @@ counters! {
         "State exchanges with the peer that failed: refused, timed out, too big or not the exchange's text.";
     peer_denied: Counter "peer_denied", "connections/s", "Peer connections denied",
         "Connections to peer_listen from outside peer_allow (or while that address had an exchange going), closed at once.";
-    peer_refused_entries: Counter "peer_refused_entries", "entries/s", "Peer entries refused",
-        "Sources' entries from the peer refused (a start in the future, a counter beyond 2^62, ...); the others are taken.";
+    peer_refused_entries: Counter "peer_refused_entries", "lines/s", "Peer lines refused",
+        "Lines of the peer's entries refused, checked as the state file's (a start in the future, a counter of 2^63 or more, ...); the rest is taken.";
     xml_hosts_evicted: Counter "xml_hosts_evicted", "hosts/s", "XML hosts evicted",
         "Hosts the XML table forgot to stay within max_sources, the longest silent first.";
 }

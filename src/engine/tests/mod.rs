@@ -21,6 +21,7 @@ use crate::events::{Counters, Events, Snapshot};
 use crate::ganglia::xdr::{self, Packet, Slope, Value, decode};
 
 mod continuity;
+mod eviction;
 mod fast_path;
 pub(crate) mod requests;
 mod xcache;
@@ -309,7 +310,8 @@ fn sources_are_bounded_with_lru_eviction() {
     let t0 = Instant::now();
     for i in 0..1000u32 {
         let ip = IpAddr::from((0x0a00_0000 + i).to_be_bytes());
-        sources.get_or_insert(ip, "xrootd", t0 + Duration::from_millis(i as u64), 100, 4);
+        let at = t0 + Duration::from_millis(i as u64);
+        sources.get_or_insert(ip, "xrootd", at, 100, 4, &mut |_, _| {});
         assert!(sources.len <= 100);
     }
     // The most recent one is still there.

@@ -1,0 +1,353 @@
+//! Two gateways of a pair, in this process: what one missed, its peer's
+//! exchange makes good; a peer that lies or hangs costs nothing but a
+//! counted line; the XML port listens once it can answer.
+//!
+//! Every expected value is the record's reading plus the offset worked
+//! out by hand from what each gateway heard (the rule:
+//! [`crate::engine::merge`]).
+
+use std::io::{Read as _, Write as _};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use super::{Bound, Running, WITHIN, bind, link_record, parse, wait_for};
+use crate::daemon::peer::DEADLINE;
+
+const CONFIG: &str = "stats_interval = 0\nself_metrics_interval = 0\nmax_sources = 10\n";
+
+impl Bound {
+    /// A gateway whose peer answers at `peer`, answering its own on
+    /// `listener` (no gmond, an XML port, no state file).
+    fn paired(listener: TcpListener, peer: SocketAddr) -> Bound {
+        let own = listener.local_addr().unwrap();
+        let config = format!("{CONFIG}peer = \"{peer}\"\npeer_listen = [\"{own}\"]\n");
+        let mut b = Bound::new(&config, &[], true, None);
+        b.sockets.peer = vec![listener];
+        b
+    }
+}
+
+fn peer_listener() -> TcpListener {
+    bind::peer("127.0.0.1:0".parse().unwrap()).unwrap()
+}
+
+/// An address nothing listens on (for now): connections to it are refused.
+fn free_address() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap()
+}
+
+/// `xrootd.link.in` of the host at `ip` in a gateway's document.
+fn link_in(gw: &Running, ip: &str) -> Option<String> {
+    let doc = gw.poll_from("127.0.0.1:0");
+    let parsed = parse(&doc);
+    let host = parsed
+        .descendants()
+        .find(|n| n.has_tag_name("HOST") && n.attribute("IP") == Some(ip))?;
+    host.descendants()
+        .find(|n| n.has_tag_name("METRIC") && n.attribute("NAME") == Some("xrootd.link.in"))
+        .and_then(|m| m.attribute("VAL"))
+        .map(str::to_string)
+}
+
+fn records(gw: &Running) -> u64 {
+    gw.counters.snapshot().records
+}
+
+/// gw1 lost run 1's last datagram (6,000) before the server restarted;
+/// both then hear run 2. Alone, gw1 would continue from 5,000 (sending
+/// 5,200 for the reading 200) and gw2 from 6,000 (6,200): gmetad failing
+/// over between them would read a drop of 1,000 as a wrap. With the
+/// exchange both send 6,200 at the first report after the restart's.
+#[test]
+fn a_gateway_that_missed_a_datagram_before_a_restart_publishes_what_its_peer_does() {
+    let (l1, l2) = (peer_listener(), peer_listener());
+    let (a1, a2) = (l1.local_addr().unwrap(), l2.local_addr().unwrap());
+    let gw1 = Bound::paired(l1, a2).start();
+    let gw2 = Bound::paired(l2, a1).start();
+    for gw in [&gw1, &gw2] {
+        gw.send_as("127.0.0.1", &link_record(77, 5000));
+    }
+    gw2.send_as("127.0.0.1", &link_record(77, 6000));
+    wait_for("gw2's two records", WITHIN, || {
+        (records(&gw2) == 2).then_some(())
+    });
+    wait_for("gw1's record", WITHIN, || {
+        (records(&gw1) == 1).then_some(())
+    });
+    // The restart, heard by both.
+    for gw in [&gw1, &gw2] {
+        gw.send_as("127.0.0.1", &link_record(78, 100));
+    }
+    wait_for("the restart taken by both", WITHIN, || {
+        (records(&gw1) == 2 && records(&gw2) == 3).then_some(())
+    });
+    // The next report, 1.5 s later (pushes go every second).
+    std::thread::sleep(Duration::from_millis(1500));
+    for gw in [&gw1, &gw2] {
+        gw.send_as("127.0.0.1", &link_record(78, 200));
+    }
+    wait_for("the next report taken by both", WITHIN, || {
+        (records(&gw1) == 3 && records(&gw2) == 4).then_some(())
+    });
+    assert_eq!(link_in(&gw1, "127.0.0.1").as_deref(), Some("6200"));
+    assert_eq!(link_in(&gw2, "127.0.0.1").as_deref(), Some("6200"));
+    let (_, c1) = gw1.stop();
+    let (_, c2) = gw2.stop();
+    assert!(c1.peer_exchanges > 0 && c2.peer_exchanges > 0);
+}
+
+/// gw2 replaced by a fresh machine (no state file) after the server
+/// restarted: gw1 continues run 2 from 5,000 (5,300 for the reading 300).
+/// gw2 pulls gw1's state and last records before its XML port listens:
+/// its first document already holds the host at 5,300, and at the next
+/// report both send 5,400 (alone, gw2 would send 400).
+#[test]
+fn a_fresh_gateway_pulls_its_peer_and_answers_its_first_poll_whole() {
+    let l1 = peer_listener();
+    let a1 = l1.local_addr().unwrap();
+    let a2 = free_address();
+    let gw1 = Bound::paired(l1, a2).start();
+    gw1.send_as("127.0.0.1", &link_record(77, 5000));
+    wait_for("run 1", WITHIN, || (records(&gw1) == 1).then_some(()));
+    gw1.send_as("127.0.0.1", &link_record(78, 300));
+    wait_for("run 2", WITHIN, || (records(&gw1) == 2).then_some(()));
+    assert_eq!(link_in(&gw1, "127.0.0.1").as_deref(), Some("5300"));
+    let l2 = bind::peer(a2).unwrap();
+    let gw2 = Bound::paired(l2, a1).start();
+    // Its first answer, as soon as it listens.
+    assert_eq!(link_in(&gw2, "127.0.0.1").as_deref(), Some("5300"));
+    assert_eq!(records(&gw2), 0);
+    for gw in [&gw1, &gw2] {
+        gw.send_as("127.0.0.1", &link_record(78, 400));
+    }
+    wait_for("the next report", WITHIN, || {
+        (records(&gw1) == 3 && records(&gw2) == 1).then_some(())
+    });
+    assert_eq!(link_in(&gw1, "127.0.0.1").as_deref(), Some("5400"));
+    assert_eq!(link_in(&gw2, "127.0.0.1").as_deref(), Some("5400"));
+    gw2.stop();
+    gw1.stop();
+}
+
+/// A peer that accepts and never answers: the XML port refuses
+/// connections for the start-up pull's deadline, then listens (from the
+/// state file alone: here none).
+#[test]
+fn the_xml_port_refuses_until_the_peer_pull_is_over() {
+    // Bound and listening, never accepted: connects, never answers.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let gw = Bound::paired(peer_listener(), silent.local_addr().unwrap()).start();
+    let started = Instant::now();
+    std::thread::sleep(Duration::from_millis(300));
+    let refused = gw.try_poll_from("127.0.0.1:0");
+    assert!(
+        matches!(&refused, Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused),
+        "{refused:?}"
+    );
+    gw.poll_from("127.0.0.1:0");
+    // Not before the pull gave up.
+    assert!(started.elapsed() >= DEADLINE - Duration::from_millis(400));
+    let (_, counted) = gw.stop();
+    assert!(counted.peer_failed >= 1);
+    drop(silent);
+}
+
+/// What a lying peer answers, one lie per exchange, in turn.
+fn lie(round: usize) -> Option<Vec<u8>> {
+    let header = "xrd2ganglia-peer 1\tanswer\t0\t1\n";
+    match round % 4 {
+        // Not the exchange at all.
+        0 => Some(b"\x00\xffGET / HTTP/1.0\r\n\r\n.\n".to_vec()),
+        // Far more than max_sources x 16 KiB (and no end).
+        1 => {
+            let mut m = header.as_bytes().to_vec();
+            let line = "C\t0000000000000001\t1\t1\n";
+            m.extend(line.repeat(3 << 20 >> 5).into_bytes());
+            Some(m)
+        }
+        // Entries no xrootd makes: a start an hour and more ahead, a
+        // counter above 2^62; and one with a line that is no counter.
+        2 => Some(
+            format!(
+                "{header}S\t127.0.0.1\txrootd\t{}\t1\nC\t0000000000000001\t1\t5\n\
+                 S\t127.0.0.1\txrootd\t1700000000\t77\nC\t0000000000000001\t18446744073709551615\t0\n\
+                 S\t127.0.0.2\txrootd\t1700000000\t77\nC\tnot-hex\t1\t1\n.\n",
+                unix_now() + 100_000
+            )
+            .into_bytes(),
+        ),
+        // Silence, past the deadline.
+        _ => None,
+    }
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// The liar's own exchanges with the gateway: garbage, then lies.
+fn liar_asks(to: SocketAddr) {
+    for round in [0, 2] {
+        let mut s = TcpStream::connect(to).unwrap();
+        let mut m = lie(round).unwrap();
+        if round == 2 {
+            m = String::from_utf8(m)
+                .unwrap()
+                .replace("\tanswer\t", "\tpush\t")
+                .into_bytes();
+        }
+        let _ = s.write_all(&m);
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        // One exchange at a time per address: the last one is let go
+        // just after its connection closes.
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// A peer that lies in every way it can, asked and asking, while the
+/// servers report: the gateway keeps taking records, answers gmetad,
+/// sends exactly reading + its own offsets, counts the lies, and stops
+/// cleanly.
+#[test]
+fn a_lying_peer_neither_stops_nor_corrupts_the_gateway() {
+    let liar = TcpListener::bind("127.0.0.1:0").unwrap();
+    let liar_addr = liar.local_addr().unwrap();
+    let own = peer_listener();
+    let own_addr = own.local_addr().unwrap();
+    let gw = Bound::paired(own, liar_addr).start();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopped = stop.clone();
+    let server = std::thread::spawn(move || {
+        liar.set_nonblocking(true).unwrap();
+        let mut round = 0;
+        let mut held = Vec::new();
+        while !stopped.load(std::sync::atomic::Ordering::Relaxed) {
+            let Ok((mut s, _)) = liar.accept() else {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            };
+            s.set_nonblocking(false).unwrap();
+            s.set_read_timeout(Some(Duration::from_millis(500)))
+                .unwrap();
+            let mut buf = [0u8; 65536];
+            let _ = s.read(&mut buf);
+            match lie(round) {
+                Some(bytes) => {
+                    let _ = s.write_all(&bytes);
+                }
+                None => held.push(s),
+            }
+            round += 1;
+        }
+        round
+    });
+    // Records meanwhile: run 1, then a restart (offset 3,000).
+    let steps = [
+        (77, 1000, "1000"),
+        (77, 2000, "2000"),
+        (77, 3000, "3000"),
+        (78, 50, "3050"),
+        (78, 80, "3080"),
+    ];
+    for (i, (pid, reading, want)) in steps.iter().enumerate() {
+        gw.send_as("127.0.0.1", &link_record(*pid, *reading));
+        wait_for("the record", WITHIN, || {
+            (records(&gw) == i as u64 + 1).then_some(())
+        });
+        let t = Instant::now();
+        assert_eq!(
+            link_in(&gw, "127.0.0.1").as_deref(),
+            Some(*want),
+            "step {i}"
+        );
+        assert!(
+            t.elapsed() < Duration::from_secs(2),
+            "a poll took {:?}",
+            t.elapsed()
+        );
+        if i == 0 {
+            // The liar asks too, its server live: garbage, then lies.
+            liar_asks(own_addr);
+        }
+        std::thread::sleep(Duration::from_millis(1500));
+    }
+    let (_, counted) = gw.stop();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let rounds = server.join().unwrap();
+    assert!(rounds >= 4, "{rounds} exchanges asked of the liar");
+    assert!(counted.peer_failed >= 3, "{counted:?}");
+    assert!(counted.peer_refused_entries >= 3, "{counted:?}");
+}
+
+/// `(name, value)` of the g-stream metrics (`*.pfc.*`, not the summary's
+/// `*.cache.pfc.*`) of the host at `ip` in a gateway's document.
+fn pfc_metrics(gw: &Running, ip: &str) -> Vec<(String, String)> {
+    let doc = gw.poll_from("127.0.0.1:0");
+    let parsed = parse(&doc);
+    let Some(host) = parsed
+        .descendants()
+        .find(|n| n.has_tag_name("HOST") && n.attribute("IP") == Some(ip))
+    else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, String)> = host
+        .descendants()
+        .filter(|n| n.has_tag_name("METRIC"))
+        .filter_map(|m| Some((m.attribute("NAME")?, m.attribute("VAL")?)))
+        .filter(|(n, _)| n.contains(".pfc.") && !n.contains(".cache.pfc."))
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+        .collect();
+    out.sort();
+    out
+}
+
+/// XCache's g-stream goes to one destination (`xrootd.mongstream ... send`
+/// takes one; XrdXrootdConfig.cc): only gw1 hears it. Its totals go to gw2
+/// with the exchange, and both show the same `pfc` metrics for the XCache
+/// (alone, gw2 would show none: gmetad failing over would read the
+/// cluster's cache totals drop by this XCache's).
+#[test]
+fn an_xcaches_gstream_heard_by_one_gateway_is_published_by_both() {
+    let (l1, l2) = (peer_listener(), peer_listener());
+    let (a1, a2) = (l1.local_addr().unwrap(), l2.local_addr().unwrap());
+    let gw1 = Bound::paired(l1, a2).start();
+    let gw2 = Bound::paired(l2, a1).start();
+    for gw in [&gw1, &gw2] {
+        gw.send_as("127.0.0.1", &link_record(77, 1000));
+    }
+    wait_for("the records", WITHIN, || {
+        (records(&gw1) == 1 && records(&gw2) == 1).then_some(())
+    });
+    // One file_close: 5,000 bytes from the cache, 700 from the origin.
+    let gstream = "{\"code\":\"g\",\"pseq\":1,\"stod\":1700000000,\"gs\":{\"type\":\"C\"}}\n\
+        {\"event\":\"file_close\",\"lfn\":\"/f\",\"b_hit\":5000,\"b_miss\":700,\"b_bypass\":0}\0";
+    gw1.send_as("127.0.0.1", gstream);
+    wait_for("gw1's totals", WITHIN, || {
+        (pfc_metrics(&gw1, "127.0.0.1").len() == 4).then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    for gw in [&gw1, &gw2] {
+        gw.send_as("127.0.0.1", &link_record(77, 2000));
+    }
+    wait_for("the next records", WITHIN, || {
+        (records(&gw1) == 2 && records(&gw2) == 2).then_some(())
+    });
+    let want: Vec<(String, String)> = [
+        ("bytes_bypass", "0"),
+        ("bytes_hit", "5000"),
+        ("bytes_miss", "700"),
+        ("files", "1"),
+    ]
+    .iter()
+    .map(|(n, v)| (format!("xrootd.pfc.{n}"), v.to_string()))
+    .collect();
+    assert_eq!(pfc_metrics(&gw1, "127.0.0.1"), want);
+    assert_eq!(pfc_metrics(&gw2, "127.0.0.1"), want);
+    gw1.stop();
+    gw2.stop();
+}

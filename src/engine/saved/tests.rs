@@ -1,0 +1,238 @@
+use super::*;
+
+/// 2026-11-27 12:00:00 UTC.
+const NOW: Limits = Limits {
+    now_unix: 1_795_780_800,
+};
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().unwrap()
+}
+
+#[test]
+fn a_foreign_file_is_reported_not_trusted() {
+    let e = SavedState::read("hello\n", NOW).err().unwrap();
+    assert!(e.contains("not an xrd2ganglia state file"), "{e}");
+    let (state, skipped) = SavedState::read("xrd2ganglia-state 1\n", NOW).unwrap();
+    assert_eq!((state.unclaimed(), skipped), (0, Skipped::default()));
+    let (state, skipped) = SavedState::read("", NOW).unwrap();
+    assert_eq!((state.unclaimed(), skipped.lines), (0, 0));
+}
+
+#[test]
+fn each_line_is_checked_on_its_own() {
+    fn ok(l: &str) -> Result<Line<'_>, Bad> {
+        parse_line(l, false, NOW)
+    }
+    assert_eq!(
+        ok("S\t10.0.0.1\txrootd anon\t1700000000\t77"),
+        Ok(Line::Source {
+            ip: ip("10.0.0.1"),
+            program: "xrootd anon",
+            started: Some((1_700_000_000, 77)),
+        })
+    );
+    assert_eq!(
+        ok("S\t::1\tcmsd\t0\t0"),
+        Ok(Line::Source {
+            ip: ip("::1"),
+            program: "cmsd",
+            started: None,
+        })
+    );
+    assert_eq!(
+        ok("C\t00000000deadbeef\t5000\t120"),
+        Ok(Line::Counter {
+            key: 0xdead_beef,
+            last_raw: 5000,
+            offset: 120
+        })
+    );
+    assert_eq!(ok(""), Ok(Line::Blank));
+    // The largest values allowed, and one past them.
+    let top = (1u64 << 63) - 1;
+    assert!(ok(&format!("C\tffffffffffffffff\t{top}\t{top}")).is_ok());
+    let number = |field, text: &str, why| {
+        Err(Bad::Number {
+            field,
+            text: text.to_string(),
+            why,
+        })
+    };
+    let huge = "2^63 or more (decades of 100 Gb/s)";
+    assert_eq!(
+        ok("C\t0000000000000001\t9223372036854775808\t0"),
+        number("reading", "9223372036854775808", huge)
+    );
+    assert_eq!(
+        ok("C\t0000000000000001\t18446744073709551615\t0"),
+        number("reading", "18446744073709551615", huge)
+    );
+    assert_eq!(
+        ok("C\t0000000000000001\t1\t18446744073709551616"),
+        number("offset", "18446744073709551616", "above u64")
+    );
+    assert_eq!(
+        ok("C\t0000000000000001\t1\t-5"),
+        number("offset", "-5", "negative")
+    );
+    assert_eq!(
+        ok("C\t0000000000000001\t+5\t0"),
+        number("reading", "+5", "not a number")
+    );
+    assert_eq!(ok("C\t01\t1\t2"), number("key", "01", "not 16 hex digits"));
+    assert_eq!(
+        ok("C\t+00000000000001f\t1\t2"),
+        number("key", "+00000000000001f", "not 16 hex digits")
+    );
+    // A tos more than a day ahead of now; a pid above pid_max.
+    let tomorrow = NOW.now_unix + START_SLACK;
+    assert!(ok(&format!("S\t10.0.0.1\txrootd\t{tomorrow}\t1")).is_ok());
+    let later = (tomorrow + 1).to_string();
+    assert_eq!(
+        ok(&format!("S\t10.0.0.1\txrootd\t{later}\t1")),
+        number("tos", &later, "in the future")
+    );
+    assert_eq!(
+        ok("S\t10.0.0.1\txrootd\t1\t4194305"),
+        number("pid", "4194305", "above Linux's pid_max")
+    );
+    assert!(ok("S\t10.0.0.1\txrootd\t1\t4194304").is_ok());
+    assert_eq!(
+        ok("S\tnope\txrootd\t1\t2"),
+        Err(Bad::Address("nope".into()))
+    );
+    for program in ["", "a b c", "x y ", "a\u{7f}", "xrootd\"", &"p".repeat(65)] {
+        assert_eq!(
+            ok(&format!("S\t10.0.0.1\t{program}\t1\t2")),
+            Err(Bad::Program(program.chars().take(40).collect())),
+            "{program:?}"
+        );
+    }
+    assert_eq!(ok("S\t10.0.0.1\txrootd\t1"), Err(Bad::Shape));
+    assert_eq!(ok("C\t0000000000000001\t1\t2\t3"), Err(Bad::Shape));
+    assert_eq!(ok("garbage"), Err(Bad::Shape));
+    assert_eq!(
+        parse_line("C\t0000000000000001\t1\t2", true, NOW),
+        Err(Bad::CutOff)
+    );
+}
+
+/// A file written by an older gateway, then damaged in every way the
+/// issue names: the good entries all stay, the bad lines are named.
+#[test]
+fn a_bad_line_loses_only_itself() {
+    let text = "xrd2ganglia-state 1\n\
+        S\t10.0.0.1\txrootd\t1700000000\t77\n\
+        C\t0000000000000001\t5000\t120\n\
+        C\t0000000000000002\t7\t-3\n\
+        C\t0000000000000003\t18446744073709551615\t0\n\
+        S\t10.0.0.2\tcmsd\t1700000001\t78\n\
+        C\t0000000000000001\t10\t99999999999999999999\n\
+        C\t0000000000000004\t11\t0\n\
+        %%garbage in the middle%%\n\
+        S\tnot-an-ip\txrootd\t1\t2\n\
+        C\t0000000000000001\t1\t1\n\
+        C\t0000000000000002\t1\t1\n\
+        S\t10.0.0.3\txrootd\t1700000002\t79\n\
+        C\t0000000000000001\t62980717\t0\n\
+        S\t10.0.0.4\txrootd\t1700000003\t80\n\
+        C\t0000000000000001\t400\t5\n\
+        C\t0000000000000002\t40";
+    let (state, skipped) = SavedState::read(text, NOW).unwrap();
+    assert_eq!(state.unclaimed(), 4);
+    let claim = |a: &str, p: &str| state.claim(ip(a), p, std::time::Instant::now()).unwrap();
+    assert_eq!(
+        claim("10.0.0.1", "xrootd"),
+        SavedSource {
+            started: Some((1_700_000_000, 77)),
+            counters: vec![(1, 5000, 120)],
+        }
+    );
+    assert_eq!(
+        claim("10.0.0.2", "cmsd"),
+        SavedSource {
+            started: Some((1_700_000_001, 78)),
+            counters: vec![(4, 11, 0)],
+        }
+    );
+    assert_eq!(
+        claim("10.0.0.3", "xrootd").counters,
+        vec![(1, 62_980_717, 0)]
+    );
+    assert_eq!(claim("10.0.0.4", "xrootd").counters, vec![(1, 400, 5)]);
+    assert_eq!(skipped.lines, 8);
+    assert_eq!(
+        skipped.to_string(),
+        "8 lines skipped: \
+         line 4: offset \"-3\": negative; \
+         line 5: reading \"18446744073709551615\": 2^63 or more (decades of 100 Gb/s); \
+         line 7: offset \"99999999999999999999\": above u64; \
+         line 9: not an S line (S, ip, program, tos, pid) or a C line (C, key, reading, offset); \
+         line 10: not an IP address: \"not-an-ip\" (its 2 C lines skipped with it) \
+         (and 1 more)"
+    );
+}
+
+#[test]
+fn the_same_source_or_counter_twice_keeps_the_first() {
+    let text = "S\t10.0.0.1\txrootd\t1\t2\n\
+        C\t0000000000000001\t5\t6\n\
+        C\t0000000000000001\t7\t8\n\
+        S\t10.0.0.1\txrootd\t3\t4\n\
+        C\t0000000000000002\t5\t6\n\
+        C\t0000000000000009\t1\t1\n";
+    let read = read_entries(text, 2, NOW);
+    assert_eq!(
+        read.entries,
+        vec![SavedEntry {
+            ip: ip("10.0.0.1"),
+            program: "xrootd".into(),
+            source: SavedSource {
+                started: Some((1, 2)),
+                counters: vec![(1, 5, 6)],
+            },
+        }]
+    );
+    assert_eq!(read.skipped.lines, 4);
+    assert_eq!(
+        read.skipped.first,
+        vec![
+            (4, Bad::DuplicateCounter(1), 0),
+            (5, Bad::DuplicateSource(2), 2),
+        ]
+    );
+}
+
+#[test]
+fn one_entry_reads_back_as_written() {
+    let entry = SavedEntry {
+        ip: ip("2001:db8::7"),
+        program: "xrootd anon".into(),
+        source: SavedSource {
+            started: Some((1_700_000_000, 4_194_304)),
+            counters: vec![(u64::MAX, MAX_COUNTER - 1, 0), (0, 1, MAX_COUNTER - 1)],
+        },
+    };
+    let mut text = String::new();
+    entry.write(&mut text);
+    assert_eq!(
+        text,
+        "S\t2001:db8::7\txrootd anon\t1700000000\t4194304\n\
+         C\tffffffffffffffff\t9223372036854775807\t0\n\
+         C\t0000000000000000\t1\t9223372036854775807\n"
+    );
+    assert_eq!(parse_entry(&text, NOW), Ok(entry.clone()));
+    // Cut off, two entries, none, a bad line: the first fault, by line.
+    assert_eq!(
+        parse_entry(&text[..text.len() - 1], NOW),
+        Err((3, Bad::CutOff))
+    );
+    let two = format!("{text}S\t10.0.0.1\tcmsd\t1\t1\n");
+    assert_eq!(parse_entry(&two, NOW), Err((4, Bad::NotOneEntry)));
+    assert_eq!(parse_entry("", NOW), Err((1, Bad::NotOneEntry)));
+    assert_eq!(
+        parse_entry("C\t0000000000000001\t1\t1\n", NOW),
+        Err((1, Bad::Orphan))
+    );
+}
