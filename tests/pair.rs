@@ -259,6 +259,13 @@ fn pair(gw1: &mut Member, gw2: &mut Member, standby: bool) {
     );
 }
 
+/// An RRD's rows, named, with the true rate at each row's time.
+type Series<'a> = (
+    String,
+    Vec<(u64, Option<f64>)>,
+    Box<dyn Fn(u64) -> f64 + 'a>,
+);
+
 /// One row of the table: a window of time and what it holds.
 struct Phase {
     what: &'static str,
@@ -439,7 +446,7 @@ fn a_pair_fails_over_with_no_gap_and_no_spike_in_gmetads_rrds() {
     let end = phases.last().map(|p| p.to).unwrap_or(start);
 
     // Every server's host RRD and the summary, in and out.
-    let mut series: Vec<(String, Vec<(u64, Option<f64>)>, Box<dyn Fn(u64) -> f64>)> = Vec::new();
+    let mut series: Vec<Series> = Vec::new();
     let rates: Vec<f64> = fleet
         .servers
         .lock()

@@ -234,14 +234,16 @@ pub fn run(bin: &Path, o: &PairOptions) -> PairRun {
         relay1.bytes.load(Ordering::Relaxed),
         relay2.bytes.load(Ordering::Relaxed),
     ];
-    let conns0 = relay1.connections.load(Ordering::Relaxed) + relay2.connections.load(Ordering::Relaxed);
+    let conns0 =
+        relay1.connections.load(Ordering::Relaxed) + relay2.connections.load(Ordering::Relaxed);
     let t = Instant::now();
     thread::sleep(o.sustain);
     let secs = t.elapsed().as_secs_f64();
     let pct = |m: &Member, before: u64| {
         100.0 * (cpu_ticks(m.pid()).saturating_sub(before)) as f64 / clock_ticks() / secs
     };
-    let (cpu_lone, cpu_gw1, cpu_gw2) = (pct(&lone, cpu0[0]), pct(&gw1, cpu0[1]), pct(&gw2, cpu0[2]));
+    let (cpu_lone, cpu_gw1, cpu_gw2) =
+        (pct(&lone, cpu0[0]), pct(&gw1, cpu0[1]), pct(&gw2, cpu0[2]));
     let bytes_1 = relay1.bytes.load(Ordering::Relaxed) - bytes0[0];
     let bytes_2 = relay2.bytes.load(Ordering::Relaxed) - bytes0[1];
     let exchanges = relay1.connections.load(Ordering::Relaxed)
