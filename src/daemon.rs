@@ -206,7 +206,8 @@ struct Pairing {
     link: Arc<peer::Link>,
     /// Each receive task's end of the exchange's asks.
     asks: Vec<tokio::sync::mpsc::Receiver<peer::Ask>>,
-    /// Whether the start-up pull brought the peer's state.
+    /// Whether the start-up pull brought the peer's state and records
+    /// (the XML port then listens at once).
     pulled: bool,
 }
 
@@ -242,11 +243,13 @@ impl Pairing {
         if let (Some(records), Some(table)) = (&records, table) {
             peer::fill_table(records, settings, store.state(), table);
         }
-        let pairing = Pairing {
-            link,
-            asks,
-            pulled: records.is_some(),
-        };
+        // A peer that had heard no one (it is starting too) leaves the
+        // table empty: then the state file's sources are waited for, as
+        // without a peer.
+        let pulled = records
+            .as_ref()
+            .is_some_and(|r| !r.is_empty() || store.state().unclaimed() == 0);
+        let pairing = Pairing { link, asks, pulled };
         (Some(pairing), tasks)
     }
 }

@@ -26,11 +26,16 @@
 //! ```
 //!
 //! **When.** (1) At start, before the XML port listens and before any
-//! datagram is read: a pull of the peer's every entry and last record,
-//! merged into the state file's; the records are fed through an engine of
-//! their own into the XML table (at their age: a host's TN is what the
-//! peer's was), so the first document is whole and the port listens at
-//! once ([`super::xml_port::Warmup`]). (2) Every second, the entries whose
+//! datagram is read (they wait in the socket's buffer, [`DEADLINE`] at
+//! most): a pull of the peer's every entry and last record, merged into
+//! the state file's; the records are fed through an engine of their own
+//! into the XML table (at their age: a host's TN is what the peer's was),
+//! so the first document is what the peer's is and the port listens at
+//! once ([`super::xml_port::Warmup`]; a peer that had heard no one, as
+//! when both start together, leaves the port to wait for the state file's
+//! sources as without a peer). The peer's exchanges are answered from the
+//! state file meanwhile, so two gateways that start together do not wait
+//! on each other. (2) Every second, the entries whose
 //! run or offsets changed (a source new to an engine, a restart, a reset
 //! or a wrap: [`Engine::peer_entries`](crate::engine::Engine::peer_entries)),
 //! or an empty push every [`PING_EVERY`] to tell the peer this one is up.
@@ -48,10 +53,11 @@
 //! own, as the state file's are ([`saved::read_entries`], then
 //! [`merge::check`]): a bad one is refused, counted and named, the others
 //! are taken; a header, record or end that cannot be read ends the
-//! exchange. Whatever the peer
-//! sends, offsets only grow (the rule is a max), so it cannot make a
-//! counter go down, nor stop the gateway: it costs a counted, rate-limited
-//! log line.
+//! exchange. Sources no engine has wait at most `max_sources`. Whatever
+//! the peer sends, offsets only grow (the rule is a max), so it cannot
+//! make a counter go down, nor stop the gateway: it costs a counted,
+//! rate-limited log line. A failed push is not retried: what it carried
+//! goes with the next full exchange.
 //!
 //! **One gmond, two gateways** (`send = true` on both): one sends, the
 //! other stands by (`peer_standby`). The standby hears, counts, merges and
@@ -156,6 +162,7 @@ pub struct Link {
     saved: Arc<SavedState>,
     max_bytes: usize,
     max_counters: usize,
+    max_sources: usize,
     /// This one claims standby; the number it drew at start.
     standby: bool,
     drawn: u64,
@@ -184,6 +191,7 @@ impl Link {
                 .saturating_mul(BYTES_PER_SOURCE)
                 .max(1 << 20),
             max_counters: settings.max_metrics_per_source,
+            max_sources: settings.max_sources,
             standby: settings.peer_standby,
             drawn: draw(),
             peer_claim: Mutex::new(None),
@@ -326,7 +334,10 @@ impl Link {
             .zip(merged)
             .map(|(e, m)| {
                 let (state, pfc) = m.unwrap_or_else(|| {
-                    (self.saved.merge_unclaimed(e.ip, &e.program, &e.state), None)
+                    let state =
+                        self.saved
+                            .merge_unclaimed(e.ip, &e.program, &e.state, self.max_sources);
+                    (state, None)
                 });
                 let merged = Entry {
                     ip: e.ip,
@@ -597,10 +608,34 @@ async fn read_message(stream: &mut TcpStream, max: usize) -> io::Result<Vec<u8>>
                 format!("more than {max} bytes (max_sources x {BYTES_PER_SOURCE})"),
             ));
         }
-        if buf.ends_with(b"\n.\n") || buf == b".\n" {
+        if buf.ends_with(b"\n.\n") && complete(&buf) {
             return Ok(buf);
         }
     }
+}
+
+/// Whether `buf` is a whole message: its `.` line is the last line, not
+/// the bytes of a record (which are skipped by their length).
+fn complete(buf: &[u8]) -> bool {
+    let mut at = 0;
+    while let Some(end) = buf[at..].iter().position(|&b| b == b'\n') {
+        let line = &buf[at..at + end];
+        at += end + 1;
+        if line == b"." {
+            return at == buf.len();
+        }
+        if let Some(rest) = line.strip_prefix(b"R\t") {
+            let len = rest
+                .rsplit(|&b| b == b'\t')
+                .next()
+                .and_then(|l| std::str::from_utf8(l).ok()?.parse::<usize>().ok());
+            match len {
+                Some(len) if at + len < buf.len() => at += len + 1,
+                _ => return false,
+            }
+        }
+    }
+    false
 }
 
 /// One exchange as the asking side: sends `entries` in `mode`, merges the
@@ -702,7 +737,7 @@ pub fn fill_table(
         for c in &mut state.counters {
             c.1 = 0;
         }
-        scratch.merge_unclaimed(ip, &program, &state);
+        scratch.merge_unclaimed(ip, &program, &state, usize::MAX);
     }
     let oldest = now.checked_sub(Duration::from_secs(3600)).unwrap_or(now);
     let mut engine = Engine::new(settings.clone(), oldest);
@@ -934,6 +969,16 @@ mod tests {
         assert_eq!(msg.records.len(), 1);
         assert_eq!(msg.records[0].datagram, b"<a\n>");
         assert_eq!(msg.records[0].age, Duration::from_millis(1500));
+    }
+
+    /// A record whose bytes end in a `.` line does not end the message.
+    #[test]
+    fn a_message_ends_at_its_own_end_line() {
+        let whole = b"xrd2ganglia-peer 1\tanswer\t0\t1\nR\t10.0.0.1\t0\t3\na\n.\n.\n";
+        assert!(complete(whole));
+        assert!(!complete(&whole[..whole.len() - 2]));
+        let msg = parse(whole, 10, NOW).unwrap();
+        assert_eq!(msg.records[0].datagram, b"a\n.");
     }
 
     #[test]

@@ -128,7 +128,8 @@ impl Receiver {
 }
 
 /// Answers what gmond asked for through the send queues: one host, or
-/// after a quiet spell every host; counts it.
+/// after a quiet spell every host; counts it. The standby of a pair whose
+/// peer is up answers nothing (the active one does).
 pub(super) fn answer(
     engine: &mut Engine,
     request: &Request,
@@ -136,6 +137,9 @@ pub(super) fn answer(
     now: &InForce,
     events: &mut Events<'_>,
 ) {
+    if now.paused.load(std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
     match request {
         Request::Metric(request) => {
             let answered = engine.answer(request, at);

@@ -52,8 +52,9 @@ const CLAIM_GRACE: Duration = Duration::from_millis(200);
 /// on Linux).
 ///
 /// * With a `peer`: right after the start-up pull of its state and last
-///   records (the table is then whole: no warm-up). If the pull fails
-///   (the peer is down), as without one.
+///   records (the table is then what the peer's is: no warm-up). If the
+///   pull fails (the peer is down), or brings no record while the state
+///   file names sources (the peer is starting too), as without one.
 /// * Without: after a start with a state file the table is empty until
 ///   the servers report again. A document of a part of the cluster would
 ///   show gmetad its summed counters dropping: gmetad stores a cluster's

@@ -522,10 +522,22 @@ impl SavedState {
     }
 
     /// Merges a peer's entry of a source no engine has claimed
-    /// ([`super::merge`]); returns the merged entry.
-    pub fn merge_unclaimed(&self, ip: IpAddr, program: &str, peer: &SavedSource) -> SavedSource {
+    /// ([`super::merge`]); returns the merged entry. A source new to it is
+    /// kept only while fewer than `bound` wait (a peer cannot grow it, nor
+    /// the state file, without end).
+    pub fn merge_unclaimed(
+        &self,
+        ip: IpAddr,
+        program: &str,
+        peer: &SavedSource,
+        bound: usize,
+    ) -> SavedSource {
         let mut map = lock(&self.unclaimed);
-        let mine = map.entry((ip, program.to_string())).or_default();
+        let key = (ip, program.to_string());
+        if map.len() >= bound && !map.contains_key(&key) {
+            return peer.clone();
+        }
+        let mine = map.entry(key).or_default();
         super::merge::merge(mine, peer);
         mine.clone()
     }

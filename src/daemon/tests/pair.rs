@@ -10,7 +10,7 @@ use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use super::{Bound, Running, WITHIN, bind, link_record, parse, wait_for};
+use super::{Bound, Running, Scratch, WITHIN, bind, link_record, parse, wait_for};
 use crate::daemon::peer::DEADLINE;
 
 const CONFIG: &str = "stats_interval = 0\nself_metrics_interval = 0\nmax_sources = 10\n";
@@ -19,9 +19,18 @@ impl Bound {
     /// A gateway whose peer answers at `peer`, answering its own on
     /// `listener` (no gmond, an XML port, no state file).
     fn paired(listener: TcpListener, peer: SocketAddr) -> Bound {
+        Bound::paired_with_state(listener, peer, None)
+    }
+
+    /// The same, keeping its state in `state`.
+    fn paired_with_state(
+        listener: TcpListener,
+        peer: SocketAddr,
+        state: Option<&std::path::Path>,
+    ) -> Bound {
         let own = listener.local_addr().unwrap();
         let config = format!("{CONFIG}peer = \"{peer}\"\npeer_listen = [\"{own}\"]\n");
-        let mut b = Bound::new(&config, &[], true, None);
+        let mut b = Bound::new(&config, &[], true, state);
         b.sockets.peer = vec![listener];
         b
     }
@@ -82,8 +91,9 @@ fn a_gateway_that_missed_a_datagram_before_a_restart_publishes_what_its_peer_doe
     wait_for("the restart taken by both", WITHIN, || {
         (records(&gw1) == 2 && records(&gw2) == 3).then_some(())
     });
-    // The next report, 1.5 s later (pushes go every second).
-    std::thread::sleep(Duration::from_millis(1500));
+    // The next report, 3 s later (pushes go every second; xrootd reports
+    // every 5 s or more, `xrd.report ... every`).
+    std::thread::sleep(Duration::from_secs(3));
     for gw in [&gw1, &gw2] {
         gw.send_as("127.0.0.1", &link_record(78, 200));
     }
@@ -273,6 +283,18 @@ fn a_lying_peer_neither_stops_nor_corrupts_the_gateway() {
         if i == 0 {
             // The liar asks too, its server live: garbage, then lies.
             liar_asks(own_addr);
+            // And from an address `peer` does not resolve to: closed.
+            let s =
+                socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+            s.bind(&SocketAddr::from(([127, 0, 0, 2], 0)).into())
+                .unwrap();
+            s.connect(&own_addr.into()).unwrap();
+            let mut s: TcpStream = s.into();
+            // A well-formed empty push, which the peer's address gets answered.
+            let _ = s.write_all(b"xrd2ganglia-peer 1\tpush\t0\t1\n.\n");
+            let mut out = Vec::new();
+            let _ = s.read_to_end(&mut out);
+            assert_eq!(String::from_utf8_lossy(&out), "");
         }
         std::thread::sleep(Duration::from_millis(1500));
     }
@@ -282,6 +304,7 @@ fn a_lying_peer_neither_stops_nor_corrupts_the_gateway() {
     assert!(rounds >= 4, "{rounds} exchanges asked of the liar");
     assert!(counted.peer_failed >= 3, "{counted:?}");
     assert!(counted.peer_refused_entries >= 3, "{counted:?}");
+    assert!(counted.peer_denied >= 1, "{counted:?}");
 }
 
 /// `(name, value)` of the g-stream metrics (`*.pfc.*`, not the summary's
@@ -330,7 +353,7 @@ fn an_xcaches_gstream_heard_by_one_gateway_is_published_by_both() {
     wait_for("gw1's totals", WITHIN, || {
         (pfc_metrics(&gw1, "127.0.0.1").len() == 4).then_some(())
     });
-    std::thread::sleep(Duration::from_millis(1500));
+    std::thread::sleep(Duration::from_secs(3));
     for gw in [&gw1, &gw2] {
         gw.send_as("127.0.0.1", &link_record(77, 2000));
     }
@@ -348,6 +371,51 @@ fn an_xcaches_gstream_heard_by_one_gateway_is_published_by_both() {
     .collect();
     assert_eq!(pfc_metrics(&gw1, "127.0.0.1"), want);
     assert_eq!(pfc_metrics(&gw2, "127.0.0.1"), want);
+    gw1.stop();
+    gw2.stop();
+}
+
+/// Both gateways restarted together, each with its state file: each pulls
+/// the other's state, but neither has heard a server yet, so neither
+/// document would be whole. Each waits, as without a peer, for the
+/// servers its state file names (refusing gmetad meanwhile), and answers
+/// once they reported.
+#[test]
+fn a_pair_restarted_together_waits_for_the_saved_sources() {
+    let dir = Scratch::new("pair-both");
+    let (s1, s2) = (dir.0.join("state1"), dir.0.join("state2"));
+    let start = |s1: &std::path::Path, s2: &std::path::Path| {
+        let (l1, l2) = (peer_listener(), peer_listener());
+        let (a1, a2) = (l1.local_addr().unwrap(), l2.local_addr().unwrap());
+        (
+            Bound::paired_with_state(l1, a2, Some(s1)).start(),
+            Bound::paired_with_state(l2, a1, Some(s2)).start(),
+        )
+    };
+    let (gw1, gw2) = start(&s1, &s2);
+    for gw in [&gw1, &gw2] {
+        gw.send_as("127.0.0.1", &link_record(77, 5000));
+    }
+    wait_for("the records", WITHIN, || {
+        (records(&gw1) == 1 && records(&gw2) == 1).then_some(())
+    });
+    gw1.stop();
+    gw2.stop();
+    let (gw1, gw2) = start(&s1, &s2);
+    // Both pulls done (each answered from the other's state file at once).
+    std::thread::sleep(Duration::from_millis(1500));
+    for gw in [&gw1, &gw2] {
+        let r = gw.try_poll_from("127.0.0.1:0");
+        assert!(
+            matches!(&r, Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused),
+            "{r:?}"
+        );
+    }
+    for gw in [&gw1, &gw2] {
+        gw.send_as("127.0.0.1", &link_record(77, 5100));
+    }
+    assert_eq!(link_in(&gw1, "127.0.0.1").as_deref(), Some("5100"));
+    assert_eq!(link_in(&gw2, "127.0.0.1").as_deref(), Some("5100"));
     gw1.stop();
     gw2.stop();
 }

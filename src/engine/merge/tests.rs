@@ -141,3 +141,23 @@ fn a_source_with_more_counters_than_it_may_have_is_refused() {
         Err("more counters than max_metrics_per_source")
     );
 }
+
+/// A peer's entries of sources no engine has are kept for their return,
+/// but no more than `max_sources` of them wait.
+#[test]
+fn a_peer_cannot_grow_the_waiting_sources_without_end() {
+    use crate::engine::saved::SavedState;
+    let saved = SavedState::default();
+    let ip = |i: u8| std::net::IpAddr::from([10, 0, 0, i]);
+    let e = entry(RUN2, &[(1, 300, 6_000)]);
+    // Taken as a newer run than none: its offset, no reading of its own.
+    let kept = entry(RUN2, &[(1, 0, 6_000)]);
+    assert_eq!(saved.merge_unclaimed(ip(1), "xrootd", &e, 2), kept);
+    assert_eq!(saved.merge_unclaimed(ip(2), "xrootd", &e, 2), kept);
+    saved.merge_unclaimed(ip(3), "xrootd", &e, 2);
+    assert_eq!(saved.unclaimed(), 2);
+    // One already waiting is merged still.
+    let newer = entry(RUN2, &[(1, 400, 7_000)]);
+    let merged = saved.merge_unclaimed(ip(1), "xrootd", &newer, 2);
+    assert_eq!(merged, entry(RUN2, &[(1, 0, 7_000)]));
+}
