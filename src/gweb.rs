@@ -475,7 +475,14 @@ fn view(site: &Site, names: &Names<'_>) -> View {
             .collect();
         items.push(ViewItem::Aggregate {
             aggregate_graph: "true",
-            host_regex: [Regex { regex: ".*".into() }],
+            // Every host but the gateway's own (`xrd2ganglia@NAME`), as
+            // ganglia-web reads it: preg_match("/$regex/i", $host).
+            host_regex: [Regex {
+                regex: format!(
+                    "^(?!{})",
+                    regex_escape(crate::daemon::self_metrics::OWN_HOST_PREFIX)
+                ),
+            }],
             metric_regex: [Regex {
                 regex: format!("^({})$", alternatives.join("|")),
             }],

@@ -84,6 +84,7 @@ mod cost;
 mod gmond;
 mod hostile;
 mod mmsg;
+mod pair;
 mod poll;
 mod xml;
 
@@ -116,8 +117,11 @@ const USAGE: &str = "cargo bench --bench load -- [options]
   --gateway-bin PATH the gateway binary of the gmond runs (an older build, for
                     a before/after comparison; default: the one under test)
   --only LIST       runs to do: raw,serve,rates,parse,chain,memory,gmond,xml,
-                    hostile,poll,cost (every one but poll and cost when not given:
-                    those run only when named, and never in the smoke)
+                    hostile,poll,cost,pair (every one but poll, cost and pair when
+                    not given: those run only when named, and never in the
+                    smoke; pair: --gmond-servers servers every 15 s to a
+                    pair of gateways and one alone, --sustain SECS measured,
+                    then a failover; about 2 minutes)
   --cost-runs N     runs of the cost run, a fresh gmond each (default 5)
   --cost-rate PKTS  packets/s of each phase of the cost run (default 20000;
                     0: keep gmond's receive queue filled, so that it never
@@ -429,6 +433,19 @@ fn main() {
         let t = Instant::now();
         report.poll = Some(poll::run(&bin, &o.poll));
         println!("load: poll took {:.1} s", t.elapsed().as_secs_f64());
+    }
+    if o.named("pair") {
+        let t = Instant::now();
+        let p = pair::run(
+            &bin,
+            &pair::PairOptions {
+                servers: o.gmond_servers,
+                every: Duration::from_secs(15),
+                sustain: o.sustain,
+            },
+        );
+        println!("load: pair took {:.1} s", t.elapsed().as_secs_f64());
+        p.print();
     }
     if o.named("cost") {
         let t = Instant::now();

@@ -264,8 +264,10 @@ pub const KEYS: &[Key] = &[
         absent: Absent::Default,
         on_sighup: OnSighup::Restart(TIMER),
         option: None,
-        meaning: "The gateway's counters are sent to Ganglia this often, as metrics of \
-            the gateway's own host in group `xrd2ganglia` (0: never).",
+        meaning: "The gateway's counters are sent to Ganglia this often, each as its rate \
+            per second over the interval (gauges as they are), as metrics of the gateway's \
+            own host `xrd2ganglia@NAME` (NAME: this machine's host name) in group \
+            `xrd2ganglia` (0: never).",
     },
     Key {
         name: "send_burst",

@@ -1,12 +1,28 @@
 //! The gateway's own health, as Ganglia metrics of the gateway's own host.
 //!
-//! Sent unspoofed (as gmetric does: host = this host's name, spoof 0), so
-//! gmond files them under the address the packets come from, the gateway's.
-//! Which metrics, with their units and titles, is the counters' table
-//! ([`crate::events::COUNTERS`]): counters are cumulative (slope positive,
-//! graphed as rates), gauges slope both. Kernel receive drops of the listening sockets are read from
-//! /proc/self/net/udp and udp6 ([`crate::proc_udp`]: the drops of our sockets'
-//! inodes).
+//! **Its host** is `xrd2ganglia@<this host's name>`, spoofed as
+//! `xrd2ganglia@NAME:xrd2ganglia@NAME` (gmetric's form for a host named
+//! without an address, `override_hostname` alone). gmond keys a host by the
+//! address part of its spoof string, and a server's is always an address
+//! (`mapping/host.rs`), never text with an `@`: so the gateway's metrics
+//! never merge into the host of an xrootd on the same machine, as they
+//! did when sent unspoofed (gmond filed both under the machine's address,
+//! issue 36). On the XML port the same name is written with the gateway's
+//! own address as IP (docs/gmetad.md); gmetad keys hosts by name.
+//!
+//! **Counters go out as rates**: each counter of the table
+//! ([`crate::events::COUNTERS`]) is sent as its growth per second over the
+//! last `self_metrics_interval` (slope both, a GAUGE in gmetad), not as the
+//! running total (slope positive, a COUNTER). A running total is this
+//! process's alone: it starts from zero at every start, and the two
+//! gateways of a pair count apart. gmetad writes any decrease of a COUNTER
+//! as a wrap, so a restart, or a failover from one gateway of a pair to the
+//! other, wrote 2.2e8-6.9e8/s into the `xrd2ganglia.*` summaries
+//! (issue 35). A rate has nothing to wrap; gmetad graphs it as it is, and
+//! the summary adds the rates of the gateways present. Gauges go out as
+//! they are. Kernel receive drops of the listening sockets are read from
+//! /proc/self/net/udp and udp6 ([`crate::proc_udp`]: the drops of our
+//! sockets' inodes), a counter like the others.
 
 use std::net::IpAddr;
 use std::os::fd::RawFd;
@@ -39,7 +55,7 @@ pub(super) async fn report(
     let mut send_tick = tokio::time::interval(or_never(send_every));
     log_tick.tick().await;
     send_tick.tick().await;
-    let mut reporter = SelfReporter::new(crate::ganglia::local_hostname());
+    let mut reporter = SelfReporter::new(&crate::ganglia::local_hostname(), Instant::now());
     let self_ip = local_ip();
     let mut batch = PacketBatch::default();
     let events = Events::new(&counters, in_force.borrow().settings.log_interval);
@@ -62,7 +78,8 @@ pub(super) async fn report(
                     metadata_at = Some(now);
                 }
                 let snapshot = counters.snapshot();
-                reporter.encode(&mut batch, &snapshot, drops.read(), with_metadata, tmax, s.dmax);
+                let report = Report { snap: &snapshot, drops: drops.read(), at: now };
+                reporter.encode(&mut batch, &report, with_metadata, tmax, s.dmax);
                 now_in_force.deliver(&batch, self_ip, now, &events);
             }
         }
@@ -92,55 +109,104 @@ fn local_ip() -> IpAddr {
         .unwrap_or(IpAddr::from([127, 0, 0, 1]))
 }
 
+/// How the gateway's own host's name starts: no server's can (a server's
+/// NAME keeps `[A-Za-z0-9._-]`, `ganglia/sanitize.rs`).
+pub const OWN_HOST_PREFIX: &str = "xrd2ganglia@";
+
+/// The name of the gateway's own host on this machine.
+pub fn own_host_name(hostname: &str) -> String {
+    let mut name = String::from(OWN_HOST_PREFIX);
+    crate::ganglia::sanitize::push_host(&mut name, hostname);
+    name
+}
+
+/// The counters at one moment, as the reporter reads them.
+pub struct Report<'a> {
+    pub snap: &'a Snapshot,
+    /// The kernel's drops, where /proc tells them.
+    pub drops: Option<u64>,
+    pub at: Instant,
+}
+
 /// Encodes the self-metrics packets.
 pub struct SelfReporter {
-    host: String,
+    /// `xrd2ganglia@NAME:xrd2ganglia@NAME`: the metric_id host, spoofed.
+    spoof: String,
     host_key: u64,
+    /// The counters at the last report (zero at the start: the counters'
+    /// start), to make rates of.
+    last: Snapshot,
+    last_drops: Option<u64>,
+    last_at: Instant,
 }
 
 impl SelfReporter {
-    pub fn new(host: String) -> SelfReporter {
+    /// For the gateway on the machine named `hostname`, started at `started`
+    /// (when every counter was zero).
+    pub fn new(hostname: &str, started: Instant) -> SelfReporter {
+        let name = own_host_name(hostname);
+        let spoof = format!("{name}:{name}");
         SelfReporter {
-            host_key: crate::mapping::name_key(&host),
-            host,
+            host_key: crate::mapping::name_key(&spoof),
+            spoof,
+            last: Snapshot::default(),
+            // The listening sockets are made at the start: none dropped before.
+            last_drops: Some(0),
+            last_at: started,
         }
     }
 
     /// The packets for one report, in `batch`: metadata first when
-    /// `with_metadata`.
+    /// `with_metadata`. Counters as their rate since the last report.
     pub fn encode(
         &mut self,
         batch: &mut PacketBatch,
-        snap: &Snapshot,
-        drops: Option<u64>,
+        report: &Report<'_>,
         with_metadata: bool,
         tmax: u32,
         dmax: u32,
     ) {
         batch.clear();
+        let secs = report
+            .at
+            .saturating_duration_since(self.last_at)
+            .as_secs_f64();
         let mut text = String::new();
-        let counters = snap.each().map(|(spec, v)| (spec, Some(v)));
-        for (m, v) in counters.chain([(&KERNEL_DROPS, drops)]) {
+        let last = self.last.each().map(|(_, v)| Some(v));
+        let counters = report.snap.each().map(|(spec, v)| (spec, Some(v)));
+        let drops = [(&KERNEL_DROPS, report.drops)];
+        for ((m, v), before) in counters.chain(drops).zip(last.chain([self.last_drops])) {
             let Some(v) = v else {
                 continue;
+            };
+            text.clear();
+            let value_type = match m.kind {
+                CounterKind::Counter => {
+                    // A counter /proc did not tell last time has no rate yet.
+                    let Some(before) = before else {
+                        continue;
+                    };
+                    push_rate(&mut text, v.saturating_sub(before), secs);
+                    "double"
+                }
+                CounterKind::Gauge => {
+                    text.push_str(&v.to_string());
+                    "uint32"
+                }
             };
             let key = SlotKey {
                 host: self.host_key,
                 metric: crate::mapping::name_key(m.metric),
             };
             if with_metadata {
-                let (value_type, slope) = match m.kind {
-                    CounterKind::Counter => ("double", Slope::Positive),
-                    CounterKind::Gauge => ("uint32", Slope::Both),
-                };
                 batch.metadata_of(MetadataOf {
                     key,
-                    host: &self.host,
-                    spoof: false,
+                    host: &self.spoof,
+                    spoof: true,
                     name: m.metric,
                     value_type,
                     units: m.units,
-                    slope,
+                    slope: Slope::Both,
                     tmax,
                     dmax,
                     group: "xrd2ganglia",
@@ -148,10 +214,25 @@ impl SelfReporter {
                     title: m.title,
                 });
             }
-            text.clear();
-            text.push_str(&v.to_string());
-            batch.value_of(key, &self.host, false, m.metric, text.as_bytes());
+            batch.value_of(key, &self.spoof, true, m.metric, text.as_bytes());
         }
+        self.last = *report.snap;
+        self.last_drops = report.drops;
+        self.last_at = report.at;
+    }
+}
+
+/// `count / secs` in decimal, at most three decimals, no trailing zeros
+/// (zero when no time passed).
+fn push_rate(out: &mut String, count: u64, secs: f64) {
+    let rate = if secs > 0.0 { count as f64 / secs } else { 0.0 };
+    let start = out.len();
+    out.push_str(&format!("{rate:.3}"));
+    while out.len() > start + 1 && out.ends_with('0') {
+        out.pop();
+    }
+    if out.ends_with('.') {
+        out.pop();
     }
 }
 
@@ -225,8 +306,9 @@ mod tests {
     }
 
     #[test]
-    fn self_metrics_are_unspoofed_counters_and_a_gauge() {
-        let mut r = SelfReporter::new("gw1".into());
+    fn self_metrics_are_rates_and_gauges_of_a_host_no_server_can_be() {
+        let started = Instant::now();
+        let mut r = SelfReporter::new("gw1", started);
         let snap = Snapshot {
             datagrams: 10,
             records: 9,
@@ -234,30 +316,101 @@ mod tests {
             ..Snapshot::default()
         };
         let mut batch = PacketBatch::default();
-        r.encode(&mut batch, &snap, Some(2), true, 90, 0);
+        let at = started + Duration::from_secs(4);
+        let report = Report {
+            snap: &snap,
+            drops: Some(2),
+            at,
+        };
+        r.encode(&mut batch, &report, true, 90, 0);
         let decoded: Vec<Packet> = batch.iter().map(|p| decode(p).unwrap()).collect();
         // Every counter of the table, and the kernel's drops.
         assert_eq!(decoded.len(), 2 * (crate::events::COUNTERS.len() + 1));
-        let value = |name: &str| {
+        let value = |decoded: &[Packet], name: &str| {
             decoded.iter().find_map(|p| match p {
                 Packet::Value { id, value, .. } if id.name == name => {
-                    assert!(!id.spoof);
-                    assert_eq!(id.host, "gw1");
+                    // gmond splits at the first ':': address
+                    // `xrd2ganglia@gw1` (no server's is text), NAME the same.
+                    assert!(id.spoof);
+                    assert_eq!(id.host, "xrd2ganglia@gw1:xrd2ganglia@gw1");
                     Some(value.to_string())
                 }
                 _ => None,
             })
         };
-        assert_eq!(value("xrd2ganglia.records").as_deref(), Some("9"));
-        assert_eq!(value("xrd2ganglia.kernel_drops").as_deref(), Some("2"));
-        assert_eq!(value("xrd2ganglia.sources").as_deref(), Some("3"));
-        assert!(decoded.iter().any(|p| matches!(p, Packet::Metadata { id, meta } if id.name == "xrd2ganglia.sources" && meta.slope == Slope::Both && meta.value_type == "uint32")));
+        // Counted since the start, 4 s ago: 9 records are 2.25/s.
+        assert_eq!(
+            value(&decoded, "xrd2ganglia.records").as_deref(),
+            Some("2.25")
+        );
+        assert_eq!(
+            value(&decoded, "xrd2ganglia.datagrams").as_deref(),
+            Some("2.5")
+        );
+        assert_eq!(
+            value(&decoded, "xrd2ganglia.kernel_drops").as_deref(),
+            Some("0.5")
+        );
+        assert_eq!(value(&decoded, "xrd2ganglia.denied").as_deref(), Some("0"));
+        // A gauge as it is.
+        assert_eq!(value(&decoded, "xrd2ganglia.sources").as_deref(), Some("3"));
+        // Nothing goes out with slope positive: gmetad makes no COUNTER of it.
+        let metas: Vec<_> = decoded
+            .iter()
+            .filter_map(|p| match p {
+                Packet::Metadata { id, meta } => Some((&*id.name, meta)),
+                _ => None,
+            })
+            .collect();
+        assert!(metas.iter().all(|(_, m)| m.slope == Slope::Both));
+        assert!(
+            metas
+                .iter()
+                .any(|(n, m)| *n == "xrd2ganglia.sources" && m.value_type == "uint32")
+        );
+        assert!(
+            metas
+                .iter()
+                .any(|(n, m)| *n == "xrd2ganglia.records" && m.value_type == "double")
+        );
+        // The next report: the growth since this one, per second (3 s).
+        let later = Snapshot {
+            datagrams: 13,
+            records: 9,
+            sources: 2,
+            ..Snapshot::default()
+        };
+        let report = Report {
+            snap: &later,
+            drops: None,
+            at: at + Duration::from_secs(3),
+        };
+        r.encode(&mut batch, &report, false, 90, 0);
+        let decoded: Vec<Packet> = batch.iter().map(|p| decode(p).unwrap()).collect();
+        assert_eq!(
+            value(&decoded, "xrd2ganglia.datagrams").as_deref(),
+            Some("1")
+        );
+        assert_eq!(value(&decoded, "xrd2ganglia.records").as_deref(), Some("0"));
         // Without kernel drops (no /proc), that metric is left out; values only.
-        r.encode(&mut batch, &snap, None, false, 90, 0);
         assert_eq!(batch.len(), crate::events::COUNTERS.len());
         // Each packet is keyed by its own metric: none conflates another.
         let keys: std::collections::HashSet<_> = batch.entries().map(|(k, _, _)| k).collect();
         assert_eq!(keys.len(), batch.len());
+        // /proc tells again: no rate from an unknown start.
+        let report = Report {
+            snap: &later,
+            drops: Some(5),
+            at: at + Duration::from_secs(4),
+        };
+        r.encode(&mut batch, &report, false, 90, 0);
+        assert_eq!(batch.len(), crate::events::COUNTERS.len());
+    }
+
+    #[test]
+    fn the_own_host_name_is_sanitised() {
+        assert_eq!(own_host_name("vm"), "xrd2ganglia@vm");
+        assert_eq!(own_host_name("a:b<c"), "xrd2ganglia@a_b_c");
     }
 }
 
@@ -302,7 +455,8 @@ mod table_tests {
         for c in &all {
             let name = c.metric.trim_start_matches("xrd2ganglia.");
             let kind = match c.kind {
-                crate::events::CounterKind::Counter => "counter",
+                // Sent as its rate per second over the interval.
+                crate::events::CounterKind::Counter => "rate",
                 crate::events::CounterKind::Gauge => "gauge",
             };
             let row = format!("| `{name}` | {kind} | {} |", c.units);

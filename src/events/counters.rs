@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 /// How a counter is graphed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CounterKind {
-    /// Cumulative: sent with slope positive, graphed as a rate.
+    /// Cumulative: a running total in the log line and `status`; sent
+    /// to Ganglia as its rate per second over each `self_metrics_interval`
+    /// (slope both: see `daemon/self_metrics.rs` for why).
     Counter,
     /// A level (slope both).
     Gauge,

@@ -343,3 +343,33 @@ fn every_cluster_gets_the_reports_from_default_json() {
         assert!(included.iter().any(|v| v == r), "{r}");
     }
 }
+
+/// The view's per-server graphs leave out the gateway's own host: its
+/// host_regex, as ganglia-web applies it (PHP's preg_match with `/.../i`,
+/// run by the real php), matches the servers and not `xrd2ganglia@NAME`.
+#[test]
+fn per_server_graphs_leave_out_the_gateways_own_host() {
+    let files = generate(&site(&["anon"])).unwrap();
+    let view = report(&files, "conf/view_xrootd.json");
+    let mut aggregates = 0;
+    for item in view["items"].as_array().unwrap() {
+        let Some(regex) = item["host_regex"][0]["regex"].as_str() else {
+            continue;
+        };
+        aggregates += 1;
+        let script = format!(
+            "foreach (array('ds.example', 'vm', 'xrd2ganglia.example', 'XRD2GANGLIA@vm', 'xrd2ganglia@vm', 'xrd2ganglia@gw1.example.org') as $h) {{ echo preg_match('/{regex}/i', $h); }}"
+        );
+        let out = std::process::Command::new("php")
+            .args(["-r", &script])
+            .output()
+            .expect("php (php-cli), as ganglia-web runs it");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "111000", "{regex}");
+    }
+    assert_eq!(aggregates, 4);
+}

@@ -37,6 +37,16 @@ impl Gmetad {
     /// Starts gmetad in the foreground (`-d 1`: errors only, no daemon), as
     /// the current user (`setuid off`), polling 127.0.0.1:`gmond_xml_port`.
     pub fn start(gmond_xml_port: u16, step: u64) -> Gmetad {
+        Self::start_sources(&[gmond_xml_port], step)
+    }
+
+    /// Like `start`, with every port of `xml_ports` (127.0.0.1) as an
+    /// address of the one data source, in that order: gmetad polls the
+    /// last one that answered and walks the list from the top when it
+    /// cannot connect (a pair of gateways, docs/pair.md).
+    pub fn start_sources(xml_ports: &[u16], step: u64) -> Gmetad {
+        let addresses: Vec<String> = xml_ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+        let addresses = addresses.join(" ");
         assert!(
             step >= 1,
             "gmetad's polling interval is whole seconds, >= 1"
@@ -53,7 +63,7 @@ impl Gmetad {
         std::fs::write(
             &conf,
             format!(
-                r#"data_source "xrd2ganglia-test-source" {step} 127.0.0.1:{gmond_xml_port}
+                r#"data_source "xrd2ganglia-test-source" {step} {addresses}
 setuid off
 xml_port {xml_port}
 interactive_port {interactive_port}

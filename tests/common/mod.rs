@@ -143,6 +143,26 @@ impl Gateway {
         g
     }
 
+    /// Like `start_xml`, run under its own host name `uts_host` (in a UTS
+    /// namespace of its own, as on a machine of its own: what its own host
+    /// is named after). Needs root, as the xrootd tests do.
+    pub fn start_xml_as(
+        uts_host: &str,
+        port: u16,
+        xml_port: u16,
+        gmond_port: Option<u16>,
+        config: &str,
+    ) -> Gateway {
+        let mut args = vec!["--xml-listen".to_string(), format!("127.0.0.1:{xml_port}")];
+        match gmond_port {
+            Some(p) => args.extend(["--send".to_string(), format!("127.0.0.1:{p}")]),
+            None => args.push("--no-send".into()),
+        }
+        let mut g = Self::launch_in(Some(uts_host), port, &args, config);
+        g.xml_port = Some(xml_port);
+        g
+    }
+
     /// The gateway's XML document, as text.
     pub fn xml_text(&self) -> String {
         read_xml(self.xml_port.expect("a gateway started with an XML port"))
@@ -154,6 +174,10 @@ impl Gateway {
     }
 
     fn launch(port: u16, args: &[String], config: &str) -> Gateway {
+        Self::launch_in(None, port, args, config)
+    }
+
+    fn launch_in(uts_host: Option<&str>, port: u16, args: &[String], config: &str) -> Gateway {
         let dir = Scratch::new("gw");
         let conf = dir.path().join("xrd2ganglia.toml");
         // Each gateway keeps its counter state in its own scratch directory
@@ -177,7 +201,23 @@ impl Gateway {
             )
         };
         std::fs::write(&conf, config).unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_xrd2ganglia"));
+        let bin = env!("CARGO_BIN_EXE_xrd2ganglia");
+        let mut cmd = match uts_host {
+            // unshare(1) and then sh exec the gateway: its pid is the child's.
+            Some(h) => {
+                let mut c = Command::new(require("unshare", "util-linux"));
+                c.args([
+                    "--uts",
+                    "sh",
+                    "-c",
+                    "hostname \"$0\" && exec \"$@\"",
+                    h,
+                    bin,
+                ]);
+                c
+            }
+            None => Command::new(bin),
+        };
         cmd.args(["serve", "--config"])
             .arg(&conf)
             .args(["--listen", &format!("127.0.0.1:{port}")])
