@@ -757,3 +757,27 @@ fn values_serve_cannot_use_are_refused_by_name() {
     );
     assert!(err(&format!("state_file = \"/tmp/{}\"", "s".repeat(251))).contains("longer than 250"));
 }
+
+/// A `state_file` that is a FIFO (or a socket, a device) is refused by
+/// `check-config` as by `serve`, exit 2: `serve` waited on the FIFO for
+/// ever at its start, SIGTERM unheard (found trying issue 34's fixes).
+#[test]
+fn a_state_file_that_is_a_fifo_is_refused() {
+    let dir = std::env::temp_dir().join(format!("x2g-cfg-fifo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("state");
+    let _ = std::fs::remove_file(&path);
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path and a mode; no memory is shared.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let shown = path.display().to_string();
+    assert_eq!(
+        err(&format!(
+            "send = false\nxml_listen = [\"127.0.0.1:0\"]\nstate_file = {shown:?}"
+        )),
+        format!(
+            "state_file = {shown:?}: is not a regular file (a FIFO, socket or device); name a file"
+        )
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
