@@ -46,16 +46,67 @@ pub const TRY_OUT_SOURCE: &str =
 #[derive(Debug)]
 pub struct ConfigError(pub String);
 
+/// The longest line of an error shown whole; a longer one shows its
+/// first and last halves of this: a value of 100 MB (or the TOML
+/// parser's quote of its line) printed 100 MB to the terminal or the
+/// journal, once for the value and once for the caret under it.
+const MAX_ERROR_LINE: usize = 2048;
+
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        for (i, line) in self.0.split('\n').enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            if line.len() <= MAX_ERROR_LINE {
+                f.write_str(line)?;
+                continue;
+            }
+            // Its start and its end: the key and why, around the value.
+            let mut end = MAX_ERROR_LINE / 2;
+            while !line.is_char_boundary(end) {
+                end -= 1;
+            }
+            let mut start = line.len() - MAX_ERROR_LINE / 2;
+            while !line.is_char_boundary(start) {
+                start += 1;
+            }
+            let left_out = start - end;
+            write!(
+                f,
+                "{} ... ({left_out} bytes left out) ... {}",
+                &line[..end],
+                &line[start..]
+            )?;
+        }
+        Ok(())
     }
 }
 
 impl std::error::Error for ConfigError {}
 
 fn bad(key: &str, value: impl fmt::Debug, why: impl fmt::Display) -> ConfigError {
-    ConfigError(format!("{key} = {value:?}: {why}"))
+    ConfigError(format!("{key} = {}: {why}", shown(value)))
+}
+
+/// The longest value an error quotes whole (a longer one: its start and
+/// how long it was), so that the key after it is still said.
+const MAX_ERROR_VALUE: usize = 256;
+
+/// `value` as an error quotes it: `{value:?}`, cut after
+/// [`MAX_ERROR_VALUE`] bytes.
+fn shown(value: impl fmt::Debug) -> String {
+    let mut text = format!("{value:?}");
+    if text.len() > MAX_ERROR_VALUE {
+        let mut end = MAX_ERROR_VALUE;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let total = text.len();
+        text.truncate(end);
+        text.push_str(&format!("... ({total} bytes)"));
+    }
+    text
 }
 
 /// Loads `path` (or [`DEFAULT_CONFIG`] if it exists, or the [`TRY_OUT`]

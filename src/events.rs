@@ -603,19 +603,32 @@ impl<'c> Events<'c> {
         self.counters.site_clusters.store(count as u64, Relaxed);
     }
 
-    /// Sources evicted at `max_sources`: `established` of them had
-    /// reported more than once (or had saved counters), and `parked` of
-    /// those keep their counters for their return.
-    pub fn sources_evicted(&self, count: usize, established: usize, parked: usize, cap: usize) {
+    /// Sources evicted at `max_sources` when `from` sent its first
+    /// record: `established` of them had reported more than once (or had
+    /// saved counters), and `parked` of those keep their counters for
+    /// their return. Logged once per `log_interval` like every reason (a
+    /// flood of new senders evicts a tenth again and again: a line per
+    /// eviction before); `sources_evicted` counts them all.
+    pub fn sources_evicted(
+        &mut self,
+        from: IpAddr,
+        count: usize,
+        established: usize,
+        parked: usize,
+        cap: usize,
+    ) {
         self.counters
             .sources_evicted
             .fetch_add(count as u64, Relaxed);
         self.counters.sources.fetch_sub(count as u64, Relaxed);
         let single = count - established;
-        tracing::warn!(
-            count,
-            "more than {cap} sources (max_sources): forgot the {count} least recently seen, those that had sent a single record first: {single} of them, {established} established ({parked} of which keep their counters for their return)"
-        );
+        if let Some(s) = self.limiter.allow("evicted", from, Instant::now()) {
+            tracing::warn!(
+                count,
+                suppressed = %s,
+                "more than {cap} sources (max_sources): forgot the {count} least recently seen, those that had sent a single record first: {single} of them, {established} established ({parked} of which keep their counters for their return)"
+            );
+        }
     }
 }
 

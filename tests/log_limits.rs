@@ -82,3 +82,47 @@ fn refusals_from_thousands_of_addresses_are_one_line_per_reason() {
         "one line for {CONNECTIONS} connections:\n{log}"
     );
 }
+
+/// A flood of new senders at `max_sources` evicts a tenth again and
+/// again (one or two sources at a time at 10): that is one line per
+/// `log_interval` too, not one per eviction (found trying issue 34's
+/// fixes: 1,300 senders at `max_sources = 1000` wrote 13 lines in 1.3 s;
+/// this test's 300 at 10 wrote 145).
+#[test]
+fn a_flood_of_new_sources_is_one_eviction_line() {
+    const SENDERS: u32 = 300;
+    let record = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/records/ds_loaded.xml"
+    ))
+    .unwrap();
+    let mut gw = Gateway::start_xml(
+        free_port(),
+        free_port(),
+        None,
+        "max_sources = 10\nlog_interval = 3600\nstats_interval = 0\nself_metrics_interval = 0\n",
+    );
+    let to = format!("127.0.0.1:{}", gw.port);
+    for i in 0..SENDERS {
+        send_from(&format!("{}:0", address(3, i)), &to, &record);
+        if i % 20 == 19 {
+            // Paced: each is taken (and evicts), none dropped by the kernel.
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(gw.proc.terminate().success());
+    let log = gw.proc.log_text();
+    let stopped = log
+        .lines()
+        .find(|l| l.contains("stopped; counters:"))
+        .unwrap_or_else(|| panic!("no counters at the stop: {log}"));
+    // Every sender past the first ten evicted one (a tenth of 10).
+    let evicted = format!(" sources_evicted={} ", SENDERS - 10);
+    assert!(stopped.contains(&evicted), "{evicted}: {stopped}");
+    let lines = log
+        .lines()
+        .filter(|l| l.contains("more than 10 sources (max_sources)"))
+        .count();
+    assert_eq!(lines, 1, "one line for {} evictions:\n{log}", SENDERS - 10);
+}

@@ -526,6 +526,57 @@ fn silent_clients_never_keep_status_out() {
     assert!(reply.contains("closed for a newer one"), "{reply:?}");
 }
 
+/// Issue 34, item 14, the other half: clients that ask and never read a
+/// reply bigger than the socket's buffer (2,000 sources) held every place
+/// once they had asked, and `status` was turned away ("16 requests are
+/// being answered already"); they now make way for a new one.
+#[test]
+fn clients_that_ask_and_never_read_never_keep_status_out() {
+    let dir = Scratch::new("status-unread");
+    let socket = dir.path().join("control");
+    let config = format!(
+        "{QUIET}allow = [\"127.0.0.0/8\"]\ncontrol_socket = {:?}\n",
+        socket.to_str().unwrap()
+    );
+    let gw = Gateway::start(free_port(), &config);
+    let record = String::from_utf8(fixture("ds_idle.xml")).unwrap();
+    const SERVERS: u32 = 2000;
+    for i in 0..SERVERS {
+        let ip = format!("127.9.{}.{}", i >> 8, i & 0xff);
+        gw.send_as(&ip, record.as_bytes());
+        if i % 200 == 199 {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    wait_for_status(&socket, "every server heard", |s| {
+        s["counters"]["records"] == u64::from(SERVERS)
+    });
+    let asked: Vec<UnixStream> = (0..20)
+        .map(|_| {
+            let mut c = UnixStream::connect(&socket).unwrap();
+            c.write_all(b"status\n").unwrap();
+            c
+        })
+        .collect();
+    // Their replies fill the sockets' buffers, unread.
+    std::thread::sleep(Duration::from_millis(500));
+    for _ in 0..3 {
+        let out = status(&["--socket", socket.to_str().unwrap(), "--json"]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let reply: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            reply["sources"].as_array().map(Vec::len),
+            Some(SERVERS as usize)
+        );
+    }
+    drop(asked);
+}
+
 /// The kernel's address table, read by the test: the drops of the UDP
 /// sockets bound to `port` (IPv4 and IPv6), as /proc/net/udp{,6} print
 /// them (the last column).

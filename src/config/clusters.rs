@@ -12,7 +12,7 @@ use ipnet::IpNet;
 use super::file::{ChannelConfig, ClusterConfig, FileConfig};
 use super::keys::CHANNEL_RANGES;
 use super::settings::networks;
-use super::{ConfigError, bad};
+use super::{ConfigError, bad, shown};
 use crate::ganglia::channel::ChannelSpec;
 use crate::mapping::Glob;
 
@@ -176,7 +176,13 @@ pub(super) fn check_host(key: &str, host: &str) -> Result<(), ConfigError> {
 pub(super) fn grouping(file: &FileConfig, send: bool) -> Result<Grouping, ConfigError> {
     let mut rules: Vec<ClusterRule> = Vec::with_capacity(file.cluster.len());
     for (i, c) in file.cluster.iter().enumerate() {
-        let r = rule(&format!("cluster[{i}] {:?}", c.name), c, file, send, &rules)?;
+        let r = rule(
+            &format!("cluster[{i}] {}", shown(&c.name)),
+            c,
+            file,
+            send,
+            &rules,
+        )?;
         rules.push(r);
     }
     Ok(Grouping {

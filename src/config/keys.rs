@@ -356,7 +356,7 @@ pub const KEYS: &[Key] = &[
             reading + offset and never go down when an xrootd restarts; the offsets and \
             last readings are written here every `state_interval` and at exit, and read \
             at start. `\"\"` keeps nothing. The directory is made if missing; a \
-            directory as the value is an error. Left out (nor `--state-file`), a file \
+            directory (or a FIFO, socket or device) as the value is an error. Left out (nor `--state-file`), a file \
             that cannot be made (a user who cannot write `/var/lib`) is passed over with \
             a warning, and the gateway runs without one; one that is named must be usable. One gateway owns the file while it runs \
             (an flock on `<state_file>.lock`, with its pid): another one given the same \

@@ -496,6 +496,16 @@ fn state_file(
                 "is a directory; name a file in it",
             ));
         }
+        // A FIFO would hold `serve` at its start for ever (reading it
+        // waits for a writer, before SIGTERM is handled), a device would
+        // be read and then replaced by the first save.
+        p if std::fs::metadata(p).is_ok_and(|m| !m.is_file()) => {
+            return Err(bad(
+                state_key,
+                p.display().to_string(),
+                "is not a regular file (a FIFO, socket or device); name a file",
+            ));
+        }
         p => Some(p.clone()),
     };
     Ok(state_file)

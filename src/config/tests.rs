@@ -757,3 +757,63 @@ fn values_serve_cannot_use_are_refused_by_name() {
     );
     assert!(err(&format!("state_file = \"/tmp/{}\"", "s".repeat(251))).contains("longer than 250"));
 }
+
+/// A `state_file` that is a FIFO (or a socket, a device) is refused by
+/// `check-config` as by `serve`, exit 2: `serve` waited on the FIFO for
+/// ever at its start, SIGTERM unheard (found trying issue 34's fixes).
+#[test]
+fn a_state_file_that_is_a_fifo_is_refused() {
+    let dir = std::env::temp_dir().join(format!("x2g-cfg-fifo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("state");
+    let _ = std::fs::remove_file(&path);
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path and a mode; no memory is shared.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let shown = path.display().to_string();
+    assert_eq!(
+        err(&format!(
+            "send = false\nxml_listen = [\"127.0.0.1:0\"]\nstate_file = {shown:?}"
+        )),
+        format!(
+            "state_file = {shown:?}: is not a regular file (a FIFO, socket or device); name a file"
+        )
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A value of 10 MB (or a TOML line of 10 MB) is named in an error of a
+/// few hundred bytes, not printed whole: a 100 MB `cluster_name` printed
+/// 100 MB to stderr, a 10 MB line the TOML parser quoted 20 MB (found
+/// trying issue 34's fixes).
+#[test]
+fn a_huge_value_is_cut_in_its_error() {
+    let huge = "a".repeat(10 << 20);
+    let named = err(&format!("cluster_name = \"{huge}\""));
+    assert!(named.len() < 1024, "{} bytes", named.len());
+    assert!(named.starts_with("cluster_name = \"aaaa"), "{named}");
+    assert!(
+        named.contains(&format!("... ({} bytes)", huge.len() + 2)),
+        "{named}"
+    );
+    // Why, at the end of the line, is still said.
+    assert!(
+        named.ends_with("(gmetad and ganglia-web use it in paths)"),
+        "{named}"
+    );
+    // And the key after a rule's name.
+    let rule = err(&format!(
+        "send = false\nxml_listen = [\"127.0.0.1:0\"]\n[[cluster]]\nname = \"{huge}\"\nhosts = [\"*\"]"
+    ));
+    assert!(rule.len() < 1024, "{} bytes", rule.len());
+    assert!(rule.starts_with("cluster[0] \"aaaa"), "{rule}");
+    assert!(rule.contains(": name = \"aaaa"), "{rule}");
+    // The TOML parser's quote of a line of 10 MB: its start and its end.
+    let quoted = err(&format!("cluster_name = \"{huge}\" x"));
+    assert!(quoted.len() < 8192, "{} bytes", quoted.len());
+    assert!(
+        quoted.starts_with("t.toml: TOML parse error at line 1"),
+        "{quoted}"
+    );
+    assert!(quoted.contains(" bytes left out) ... "), "{quoted}");
+}

@@ -24,19 +24,22 @@
 //! a receive task but the request's queue.
 //!
 //! **Silent clients never keep `status` out.** Of the [`MAX_CLIENTS`]
-//! connections held, those that have not sent their request yet are
-//! evicted for a new one, the oldest first (with an error saying so): a
-//! client that connects and writes its request at once, as `status` does,
-//! is answered however many others connect and say nothing (8 such held
-//! every place of a fixed pool, and `status` was refused). Only
-//! [`MAX_CLIENTS`] requests being answered at once turn a new one away.
+//! connections held, a new one evicts, the oldest first, one that has not
+//! sent its request yet (with an error saying so) or, if none, one whose
+//! reply is being written (a client that asked and does not read: its
+//! reply is what the socket's buffer took). A client that connects and
+//! writes its request at once, as `status` does, is answered however many
+//! others connect and say nothing, or ask and never read (8 silent ones
+//! held every place of a fixed pool, and `status` was refused). Only
+//! [`MAX_CLIENTS`] requests whose answers are being gathered from the
+//! receive tasks at once (milliseconds each) turn a new one away.
 
 use std::collections::VecDeque;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 use std::time::Duration;
 
 use tokio::net::{UnixListener, UnixStream};
@@ -107,6 +110,8 @@ pub enum Rejected {
     Busy,
     /// Closed unasked for a newer connection ([`MAX_CLIENTS`] were held).
     Evicted,
+    /// Closed, its reply not read, for a newer connection.
+    Unread,
 }
 
 impl Rejected {
@@ -128,6 +133,8 @@ impl Rejected {
             Rejected::Evicted => format!(
                 "no request yet, and {MAX_CLIENTS} connections were held: closed for a newer one (send \"{REQUEST}\" and a newline at once)"
             ),
+            // Never written: it is not read.
+            Rejected::Unread => String::new(),
         }
     }
 
@@ -139,16 +146,33 @@ impl Rejected {
             Rejected::Slow => "no request in time",
             Rejected::Busy => "too many requests at once",
             Rejected::Evicted => "no request, closed for a newer connection",
+            Rejected::Unread => "reply not read, closed for a newer connection",
         }
     }
 }
 
-/// A connection held: whether it has sent its request, and how to
-/// evict it if not.
+/// Where a held connection is: what decides whether a new one may evict it.
+const SILENT: u8 = 0;
+/// Its answer is being gathered from the receive tasks: not evicted.
+const GATHERING: u8 = 1;
+/// Its reply is being written: evicted when no silent one is left.
+const WRITING: u8 = 2;
+
+/// A connection held: where it is ([`SILENT`], [`GATHERING`],
+/// [`WRITING`]), and how to evict it.
 struct Held {
     id: u64,
-    heard: Arc<AtomicBool>,
+    phase: Arc<AtomicU8>,
     evict: Arc<Notify>,
+}
+
+impl Held {
+    /// The connection a new one evicts when [`MAX_CLIENTS`] are held: the
+    /// oldest silent one, else the oldest whose reply is being written.
+    fn to_evict(held: &VecDeque<Held>) -> Option<usize> {
+        let at = |phase| held.iter().position(|h| h.phase.load(Relaxed) == phase);
+        at(SILENT).or_else(|| at(WRITING))
+    }
 }
 
 /// Answers on `control` until `stop`, then removes its path. `asks`: one
@@ -193,7 +217,7 @@ pub(super) async fn serve(
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     if held.len() >= MAX_CLIENTS {
-                        match held.iter().position(|h| !h.heard.load(Relaxed)) {
+                        match Held::to_evict(&held) {
                             // Its task answers it with the error and ends.
                             Some(at) => {
                                 if let Some(h) = held.remove(at) {
@@ -211,7 +235,7 @@ pub(super) async fn serve(
                     }
                     let h = Held {
                         id: next_id,
-                        heard: Arc::default(),
+                        phase: Arc::default(),
                         evict: Arc::default(),
                     };
                     next_id += 1;
@@ -219,7 +243,7 @@ pub(super) async fn serve(
                         asks: asks.clone(),
                         counters: counters.clone(),
                         drops: drops.clone(),
-                        heard: h.heard.clone(),
+                        phase: h.phase.clone(),
                         evict: h.evict.clone(),
                     };
                     let id = h.id;
@@ -244,8 +268,8 @@ struct Client {
     asks: Arc<Vec<mpsc::Sender<Ask>>>,
     counters: Arc<Counters>,
     drops: Option<Arc<DropWatch>>,
-    /// Set once its request line is read: it is no longer evicted.
-    heard: Arc<AtomicBool>,
+    /// Where it is ([`SILENT`] until its request line is read).
+    phase: Arc<AtomicU8>,
     /// Notified when a newer connection takes its place.
     evict: Arc<Notify>,
 }
@@ -262,7 +286,7 @@ async fn answer(stream: UnixStream, client: Client) -> Result<(), Rejected> {
             return Err(Rejected::Evicted);
         }
     };
-    client.heard.store(true, Relaxed);
+    client.phase.store(GATHERING, Relaxed);
     let (reply, outcome) = match read {
         Err(_) => (error_line(&Rejected::Slow.reply("")), Err(Rejected::Slow)),
         // The client went away.
@@ -285,8 +309,12 @@ async fn answer(stream: UnixStream, client: Client) -> Result<(), Rejected> {
             )
         }
     };
-    let _ = timeout_at(deadline, write_all(&stream, &reply)).await;
-    outcome
+    client.phase.store(WRITING, Relaxed);
+    tokio::select! {
+        _ = timeout_at(deadline, write_all(&stream, &reply)) => outcome,
+        // A newer connection took its place while it did not read.
+        _ = client.evict.notified() => Err(Rejected::Unread),
+    }
 }
 
 /// What a client sent.

@@ -24,6 +24,25 @@ use tokio::sync::watch;
 
 use crate::engine::saved::{Limits, SavedState, Skipped};
 
+/// The whole of `path` if it is a regular file. Opened without blocking
+/// and checked on the open descriptor: a FIFO put there after
+/// `check-config` (which refuses one) must not hold the start for ever.
+fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other(
+            "not a regular file (a FIFO, socket or device)",
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 /// The file and the state read from it (shared with the engines).
 pub struct StateStore {
     path: Option<PathBuf>,
@@ -52,7 +71,7 @@ impl StateStore {
         // A temporary file left by a crash mid-save (this process owns the
         // file now, [`StateLock`]): it only takes room.
         let _ = std::fs::remove_file(tmp_path(path));
-        let read = match std::fs::read(path) {
+        let read = match read_regular(path) {
             // Not UTF-8: what is is read, a bad byte spoils its line only.
             Ok(bytes) => SavedState::read(&String::from_utf8_lossy(&bytes), limits)
                 .map_err(|e| format!("{}: {e}", path.display())),
@@ -370,6 +389,32 @@ mod tests {
             third.state().claim(ip, "xrootd", std::time::Instant::now()),
             None
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A FIFO where the state file should be (put there after
+    /// `check-config`, which refuses one) is refused at once: reading it
+    /// waited for a writer for ever, before SIGTERM was handled (`serve`
+    /// had to be killed; found trying issue 34's fixes).
+    #[test]
+    fn a_fifo_for_a_state_file_is_refused_not_waited_on() {
+        let dir = std::env::temp_dir().join(format!("x2g-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("state");
+        let _ = std::fs::remove_file(&path);
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path and a mode; no memory is shared.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let opening = path.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(StateStore::open(&opening).1);
+        });
+        let read = rx
+            .recv_timeout(Duration::from_secs(5))
+            .expect("opening a FIFO as the state file still waits after 5 s");
+        let e = read.unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -1141,6 +1141,63 @@ fn a_poll_gets_the_whole_document_within_2_s_while_1000_clients_hold_connections
     gw.stop();
 }
 
+/// Sockets of `port`'s side in FIN-WAIT-1 (a close with unsent data the
+/// peer does not read), as the kernel lists them in /proc/net/tcp{,6}.
+fn fin_wait_1_at(port: u16) -> usize {
+    let local = format!(":{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|t| std::fs::read_to_string(t).ok())
+        .map(|text| {
+            text.lines()
+                .skip(1)
+                .filter(|l| {
+                    let cols: Vec<&str> = l.split_whitespace().collect();
+                    cols.get(1).is_some_and(|a| a.ends_with(&local)) && cols.get(3) == Some(&"04")
+                })
+                .count()
+        })
+        .sum()
+}
+
+/// Connections closed unfinished (here: evicted for newer ones of their
+/// address) are reset, so the kernel frees what their send buffers held
+/// at once instead of keeping an orphan in FIN-WAIT-1 for a client that
+/// never reads (24 KB each, without bound under a stream of connects).
+#[test]
+fn connections_closed_unfinished_leave_no_orphan_holding_the_document() {
+    const SERVERS: usize = 200;
+    let gw = Bound::new(
+        "stats_interval = 0\nself_metrics_interval = 0\n",
+        &[],
+        true,
+        None,
+    )
+    .start();
+    let xml = gw.xml.unwrap();
+    for i in 0..SERVERS {
+        gw.send_as(&server_ip(i), &server_record(i));
+    }
+    wait_for(
+        "every server in the document",
+        Duration::from_secs(20),
+        || (host_names(&gw.poll_from("127.0.0.1:0")).len() == SERVERS).then_some(()),
+    );
+    // Twice the per-address cap, none reading: the first half fills its
+    // sockets' buffers, then the second half evicts it.
+    let mut idle: Vec<TcpStream> = (0..64).map(|_| TcpStream::connect(xml).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    idle.extend((0..64).map(|_| TcpStream::connect(xml).unwrap()));
+    wait_for("half of them evicted", Duration::from_secs(30), || {
+        (gw.counters.xml_evicted.load(Ordering::Relaxed) >= 64).then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let orphans = fin_wait_1_at(xml.port());
+    drop(idle);
+    assert_eq!(orphans, 0, "sockets of the XML port in FIN-WAIT-1");
+    gw.stop();
+}
+
 /// Issue 34, item 2: with more senders than `max_sources`, the document
 /// never holds more than `max_sources` hosts, and exactly the sources the
 /// gateway keeps (a source forgotten takes its host out of the document).

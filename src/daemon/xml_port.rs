@@ -369,7 +369,13 @@ pub(super) async fn serve(
         {
             events.xml_evicted(local, old, "a new connection");
         }
-        let _ = socket2::SockRef::from(&stream).set_send_buffer_size(FIRST_SEND_BUFFER);
+        let sock = socket2::SockRef::from(&stream);
+        let _ = sock.set_send_buffer_size(FIRST_SEND_BUFFER);
+        // Closed unfinished (evicted, stalled, past the deadline), it is
+        // reset: what its send buffer held is freed at once, not kept by
+        // the kernel for an orphan that no one reads. A whole document
+        // clears this before its graceful close ([`write_document`]).
+        let _ = sock.set_linger(Some(Duration::ZERO));
         let progress = Arc::new(Progress {
             at_ms: AtomicU64::new(millis_since(began)),
             bytes: AtomicU64::new(0),
@@ -519,7 +525,10 @@ async fn write_document(
         // take their turns between two pieces.
         tokio::task::yield_now().await;
     }
-    let _ = socket2::SockRef::from(&stream).shutdown(Shutdown::Write);
+    // Whole: a graceful close, the rest of the send buffer delivered.
+    let sock = socket2::SockRef::from(&stream);
+    let _ = sock.set_linger(None);
+    let _ = sock.shutdown(Shutdown::Write);
     Ok(render.written())
 }
 

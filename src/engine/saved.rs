@@ -168,6 +168,9 @@ pub enum Bad {
     /// Not exactly one `S` line where one entry was expected
     /// ([`parse_entry`]).
     NotOneEntry,
+    /// The first line is not the header, yet the lines below it are
+    /// entries: a damaged header, which loses only itself.
+    Header,
 }
 
 impl fmt::Display for Bad {
@@ -185,6 +188,7 @@ impl fmt::Display for Bad {
             Bad::DuplicateSource(at) => write!(f, "the same source as line {at}"),
             Bad::DuplicateCounter(key) => write!(f, "counter {key:016x} again"),
             Bad::NotOneEntry => write!(f, "not one S line and its C lines"),
+            Bad::Header => write!(f, "not the header {HEADER:?}"),
         }
     }
 }
@@ -202,6 +206,13 @@ pub struct Skipped {
 impl Skipped {
     pub fn is_empty(&self) -> bool {
         self.lines == 0
+    }
+
+    /// Line 1, the header, was damaged: named first.
+    fn header_damaged(&mut self) {
+        self.lines += 1;
+        self.first.insert(0, (1, Bad::Header, 0));
+        self.first.truncate(NAMED);
     }
 
     fn note(&mut self, line: usize, why: Bad) -> Option<usize> {
@@ -478,17 +489,22 @@ impl SavedState {
         let mut sources = HashMap::new();
         let mut skipped = Skipped::default();
         if !text.is_empty() {
-            let body = match text.split_once('\n') {
-                Some((HEADER, body)) => body,
-                None if text == HEADER => "",
-                _ => {
-                    return Err(format!(
-                        "not an xrd2ganglia state file (first line is not {HEADER:?})"
-                    ));
-                }
-            };
+            let (first, body) = text.split_once('\n').unwrap_or((text, ""));
             let read = read_entries(body, 2, limits);
+            // A damaged first line (a flipped byte) loses only itself when
+            // entries follow it; a file of another format or version, or
+            // one with no entry at all, is not taken for a state file.
+            let foreign = first != HEADER
+                && (read.entries.is_empty() || first.starts_with("xrd2ganglia-state"));
+            if foreign {
+                return Err(format!(
+                    "not an xrd2ganglia state file (first line is not {HEADER:?})"
+                ));
+            }
             skipped = read.skipped;
+            if first != HEADER {
+                skipped.header_damaged();
+            }
             for e in read.entries {
                 sources.insert((e.ip, e.program), e.source);
             }

@@ -486,7 +486,7 @@ impl Sources {
         let (source, created, evicted) =
             self.get_or_insert(ip, program, now, cap, mapped.len(), &mut park);
         if evicted.total > 0 {
-            events.sources_evicted(evicted.total, evicted.established, parked, cap);
+            events.sources_evicted(ip, evicted.total, evicted.established, parked, cap);
         }
         if created {
             events.source_added();

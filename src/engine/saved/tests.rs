@@ -19,6 +19,39 @@ fn a_foreign_file_is_reported_not_trusted() {
     assert_eq!((state.unclaimed(), skipped.lines), (0, 0));
 }
 
+/// One flipped byte in the header dropped every source's counters (and
+/// the next save overwrote them): a damaged header loses only itself when
+/// entries follow; another format's or version's file is still refused.
+#[test]
+fn a_damaged_header_loses_only_itself() {
+    let body = "S\t10.0.0.1\txrootd\t1700000000\t77\nC\t00000000000000aa\t5000\t62980717\n\
+                S\t10.0.0.2\tcmsd\t1700000001\t78\n";
+    let (state, skipped) = SavedState::read(&format!("xrd2ganglia-stbte 1\n{body}"), NOW).unwrap();
+    assert_eq!(state.unclaimed(), 2);
+    assert_eq!(skipped.lines, 1);
+    assert_eq!(skipped.first, vec![(1, Bad::Header, 0)]);
+    assert_eq!(
+        skipped.to_string(),
+        "1 line skipped: line 1: not the header \"xrd2ganglia-state 1\""
+    );
+    let kept = state
+        .claim(ip("10.0.0.1"), "xrootd", Instant::now())
+        .unwrap();
+    assert_eq!(kept.started, Some((1_700_000_000, 77)));
+    assert_eq!(kept.counters, vec![(0xaa, 5000, 62_980_717)]);
+    for foreign in [
+        format!("xrd2ganglia-state 2\n{body}"),
+        "hello\nworld\n".to_string(),
+        "\u{7f}ELF\n".to_string(),
+    ] {
+        let e = SavedState::read(&foreign, NOW).err().unwrap();
+        assert!(
+            e.contains("not an xrd2ganglia state file"),
+            "{foreign:?}: {e}"
+        );
+    }
+}
+
 #[test]
 fn each_line_is_checked_on_its_own() {
     fn ok(l: &str) -> Result<Line<'_>, Bad> {
