@@ -272,14 +272,10 @@ fn no_command_needs_a_tool_the_docs_do_not_install() {
 /// counter added later is held too).
 #[test]
 fn each_counter_has_one_name_in_status_the_log_line_and_ganglia() {
-    // send_queue_age_ms: src/daemon/self_metrics.rs's own test still holds
-    // the two names apart (its field and its metric); the one exception,
-    // until that test is changed with it.
-    let apart = ["send_queue_age_ms"];
     let mut wrong = Vec::new();
     for spec in COUNTERS.iter().chain([&KERNEL_DROPS]) {
         let metric = spec.metric.strip_prefix("xrd2ganglia.").unwrap_or("");
-        if metric != spec.field && !apart.contains(&spec.field) {
+        if metric != spec.field {
             wrong.push(format!("{} is sent as {}", spec.field, spec.metric));
         }
     }
