@@ -144,7 +144,7 @@ pub const REPORTS: &[Report] = &[
         vertical_label: None,
         style: Style::Line,
         series: &[x("link.num", "open"), x("link.tot", "new")],
-        legend: Some("%8.2lf"),
+        legend: Some("%6.2lf"),
     },
     Report {
         key: "operations",

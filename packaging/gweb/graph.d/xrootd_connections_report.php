@@ -1,5 +1,5 @@
 <?php
-/* xrootd_connections_report: 'Connections', with its legend's numbers as %8.2lf.
+/* xrootd_connections_report: 'Connections', with its legend's numbers as %6.2lf.
  * ganglia-web prints a JSON report's as %5.1lf%s, which shows an average
  * of 2/3 of a count as 666.7m.
  * Written by `xrd2ganglia gweb`; run it again rather than editing this.
@@ -12,7 +12,7 @@ function graph_xrootd_connections_report(&$rrdtool_graph)
         array('xrootd.link.num', '3366cc', 'open', 'LINE2'),
         array('xrootd.link.tot', 'dc3912', 'new', 'LINE2'),
     );
-    $format = '%8.2lf';
+    $format = '%6.2lf';
     $stats = array(
         'now' => array('LAST', 'Now'),
         'min' => array('MINIMUM', 'Min'),
