@@ -22,7 +22,7 @@ impl Counters {
     /// Sets the send-queue gauges.
     pub fn set_queue(&self, packets: usize, oldest: Duration) {
         self.send_queue.store(packets as u64, Relaxed);
-        self.send_queue_age_ms
+        self.send_queue_age
             .store(oldest.as_millis().min(u128::from(u64::MAX)) as u64, Relaxed);
     }
 }

@@ -3,9 +3,11 @@
 //! From [`reports`] (what each report shows), the catalog (units) and the
 //! naming settings (metric names), [`generate`] writes:
 //! * `graph.d/xrootd_<tag>NAME_report.json`: one JSON report per
-//!   [`reports::REPORTS`] entry, and `graph.d/..._report.php` per
-//!   [`reports::LIST_REPORTS`] entry (list entries differ per site, so the
-//!   PHP finds their RRDs when it draws);
+//!   [`reports::REPORTS`] entry (PHP, `..._report.php`, for one with its
+//!   own legend format: ganglia-web prints a JSON report's as `%5.1lf%s`),
+//!   and `graph.d/..._report.php` per [`reports::LIST_REPORTS`] entry
+//!   (list entries differ per site, so the PHP finds their RRDs when it
+//!   draws);
 //! * `conf/view_xrootd<_tag>.json`: a view of the whole site (every report
 //!   in cluster context, where gmetad's summary gives the site's totals,
 //!   and per-server aggregate graphs);
@@ -65,9 +67,16 @@ pub fn generate(site: &Site) -> Result<Vec<File>, String> {
     check_filter(site)?;
     let mut files = Vec::new();
     for report in REPORTS {
-        files.push(File {
-            path: format!("graph.d/{}.json", names.report(report.key)),
-            text: json(&json_report(report, &names))?,
+        let drawn = json_report(report, &names);
+        files.push(match report.legend {
+            None => File {
+                path: format!("graph.d/{}.json", names.report(report.key)),
+                text: json(&drawn)?,
+            },
+            Some(format) => File {
+                path: format!("graph.d/{}.php", names.report(report.key)),
+                text: php_series_report(&drawn, format),
+            },
         });
     }
     for report in LIST_REPORTS {
@@ -332,6 +341,97 @@ fn php_lists(r: &ListReport, names: &Names<'_>) -> String {
         }
     }
     lists
+}
+
+/// A fixed-series report as PHP, to print its legend's numbers as
+/// `format` (ganglia-web prints a JSON report's as `%5.1lf%s`): the
+/// series, title and vertical label of its JSON form, drawn as graph.php
+/// draws a JSON report (its DEFs, then each line or area with its legend,
+/// the stats `graphreport_stats` and `graphreport_stat_items` ask for), so
+/// its CSV and JSON export read it alike.
+fn php_series_report(r: &JsonReport, format: &str) -> String {
+    let name = &r.report_name;
+    let mut series = String::new();
+    for s in &r.series {
+        let _ = writeln!(
+            series,
+            "        array({}, {}, {}, {}),",
+            php_str(&s.metric),
+            php_str(s.color),
+            php_str(&s.label),
+            php_str(if s.kind == "stack" { "STACK" } else { "LINE2" })
+        );
+    }
+    format!(
+        r#"<?php
+/* {name}: {title}, with its legend's numbers as {format}.
+ * ganglia-web prints a JSON report's as %5.1lf%s, which shows an average
+ * of 2/3 of a count as 666.7m.
+ * Written by `xrd2ganglia gweb`; run it again rather than editing this.
+ * ganglia-web calls graph_{name}() with $rrd_dir set to the host's RRD
+ * directory, or in cluster context to __SummaryInfo__ (the site's sums). */
+function graph_{name}(&$rrdtool_graph)
+{{
+    global $conf, $rrd_dir, $size;
+    $series = array(
+{series}    );
+    $format = {format_php};
+    $stats = array(
+        'now' => array('LAST', 'Now'),
+        'min' => array('MINIMUM', 'Min'),
+        'avg' => array('AVERAGE', 'Avg'),
+        'max' => array('MAXIMUM', 'Max'),
+    );
+    $width = 0;
+    foreach ($series as $s) {{
+        $width = max($width, strlen($s[2]));
+    }}
+    $defs = '';
+    $draw = '';
+    $stacked = false;
+    foreach ($series as $n => $s) {{
+        list($metric, $color, $label, $kind) = $s;
+        $file = $rrd_dir . '/' . $metric . '.rrd';
+        if (!is_file($file)) {{
+            continue;
+        }}
+        $id = 'a' . $n;
+        $defs .= " DEF:'$id'='$file':'sum':AVERAGE ";
+        // As graph.php draws JSON reports: the first of a stack an AREA.
+        if ($kind === 'STACK' && !$stacked) {{
+            $kind = 'AREA';
+            $stacked = true;
+        }}
+        $draw .= "$kind:'$id'#$color:'" . str_pad($label, $width) . "' ";
+        if (!empty($conf['graphreport_stats'])) {{
+            $gprint = array();
+            foreach ($stats as $item => $stat) {{
+                if (in_array($item, $conf['graphreport_stat_items'])) {{
+                    $draw .= "VDEF:{{$id}}_$item=$id,{{$stat[0]}} ";
+                    $gprint[] = "GPRINT:'{{$id}}_$item':'{{$stat[1]}}\\:$format";
+                }}
+            }}
+            if (count($gprint) > 0) {{
+                $draw .= implode("' ", $gprint) . "\\l' ";
+            }}
+        }}
+    }}
+    if ($defs === '') {{
+        $rrdtool_graph['series'] = 'HRULE:1#FFCC33:"No matching metrics detected or RRDs not readable"';
+    }} else {{
+        $rrdtool_graph['series'] = $defs . ' ' . $draw;
+    }}
+    $rrdtool_graph['title'] = {title};
+    $rrdtool_graph['vertical-label'] = {vlabel};
+    $rrdtool_graph['lower-limit'] = '0';
+    $rrdtool_graph['height'] += ($size == 'medium') ? 28 : 0;
+    return $rrdtool_graph;
+}}
+"#,
+        title = php_str(r.title),
+        vlabel = php_str(&r.vertical_label),
+        format_php = php_str(format),
+    )
 }
 
 /// The PHP report: ganglia-web calls `graph_NAME(&$rrdtool_graph)` with

@@ -1,7 +1,10 @@
 //! README and docs/ hold: every relative link leads somewhere, every
 //! `xrd2ganglia` command they show is one the binary takes, no command
-//! needs a tool nothing installs, README's Try it runs as written, and
-//! each counter has one name in `status`, the log line and Ganglia.
+//! needs a tool nothing installs, README's Try it runs as written (and
+//! beside it troubleshooting.md's `status` checks and tools.md's `poll`;
+//! troubleshooting.md's listeners on its own), and each counter has one
+//! name in `status`, the log line and Ganglia. The blocks that cannot run
+//! here, and why: docs/development.md ("The docs hold").
 
 mod common;
 
@@ -272,14 +275,10 @@ fn no_command_needs_a_tool_the_docs_do_not_install() {
 /// counter added later is held too).
 #[test]
 fn each_counter_has_one_name_in_status_the_log_line_and_ganglia() {
-    // send_queue_age_ms: src/daemon/self_metrics.rs's own test still holds
-    // the two names apart (its field and its metric); the one exception,
-    // until that test is changed with it.
-    let apart = ["send_queue_age_ms"];
     let mut wrong = Vec::new();
     for spec in COUNTERS.iter().chain([&KERNEL_DROPS]) {
         let metric = spec.metric.strip_prefix("xrd2ganglia.").unwrap_or("");
-        if metric != spec.field && !apart.contains(&spec.field) {
+        if metric != spec.field {
             wrong.push(format!("{} is sent as {}", spec.field, spec.metric));
         }
     }
@@ -402,7 +401,150 @@ fn readme_try_it_runs_as_written() {
         status.contains(&format!("Sources: {servers}")) && servers == 8,
         "{status}"
     );
+
+    // docs/troubleshooting.md's `status` checks, as written, on the same
+    // gateway: the table, and jq over `--json` (no source or refused
+    // sender of that address here: nothing printed, no error).
+    let trouble = std::fs::read_to_string(Path::new(ROOT).join("docs/troubleshooting.md")).unwrap();
+    let checks: Vec<String> = blocks(&trouble)
+        .into_iter()
+        .flat_map(|(_, lines)| lines)
+        .filter(|l| l.starts_with("xrd2ganglia status"))
+        .collect();
+    assert_eq!(checks.len(), 3, "{checks:?}");
+    for line in &checks {
+        let out = run_shell(line, bin_dir);
+        assert!(
+            out.status.success() && out.stderr.is_empty(),
+            "{line}: {out:?}"
+        );
+        if !line.contains("--json") {
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(text.contains("Sources: 8"), "{line}: {text}");
+        }
+    }
+    // docs/tools.md's `poll`, as written: the cluster, its host `vm` (every
+    // recorded server ran there) under the columns the page shows.
+    let tools = std::fs::read_to_string(Path::new(ROOT).join("docs/tools.md")).unwrap();
+    let (_, shown) = blocks(&tools)
+        .into_iter()
+        .find(|(_, l)| l.first().is_some_and(|l| l == "$ xrd2ganglia poll"))
+        .expect("tools.md shows `xrd2ganglia poll`");
+    let out = run_shell("xrd2ganglia poll", bin_dir);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    let got: Vec<&str> = text.lines().collect();
+    assert_eq!(got.first().copied(), Some(shown[1].as_str()), "{text}");
+    assert_eq!(
+        got.get(1).map(|l| l.split_whitespace().collect::<Vec<_>>()),
+        Some(shown[2].split_whitespace().collect()),
+        "{text}"
+    );
+    let host =
+        |l: &str| -> Vec<String> { l.split_whitespace().take(2).map(str::to_string).collect() };
+    assert_eq!(got.get(2).map(|l| host(l)), Some(host(&shown[3])), "{text}");
     assert!(serve.terminate().success());
+}
+
+/// A line of a page's shell block, run by `sh` from the repository's root
+/// with the test's build first on the PATH (as `xrd2ganglia`).
+fn run_shell(line: &str, bin_dir: &Path) -> std::process::Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg(line.replace("target/release/xrd2ganglia", BIN))
+        .current_dir(ROOT)
+        .env(
+            "PATH",
+            format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap()),
+        )
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// docs/troubleshooting.md's look at what a server sends, its two
+/// listeners on port 3334 run as written (the real mpxstats in the
+/// second), each fed the shipped recording by `replay`: the first prints
+/// the records as mpxstats does, the second the metrics the gateway would
+/// send, each server's program among them.
+#[test]
+fn troubleshooting_s_record_checks_run_as_written() {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    let page = std::fs::read_to_string(Path::new(ROOT).join("docs/troubleshooting.md")).unwrap();
+    let lines: Vec<String> = blocks(&page)
+        .into_iter()
+        .flat_map(|(_, lines)| lines)
+        .filter(|l| l.contains("-p 3334"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    let bin_dir = Path::new(BIN).parent().unwrap();
+    let recording = Path::new(ROOT).join("tests/data/records/try-out.jsonl");
+    let dir = common::Scratch::new("trouble-records");
+    for (line, wanted) in lines.iter().zip([
+        // mpxstats' flat form: `pgm` and its value, per record.
+        &["pgm xrootd", "pgm cmsd"][..],
+        // dump's table: its header, an xrootd's and a cmsd's metrics.
+        &["HOST", " xrootd.ds.link.in ", " cmsd."][..],
+    ]) {
+        // The last listener may still be going away (its group was sent
+        // SIGTERM; only `sh` was waited for).
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while UdpSocket::bind(("0.0.0.0", 3334)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "troubleshooting.md's checks use UDP 3334, which something here holds (`ss -uanp 'sport = :3334'`)"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let out = dir.path().join("out");
+        let f = std::fs::File::create(&out).unwrap();
+        // Its own process group: the pipeline is stopped as one, and
+        // nothing else.
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(line.split(" #").next().unwrap())
+            .current_dir(ROOT)
+            .env(
+                "PATH",
+                format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap()),
+            )
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(f.try_clone().unwrap())
+            .stderr(f)
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut text = String::new();
+        while !wanted.iter().all(|w| text.contains(w)) {
+            if Instant::now() > deadline {
+                let _ = Command::new("kill")
+                    .args(["-TERM", "--", &format!("-{}", child.id())])
+                    .status();
+                let _ = child.wait();
+                panic!("{line}: no {wanted:?} in:\n{text}");
+            }
+            let sent = Command::new(BIN)
+                .args(["replay", "--speed", "100", "--to", "127.0.0.1:3334"])
+                .arg(&recording)
+                .output()
+                .unwrap();
+            assert!(sent.status.success(), "{sent:?}");
+            std::thread::sleep(Duration::from_millis(300));
+            text.clear();
+            std::fs::File::open(&out)
+                .unwrap()
+                .read_to_string(&mut text)
+                .unwrap();
+        }
+        let killed = Command::new("kill")
+            .args(["-TERM", "--", &format!("-{}", child.id())])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let _ = child.wait();
+    }
 }
 
 /// Troubleshooting's drops command, run as written on a socket of this

@@ -395,6 +395,23 @@ fn shipped_reports() -> Vec<Shipped> {
                     .collect(),
                 series.iter().all(|s| s["type"] == "stack"),
             )
+        } else if let Some(rows) = text.split("$series = array(\n").nth(1) {
+            // A fixed-series PHP report: `array(METRIC, COLOUR, LABEL, KIND),`.
+            let rows: Vec<Vec<&str>> = rows[..rows.find("    );").unwrap()]
+                .lines()
+                .map(|l| {
+                    l.trim()
+                        .trim_start_matches("array(")
+                        .trim_end_matches("),")
+                        .split(", ")
+                        .map(|f| f.trim_matches('\''))
+                        .collect()
+                })
+                .collect();
+            (
+                rows.iter().map(|r| (r[2].to_string(), rgb(r[1]))).collect(),
+                rows.iter().all(|r| r[3] == "STACK"),
+            )
         } else {
             let palette = text.split("$colors = array(").nth(1).unwrap();
             let palette: Vec<[u8; 3]> = palette[..palette.find(')').unwrap()]
@@ -464,6 +481,70 @@ fn last(series: &[(String, Vec<f64>)], label: &str) -> f64 {
 
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n";
 
+/// Checks that a connections legend's numbers read as numbers with two
+/// decimals (`0.67`, `144.00`), never with an SI prefix (`666.7m`, what
+/// ganglia-web's `%5.1lf%s` prints for 2/3); four for each series (Now,
+/// Min, Avg, Max).
+fn plain_numbers(name: &str, legend: &[(String, Vec<(String, String)>)]) {
+    for (label, stats) in legend {
+        assert_eq!(stats.len(), 4, "{name}: {label}: {stats:?}");
+        for (stat, text) in stats {
+            let plain = text.split_once('.').is_some_and(|(i, f)| {
+                !i.is_empty()
+                    && i.bytes().all(|b| b.is_ascii_digit())
+                    && f.len() == 2
+                    && f.bytes().all(|b| b.is_ascii_digit())
+            });
+            assert!(
+                plain,
+                "{name}: {label} {stat}: {text:?} is not a plain number"
+            );
+        }
+    }
+}
+
+/// A graph's legend as real rrdtool renders it: graph.php's command (its
+/// `debug=3` page, HTML-decoded) run through `rrdtool graphv` instead of
+/// `graph`, which prints each legend text it draws (`legend[N] = "..."`).
+/// Each series' label (trimmed), with its numbers: (`Now`, `1.00`), ...
+fn rendered_legend(command: &str) -> Vec<(String, Vec<(String, String)>)> {
+    let command = command
+        .replace("<html><body>", "")
+        .replace("</body></html>", "")
+        .replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    assert!(command.contains(" graph - "), "{command}");
+    let command = command.replacen(" graph - ", " graphv /dev/null ", 1);
+    let mut tries = 0;
+    let out = loop {
+        let out = Command::new("sh").arg("-c").arg(&command).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        // gmetad may be writing the RRD (see tests/common/gweb.rs).
+        tries += 1;
+        if err.contains("could not lock RRD") && tries < 10 {
+            std::thread::sleep(Duration::from_millis(100));
+            continue;
+        }
+        assert!(out.status.success(), "{command}: {err}");
+        break String::from_utf8(out.stdout).unwrap();
+    };
+    let mut legend: Vec<(String, Vec<(String, String)>)> = Vec::new();
+    for line in out.lines().filter(|l| l.starts_with("legend[")) {
+        let text = line.split_once(" = \"").unwrap().1.trim_end_matches('"');
+        match text.trim().split_once(':') {
+            Some((stat, value)) if ["Now", "Min", "Avg", "Max"].contains(&stat) => legend
+                .last_mut()
+                .unwrap_or_else(|| panic!("a number before any label: {out}"))
+                .1
+                .push((stat.to_string(), value.trim().to_string())),
+            _ => legend.push((text.trim().to_string(), Vec::new())),
+        }
+    }
+    legend
+}
+
 /// Each shipped report through ganglia-web's graph.php, in cluster context
 /// (the site's totals from gmetad's summary) and on each host, with every
 /// series drawn from data; the view's per-server graphs too.
@@ -514,6 +595,37 @@ fn every_shipped_report_renders_through_graph_php_with_its_series() {
         );
         let series = gweb.series(&query);
         assert_eq!(labels(&series), expected, "{name} (cluster)");
+        // Its legend as rrdtool renders it from graph.php's command: each
+        // series' label, then its numbers (ganglia-web's Now, Min, Avg,
+        // Max). Counts read as numbers: 2/3 of an open connection is
+        // 0.67, not ganglia-web's `666.7m` (`%5.1lf%s`).
+        let legend = rendered_legend(&command);
+        for label in &expected {
+            assert!(
+                legend.iter().any(|(l, _)| l == label),
+                "{name}: no {label:?} in its legend {legend:?}"
+            );
+        }
+        // Its numbers, on the site's graph and on each host's below.
+        if name == "xrootd_connections_report" {
+            plain_numbers(name, &legend);
+            // Max is the export's largest value, to the legend's 2 decimals.
+            for (label, v) in &series {
+                let peak = v.iter().copied().fold(0.0, f64::max);
+                let (_, stats) = legend.iter().find(|(l, _)| l == label).unwrap();
+                let max: f64 = stats
+                    .iter()
+                    .find(|(s, _)| s == "Max")
+                    .unwrap()
+                    .1
+                    .parse()
+                    .unwrap();
+                assert!(
+                    (max - peak).abs() <= 0.005 + 1e-9 * peak,
+                    "{name}: {label}: legend Max {max}, export's largest {peak}"
+                );
+            }
+        }
         let values = |label: &str| &series.iter().find(|(l, _)| l == label).unwrap().1;
         // Every series moves, but the schedulers' queues (empty in every
         // capture, a gauge drawn at 0) and XCache's bytes past its cache
@@ -581,6 +693,11 @@ fn every_shipped_report_renders_through_graph_php_with_its_series() {
             let (png, _) = gweb.graph(&query);
             assert!(png.starts_with(PNG), "{name} on {host}: not a PNG");
             seen.extend(labels(&gweb.series(&query)));
+            if name == "xrootd_connections_report" {
+                let (command, _) = gweb.graph(&format!("{query}&debug=3"));
+                let command = String::from_utf8_lossy(&command).replace("&#039;", "'");
+                plain_numbers(name, &rendered_legend(&command));
+            }
         }
         seen.sort();
         seen.dedup();

@@ -19,7 +19,7 @@
 //! "Last value": a private [`Engine`] replays the datagrams a host sent
 //! and gives the exact metric values its last record became; gmond's XML
 //! must show those. The gateway's log (stats_interval = 1) is read for
-//! `send_queue`, `send_queue_age_ms`, `packets_conflated` when it has them.
+//! `send_queue`, `send_queue_age`, `packets_conflated` when it has them.
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, UdpSocket};
@@ -290,7 +290,7 @@ fn queue_stats(gw: &Gateway, from: Instant, to: Instant) -> QueueStats {
     let last = |k: &str| lines.iter().rev().find_map(|l| l.get(k));
     QueueStats {
         max_queue: max("send_queue"),
-        max_age_ms: max("send_queue_age_ms"),
+        max_age_ms: max("send_queue_age"),
         conflated: last("packets_conflated"),
         send_errors: last("send_errors"),
     }

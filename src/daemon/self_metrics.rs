@@ -425,11 +425,11 @@ mod table_tests {
     fn each_counter_is_logged_and_sent_under_its_own_name() {
         let c = Counters::default();
         c.datagrams.store(7, Relaxed);
-        c.send_queue_age_ms.store(250, Relaxed);
+        c.send_queue_age.store(250, Relaxed);
         c.xml_hosts_evicted.store(3, Relaxed);
         let line = c.snapshot().to_string();
         assert!(line.starts_with("datagrams=7 records=0 "), "{line}");
-        assert!(line.contains(" send_queue_age_ms=250 "), "{line}");
+        assert!(line.contains(" send_queue_age=250 "), "{line}");
         assert!(line.ends_with(" xml_hosts_evicted=3"), "{line}");
         assert_eq!(line.split(' ').count(), COUNTERS.len());
         let names: std::collections::HashSet<_> = COUNTERS.iter().map(|c| c.metric).collect();

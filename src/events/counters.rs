@@ -148,7 +148,7 @@ counters! {
         "Queued packets dropped at stop because drain_timeout passed.";
     send_queue: Gauge "send_queue", "packets", "Send queue",
         "Packets waiting in the send queues (all channels), paced to gmond's receive queue or max_send_rate.";
-    send_queue_age_ms: Gauge "send_queue_age", "ms", "Send queue age",
+    send_queue_age: Gauge "send_queue_age", "ms", "Send queue age",
         "How long the oldest queued packet has waited: the delay the pacing adds.";
     xml_polls: Counter "xml_polls", "polls/s", "XML polls answered",
         "Documents written to gmetad (or another client) on xml_listen.";

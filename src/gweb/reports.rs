@@ -59,6 +59,13 @@ pub struct Report {
     pub vertical_label: Option<&'static str>,
     pub style: Style,
     pub series: &'static [Series],
+    /// None: a JSON report, whose legend ganglia-web prints as
+    /// `%5.1lf%s` (an SI prefix for numbers below 1 or from 1,000: right
+    /// for bytes/s). Some(format): a PHP report drawing the same series
+    /// with this rrdtool GPRINT format in its legend, for counts, whose
+    /// averages `%5.1lf%s` shows as milli-units (2/3 open connections read
+    /// `666.7m`).
+    pub legend: Option<&'static str>,
 }
 
 /// A list field (`oss.paths`' `free`): one series per list entry, by key.
@@ -129,6 +136,7 @@ pub const REPORTS: &[Report] = &[
         vertical_label: None,
         style: Style::Line,
         series: &[x("link.in", "in"), x("link.out", "out")],
+        legend: None,
     },
     Report {
         key: "connections",
@@ -136,6 +144,7 @@ pub const REPORTS: &[Report] = &[
         vertical_label: None,
         style: Style::Line,
         series: &[x("link.num", "open"), x("link.tot", "new")],
+        legend: Some("%6.2lf"),
     },
     Report {
         key: "operations",
@@ -155,6 +164,7 @@ pub const REPORTS: &[Report] = &[
             x("xrootd.ops.putf", "putfile"),
             x("xrootd.ops.misc", "other"),
         ],
+        legend: None,
     },
     Report {
         key: "problems",
@@ -166,6 +176,7 @@ pub const REPORTS: &[Report] = &[
             x("xrootd.rdr", "redirects"),
             x("xrootd.dly", "delays"),
         ],
+        legend: None,
     },
     Report {
         key: "scheduler",
@@ -180,6 +191,7 @@ pub const REPORTS: &[Report] = &[
             c("sched.idle", "idle threads"),
             c("sched.inq", "queued jobs"),
         ],
+        legend: None,
     },
     Report {
         key: "selections",
@@ -187,6 +199,7 @@ pub const REPORTS: &[Report] = &[
         vertical_label: None,
         style: Style::Line,
         series: &[c("cmsm.sel.t", "selections")],
+        legend: None,
     },
     // XCache's disk cache (pfc): from its g-stream (src/gstream.rs),
     // where its hits and misses are bytes of closed files.
@@ -200,6 +213,7 @@ pub const REPORTS: &[Report] = &[
             x("pfc.bytes_miss", "from the origin"),
             x("pfc.bytes_bypass", "past the cache"),
         ],
+        legend: None,
     },
     // A proxy's memory cache (the `cache` section, type="rmc"): only it
     // fills these (pss.memcache); XCache's disk cache (type="pfc") leaves
@@ -213,6 +227,7 @@ pub const REPORTS: &[Report] = &[
         vertical_label: Some("reads/s"),
         style: Style::Stack,
         series: &[rmc("cache.rd.hits", "hits"), rmc("cache.rd.miss", "misses")],
+        legend: None,
     },
     Report {
         key: "cache_bytes",
@@ -224,6 +239,7 @@ pub const REPORTS: &[Report] = &[
             rmc("cache.rd.in", "read into cache"),
             rmc("cache.pass", "read, not cached"),
         ],
+        legend: None,
     },
     Report {
         key: "cpu",
@@ -236,6 +252,7 @@ pub const REPORTS: &[Report] = &[
             c("proc.cpu.usr", "user"),
             c("proc.cpu.sys", "system"),
         ],
+        legend: None,
     },
 ];
 

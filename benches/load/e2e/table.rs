@@ -256,7 +256,7 @@ impl E2e {
                     .unwrap_or_else(|| "not within the wait (smoke 10 s, else 20 s)".into()),
             ));
             rows.push(row(
-                "    gateway send queue: max packets, max send_queue_age_ms",
+                "    gateway send queue: max packets, max send_queue_age",
                 format!(
                     "{}, {}",
                     or_unknown(s.queue.max_queue, ""),
