@@ -902,24 +902,35 @@ pub async fn keep_in_step(
         let now = Instant::now();
         link.decide(now);
         let full = last_full.is_none_or(|t| now.duration_since(t) >= FULL_EVERY);
-        let (entries, _) = if full {
-            link.everything(false).await
-        } else {
-            link.ask_entries(true, false).await
+        let round = async {
+            let (entries, _) = if full {
+                link.everything(false).await
+            } else {
+                link.ask_entries(true, false).await
+            };
+            if !full && entries.is_empty() && now.duration_since(last_push) < PING_EVERY {
+                return false;
+            }
+            let mode = if full { "full" } else { "push" };
+            match ask(&link, &peer, mode, &entries, &mut events).await {
+                Ok(_) => {}
+                // Tried again at the next tick; what changed meanwhile goes
+                // with the next full exchange.
+                Err((addr, e)) => events.peer_failed(addr, &e),
+            }
+            true
         };
-        if !full && entries.is_empty() && now.duration_since(last_push) < PING_EVERY {
-            continue;
-        }
-        let mode = if full { "full" } else { "push" };
-        match ask(&link, &peer, mode, &entries, &mut events).await {
-            Ok(_) => {}
-            // Tried again at the next tick; what changed meanwhile goes
-            // with the next full exchange.
-            Err((addr, e)) => events.peer_failed(addr, &e),
-        }
-        last_push = now;
-        if full {
-            last_full = Some(now);
+        // A stop never waits for an exchange (nor for the receive tasks
+        // it asks, which are stopping too).
+        let exchanged = tokio::select! {
+            _ = stop.changed() => break,
+            exchanged = round => exchanged,
+        };
+        if exchanged {
+            last_push = now;
+            if full {
+                last_full = Some(now);
+            }
         }
     }
 }
