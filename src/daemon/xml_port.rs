@@ -272,6 +272,53 @@ impl Connections {
 
     /// Closes the connection (of `ip`, or of any address) that made the
     /// least progress ([`Progress::order`]). Returns its client.
+    /// Room for a new connection from `ip`: a slot of its address, then
+    /// one of all, each taken from the one with the least progress.
+    fn make_room(&mut self, ip: IpAddr, local: SocketAddr, events: &mut Events<'_>) {
+        if self.per_address(ip) >= MAX_PER_ADDRESS
+            && let Some(old) = self.evict_least_progress(Some(ip))
+        {
+            events.xml_evicted(local, old, "a new connection from its address");
+        }
+        if self.by_id.len() >= MAX_CONNECTIONS
+            && let Some(old) = self.evict_least_progress(None)
+        {
+            events.xml_evicted(local, old, "a new connection");
+        }
+    }
+
+    /// An accept that failed: out of descriptors, one is freed (its task
+    /// drops its socket when the runtime next runs it) to try again at once.
+    async fn accept_failed(&mut self, e: &io::Error, local: SocketAddr, events: &mut Events<'_>) {
+        events.xml_accept_failed(local, e);
+        if is_out_of_descriptors(e) {
+            match self.evict_least_progress(None) {
+                Some(old) => {
+                    events.xml_evicted(local, old, "no file descriptor left");
+                    tokio::task::yield_now().await;
+                }
+                // Held by others: nothing of ours to give back.
+                None => tokio::time::sleep(Duration::from_millis(10)).await,
+            }
+        }
+    }
+
+    /// A writer's outcome, counted unless its connection was evicted
+    /// meanwhile (counted as that).
+    fn finished(
+        &mut self,
+        (id, peer, outcome): Outcome,
+        local: SocketAddr,
+        events: &mut Events<'_>,
+    ) {
+        if self.by_id.remove(&id).is_some() {
+            match outcome {
+                Ok(w) => events.xml_polled(w.hosts, w.renamed),
+                Err(e) => events.xml_unfinished(local, peer, &e),
+            }
+        }
+    }
+
     fn evict_least_progress(&mut self, ip: Option<IpAddr>) -> Option<SocketAddr> {
         let (&id, _) = self
             .by_id
@@ -319,14 +366,8 @@ pub(super) async fn serve(
     loop {
         let accepted = tokio::select! {
             _ = stop.changed() => break,
-            Some((id, peer, outcome)) = done.recv() => {
-                // A connection closed meanwhile was counted as evicted.
-                if conns.by_id.remove(&id).is_some() {
-                    match outcome {
-                        Ok(w) => events.xml_polled(w.hosts, w.renamed),
-                        Err(e) => events.xml_unfinished(local, peer, &e),
-                    }
-                }
+            Some(outcome) = done.recv() => {
+                conns.finished(outcome, local, &mut events);
                 continue;
             }
             a = listener.accept() => a,
@@ -334,19 +375,7 @@ pub(super) async fn serve(
         let (stream, peer) = match accepted {
             Ok(a) => a,
             Err(e) => {
-                events.xml_accept_failed(local, &e);
-                if is_out_of_descriptors(&e) {
-                    // Free one (its task drops its socket when the runtime
-                    // next runs it) and try again at once.
-                    match conns.evict_least_progress(None) {
-                        Some(old) => {
-                            events.xml_evicted(local, old, "no file descriptor left");
-                            tokio::task::yield_now().await;
-                        }
-                        // Held by others: nothing of ours to give back.
-                        None => tokio::time::sleep(Duration::from_millis(10)).await,
-                    }
-                }
+                conns.accept_failed(&e, local, &mut events).await;
                 continue;
             }
         };
@@ -358,51 +387,23 @@ pub(super) async fn serve(
             events.xml_denied(local, peer);
             continue;
         }
-        // Room for this one: a slot of its address, then one of all.
-        if conns.per_address(peer.ip()) >= MAX_PER_ADDRESS
-            && let Some(old) = conns.evict_least_progress(Some(peer.ip()))
-        {
-            events.xml_evicted(local, old, "a new connection from its address");
-        }
-        if conns.by_id.len() >= MAX_CONNECTIONS
-            && let Some(old) = conns.evict_least_progress(None)
-        {
-            events.xml_evicted(local, old, "a new connection");
-        }
-        let sock = socket2::SockRef::from(&stream);
-        let _ = sock.set_send_buffer_size(FIRST_SEND_BUFFER);
-        // Closed unfinished (evicted, stalled, past the deadline), it is
-        // reset: what its send buffer held is freed at once, not kept by
-        // the kernel for an orphan that no one reads. A whole document
-        // clears this before its graceful close ([`write_document`]).
-        let _ = sock.set_linger(Some(Duration::ZERO));
+        conns.make_room(peer.ip(), local, &mut events);
         let progress = Arc::new(Progress {
             at_ms: AtomicU64::new(millis_since(began)),
             bytes: AtomicU64::new(0),
             waiting: AtomicBool::new(false),
         });
-        let (id, table, done) = (conns.next, table.clone(), done_tx.clone());
+        let id = conns.next;
         conns.next += 1;
-        let noted = progress.clone();
-        let task = tokio::spawn(async move {
-            let cluster = ClusterInfo {
-                name: &settings.cluster_name,
-                host_dmax: settings.dmax,
-                grouping: &settings.grouping,
-            };
-            let took = |n: Option<usize>| match n {
-                Some(n) => {
-                    noted.at_ms.store(millis_since(began), Relaxed);
-                    noted.bytes.fetch_add(n as u64, Relaxed);
-                    noted.waiting.store(false, Relaxed);
-                }
-                None => noted.waiting.store(true, Relaxed),
-            };
-            let outcome =
-                write_document(stream, &table, &cluster, STALL_TIMEOUT, POLL_DEADLINE, took).await;
-            let _ = done.send((id, peer, outcome));
-        });
-        let task = task.abort_handle();
+        let writer = Writer {
+            id,
+            peer,
+            began,
+            progress: progress.clone(),
+            table: table.clone(),
+            done: done_tx.clone(),
+        };
+        let task = tokio::spawn(writer.run(stream, settings)).abort_handle();
         conns.by_id.insert(
             id,
             Connection {
@@ -413,16 +414,59 @@ pub(super) async fn serve(
         );
     }
     // Documents finished meanwhile still count; the others are cut short.
-    while let Ok((id, peer, outcome)) = done.try_recv() {
-        if conns.by_id.remove(&id).is_some() {
-            match outcome {
-                Ok(w) => events.xml_polled(w.hosts, w.renamed),
-                Err(e) => events.xml_unfinished(local, peer, &e),
-            }
-        }
+    while let Ok(outcome) = done.try_recv() {
+        conns.finished(outcome, local, &mut events);
     }
     for c in conns.by_id.values() {
         c.task.abort();
+    }
+}
+
+/// One connection's document, written by a task of its own.
+struct Writer {
+    id: u64,
+    peer: SocketAddr,
+    /// When the port began (what `progress` counts from).
+    began: Instant,
+    progress: Arc<Progress>,
+    table: Arc<HostTable>,
+    /// Where the outcome goes (to the accept loop).
+    done: mpsc::UnboundedSender<Outcome>,
+}
+
+impl Writer {
+    async fn run(self, stream: TcpStream, settings: Arc<crate::config::Settings>) {
+        let sock = socket2::SockRef::from(&stream);
+        let _ = sock.set_send_buffer_size(FIRST_SEND_BUFFER);
+        // Closed unfinished (evicted, stalled, past the deadline), it is
+        // reset: what its send buffer held is freed at once, not kept by
+        // the kernel for an orphan that no one reads. A whole document
+        // clears this before its graceful close ([`write_document`]).
+        let _ = sock.set_linger(Some(Duration::ZERO));
+        let cluster = ClusterInfo {
+            name: &settings.cluster_name,
+            host_dmax: settings.dmax,
+            grouping: &settings.grouping,
+        };
+        let (noted, began) = (&self.progress, self.began);
+        let took = |n: Option<usize>| match n {
+            Some(n) => {
+                noted.at_ms.store(millis_since(began), Relaxed);
+                noted.bytes.fetch_add(n as u64, Relaxed);
+                noted.waiting.store(false, Relaxed);
+            }
+            None => noted.waiting.store(true, Relaxed),
+        };
+        let outcome = write_document(
+            stream,
+            &self.table,
+            &cluster,
+            STALL_TIMEOUT,
+            POLL_DEADLINE,
+            took,
+        )
+        .await;
+        let _ = self.done.send((self.id, self.peer, outcome));
     }
 }
 
