@@ -16,8 +16,8 @@
 //!   value per (host, metric); newer replaces older.
 //! * [`sender`]: a thread per channel, following the receive queue of a
 //!   gmond on this host ([`follow`]) or paced by a token bucket
-//!   (`max_send_rate`, `send_burst`); at stop, drains for at most
-//!   `drain_timeout`.
+//!   (`max_send_rate`, `send_burst`), as its [`pacer`] decides; at stop,
+//!   drains for at most `drain_timeout`.
 //! * [`table`]: with `xml_listen`, what a gmond fed the same packets
 //!   would hold, which [`xml_port`] writes as gmond's XML to each poll:
 //!   gmetad polls the gateway, with or without a gmond.
@@ -40,7 +40,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use tokio::net::UdpSocket;
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 
 use crate::config::Settings;
 use crate::engine::packets::PacketBatch;
@@ -93,6 +93,31 @@ pub(crate) struct InForce {
     /// Nothing is queued for gmond while set: the standby of a pair whose
     /// peer is up ([`peer`]). The same flag across reloads.
     paused: Arc<AtomicBool>,
+    /// Dropped with the last task's hold of these settings: what tells
+    /// [`retire`] that nothing queues into their senders any more (the
+    /// dropped sender of mini-redis's shutdown).
+    _held: oneshot::Sender<()>,
+}
+
+impl InForce {
+    /// Settings, send queues and table in force; the receiver learns when
+    /// the last hold of them is dropped.
+    fn new(
+        settings: Arc<Settings>,
+        outbox: Arc<Outbox>,
+        table: Option<Arc<HostTable>>,
+        paused: Arc<AtomicBool>,
+    ) -> (InForce, oneshot::Receiver<()>) {
+        let (held, released) = oneshot::channel();
+        let in_force = InForce {
+            settings,
+            outbox,
+            table,
+            paused,
+            _held: held,
+        };
+        (in_force, released)
+    }
 }
 
 impl InForce {
@@ -153,12 +178,13 @@ pub async fn run(
         .map(|p| p.link.paused.clone())
         .unwrap_or_default();
     let mut senders = Senders::start(&settings, channels, counters.clone());
-    let (in_force_tx, in_force) = watch::channel(Arc::new(InForce {
-        settings: settings.clone(),
-        outbox: senders.outbox.clone(),
-        table: table.clone(),
-        paused: paused.clone(),
-    }));
+    let (first, mut released) = InForce::new(
+        settings.clone(),
+        senders.outbox.clone(),
+        table.clone(),
+        paused.clone(),
+    );
+    let (in_force_tx, in_force) = watch::channel(Arc::new(first));
     let mut tasks = spawn_tasks(
         sockets, &settings, &store, &table, &in_force, &counters, &stop, pairing,
     )?;
@@ -178,8 +204,10 @@ pub async fn run(
                 }
                 let settings = Arc::new(r.settings);
                 let outbox = senders.outbox.clone();
-                let was = in_force_tx.send_replace(Arc::new(InForce { settings, outbox, table: table.clone(), paused: paused.clone() }));
-                retired.push(tokio::spawn(retire(old, was, drain_timeout)));
+                let (new, now_released) = InForce::new(settings, outbox, table.clone(), paused.clone());
+                drop(in_force_tx.send_replace(Arc::new(new)));
+                let was_released = std::mem::replace(&mut released, now_released);
+                retired.push(tokio::spawn(retire(old, was_released, drain_timeout)));
                 tracing::info!("configuration reloaded");
             }
         }
@@ -206,14 +234,14 @@ fn table_cap(settings: &Settings) -> usize {
 
 /// Retires the senders a reload replaced: once no task holds the settings
 /// they belonged to (a receive task takes the new ones between two
-/// datagrams, and until then may still queue into the old senders), they
-/// send what is queued for at most `drain_timeout`.
-async fn retire(senders: Senders, was: Arc<InForce>, drain_timeout: Duration) {
-    let deadline = after(Instant::now(), drain_timeout);
-    while Arc::strong_count(&was) > 1 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    drop(was);
+/// datagrams, and until then may still queue into the old senders; the
+/// last one to let go drops what `released` waits on), or after
+/// `drain_timeout` at most, they send what is queued for at most
+/// `drain_timeout`.
+async fn retire(senders: Senders, released: oneshot::Receiver<()>, drain_timeout: Duration) {
+    let deadline = tokio::time::Instant::from_std(after(Instant::now(), drain_timeout));
+    // Nothing is ever sent: the sender's drop is the signal.
+    let _ = tokio::time::timeout_at(deadline, released).await;
     senders.drain(after(Instant::now(), drain_timeout)).await;
 }
 
@@ -444,6 +472,7 @@ pub mod bind;
 pub mod control;
 pub mod drops;
 pub mod follow;
+mod pacer;
 pub mod peer;
 mod queue;
 mod receive;

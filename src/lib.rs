@@ -40,7 +40,10 @@
 //! 7. `daemon/queue.rs`: per channel, one pending packet per (host, metric,
 //!    kind); newer replaces older.
 //! 8. `daemon/sender.rs`: a thread per channel sends as fast as the gmond
-//!    on this host reads (`daemon/follow.rs`), else paced by a token bucket.
+//!    on this host reads (`daemon/follow.rs`), else paced by a token
+//!    bucket; when and how much is `daemon/pacer.rs`'s decision, a function
+//!    of the time, gmond's queue level and the send queue (no socket, no
+//!    clock), and the thread only waits and sends.
 //!
 //! With `xml_listen`, step 1 also hands the packets to `daemon/table.rs`,
 //! which `daemon/xml_port.rs` writes as gmond's XML for gmetad.

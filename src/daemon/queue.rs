@@ -77,8 +77,16 @@ pub struct SendQueue {
 
 impl Default for SendQueue {
     fn default() -> SendQueue {
+        SendQueue::starting_at(Instant::now())
+    }
+}
+
+impl SendQueue {
+    /// An empty queue whose clock starts at `epoch` (its times are kept
+    /// in milliseconds from there: tests choose it).
+    pub fn starting_at(epoch: Instant) -> SendQueue {
         SendQueue {
-            clock: Clock::new(Instant::now()),
+            clock: Clock::new(epoch),
             arena: Vec::new(),
             garbage: 0,
             slots: Vec::new(),
@@ -88,9 +96,7 @@ impl Default for SendQueue {
             packets: 0,
         }
     }
-}
 
-impl SendQueue {
     /// Queues one packet; true if it replaced a pending one (conflated).
     pub fn push(&mut self, key: SlotKey, kind: PacketKind, bytes: &[u8], now: Instant) -> bool {
         let at = match self.index.get(&key) {

@@ -7,8 +7,9 @@
 //! 3.7.2; `ganglia-facts.md`, "How much gmond takes"). So the receive tasks
 //! never send: they put a record's packets into each channel's
 //! [`SendQueue`] (conflating, [`super::queue`]) and go back to their
-//! socket. Each channel's sender takes them from there in one of two ways,
-//! chosen once at start and logged:
+//! socket. Each channel's sender takes them from there as its
+//! [`Pacer`](super::pacer) decides, in one of two ways, chosen once at
+//! start and logged ([`Mode`]):
 //!
 //! * **following gmond's receive queue** ([`super::follow`]), when gmond
 //!   is on this host (`follow_gmond_queue`): before each send it asks the
@@ -20,18 +21,21 @@
 //! * **a token bucket** otherwise: at most `send_burst` packets back to
 //!   back, `max_send_rate` packets per second on average (0: as fast as
 //!   the channel takes them), a metadata packet counting as
-//!   [`METADATA_COST`] value packets and a host's heartbeat metadata as
-//!   [`NEW_HOST_COST`] (what gmond spends on them when they create a
-//!   metric or a host, measured). To a unicast address, each packet
-//!   goes out a second time `resend_after` after the first (unless a newer
-//!   one of its metric waits meanwhile; never after a newer one), if the
-//!   bucket has room once the new packets are out: a gmond that was deaf
-//!   for the first copy (a poll lasts a second or two) hears the second.
+//!   [`METADATA_COST`](super::pacer::METADATA_COST) value packets and a
+//!   host's heartbeat metadata as
+//!   [`NEW_HOST_COST`](super::pacer::NEW_HOST_COST) (what gmond spends on
+//!   them when they create a metric or a host, measured). To a unicast
+//!   address, each packet goes out a second time `resend_after` after the
+//!   first (unless a newer one of its metric waits meanwhile; never after
+//!   a newer one), if the bucket has room once the new packets are out: a
+//!   gmond that was deaf for the first copy (a poll lasts a second or two)
+//!   hears the second.
 //!
-//! At stop the senders get a deadline (`drain_timeout`): what is queued
-//! goes out, paced, until the queue is empty or the deadline passes; the
-//! rest is counted as unsent and logged. Second copies not yet due are
-//! dropped.
+//! The thread only looks at its queue, asks the kernel, and does what the
+//! pacer says: sends, sleeps, or waits on its lane for work. At stop the
+//! senders get a deadline (`drain_timeout`): what is queued goes out,
+//! paced, until the queue is empty or the deadline passes; the rest is
+//! counted as unsent and logged. Second copies not yet due are dropped.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -42,55 +46,9 @@ use crate::events::{Counters, Events};
 use crate::ganglia::channel::{SendChannel, Sent};
 
 use super::follow::GmondQueue;
+use super::pacer::{BUCKET_PRICES, Decision, Pace, Pacer, QueueState};
 use super::queue::{Outgoing, Prices, SendQueue};
 use crate::engine::packets::PacketBatch;
-
-/// Packets taken from a queue per lock, unpaced (one to a few sendmmsg calls).
-const UNPACED_CHUNK: usize = 256;
-
-/// What a metric's metadata costs in the token bucket, in value packets:
-/// what gmond 3.7.2 spends on the metadata that creates a metric, plus
-/// what the metric's first value costs it beyond an update (that value
-/// creates the metric's value entry: the pair is what a new metric costs).
-/// Measured on the 2-core development machine (Firecracker VM, Linux
-/// 6.18, a stock gmond on loopback), 2026-11-25, commit 684c0ac: gmond's
-/// CPU per packet with its queue kept filled (`cargo bench --bench load
-/// -- --only cost --cost-rate 0`, 10 runs; docs/gmond.md, "What each
-/// packet costs gmond"): a value update 2.65-2.78 us, a creating metadata
-/// 1.85-1.97 x that (1.82-2.16 over the runs), a first value 1.75-1.79 x
-/// (1.70-1.95): about 1.9 + 0.8 = 2.7, rounded up. Every metadata is
-/// priced so: the sender cannot tell a periodic resend (1.05-1.12 x) from
-/// a first sight, and after a gmond restart every metadata it answers is
-/// one. At the default metadata_interval that costs 14% of the steady
-/// records per second the bucket lets through (a report every 15 s is
-/// 101.6 values and 25.1 metadata: 177 tokens instead of 152).
-pub const METADATA_COST: usize = 3;
-
-/// What a host's heartbeat metadata costs in the token bucket: it is the
-/// first packet of a new host, which creates the host in gmond, and the
-/// host's first heartbeat value creates its value entry. Same runs as
-/// [`METADATA_COST`]: 2.59-2.79 x a value update (2.45-3.06), the first
-/// heartbeat value 1.95-2.11 x (1.79-2.28): about 2.7 + 1.0 = 3.7,
-/// rounded up.
-pub const NEW_HOST_COST: usize = 4;
-
-/// The token bucket's prices: what gmond's one thread spends.
-const BUCKET_PRICES: Prices = Prices {
-    metadata: METADATA_COST,
-    host: NEW_HOST_COST,
-};
-
-/// Following gmond's queue, a token is room in that queue
-/// ([`BYTES_PER_TOKEN`](super::follow::BYTES_PER_TOKEN)) and a metadata
-/// packet takes at most 1,280 bytes of it: two, whatever it creates.
-const QUEUE_PRICES: Prices = Prices {
-    metadata: 2,
-    host: 2,
-};
-
-/// The shortest pause between two sends: a thread's sleep is about this
-/// precise, so packets leave in runs of rate x this (40 at 40,000/s).
-const TICK: Duration = Duration::from_millis(1);
 
 /// One send channel's queue, and how its sender is woken.
 pub struct Lane {
@@ -115,6 +73,32 @@ impl Lane {
         // A panic while holding the lock leaves a queue that is still
         // consistent (every method restores its invariants before returning).
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The queue's state, as the pacer takes it.
+    fn look(&self, resends: Option<&Resends>) -> QueueState {
+        let state = self.lock();
+        QueueState {
+            queued: state.queue.len(),
+            deadline: state.deadline,
+            copy_due: resends.and_then(Resends::next_due),
+        }
+    }
+
+    /// Waits until a packet is queued or a stop is set, or until `until`.
+    /// (Looked at under the lock the receive tasks queue under: a packet
+    /// queued since [`look`](Self::look) ends the wait at once.)
+    fn idle(&self, until: Option<Instant>) {
+        let nothing = |s: &mut LaneState| s.queue.is_empty() && s.deadline.is_none();
+        let state = self.lock();
+        // (A poisoned lock is still a consistent queue: see `lock`.)
+        match until {
+            None => drop(self.wake.wait_while(state, nothing)),
+            Some(t) => {
+                let left = t.saturating_duration_since(Instant::now());
+                drop(self.wake.wait_timeout_while(state, left, nothing));
+            }
+        }
     }
 
     fn new(channel: SendChannel, cluster: Option<Box<str>>) -> Lane {
@@ -205,19 +189,6 @@ impl Outbox {
 pub struct Senders {
     pub outbox: Arc<Outbox>,
     threads: Vec<JoinHandle<()>>,
-}
-
-/// How a channel's sender paces, as configured.
-#[derive(Clone, Copy, Debug)]
-struct Pace {
-    /// Packets per second (0: unpaced).
-    rate: u64,
-    /// Packets back to back at most (the bucket's size).
-    burst: usize,
-    /// Follow the receive queue of a gmond on this host.
-    follow: bool,
-    /// Send each packet again this long after (where not following).
-    resend_after: Option<Duration>,
 }
 
 impl Senders {
@@ -350,47 +321,6 @@ impl Mode {
     }
 }
 
-/// The token bucket: `burst` tokens at most, `rate` per second.
-struct Bucket {
-    pace: Pace,
-    tokens: f64,
-    filled_at: Instant,
-}
-
-impl Bucket {
-    fn new(pace: Pace) -> Bucket {
-        Bucket {
-            pace,
-            tokens: pace.burst as f64,
-            filled_at: Instant::now(),
-        }
-    }
-
-    /// Tokens to spend now, or how long to wait for one.
-    fn take(&mut self, now: Instant) -> Result<usize, Duration> {
-        let Pace { rate, burst, .. } = self.pace;
-        if rate == 0 {
-            return Ok(UNPACED_CHUNK);
-        }
-        // An idle bucket fills up to the burst, no further.
-        let elapsed = now.saturating_duration_since(self.filled_at).as_secs_f64();
-        self.tokens = (self.tokens + elapsed * rate as f64).min(burst as f64);
-        self.filled_at = now;
-        if self.tokens < 1.0 {
-            let wait = Duration::from_secs_f64((1.0 - self.tokens) / rate as f64);
-            let shortest = TICK.min(Duration::from_secs_f64(burst as f64 / 2.0 / rate as f64));
-            return Err(wait.max(shortest));
-        }
-        Ok(self.tokens as usize)
-    }
-
-    fn spend(&mut self, tokens: usize) {
-        if self.pace.rate > 0 {
-            self.tokens -= tokens as f64;
-        }
-    }
-}
-
 /// Packets sent once, waiting to be sent a second time (`resend_after`
 /// after the first): conflating like the send queue, so bounded by the
 /// metrics. A metric sent again before its copy went out has its newer
@@ -402,6 +332,13 @@ struct Resends {
 }
 
 impl Resends {
+    fn new(after: Duration) -> Resends {
+        Resends {
+            after,
+            queue: SendQueue::default(),
+        }
+    }
+
     /// When the oldest copy is due.
     fn next_due(&self) -> Option<Instant> {
         self.queue.oldest().map(|t| t + self.after)
@@ -436,131 +373,84 @@ impl Resends {
     }
 }
 
-/// Following gmond's queue: how long the sender has held for a full one.
-#[derive(Default)]
-struct Held {
-    /// Since when gmond's queue has been full (None: it is not).
-    since: Option<Instant>,
-    /// Held time not yet counted (under a millisecond).
-    uncounted_us: u128,
-}
-
-impl Held {
-    /// Waits a [`TICK`] for gmond to read, and counts it.
-    fn wait(&mut self, channel: &SendChannel, now: Instant, events: &mut Events<'_>) {
-        let since = *self.since.get_or_insert(now);
-        std::thread::sleep(TICK);
-        self.uncounted_us += now.elapsed().as_micros();
-        let ms = (self.uncounted_us / 1000) as u64;
-        self.uncounted_us %= 1000;
-        events.held_for_gmond(channel.label(), channel.target(), ms, since.elapsed());
-    }
-}
-
-/// Waits until there is something to send: a queued packet or a due copy.
-/// Returns the stop deadline if one is set, or None when stopped with
-/// nothing queued (copies not yet due are dropped).
-fn wait_for_work(lane: &Lane, resends: Option<&Resends>) -> Option<Option<Instant>> {
-    let mut state = lane.lock();
-    loop {
-        if !state.queue.is_empty() {
-            return Some(state.deadline);
-        }
-        if state.deadline.is_some() {
-            return None;
-        }
-        match resends.and_then(Resends::next_due) {
-            None => state = lane.wake.wait(state).unwrap_or_else(|e| e.into_inner()),
-            Some(due) => {
-                let now = Instant::now();
-                if due <= now {
-                    return Some(state.deadline);
-                }
-                state = lane
-                    .wake
-                    .wait_timeout(state, due - now)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
-            }
-        }
-    }
-}
-
-/// One channel's sender: takes packets from the lane's queue as its mode
-/// allows and sends them, until stopped and drained.
+/// One channel's sender: does what its pacer decides (sends, sleeps, or
+/// waits on the lane for work), until stopped and drained.
 fn send_loop(lane: &Lane, pace: Pace, mut mode: Mode, counters: &Counters, log_interval: Duration) {
     let mut events = Events::new(counters, log_interval);
     let mut out = Outgoing::default();
-    let mut bucket = Bucket::new(pace);
+    let mut pacer = Pacer::new(pace, Instant::now());
     let mut resends = match mode {
         Mode::Bucket {
             resend: Some(after),
-        } => Some(Resends {
-            after,
-            queue: SendQueue::default(),
-        }),
+        } => Some(Resends::new(after)),
         _ => None,
     };
-    let mut held = Held::default();
+    let (label, target) = (lane.channel.label(), lane.channel.target());
     loop {
-        let Some(deadline) = wait_for_work(lane, resends.as_ref()) else {
-            return;
-        };
+        let queue = lane.look(resends.as_ref());
         let now = Instant::now();
-        if deadline.is_some_and(|d| now >= d) {
-            let unsent = lane.lock().queue.clear();
-            events.unsent_at_stop(lane.channel.label(), unsent);
-            return;
-        }
-        // How much may go now (asked with the lane unlocked: the receive
-        // tasks queue meanwhile).
+        // Asked with the lane unlocked: the receive tasks queue meanwhile.
         let level = match &mut mode {
-            Mode::Follow(q) => q.level(),
-            Mode::Bucket { .. } => None,
+            Mode::Follow(q) if queue.has_work(now) => q.level(),
+            _ => None,
         };
-        let budget = match level {
-            // At most a chunk per lock, whatever gmond's buffer.
-            Some(level) => match level.room(UNPACED_CHUNK) {
-                Some(room) => {
-                    held.since = None;
-                    room
-                }
-                None => {
-                    held.wait(&lane.channel, now, &mut events);
-                    continue;
-                }
-            },
-            None => match bucket.take(now) {
-                Ok(tokens) => tokens,
-                Err(wait) => {
-                    std::thread::sleep(wait);
-                    continue;
-                }
-            },
-        };
-        out.clear();
-        let prices = match level {
-            Some(_) => QUEUE_PRICES,
-            None => BUCKET_PRICES,
-        };
-        let (spent, fresh) = {
-            let mut state = lane.lock();
-            let spent = state.queue.pop(budget, prices, &mut out);
-            let fresh = out.len();
-            let resent = resends.as_mut().map_or(0, |r| {
-                r.pop_due(now, budget.saturating_sub(spent), &mut out, &state.queue)
-            });
-            (spent + resent, fresh)
-        };
-        if level.is_none() {
-            bucket.spend(spent);
+        let step = pacer.next(now, level, queue);
+        if let Some(h) = step.held {
+            events.held_for_gmond(label, target, h.ms, h.stalled);
         }
-        let failed = send(&lane.channel, &out, &mut events);
-        events.packets_out(out.len() - failed, out.len() - fresh);
-        if let Some(r) = &mut resends {
-            r.remember(&out, fresh, now);
+        match step.decision {
+            Decision::Send { budget, prices } => {
+                out.clear();
+                let (spent, fresh) = {
+                    let mut state = lane.lock();
+                    take(
+                        &mut state.queue,
+                        resends.as_mut(),
+                        budget,
+                        prices,
+                        now,
+                        &mut out,
+                    )
+                };
+                pacer.sent(spent);
+                let failed = send(&lane.channel, &out, &mut events);
+                events.packets_out(out.len() - failed, out.len() - fresh);
+                if let Some(r) = &mut resends {
+                    r.remember(&out, fresh, now);
+                }
+            }
+            Decision::Wait(until) | Decision::Hold(until) => {
+                std::thread::sleep(until.saturating_duration_since(Instant::now()));
+            }
+            Decision::Idle(until) => lane.idle(until),
+            Decision::GiveUp => {
+                let unsent = lane.lock().queue.clear();
+                events.unsent_at_stop(label, unsent);
+                return;
+            }
+            Decision::Done => return,
         }
     }
+}
+
+/// Moves packets from `queue` to `out` while fewer than `budget` tokens
+/// are spent, then the second copies due at `now` (but for those whose
+/// metric has a newer packet still queued) while the rest lasts. Returns
+/// the tokens spent and how many of `out` are first copies.
+fn take(
+    queue: &mut SendQueue,
+    resends: Option<&mut Resends>,
+    budget: usize,
+    prices: Prices,
+    now: Instant,
+    out: &mut Outgoing,
+) -> (usize, usize) {
+    let spent = queue.pop(budget, prices, out);
+    let fresh = out.len();
+    let resent = resends.map_or(0, |r| {
+        r.pop_due(now, budget.saturating_sub(spent), out, queue)
+    });
+    (spent + resent, fresh)
 }
 
 /// Sends what `out` holds; returns how many the kernel did not take.
@@ -581,345 +471,4 @@ fn send(channel: &SendChannel, out: &Outgoing, events: &mut Events<'_>) -> usize
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::{FileConfig, Overrides, validate};
-    use crate::daemon::follow::{BYTES_PER_TOKEN, DEFAULT_RCVBUF, MIN_ROOM, hold_at};
-    use crate::engine::packets::{PacketKind, SlotKey};
-    use std::net::UdpSocket;
-
-    /// Settings sending to a fresh loopback sink, which is returned too.
-    fn setup(extra: &str) -> (Settings, Vec<SendChannel>, UdpSocket) {
-        // A big buffer: the test's reader may be slow to run on a busy machine.
-        let sink = crate::daemon::bind::reports("127.0.0.1:0".parse().unwrap(), 4 << 20).unwrap();
-        sink.set_nonblocking(false).unwrap();
-        sink.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
-        let (settings, channels) = sending_to(&sink, extra);
-        (settings, channels, sink)
-    }
-
-    /// Settings (the file `extra`) and their channel, sending to `gmond`.
-    fn sending_to(gmond: &UdpSocket, extra: &str) -> (Settings, Vec<SendChannel>) {
-        let file = FileConfig::parse(extra, std::path::Path::new("t")).unwrap();
-        let port = gmond.local_addr().unwrap().port();
-        let settings = validate(
-            file,
-            "test".into(),
-            &Overrides {
-                send: vec![format!("127.0.0.1:{port}")],
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        let channels = crate::daemon::open_channels(&settings).unwrap();
-        (settings, channels)
-    }
-
-    /// `n` metrics of one host, metadata and value each.
-    fn batch(n: u64) -> PacketBatch {
-        let mut b = PacketBatch::default();
-        for m in 0..n {
-            let key = SlotKey { host: 1, metric: m };
-            b.push(key, PacketKind::Metadata, |o| {
-                o.extend_from_slice(&[b'M'; 8])
-            });
-            b.push(key, PacketKind::Value, |o| {
-                o.extend_from_slice(&m.to_be_bytes())
-            });
-        }
-        b
-    }
-
-    /// Reads the sink until it is quiet for a second.
-    fn receive(sink: UdpSocket) -> std::thread::JoinHandle<Vec<Vec<u8>>> {
-        std::thread::spawn(move || {
-            let mut got = Vec::new();
-            let mut buf = [0u8; 64];
-            while let Ok(n) = sink.recv(&mut buf) {
-                got.push(buf[..n].to_vec());
-            }
-            got
-        })
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn unpaced_sends_everything_metadata_first_and_drains_at_stop() {
-        let (settings, channels, sink) = setup("max_send_rate = 0\n");
-        let counters = Arc::new(Counters::default());
-        let senders = Senders::start(&settings, channels, counters.clone());
-        let events = Events::new(&counters, Duration::from_secs(60));
-        let sink = receive(sink);
-        senders.outbox.queue(&batch(300), Instant::now(), &events);
-        senders.drain(Instant::now() + Duration::from_secs(5)).await;
-        let got = sink.join().unwrap();
-        assert_eq!(got.len(), 600);
-        for (m, pair) in got.chunks(2).enumerate() {
-            assert_eq!(pair[0], [b'M'; 8]);
-            assert_eq!(pair[1], (m as u64).to_be_bytes());
-        }
-        assert_eq!(counters.snapshot().packets_unsent, 0);
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn paced_sends_at_most_burst_plus_rate_and_stops_at_the_deadline() {
-        let (settings, channels, sink) =
-            setup("max_send_rate = 2000\nsend_burst = 20\nfollow_gmond_queue = false\n");
-        let counters = Arc::new(Counters::default());
-        let senders = Senders::start(&settings, channels, counters.clone());
-        let events = Events::new(&counters, Duration::from_secs(60));
-        let sink = receive(sink);
-        let start = Instant::now();
-        senders.outbox.queue(&batch(500), start, &events);
-        // A second report of the same metrics while the first waits:
-        // replaces the queued values, the queue does not grow.
-        senders.outbox.queue(&batch(500), start, &events);
-        assert!(senders.outbox.stats(Instant::now()).packets <= 1000);
-        assert!(counters.snapshot().packets_conflated >= 900);
-        senders.drain(start + Duration::from_millis(200)).await;
-        let took = start.elapsed();
-        let packets = sink.join().unwrap();
-        let got = packets.len();
-        // 20 tokens at once, then 2,000/s: about 420 in 0.2 s, a metadata
-        // packet METADATA_COST of them; never more than the bucket allows
-        // in the time it had (the last packet may overdraw it). (The lower
-        // bounds leave room for a loaded machine that starves the sender's
-        // thread.)
-        let tokens: usize = packets
-            .iter()
-            .map(|p| if p == &[b'M'; 8] { METADATA_COST } else { 1 })
-            .sum();
-        let allowed = 20.0 + 2000.0 * took.as_secs_f64() + METADATA_COST as f64;
-        assert!(tokens as f64 <= allowed, "{tokens} tokens sent in {took:?}");
-        assert!(got >= 50, "{got} sent in {took:?}");
-        assert!(took < Duration::from_secs(1), "{took:?}");
-        // Every packet queued was sent, replaced by a newer one, or counted unsent.
-        let c = counters.snapshot();
-        assert_eq!(got as u64 + c.packets_unsent + c.packets_conflated, 2000);
-    }
-
-    /// The bucket itself, at chosen instants: its burst at once, then its
-    /// rate, exactly (the socket test above can only bound it below, for a
-    /// loaded machine may starve its thread).
-    #[test]
-    fn the_bucket_gives_its_burst_then_its_rate() {
-        let t0 = Instant::now();
-        let pace = Pace {
-            rate: 2000,
-            burst: 20,
-            follow: false,
-            resend_after: None,
-        };
-        let mut bucket = Bucket {
-            pace,
-            tokens: 20.0,
-            filled_at: t0,
-        };
-        let mut spent = 0;
-        for ms in 0..=200 {
-            if let Ok(n) = bucket.take(t0 + Duration::from_millis(ms)) {
-                bucket.spend(n);
-                spent += n;
-            }
-        }
-        // 20 at once, then 2 a millisecond for 200 ms (a fraction of a
-        // token may be left over).
-        assert!((419..=420).contains(&spent), "{spent}");
-        // Idle, it fills up to its burst and no further.
-        let later = t0 + Duration::from_secs(10);
-        assert_eq!(bucket.take(later), Ok(20));
-        bucket.spend(20);
-        // Empty: how long until the next token, at least a tick.
-        assert_eq!(
-            bucket.take(later),
-            Err(TICK.max(Duration::from_micros(500)))
-        );
-    }
-
-    /// The sink's row in the kernel's table: (bytes queued, drops).
-    fn queue_of(sink: &UdpSocket) -> (u64, u64) {
-        let addr = sink.local_addr().unwrap();
-        let text = std::fs::read_to_string(crate::proc_udp::TABLES[0]).unwrap();
-        let row = crate::proc_udp::rows(&text)
-            .find(|r| r.local == addr)
-            .unwrap();
-        (row.rx_queue, row.drops)
-    }
-
-    /// A gmond on this host that stops reading (as while gmetad polls it)
-    /// loses nothing: the sender holds what does not fit below hold_at in
-    /// its receive queue, whatever max_send_rate says, and sends the rest
-    /// as soon as it reads again. The kernel's own drop count is the judge.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_deaf_gmond_on_this_host_is_held_for_and_loses_nothing() {
-        // The stock buffer a gmond has (212,992 bytes: about 250 packets);
-        // 3,000 packets, unpaced, would overflow it twelve times over.
-        let gmond = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let (settings, channels) = sending_to(&gmond, "max_send_rate = 0\n");
-        let counters = Arc::new(Counters::default());
-        let senders = Senders::start(&settings, channels, counters.clone());
-        let events = Events::new(&counters, Duration::from_secs(60));
-        senders.outbox.queue(&batch(1500), Instant::now(), &events);
-        // Deaf for 300 ms: the queue fills to hold_at, then the sender holds.
-        std::thread::sleep(Duration::from_millis(300));
-        let (queued, drops) = queue_of(&gmond);
-        assert_eq!(drops, 0);
-        let hold = hold_at(DEFAULT_RCVBUF);
-        assert!(
-            queued <= hold && queued > hold - (MIN_ROOM as u64 + 2) * BYTES_PER_TOKEN,
-            "{queued} bytes in gmond's queue"
-        );
-        let held = counters.snapshot();
-        assert!(held.send_held >= 200, "{held:?}");
-        assert!(held.packets_sent < 300, "{held:?}");
-        // gmond reads again: everything arrives, in order.
-        gmond
-            .set_read_timeout(Some(Duration::from_secs(2)))
-            .unwrap();
-        let mut got = Vec::new();
-        let mut buf = [0u8; 64];
-        while got.len() < 3000 {
-            let n = gmond.recv(&mut buf).expect("the held packets arrive");
-            got.push(buf[..n].to_vec());
-        }
-        for (m, pair) in got.chunks(2).enumerate() {
-            assert_eq!(pair[0], [b'M'; 8]);
-            assert_eq!(pair[1], (m as u64).to_be_bytes());
-        }
-        assert_eq!(queue_of(&gmond).1, 0);
-        senders.drain(Instant::now() + Duration::from_secs(1)).await;
-        let c = counters.snapshot();
-        assert_eq!(
-            (c.packets_sent, c.packets_unsent, c.packets_resent),
-            (3000, 0, 0)
-        );
-    }
-
-    /// A gmond that never reads again: a stop still takes drain_timeout,
-    /// and what was held is counted unsent.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_stop_while_held_takes_at_most_drain_timeout() {
-        let gmond = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let (settings, channels) = sending_to(&gmond, "");
-        let counters = Arc::new(Counters::default());
-        let senders = Senders::start(&settings, channels, counters.clone());
-        let events = Events::new(&counters, Duration::from_secs(60));
-        senders.outbox.queue(&batch(1000), Instant::now(), &events);
-        std::thread::sleep(Duration::from_millis(100));
-        let start = Instant::now();
-        senders.drain(start + Duration::from_millis(300)).await;
-        let took = start.elapsed();
-        assert!(
-            took >= Duration::from_millis(300) && took < Duration::from_secs(2),
-            "{took:?}"
-        );
-        let c = counters.snapshot();
-        assert_eq!(queue_of(&gmond).1, 0);
-        assert!(c.packets_sent > 50 && c.packets_sent < 300, "{c:?}");
-        assert_eq!(c.packets_sent + c.packets_unsent, 2000, "{c:?}");
-    }
-
-    /// resend_after: each packet goes out a second time that long after the
-    /// first, and never after a newer one of its metric: a metric sent again
-    /// meanwhile has its newer packet sent again, in the first one's place.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn resend_after_sends_each_packet_again_unless_a_newer_one_went() {
-        let (settings, channels, sink) = setup("follow_gmond_queue = false\nresend_after = 1\n");
-        let counters = Arc::new(Counters::default());
-        let senders = Senders::start(&settings, channels, counters.clone());
-        let events = Events::new(&counters, Duration::from_secs(60));
-        sink.set_read_timeout(Some(Duration::from_millis(1500)))
-            .unwrap();
-        let mut buf = [0u8; 64];
-        let mut recv = || {
-            sink.recv(&mut buf)
-                .map(|n| (buf[..n].to_vec(), Instant::now()))
-        };
-        let t0 = Instant::now();
-        senders.outbox.queue(&batch(3), t0, &events);
-        let first: Vec<_> = (0..6).map(|_| recv().unwrap()).collect();
-        // Metric 1 gets a newer value 0.5 s later: its first value is not
-        // sent again; the newer one is, in its place.
-        std::thread::sleep(Duration::from_millis(500));
-        let mut newer = PacketBatch::default();
-        newer.push(SlotKey { host: 1, metric: 1 }, PacketKind::Value, |o| {
-            o.extend_from_slice(b"newer")
-        });
-        let t1 = Instant::now();
-        senders.outbox.queue(&newer, t1, &events);
-        let mut rest = Vec::new();
-        while let Ok(p) = recv() {
-            rest.push(p);
-        }
-        senders.drain(Instant::now()).await;
-        let bytes = |v: &[(Vec<u8>, Instant)]| v.iter().map(|p| p.0.clone()).collect::<Vec<_>>();
-        assert_eq!(
-            bytes(&first),
-            [
-                b"MMMMMMMM".to_vec(),
-                0u64.to_be_bytes().to_vec(),
-                b"MMMMMMMM".to_vec(),
-                1u64.to_be_bytes().to_vec(),
-                b"MMMMMMMM".to_vec(),
-                2u64.to_be_bytes().to_vec(),
-            ]
-        );
-        assert_eq!(
-            bytes(&rest),
-            [
-                b"newer".to_vec(),
-                // One second after the first copies, the second ones, with
-                // metric 1's newer value in place of its first.
-                b"MMMMMMMM".to_vec(),
-                0u64.to_be_bytes().to_vec(),
-                b"MMMMMMMM".to_vec(),
-                b"newer".to_vec(),
-                b"MMMMMMMM".to_vec(),
-                2u64.to_be_bytes().to_vec(),
-            ]
-        );
-        let after = |p: &(Vec<u8>, Instant), t: Instant| p.1.duration_since(t);
-        // Never before resend_after; late only by what a loaded machine
-        // takes to run the sender's thread (1,400 ms failed once in a run
-        // beside a compile: 3 s is still well short of a second interval).
-        assert!(after(&rest[1], t0) >= Duration::from_secs(1));
-        assert!(after(&rest[1], t0) < Duration::from_secs(3));
-        let c = counters.snapshot();
-        assert_eq!((c.packets_sent, c.packets_resent), (13, 6));
-    }
-
-    /// A multicast group gets no second copies (every member would take
-    /// twice the packets); a unicast address that cannot be followed does.
-    #[test]
-    fn second_copies_go_to_unicast_channels_only() {
-        let pace = Pace {
-            rate: 40_000,
-            burst: 100,
-            follow: true,
-            resend_after: Some(Duration::from_secs(3)),
-        };
-        let group = SendChannel::open(&crate::ganglia::channel::ChannelSpec::unicast(
-            "239.2.11.71",
-            8649,
-        ))
-        .unwrap();
-        assert!(matches!(
-            Mode::choose(&group, pace),
-            Mode::Bucket { resend: None }
-        ));
-        let remote = SendChannel::open(&crate::ganglia::channel::ChannelSpec::unicast(
-            "198.51.100.1",
-            8649,
-        ))
-        .unwrap();
-        assert!(matches!(
-            Mode::choose(&remote, pace),
-            Mode::Bucket { resend: Some(d) } if d == Duration::from_secs(3)
-        ));
-        let local = SendChannel::open(&crate::ganglia::channel::ChannelSpec::unicast(
-            "127.0.0.1",
-            8649,
-        ))
-        .unwrap();
-        assert!(matches!(Mode::choose(&local, pace), Mode::Follow(_)));
-    }
-}
+mod tests;

@@ -36,12 +36,7 @@ fn a_quiet_spell_then_a_request_answers_every_host_once() {
         r.feed_at(rec, from, at);
     }
     let outbox = Arc::new(Outbox::idle(open_channels(&r.settings).unwrap()));
-    let in_force = InForce {
-        settings: r.settings.clone(),
-        outbox: outbox.clone(),
-        table: None,
-        paused: Arc::default(),
-    };
+    let (in_force, _) = InForce::new(r.settings.clone(), outbox.clone(), None, Arc::default());
     let at = r.at(3);
     let mut ev = Events::new(&r.counters, Duration::from_secs(60));
     answer(&mut r.engine, &Request::Everything, at, &in_force, &mut ev);
