@@ -114,6 +114,8 @@ fn nothing_queued_waits_for_work_or_the_next_copy_and_a_stop_ends_it() {
         deadline: Some(due + ms(500)),
         ..copy
     };
+    assert!(!stopped.has_work(t0));
+    assert_eq!(p.next(t0, None, stopped).decision, Decision::Done);
     assert!(!stopped.has_work(due));
     assert_eq!(p.next(due, None, stopped).decision, Decision::Done);
 }
