@@ -169,6 +169,9 @@ impl Simulated {
             self.now,
             &mut out,
         );
+        // A send decision always sends (a queued packet, or a copy due):
+        // else the thread would spin.
+        assert!(!out.is_empty(), "nothing sent at {:?}", self.now);
         self.pacer.sent(spent);
         let now = self.now;
         self.sent
