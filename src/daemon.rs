@@ -118,9 +118,7 @@ impl InForce {
         };
         (in_force, released)
     }
-}
 
-impl InForce {
     /// Sends a batch (queues it for every channel) and takes it into the
     /// XML table: what `ip` (the record's sender) reported, at `now`.
     fn deliver(&self, batch: &PacketBatch, ip: IpAddr, now: Instant, events: &Events<'_>) {
