@@ -58,15 +58,9 @@ use xrd2ganglia::ganglia::xdr::{self, Packet};
 
 use mmsg::{CountSink, MmsgSender};
 
-// Free ports and scratch directories, as the tests have them.
-#[path = "../../tests/common/scratch.rs"]
-#[allow(dead_code)]
-mod scratch;
-use scratch::{Scratch, free_port};
-
-// gmond's configuration, as the tests write it.
-#[path = "../../tests/common/gmond_conf.rs"]
-mod gmond_conf;
+// Free ports, scratch directories and gmond's configuration, as the tests
+// have them: the test kit.
+use xrd2ganglia_testkit::{Scratch, free_port};
 
 mod e2e;
 mod gateway;

@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Read as _};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -26,6 +26,7 @@ use crate::engine::tests::Harness;
 use crate::engine::tests::requests::server;
 use crate::events::{Counters, Events, Snapshot};
 use crate::ganglia::xdr::{Packet, Value, decode};
+use xrd2ganglia_testkit::{Scratch, fixture, wait_for};
 
 #[test]
 fn a_quiet_spell_then_a_request_answers_every_host_once() {
@@ -69,12 +70,9 @@ const PLAIN: &str =
 /// loaded machine before the test fails.
 const WITHIN: Duration = Duration::from_secs(5);
 
-/// A captured real record (`tests/data/records`).
-fn fixture(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/records")
-        .join(name);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+/// A captured real record (`tests/data/records`), as text.
+fn captured(name: &str) -> String {
+    String::from_utf8(fixture(name)).expect("a captured record is UTF-8")
 }
 
 /// The text of the first `<tag>` after `section` in a record: what the
@@ -88,7 +86,7 @@ fn text_in<'r>(record: &'r str, section: &str, tag: &str) -> &'r str {
 
 /// A real loaded data server's record, as server `i` would send it.
 fn server_record(i: usize) -> String {
-    fixture("ds_loaded.xml").replace(
+    captured("ds_loaded.xml").replace(
         "src=\"vm:21194\"",
         &format!("src=\"ds{i}.example.org:1094\""),
     )
@@ -108,18 +106,6 @@ fn link_record(pid: u32, inb: u64) -> String {
 fn send_from(ip: &str, to: SocketAddr, datagram: &str) {
     let s = UdpSocket::bind((ip, 0)).unwrap();
     s.send_to(datagram.as_bytes(), to).unwrap();
-}
-
-/// Waits (at most `within`, looking every 20 ms) until `f` is Some.
-fn wait_for<T>(what: &str, within: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "{what}: not within {within:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// A UDP socket standing for gmond: a thread of its own reads and decodes
@@ -238,30 +224,6 @@ fn values(packets: &[Packet<'_>]) -> BTreeMap<(String, String), String> {
             _ => None,
         })
         .collect()
-}
-
-/// A scratch directory, removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        use std::sync::atomic::AtomicU64;
-        static SEQ: AtomicU64 = AtomicU64::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "x2g-daemon-{tag}-{}-{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// The command line's part of a gateway's settings: where it listens,
@@ -553,7 +515,7 @@ fn series(packets: &[Packet<'_>], host: &str, name: &str) -> Vec<String> {
 fn a_captured_record_reaches_gmond_as_the_record_says() {
     let sink = Sink::new();
     let gw = Bound::new(PLAIN, &[sink.addr], false, None).start();
-    let record = fixture("ds_loaded.xml");
+    let record = captured("ds_loaded.xml");
     gw.send_as("127.0.0.1", &record);
     // Every metric of the record (92, as a real gmond fed it shows:
     // tests/delivery.rs; xrootd.aio.num/max, ofs.ser and poll.int, always
@@ -797,7 +759,7 @@ fn the_xml_port_answers_a_poll_with_the_host_of_a_record_just_sent() {
         None,
     )
     .start();
-    let record = fixture("ds_loaded.xml");
+    let record = captured("ds_loaded.xml");
     gw.send_as("127.0.0.1", &record);
     // The host as the record names it, at its sender's address, with
     // every metric (as gmond shows them: tests/xml_port.rs compares).
@@ -984,7 +946,7 @@ fn only_allowed_clients_get_a_valid_document_with_every_name_escaped() {
         None,
     )
     .start();
-    let record = fixture("ds_idle.xml").replacen("src=\"vm:", "src=\"srv0.example:", 1);
+    let record = captured("ds_idle.xml").replacen("src=\"vm:", "src=\"srv0.example:", 1);
     gw.send_as("127.0.9.1", &record);
     // Outside xml_allow: closed at once, nothing written.
     assert!(gw.poll_from("127.0.0.1:0").is_empty());
