@@ -518,7 +518,7 @@ fn a_captured_record_reaches_gmond_as_the_record_says() {
     let record = captured("ds_loaded.xml");
     gw.send_as("127.0.0.1", &record);
     // Every metric of the record (92, as a real gmond fed it shows:
-    // tests/delivery.rs; xrootd.aio.num/max, ofs.ser and poll.int, always
+    // tests/gmond/delivery.rs; xrootd.aio.num/max, ofs.ser and poll.int, always
     // 0 upstream, are left out) and the heartbeat.
     let host = "127.0.0.1:vm";
     let packets = sink.wait("every value of the record", WITHIN, |p| {
@@ -597,11 +597,11 @@ fn datagrams_already_in_the_socket_at_shutdown_are_still_sent() {
     });
 }
 
-/// Was tests/delivery.rs's
+/// Was tests/gmond/delivery.rs's
 /// `sigterm_after_a_burst_stops_within_drain_timeout_and_saves_the_state`:
 /// the gmond it sent to (that nothing looked at) is a socket that never
 /// reads, SIGTERM the shutdown future (SIGTERM firing it and the exit
-/// status: tests/startup.rs).
+/// status: tests/tools/startup.rs).
 #[test]
 fn a_stop_after_a_burst_returns_within_drain_timeout_and_saves_the_state() {
     log::capture();
@@ -762,7 +762,7 @@ fn the_xml_port_answers_a_poll_with_the_host_of_a_record_just_sent() {
     let record = captured("ds_loaded.xml");
     gw.send_as("127.0.0.1", &record);
     // The host as the record names it, at its sender's address, with
-    // every metric (as gmond shows them: tests/xml_port.rs compares).
+    // every metric (as gmond shows them: tests/gmetad/xml_port.rs compares).
     let (ip, metrics, link_in) = wait_for("host vm in the document", WITHIN, || {
         let doc = gw.poll_from("127.0.0.1:0");
         let parsed = parse(&doc);
@@ -931,7 +931,7 @@ fn the_xml_port_waits_no_longer_than_warmup_max() {
     assert_eq!(nothing_saved.waiting(now), None);
 }
 
-/// Was tests/xml_port.rs's test of the same name: the same gateway (no
+/// Was tests/gmetad/xml_port.rs's test of the same name: the same gateway (no
 /// gmond: `--no-send`), run in this process.
 #[test]
 fn only_allowed_clients_get_a_valid_document_with_every_name_escaped() {

@@ -9,7 +9,7 @@
 //! our gmetric drop-in (`xrd2ganglia gmetric`) to it: sending the same
 //! values as a host of its own, its RRD shows the same rate and the same
 //! spike (a drop-in does what gmetric does; the gateway is what keeps
-//! counters continuous, tests/beyond_gmetric.rs).
+//! counters continuous, tests/gmond/beyond_gmetric.rs).
 
 use xrd2ganglia_testkit as common;
 

@@ -1,7 +1,7 @@
 //! The RPM's names on each target, from the spec as rpm reads it with
 //! that target's dist tag (`rpmspec -q --define 'dist .el9'`), and the
 //! commands README and the docs show for them; the firewalld reload of
-//! `%post`. Fast: nothing is built (tests/rpm.rs builds and installs).
+//! `%post`. Fast: nothing is built (tests/packaging/rpm.rs builds and installs).
 
 use std::path::Path;
 use std::process::Command;

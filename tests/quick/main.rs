@@ -13,4 +13,7 @@ mod dump;
 mod log_limits;
 mod no_kill_by_name;
 mod properties;
+mod records;
+mod startup;
+mod status;
 mod try_out;

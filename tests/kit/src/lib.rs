@@ -8,6 +8,7 @@
 //! xrootd-server packages (`.ci/run` installs them) and root (xrootd runs
 //! as `nobody`); the quick tier (`tests/quick`) uses none of them.
 
+pub mod child;
 mod gmetad;
 mod gmond;
 mod gmond_conf;
@@ -15,6 +16,7 @@ mod gweb;
 pub mod releases;
 pub mod replay;
 mod scratch;
+pub mod status;
 mod wait;
 
 pub use gmetad::{Gmetad, parse_rrd_fetch};
