@@ -8,6 +8,7 @@
 //! One binary, one link: each file was a test binary of its own.
 
 mod config_values;
+mod doc_commands;
 mod docs;
 mod dump;
 mod log_limits;

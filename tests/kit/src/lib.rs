@@ -13,6 +13,7 @@ mod gmetad;
 mod gmond;
 mod gmond_conf;
 mod gweb;
+pub mod markdown;
 pub mod releases;
 pub mod replay;
 mod scratch;
