@@ -11,6 +11,7 @@ mod config_values;
 mod doc_commands;
 mod docs;
 mod dump;
+mod json;
 mod log_limits;
 mod no_kill_by_name;
 mod properties;
