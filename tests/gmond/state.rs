@@ -7,6 +7,8 @@ use xrd2ganglia_testkit as common;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::{Gateway, Gmond, Scratch};
+use xrd2ganglia::daemon::state_file::{StateStore, tmp_path};
+use xrd2ganglia::engine::saved::{write_counter, write_source};
 
 const QUIET: &str = "stats_interval = 0\nself_metrics_interval = 0\nlog_interval = 1\n";
 
@@ -211,4 +213,100 @@ fn a_flood_of_new_senders_leaves_a_live_servers_counters() {
     for line in evictions {
         assert!(line.contains(", 0 established"), "{line}");
     }
+}
+
+/// A tmpfs of `size` mounted on a fresh directory, unmounted on drop
+/// (mounting needs root: the full tier runs as root, `.ci/run`).
+struct SmallFs(std::path::PathBuf);
+
+impl SmallFs {
+    fn mount(tag: &str, size: &str) -> SmallFs {
+        let dir = std::env::temp_dir().join(format!("x2g-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(
+            ok,
+            "cannot mount a tmpfs on {} (this test needs root)",
+            dir.display()
+        );
+        SmallFs(dir)
+    }
+
+    fn remount_read_only(&self) {
+        let ok = std::process::Command::new("mount")
+            .args(["-o", "remount,ro"])
+            .arg(&self.0)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "cannot remount {} read-only", self.0.display());
+    }
+}
+
+impl Drop for SmallFs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// A save that fails for a full disk (ENOSPC, for real: a 64 KiB
+/// tmpfs) or a read-only file system leaves the last good file as it
+/// was and no temporary file behind.
+#[test]
+fn a_failed_save_leaves_the_last_good_file_and_no_temporary_one() {
+    let fs = SmallFs::mount("enospc", "64k");
+    let path = fs.0.join("state");
+    let (store, _) = StateStore::open(&path);
+    let mut part = String::new();
+    write_source(
+        &mut part,
+        "10.0.0.1".parse().unwrap(),
+        "xrootd",
+        Some((1, 2)),
+    );
+    write_counter(&mut part, 1, 5000, 120);
+    store.state().hand_in(0, part);
+    store.save().unwrap();
+    let good = std::fs::read(&path).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&good),
+        "xrd2ganglia-state 1\nS\t10.0.0.1\txrootd\t1\t2\nC\t0000000000000001\t5000\t120\n"
+    );
+
+    // 10,000 counters (about 450 KB) do not fit in 64 KiB.
+    let mut big = String::new();
+    write_source(
+        &mut big,
+        "10.0.0.1".parse().unwrap(),
+        "xrootd",
+        Some((1, 3)),
+    );
+    for key in 0..10_000 {
+        write_counter(&mut big, key, 1_000_000_000_000, 1_000_000_000_000);
+    }
+    store.state().hand_in(0, big);
+    let e = store.save().unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
+    assert_eq!(std::fs::read(&path).unwrap(), good);
+    assert!(
+        !tmp_path(&path).exists(),
+        "a partial {} is left",
+        tmp_path(&path).display()
+    );
+    let entries: Vec<_> = std::fs::read_dir(&fs.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(entries, ["state"]);
+
+    // Read-only: nothing written, the file as it was.
+    fs.remount_read_only();
+    let e = store.save().unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::EROFS), "{e}");
+    assert_eq!(std::fs::read(&path).unwrap(), good);
+    assert!(!tmp_path(&path).exists());
 }
