@@ -610,3 +610,43 @@ fn every_log_line_is_findable_in_the_docs_by_its_text() {
         missing.join("\n")
     );
 }
+
+/// README names both tiers' commands, and they are what runs: `.ci/run`
+/// runs the `cargo test` README says it does, and the quick tier's command
+/// is the one docs/development.md and the quick binary give, naming test
+/// targets that exist.
+#[test]
+fn readme_s_test_commands_are_what_ci_and_the_quick_tier_run() {
+    let read = |p: &str| std::fs::read_to_string(Path::new(ROOT).join(p)).unwrap();
+    let (readme, ci) = (read("README.md"), read(".ci/run"));
+    let section = readme
+        .split("## Two commands")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("README has a \"Two commands\" section");
+    let lines: Vec<String> = blocks(section)
+        .into_iter()
+        .flat_map(|(_, lines)| lines)
+        .map(|l| l.trim().to_string())
+        .collect();
+    assert!(lines.iter().any(|l| l == ".ci/run"), "{lines:?}");
+    let full = "cargo test --locked --all-targets";
+    assert!(section.contains(&format!("`{full}`")), "{section}");
+    assert!(
+        ci.lines().any(|l| l.starts_with(full)),
+        ".ci/run does not run {full}"
+    );
+    let quick: Vec<&str> = lines
+        .iter()
+        .map(String::as_str)
+        .filter(|l| l.starts_with("cargo test "))
+        .collect();
+    assert_eq!(quick, ["cargo test --lib --bins --test quick"], "{lines:?}");
+    for page in ["docs/development.md", "tests/quick/main.rs"] {
+        assert!(read(page).contains(&format!("`{}`", quick[0])), "{page}");
+    }
+    for target in quick[0].split(" --test ").skip(1) {
+        let main = format!("tests/{target}/main.rs");
+        assert!(Path::new(ROOT).join(&main).exists(), "{main}");
+    }
+}
