@@ -7,7 +7,6 @@
 //!
 //! One binary, one link: each file was a test binary of its own.
 
-mod config_values;
 mod doc_commands;
 mod docs;
 mod dump;
