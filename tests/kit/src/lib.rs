@@ -347,6 +347,12 @@ pub struct Capture {
     pub port: u16,
 }
 
+impl Default for Capture {
+    fn default() -> Capture {
+        Capture::new()
+    }
+}
+
 impl Capture {
     pub fn new() -> Capture {
         let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
