@@ -298,7 +298,7 @@ async fn shutdown_signal(stop: Option<(Signal, Signal)>) {
 /// One malloc arena for the daemon. Its receive tasks move between tokio's
 /// worker threads, and glibc gives each thread an arena of its own: memory a
 /// source freed on one thread is not reused by the next source made on the
-/// other. Measured with 100,000 one-shot senders (tests/gmond/flood.rs): peak RSS
+/// other. Measured with 100,000 one-shot senders (tests/flood/main.rs): peak RSS
 /// 42 MiB in one arena, 42 or 65 MiB (run to run) with the default. The
 /// daemon allocates little per datagram, so one arena costs no contention.
 fn one_malloc_arena() {

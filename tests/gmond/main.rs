@@ -8,7 +8,6 @@
 
 mod beyond_gmetric;
 mod delivery;
-mod flood;
 mod gmond;
 mod hostile;
 mod json;
