@@ -31,7 +31,9 @@
 //! gmetad polling the gateway: `xml.rs`; gmetad polling gmond at a site's
 //! load, once per delivery mode of the gateway: `poll.rs`; what each kind
 //! of packet (a value, a metadata resend, a metadata or a host that gmond
-//! has not seen) costs gmond's CPU: `cost.rs`.
+//! has not seen) costs gmond's CPU: `cost.rs`; a federation's sites
+//! sharded over ports of the gateway, and over real gmetads under a top
+//! gmetad: `federation.rs`.
 //!
 //! `cargo bench --bench load` runs everything but `poll` and `cost` (about
 //! 3 minutes); those run only when named (`--only poll`: about 5.5 minutes
@@ -81,6 +83,7 @@ use report::*;
 use runs::*;
 use sink::*;
 mod cost;
+mod federation;
 mod gmond;
 mod hostile;
 mod mmsg;
@@ -117,11 +120,26 @@ const USAGE: &str = "cargo bench --bench load -- [options]
   --gateway-bin PATH the gateway binary of the gmond runs (an older build, for
                     a before/after comparison; default: the one under test)
   --only LIST       runs to do: raw,serve,rates,parse,chain,memory,gmond,xml,
-                    hostile,poll,cost,pair (every one but poll, cost and pair when
+                    hostile,poll,cost,pair,federation (every one but poll, cost,
+                    pair and federation when
                     not given: those run only when named, and never in the
                     smoke; pair: --gmond-servers servers every 15 s to a
                     pair of gateways and one alone, --sustain SECS measured,
                     then a failover; about 2 minutes)
+  --fed-servers N   servers of the federation run (default 20000; --only
+                    federation, run only when named: a gateway with every
+                    site on one port, then one with --fed-shards `{site}`
+                    rules each on its own port; the burst, then steady state)
+  --fed-sites N     sites they are spread over (default 50)
+  --fed-shards N    rules, each a port of its own (default 2)
+  --fed-interval SECS  how often each server reports (default 60)
+  --fed-sustain SECS   steady state measured, per gateway (default 120)
+  --fed-step SECS   the polls' interval, and the gmetads' step (default 15)
+  --fed-gmetad      real gmetads too: one on the baseline's port, one per
+                    shard port and a top gmetad above them (their CPU per
+                    step once their RRDs exist)
+  --fed-rras TEXT   the gmetads' RRAs line (default RRA:AVERAGE:0.5:1:244:
+                    2.5 KB an RRD; gmetad's own make 631 KB)
   --cost-runs N     runs of the cost run, a fresh gmond each (default 5)
   --cost-rate PKTS  packets/s of each phase of the cost run (default 20000;
                     0: keep gmond's receive queue filled, so that it never
@@ -160,6 +178,7 @@ struct Options {
     cost_rate: f64,
     smoke: bool,
     poll: poll::PollOptions,
+    fed: federation::FedOptions,
 }
 
 impl Options {
@@ -192,6 +211,16 @@ impl Options {
                 duration: Duration::from_secs(300),
                 modes: ["follow", "nofollow", "resend"].map(String::from).to_vec(),
                 old_bin: None,
+            },
+            fed: federation::FedOptions {
+                servers: 20_000,
+                sites: 50,
+                shards: 2,
+                interval: Duration::from_secs(60),
+                sustain: Duration::from_secs(120),
+                step: 15,
+                gmetad: false,
+                rras: "RRA:AVERAGE:0.5:1:244".into(),
             },
         };
         let mut it = args.iter();
@@ -242,6 +271,14 @@ impl Options {
                     }
                 }
                 "--poll-bin" => o.poll.old_bin = Some(PathBuf::from(value())),
+                "--fed-servers" => o.fed.servers = number(&value()) as usize,
+                "--fed-sites" => o.fed.sites = (number(&value()) as usize).max(1),
+                "--fed-shards" => o.fed.shards = (number(&value()) as usize).max(1),
+                "--fed-interval" => o.fed.interval = seconds(&value()),
+                "--fed-sustain" => o.fed.sustain = seconds(&value()),
+                "--fed-step" => o.fed.step = (number(&value()) as u64).max(1),
+                "--fed-gmetad" => o.fed.gmetad = true,
+                "--fed-rras" => o.fed.rras = value(),
                 "--help" | "-h" => {
                     println!("{USAGE}");
                     std::process::exit(0);
@@ -446,6 +483,12 @@ fn main() {
         );
         println!("load: pair took {:.1} s", t.elapsed().as_secs_f64());
         p.print();
+    }
+    if o.named("federation") {
+        let t = Instant::now();
+        let runs = federation::run(&bin, &o.fed);
+        println!("load: federation took {:.1} s", t.elapsed().as_secs_f64());
+        federation::print(&o.fed, &runs);
     }
     if o.named("cost") {
         let t = Instant::now();
