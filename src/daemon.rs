@@ -76,6 +76,9 @@ pub struct Sockets {
     /// Where gmetad polls for gmond's XML (`xml_listen`): bound, listening
     /// only once the gateway can answer ([`xml_port::Warmup`]).
     pub xml: Vec<std::net::TcpListener>,
+    /// The `[[cluster]]` rules' own XML ports, each with its port number
+    /// (the rule's `port`): bound and listening as `xml`.
+    pub rule_xml: Vec<(u32, std::net::TcpListener)>,
     /// Where the peer gateway exchanges state (`peer_listen`).
     pub peer: Vec<std::net::TcpListener>,
     /// Where `xrd2ganglia status` asks (`control_socket`).
@@ -336,7 +339,9 @@ fn spawn_tasks(
     }
     if let Some(table) = table {
         let started = Instant::now();
-        for listener in sockets.xml {
+        let ports = sockets.xml.into_iter().map(|l| (None, l));
+        let ports = ports.chain(sockets.rule_xml.into_iter().map(|(p, l)| (Some(p), l)));
+        for (port, listener) in ports {
             let (table, counters) = (table.clone(), counters.clone());
             let mut warmup =
                 xml_port::Warmup::new(store.state().clone(), started, settings.warmup_max);
@@ -344,7 +349,7 @@ fn spawn_tasks(
                 warmup = warmup.after_peer(watch::channel(Some(pulled)).1);
             }
             let (in_force, stop) = (in_force.clone(), stop.clone());
-            let serve = xml_port::serve(listener, table, in_force, counters, warmup, stop);
+            let serve = xml_port::serve(listener, port, table, in_force, counters, warmup, stop);
             tasks.push(tokio::spawn(serve));
         }
     }

@@ -302,7 +302,7 @@ impl Engine {
         source.prune(now_s, s.dmax, interval_seconds(s));
         events.sent(metadata, values);
         source.template = None;
-        if self.fast_path && capped == 0 {
+        if self.fast_path && capped == 0 && !source.cluster_refused {
             source.template = make_template(datagram, &record, &self.mapped, source, s);
         }
         // Its XCache totals, if it sent any, after its record's metrics.

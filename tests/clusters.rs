@@ -4,6 +4,8 @@
 //! sent, never from our parser.
 
 mod common;
+#[path = "clusters/shards.rs"]
+mod shards;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};

@@ -222,6 +222,12 @@ pub struct ClusterConfig {
     pub latlong: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// Its clusters, and only them, served on ports of their own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub xml_listen: Vec<String>,
+    /// Who may poll them (None: the gateway's `xml_allow`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub xml_allow: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub channel: Vec<ChannelConfig>,
 }

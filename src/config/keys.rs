@@ -527,7 +527,7 @@ pub const KEYS: &[Key] = &[
     Key {
         name: "cluster",
         value: "array of tables (`[[cluster]]`: `name`, `sites`, `networks`, `hosts`, \
-            `owner`, `latlong`, `url`, `[[cluster.channel]]`)",
+            `owner`, `latlong`, `url`, `xml_listen`, `xml_allow`, `[[cluster.channel]]`)",
         absent: Absent::Default,
         on_sighup: OnSighup::AtOnce,
         option: None,
@@ -535,10 +535,18 @@ pub const KEYS: &[Key] = &[
             (required), and one or more of `sites` (patterns of `site`, `*` and `?` as \
             wildcards), `networks` (the sender's address: networks or addresses), `hosts` \
             (patterns of the host name); a rule matches when each list it gives has a \
-            match. `owner`, `latlong` and `url` are written in the XML port's `CLUSTER`. \
-            `[[cluster.channel]]` tables (keys as `[[channel]]`) send the cluster's \
-            packets to its own gmonds instead of the default channels. Servers no rule \
-            takes go by site (`cluster_by_site`) or to `cluster_name`.",
+            match. `name = \"{site}\"` makes each matched server's site a cluster of its \
+            own (sanitised as by `cluster_by_site`, counted against `max_clusters`; a \
+            server without a site is not matched). `owner`, `latlong` and `url` are written \
+            in the XML port's `CLUSTER`. `xml_listen` (ADDRESS:PORT list) serves the rule's \
+            clusters, and only them, on ports of their own, to the hosts of the rule's \
+            `xml_allow` (default: the gateway's); `xml_listen` at the top still serves \
+            every cluster, and is required with it. A change of a rule's `xml_listen` \
+            waits for a restart. `[[cluster.channel]]` tables (keys as `[[channel]]`) send \
+            the cluster's packets to its own gmonds instead of the default channels. A \
+            `{site}` rule takes no `owner`, `latlong`, `url` or channels (they describe one \
+            cluster). Servers no rule takes go by site (`cluster_by_site`) or to \
+            `cluster_name`.",
     },
 ];
 

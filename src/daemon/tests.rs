@@ -309,6 +309,7 @@ impl Bound {
                 reports: vec![reports],
                 requests: Vec::new(),
                 xml: listener.into_iter().collect(),
+                rule_xml: Vec::new(),
                 peer: Vec::new(),
                 control: None,
             },

@@ -91,6 +91,9 @@ pub(super) struct Source {
     /// The engine's settings generation its cluster was chosen under
     /// (`u32::MAX`: not chosen yet).
     pub(super) cluster_epoch: u32,
+    /// Its site's cluster found no room (`max_clusters`): it asks again
+    /// with its next record.
+    pub(super) cluster_refused: bool,
     /// Its run or a counter offset changed since the peer was last told
     /// (new to this engine, a restart, a reset or a wrap).
     pub(super) peer_dirty: bool,
@@ -127,6 +130,7 @@ impl Source {
             xml_sections: String::new(),
             cluster: None,
             cluster_epoch: u32::MAX,
+            cluster_refused: false,
             peer_dirty: true,
         }
     }

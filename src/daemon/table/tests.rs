@@ -63,6 +63,7 @@ fn document(t: &HostTable, at: Instant) -> (Doc, Written, String) {
         name: "XRootD",
         host_dmax: 3600,
         grouping: &grouping,
+        port: None,
     };
     let w = t
         .write(&cluster, at, &mut |piece| {
@@ -267,6 +268,7 @@ fn a_big_document_is_written_in_pieces() {
         name: "XRootD",
         host_dmax: 0,
         grouping: &grouping,
+        port: None,
     };
     let w =
         x.t.write(&cluster, x.r.at(0), &mut |piece| {
@@ -389,6 +391,7 @@ impl Table {
             name: &s.cluster_name,
             host_dmax: 3600,
             grouping: &s.grouping,
+            port: None,
         };
         let mut text = Vec::new();
         let w = self
