@@ -144,15 +144,25 @@ impl Fleet {
                 1,
             )
             .replacen("tod=\"1795303790\"", &format!("tod=\"{tod}\""), 1)
-            .replacen("<in>5248682</in>", &format!("<in>{}</in>", 5248682 + k * 60_000), 1)
-            .replacen("<out>5248704</out>", &format!("<out>{}</out>", 5248704 + k * 90_000), 1)
+            .replacen(
+                "<in>5248682</in>",
+                &format!("<in>{}</in>", 5248682 + k * 60_000),
+                1,
+            )
+            .replacen(
+                "<out>5248704</out>",
+                &format!("<out>{}</out>", 5248704 + k * 90_000),
+                1,
+            )
     }
 
     fn send(&self, i: usize, k: u64, to: u16) {
         let Ok(s) = UdpSocket::bind((server_ip(i), 0)) else {
             return;
         };
-        if s.send_to(self.record(i, k).as_bytes(), (Ipv4Addr::LOCALHOST, to)).is_ok() {
+        if s.send_to(self.record(i, k).as_bytes(), (Ipv4Addr::LOCALHOST, to))
+            .is_ok()
+        {
             let now = Instant::now();
             if let Ok(mut h) = self.history.lock() {
                 h[i].push(now);
@@ -411,7 +421,10 @@ impl RealGmetad {
         let xml_port = free_port();
         let mut conf = String::new();
         for (name, port) in sources {
-            conf.push_str(&format!("data_source {name:?} {} 127.0.0.1:{port}\n", o.step));
+            conf.push_str(&format!(
+                "data_source {name:?} {} 127.0.0.1:{port}\n",
+                o.step
+            ));
         }
         if !o.rras.is_empty() {
             conf.push_str(&format!("RRAs {:?}\n", o.rras));
@@ -448,10 +461,7 @@ impl RealGmetad {
 
     /// Host directories under rrd_rootdir (each cluster's, summaries left out).
     fn host_dirs(&self) -> usize {
-        dirs(&self.rrds())
-            .iter()
-            .map(|c| dirs(c).len())
-            .sum()
+        dirs(&self.rrds()).iter().map(|c| dirs(c).len()).sum()
     }
 
     /// CPU ticks of the process and of each of its threads.
@@ -515,12 +525,22 @@ fn gmetads(o: &FedOptions, xml_port: u16, shard_ports: &[u16]) -> Vec<GmetadRun>
     let mut running = Vec::new();
     let mut hosts = Vec::new();
     if shard_ports.is_empty() {
-        running.push(RealGmetad::start("one gmetad", &[("all".into(), xml_port)], o, ""));
+        running.push(RealGmetad::start(
+            "one gmetad",
+            &[("all".into(), xml_port)],
+            o,
+            "",
+        ));
         hosts.push(o.servers);
     }
     for (s, p) in shard_ports.iter().enumerate() {
         let grid = format!("gridname \"Shard{s}\"");
-        running.push(RealGmetad::start(&format!("shard {s}"), &[(format!("shard{s}"), *p)], o, &grid));
+        running.push(RealGmetad::start(
+            &format!("shard {s}"),
+            &[(format!("shard{s}"), *p)],
+            o,
+            &grid,
+        ));
         hosts.push((0..o.servers).filter(|&i| shard_of(i, o) == s).count());
     }
     if !shard_ports.is_empty() {
@@ -529,7 +549,12 @@ fn gmetads(o: &FedOptions, xml_port: u16, shard_ports: &[u16]) -> Vec<GmetadRun>
             .enumerate()
             .map(|(s, g)| (format!("Shard{s}"), g.xml_port))
             .collect();
-        running.push(RealGmetad::start("top", &sources, o, "gridname \"Top\"\nscalable on"));
+        running.push(RealGmetad::start(
+            "top",
+            &sources,
+            o,
+            "gridname \"Top\"\nscalable on",
+        ));
         hosts.push(0);
     }
     // RRDs made: every host's directory, then two steps for the last
@@ -605,7 +630,16 @@ pub fn print(o: &FedOptions, runs: &[GatewayRun]) {
         for p in &r.ports {
             println!(
                 "  {}: {} polls ({} failed), longest {:.2} s, {} bytes, {} hosts; missing {}, misplaced {}, stale {} (max lag {:.2} s)",
-                p.label, p.polls, p.failed, p.max_poll_s, p.bytes, p.hosts, p.missing, p.misplaced, p.stale, p.max_lag
+                p.label,
+                p.polls,
+                p.failed,
+                p.max_poll_s,
+                p.bytes,
+                p.hosts,
+                p.missing,
+                p.misplaced,
+                p.stale,
+                p.max_lag
             );
         }
         for g in &r.gmetads {
