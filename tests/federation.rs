@@ -265,12 +265,29 @@ impl Federation {
             }
             assert!(
                 start.elapsed() < within,
-                "{what}: not within {within:?}\ngateway: {}\ntop gmetad: {}",
+                "{what}: not within {within:?}; the top's sums (SUM, NUM) of {}\ngateway: {}\ntop gmetad: {}",
+                self.top_sums(),
                 self.gw.proc.log_text(),
                 self.top.proc.log_text()
             );
             std::thread::sleep(Duration::from_secs(1));
         }
+    }
+
+    /// What the top's XML sums of each shard, for a failure's message.
+    fn top_sums(&self) -> String {
+        let xml = read_xml(self.top.xml_port);
+        let mut out = String::new();
+        for s in &SHARDS {
+            for m in ["xrootd.link.num", "xrootd.link.in"] {
+                out.push_str(&format!(
+                    "{} {m}: {:?}; ",
+                    s.grid,
+                    grid_sums(&xml, s.grid, m)
+                ));
+            }
+        }
+        out
     }
 
     /// Whether the top's XML holds, for every shard, `metric`'s sum over
