@@ -572,9 +572,8 @@ fn ganglia_web_shows_the_federation(fed: &Federation, w: &Window) {
     let (status, page) = top_server.get("");
     assert_eq!(status, 200, "{page}");
     for (s, shard) in SHARDS.iter().enumerate() {
-        let link = format!("href=\"http://127.0.0.1:{}/?gw=fwd", fed.gweb_ports[s]);
         assert!(
-            page.contains(&link),
+            shard_link(&page, fed.gweb_ports[s]).is_some(),
             "the top's page has no link to {}",
             shard.grid
         );
@@ -610,7 +609,8 @@ fn ganglia_web_shows_the_federation(fed: &Federation, w: &Window) {
             files.path(),
         );
         let server = gweb.serve_on(fed.gweb_ports[s]);
-        let (status, grid) = server.get("");
+        // The page the top's link opens: the shard's grid.
+        let (status, grid) = server.get(&shard_link(&page, fed.gweb_ports[s]).unwrap());
         assert_eq!(status, 200, "{grid}");
         for other in SHARDS.iter().flat_map(|o| o.sites) {
             assert_eq!(
@@ -639,6 +639,15 @@ fn ganglia_web_shows_the_federation(fed: &Federation, w: &Window) {
             assert_eq!(open, sum as f64, "{site}'s connections");
         }
     }
+}
+
+/// The query of the top page's link to the ganglia-web on `port` (a
+/// shard's `authority`), HTML-decoded.
+fn shard_link(page: &str, port: u16) -> Option<String> {
+    let prefix = format!("href=\"http://127.0.0.1:{port}/?");
+    let at = page.find(&prefix)? + prefix.len();
+    let query = &page[at..at + page[at..].find('"')?];
+    Some(query.replace("&amp;", "&"))
 }
 
 /// The reports `gweb` lists for every cluster (its default.json).
