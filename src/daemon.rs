@@ -453,6 +453,7 @@ pub mod peer;
 mod queue;
 mod receive;
 pub mod requests;
+mod retire;
 pub mod self_metrics;
 mod sender;
 pub mod state_file;

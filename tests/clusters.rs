@@ -471,3 +471,64 @@ fn a_cluster_with_channels_of_its_own_reaches_only_its_gmond() {
         "1002"
     );
 }
+
+#[test]
+fn a_host_that_moves_leaves_its_old_gmond_at_its_next_cleanup() {
+    // SITEB's own gmond runs its cleanup every second (unmuted with a send
+    // channel, cleanup_threshold 1: tests/beyond_gmetric.rs has the same);
+    // the gateway's dmax is the default hour.
+    let (port, xml_port, sink) = (free_port(), free_port(), free_port());
+    let siteb_gmond = Gmond::start_full(
+        port,
+        xml_port,
+        "mute = no\n  cleanup_threshold = 1",
+        &format!("udp_send_channel {{ host = 127.0.0.1  port = {sink} }}"),
+    );
+    let default_gmond = Gmond::start();
+    let config = format!(
+        "{QUIET}cluster_by_site = true\n[[cluster]]\nname = \"SITEB\"\nsites = [\"SITEB\"]\n[[cluster.channel]]\nhost = \"127.0.0.1\"\nport = {port}\n"
+    );
+    let gw = Gateway::start(default_gmond.port, &config);
+    let (ip, host) = ("127.0.17.1", "mover.example");
+    let metrics = ["xrootd.link.num", "xrootd.link.in"];
+    let mut inb = 1_000;
+    let mut send = |site: &str| {
+        gw.send_as(ip, record(host, Some(site), inb).as_bytes());
+        inb += 500;
+    };
+    for _ in 0..3 {
+        send("SITEB");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    siteb_gmond.wait_for(Duration::from_secs(15), "the host in SITEB", |x| {
+        x.has(host, &metrics)
+    });
+    // Its site changes: SITEA, by site, on the default channel.
+    let moved = Instant::now();
+    send("SITEA");
+    // Until SITEB's gmond holds none of its metrics. Bound: gmond's cleanup
+    // runs every second here, and drops a metric 1 s after the metadata
+    // that says DMAX 1; 30 s leaves room for a busy machine, against the
+    // hour (its dmax) the metrics stayed before.
+    let gone = loop {
+        let x = siteb_gmond.xml();
+        let left = x.hosts.get(host).map_or(0, |h| h.metrics.len());
+        if left == 0 {
+            break moved.elapsed();
+        }
+        assert!(
+            moved.elapsed() < Duration::from_secs(30),
+            "{host} still has {left} metrics in SITEB's gmond 30 s after it moved"
+        );
+        send("SITEA");
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    eprintln!("{host}'s metrics left SITEB's gmond {gone:?} after the move");
+    // In the default gmond, with its metrics; in SITEB's, gmond keeps the
+    // host itself, without metrics, until its host_dmax (0 here: for ever).
+    default_gmond.wait_for(Duration::from_secs(15), "the host in SITEA", |x| {
+        x.has(host, &metrics)
+    });
+    let x = siteb_gmond.xml();
+    assert!(x.hosts.contains_key(host), "{:?}", x.hosts.keys());
+}
