@@ -167,7 +167,7 @@ impl Outbox {
             // they are told to let its metrics go ([`super::retire`]).
             let old = self.own.iter().find(|n| clusters::key_for(n) == old);
             if old != cluster {
-                self.retire(batch, old, now);
+                self.retire(batch, old.map(|n| &**n), now);
             }
         }
         for lane in &self.lanes {
@@ -189,9 +189,9 @@ impl Outbox {
     /// Queues the batch's metadata with DMAX 1 s for the channels of the
     /// cluster its host left (`old`: its own channels' name; None: the
     /// default channels).
-    fn retire(&self, batch: &PacketBatch, old: Option<&Box<str>>, now: Instant) {
+    fn retire(&self, batch: &PacketBatch, old: Option<&str>, now: Instant) {
         let packets = super::retire::packets(batch);
-        for lane in self.lanes.iter().filter(|l| l.cluster.as_ref() == old) {
+        for lane in self.lanes.iter().filter(|l| l.cluster.as_deref() == old) {
             let was_empty = {
                 let mut state = lane.lock();
                 let was_empty = state.queue.is_empty();
