@@ -475,13 +475,14 @@ fn a_cluster_with_channels_of_its_own_reaches_only_its_gmond() {
 #[test]
 fn a_host_that_moves_leaves_its_old_gmond_at_its_next_cleanup() {
     // SITEB's own gmond runs its cleanup every second (unmuted with a send
-    // channel, cleanup_threshold 1: tests/beyond_gmetric.rs has the same);
-    // the gateway's dmax is the default hour.
+    // channel, cleanup_threshold 1: tests/beyond_gmetric.rs has the same)
+    // and forgets a host silent for 15 s (host_dmax; Debian's gmond.conf
+    // says 0, never); the gateway's dmax is the default hour.
     let (port, xml_port, sink) = (free_port(), free_port(), free_port());
     let siteb_gmond = Gmond::start_full(
         port,
         xml_port,
-        "mute = no\n  cleanup_threshold = 1",
+        "mute = no\n  cleanup_threshold = 1\n  host_dmax = 15",
         &format!("udp_send_channel {{ host = 127.0.0.1  port = {sink} }}"),
     );
     let default_gmond = Gmond::start();
@@ -506,29 +507,44 @@ fn a_host_that_moves_leaves_its_old_gmond_at_its_next_cleanup() {
     // Its site changes: SITEA, by site, on the default channel.
     let moved = Instant::now();
     send("SITEA");
-    // Until SITEB's gmond holds none of its metrics. Bound: gmond's cleanup
-    // runs every second here, and drops a metric 1 s after the metadata
-    // that says DMAX 1; 30 s leaves room for a busy machine, against the
-    // hour (its dmax) the metrics stayed before.
+    // Until SITEB's gmond holds the host without metrics. Bound: gmond's
+    // cleanup runs every second here, and drops a metric 1 s after the
+    // metadata that says DMAX 1; the host itself goes 15 s after the last
+    // packet about it (host_dmax), which must not come first (without the
+    // DMAX-1 metadata it does: the metrics stay their dmax, an hour).
     let gone = loop {
         let x = siteb_gmond.xml();
-        let left = x.hosts.get(host).map_or(0, |h| h.metrics.len());
-        if left == 0 {
+        let left = x.hosts.get(host).map(|h| h.metrics.len());
+        assert!(
+            left.is_some(),
+            "{host} left SITEB's gmond by host_dmax ({:?} after it moved), its metrics never",
+            moved.elapsed()
+        );
+        if left == Some(0) {
             break moved.elapsed();
         }
-        assert!(
-            moved.elapsed() < Duration::from_secs(30),
-            "{host} still has {left} metrics in SITEB's gmond 30 s after it moved"
-        );
         send("SITEA");
         std::thread::sleep(Duration::from_millis(500));
     };
     eprintln!("{host}'s metrics left SITEB's gmond {gone:?} after the move");
-    // In the default gmond, with its metrics; in SITEB's, gmond keeps the
-    // host itself, without metrics, until its host_dmax (0 here: for ever).
+    // In the default gmond, with its metrics.
     default_gmond.wait_for(Duration::from_secs(15), "the host in SITEA", |x| {
         x.has(host, &metrics)
     });
-    let x = siteb_gmond.xml();
-    assert!(x.hosts.contains_key(host), "{:?}", x.hosts.keys());
+    // In SITEB's, gmond keeps the host itself, without metrics, until its
+    // host_dmax after the last packet about it (the DMAX-1 metadata, sent
+    // after the move): nothing the gateway could send shortens that. Not
+    // before 15 s (gmond's rule); at most 45 s (a busy machine).
+    let host_gone = loop {
+        if !siteb_gmond.xml().hosts.contains_key(host) {
+            break moved.elapsed();
+        }
+        assert!(
+            moved.elapsed() < Duration::from_secs(45),
+            "{host} still in SITEB's gmond 45 s after it moved (host_dmax 15 s)"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    eprintln!("{host} itself left SITEB's gmond {host_gone:?} after the move (host_dmax 15 s)");
+    assert!(host_gone >= Duration::from_secs(15), "{host_gone:?}");
 }
