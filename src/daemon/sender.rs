@@ -43,7 +43,7 @@ use crate::ganglia::channel::{SendChannel, Sent};
 
 use super::follow::GmondQueue;
 use super::queue::{Outgoing, Prices, SendQueue};
-use crate::engine::packets::PacketBatch;
+use crate::engine::packets::{ForgottenHost, PacketBatch};
 
 /// Packets taken from a queue per lock, unpaced (one to a few sendmmsg calls).
 const UNPACED_CHUNK: usize = 256;
@@ -172,6 +172,15 @@ impl Outbox {
                 lane.wake.notify_one();
             }
             events.conflated(conflated);
+        }
+    }
+
+    /// Drops the pending packets of hosts whose sources were forgotten
+    /// (`max_sources`), from every channel; counts them.
+    pub fn forget(&self, hosts: &[ForgottenHost], events: &Events<'_>) {
+        for lane in &self.lanes {
+            let dropped = lane.lock().queue.forget_hosts(hosts);
+            events.forgotten_unsent(dropped);
         }
     }
 
