@@ -238,6 +238,59 @@ fn three_sites_are_three_clusters_in_gmetad_with_their_rrds_and_summaries() {
             "the grid page lacks {site}"
         );
     }
+    // The view "xrootd" covers the federation: its reports carry no
+    // cluster, so ganglia-web draws them in its "meta" context, from the
+    // sums gmetad keeps over every cluster it polls. Its open connections
+    // are then every server's: 3 each (the records' <num>), 5 servers in 4
+    // clusters, where one cluster's context holds at most SITEA's 6.
+    let view: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("conf/view_xrootd.json")).unwrap())
+            .unwrap();
+    let reports_in_view: Vec<&serde_json::Value> = view["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i.get("graph").is_some())
+        .collect();
+    assert!(!reports_in_view.is_empty(), "{view}");
+    assert!(
+        reports_in_view.iter().all(|i| i.get("cluster").is_none()),
+        "{view}"
+    );
+    // gmetad keeps the grid's sums at its own 15-s step: wait for a row
+    // that holds every server (a row is known once half its step is).
+    let grid_num = gmetad.rrd_root.join("__SummaryInfo__/xrootd.link.num.rrd");
+    let first = unix_now() - 60;
+    let known = wait_for("a row of the grid's sums", Duration::from_secs(60), || {
+        gmetad
+            .fetch(&grid_num, first, unix_now())
+            .into_iter()
+            .rfind(|(_, v)| *v == Some(15.0))
+    });
+    let now = unix_now();
+    let (status, view_page) = server.get("tab=v&vn=xrootd");
+    assert_eq!(status, 200, "{view_page}");
+    let connections = view_page
+        .split("src=\"")
+        .chain(view_page.split("graph_args\":\""))
+        .map(|s| s.split('"').next().unwrap().replace("&amp;", "&"))
+        .find(|s| s.contains("g=xrootd_connections_report&"))
+        .unwrap_or_else(|| panic!("no connections report in the view: {view_page}"));
+    let query = connections
+        .trim_start_matches("./")
+        .trim_start_matches("graph.php?");
+    assert!(!query.contains("c=SITE"), "{query}");
+    let series = gweb.series(&format!("{query}&cs={}&ce={now}", known.0 - 60));
+    let (_, open) = series
+        .iter()
+        .find(|(label, _)| label.trim() == "open")
+        .unwrap_or_else(|| panic!("no open series: {series:?}"));
+    let most = open
+        .iter()
+        .cloned()
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max);
+    assert_eq!(most, 15.0, "{series:?}");
 }
 
 #[test]
