@@ -44,7 +44,7 @@ use crate::ganglia::channel::{SendChannel, Sent};
 use super::follow::GmondQueue;
 use super::queue::{Outgoing, Prices, SendQueue};
 use crate::engine::clusters;
-use crate::engine::packets::{PacketBatch, PacketKind};
+use crate::engine::packets::{ForgottenHost, PacketBatch, PacketKind};
 
 /// Packets taken from a queue per lock, unpaced (one to a few sendmmsg calls).
 const UNPACED_CHUNK: usize = 256;
@@ -203,6 +203,15 @@ impl Outbox {
             if was_empty {
                 lane.wake.notify_one();
             }
+        }
+    }
+
+    /// Drops the pending packets of hosts whose sources were forgotten
+    /// (`max_sources`), from every channel; counts them.
+    pub fn forget(&self, hosts: &[ForgottenHost], events: &Events<'_>) {
+        for lane in &self.lanes {
+            let dropped = lane.lock().queue.forget_hosts(hosts);
+            events.forgotten_unsent(dropped);
         }
     }
 
