@@ -43,7 +43,7 @@ use tokio::net::UdpSocket;
 use tokio::sync::watch;
 
 use crate::config::Settings;
-use crate::engine::packets::PacketBatch;
+use crate::engine::packets::{ForgottenHost, PacketBatch};
 use crate::events::{Counters, Events};
 use crate::ganglia::channel::SendChannel;
 use receive::Receiver;
@@ -111,12 +111,16 @@ impl InForce {
         }
     }
 
-    /// Takes out of the XML table the hosts of the sources an engine
-    /// forgot (`max_sources`).
-    fn forget(&self, forgotten: &[u64]) {
-        if let Some(table) = &self.table
-            && !forgotten.is_empty()
-        {
+    /// Takes out of the send queues and the XML table the hosts of the
+    /// sources an engine forgot (`max_sources`): a flood of new sources
+    /// leaves at most `max_sources` hosts' packets queued, however far
+    /// behind the senders are.
+    fn forget(&self, forgotten: &[ForgottenHost], events: &Events<'_>) {
+        if forgotten.is_empty() {
+            return;
+        }
+        self.outbox.forget(forgotten, events);
+        if let Some(table) = &self.table {
             table.forget(forgotten);
         }
     }
@@ -453,6 +457,7 @@ pub mod peer;
 mod queue;
 mod receive;
 pub mod requests;
+mod retire;
 pub mod self_metrics;
 mod sender;
 pub mod state_file;

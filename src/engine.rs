@@ -431,10 +431,10 @@ impl Engine {
         &self.batch
     }
 
-    /// The XML table's keys of the hosts whose sources the last datagram
-    /// made it forget (`max_sources`), for the daemon to take out of the
-    /// table before the datagram's packets go in.
-    pub fn forgotten(&self) -> &[u64] {
+    /// The hosts whose sources the last datagram made it forget
+    /// (`max_sources`), for the daemon to take out of the send queues and
+    /// the table before the datagram's packets go in.
+    pub fn forgotten(&self) -> &[packets::ForgottenHost] {
         &self.sources.forgotten
     }
 

@@ -214,4 +214,35 @@ mod tests {
         assert_eq!(s.grouping.choose(None, ip, "h"), Choice::Default);
         assert_eq!(s.grouping.choose(Some(""), ip, "h"), Choice::Default);
     }
+
+    /// A reload keeps the ports bound at the start: each rule gets the
+    /// running port with its addresses, whatever its place; a rule with
+    /// new addresses none (until a restart), and says so.
+    #[test]
+    fn a_reload_keeps_the_running_ports() {
+        let rule = |name: &str, port: u16| {
+            format!(
+                "[[cluster]]\nname = \"{name}\"\nsites = [\"{name}\"]\nxml_listen = [\"127.0.0.1:{port}\"]\n"
+            )
+        };
+        let started = from(&format!("{TOP}{}{}", rule("a", 8661), rule("b", 8662))).unwrap();
+        let running: Vec<Vec<std::net::SocketAddr>> = started
+            .grouping
+            .ports()
+            .iter()
+            .map(|a| a.to_vec())
+            .collect();
+        // b first now, a on a new port, c new.
+        let mut reloaded = from(&format!(
+            "{TOP}{}{}{}",
+            rule("b", 8662),
+            rule("a", 8663),
+            rule("c", 8661)
+        ))
+        .unwrap();
+        let waiting = reloaded.grouping.keep_ports(&running);
+        let ports: Vec<_> = reloaded.grouping.rules.iter().map(|r| r.port).collect();
+        assert_eq!(ports, [Some(1), None, Some(0)]);
+        assert_eq!(waiting, ["cluster[1] \"a\""]);
+    }
 }

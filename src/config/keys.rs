@@ -519,10 +519,12 @@ pub const KEYS: &[Key] = &[
         absent: Absent::Default,
         on_sighup: OnSighup::AtOnce,
         option: None,
-        meaning: "At most this many clusters named by records' sites at once (rules' \
-            clusters and `cluster_name` are not counted). A site beyond it goes to \
-            `cluster_name`, counted (`clusters_refused`) and logged once per \
-            `log_interval`; a cluster no source is in any more frees its place.",
+        meaning: "At most this many clusters named by records' sites at once (by \
+            `cluster_by_site` and `{site}` rules; literal rules' clusters and \
+            `cluster_name` are not counted). A site beyond it goes to `cluster_name`, \
+            counted (`clusters_refused`) and logged once per `log_interval`, and to its \
+            own cluster with its first record after a place is free; a cluster no source \
+            is in any more frees its place.",
     },
     Key {
         name: "cluster",

@@ -53,6 +53,11 @@
 //! answered by closing the connection that made the least progress, not by
 //! pausing the accept loop.
 //!
+//! **Every port alike.** The gateway's `xml_listen` (every cluster) and
+//! each `[[cluster]]` rule's own (its clusters only, to its `xml_allow`:
+//! docs/clusters.md) are served by one [`serve`] each, with the caps,
+//! deadlines, buffers and warm-up above per port.
+//!
 //! Clients outside `xml_allow` are closed at once (counted, logged once
 //! per `log_interval`, as every outcome, by [`Events`]). After a start,
 //! the port listens only once it can answer ([`Warmup`]).

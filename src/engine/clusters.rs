@@ -74,6 +74,11 @@ impl Cluster {
 /// A source's cluster: None is `cluster_name`.
 pub type ClusterRef = Option<Arc<Cluster>>;
 
+/// The key of the cluster named `name` (never 0, `cluster_name`'s).
+pub fn key_for(name: &str) -> u64 {
+    name_key(name) | 1
+}
+
 /// The key of a source's cluster (0: `cluster_name`).
 pub fn key_of(cluster: &ClusterRef) -> u64 {
     cluster.as_ref().map_or(0, |c| c.key)
@@ -183,7 +188,7 @@ impl ClusterNames {
                 return placed;
             }
         }
-        let key = name_key(&name) | 1;
+        let key = key_for(&name);
         let cluster = Arc::new(Cluster {
             name: name.into(),
             key,

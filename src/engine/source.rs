@@ -450,10 +450,10 @@ impl Naming {
 pub(super) struct Sources {
     pub(super) by_ip: HashMap<IpAddr, Vec<Source>>,
     pub(super) len: usize,
-    /// The XML table's keys of the hosts of sources forgotten since the
-    /// daemon last took them ([`super::Engine::forgotten`]): they leave
-    /// the table too.
-    pub(super) forgotten: Vec<u64>,
+    /// The hosts of sources forgotten since the daemon last took them
+    /// ([`super::Engine::forgotten`]): they leave the send queues and the
+    /// table too.
+    pub(super) forgotten: Vec<super::packets::ForgottenHost>,
 }
 
 impl Sources {
@@ -631,8 +631,11 @@ impl Sources {
                     out.total += 1;
                     out.established += usize::from(s.established());
                     gone(*ip, s);
-                    // Its host leaves the XML table too.
-                    forgotten.push(s.host_key ^ super::clusters::key_of(&s.cluster));
+                    // Its host leaves the send queues and the XML table too.
+                    forgotten.push(super::packets::ForgottenHost {
+                        host: s.host_key,
+                        cluster: super::clusters::key_of(&s.cluster),
+                    });
                 }
                 keep
             });

@@ -186,6 +186,7 @@ impl<'t> Render<'t> {
                     self.host = *end;
                     while plan.renames.get(self.rename).is_some_and(|(i, _)| i < end) {
                         self.rename += 1;
+                        self.written.renamed -= 1;
                     }
                     self.cluster += 1;
                     continue;

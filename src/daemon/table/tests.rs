@@ -386,12 +386,17 @@ type Clusters = BTreeMap<
 impl Table {
     /// The document as the settings' `cluster_name` and rules write it.
     fn clusters(&self, secs: u64) -> (Clusters, Written) {
+        self.clusters_on(secs, None)
+    }
+
+    /// The document of rule port `port` (None: the gateway's).
+    fn clusters_on(&self, secs: u64, port: Option<u32>) -> (Clusters, Written) {
         let s = &self.r.settings;
         let cluster = ClusterInfo {
             name: &s.cluster_name,
             host_dmax: 3600,
             grouping: &s.grouping,
-            port: None,
+            port,
         };
         let mut text = Vec::new();
         let w = self
@@ -778,3 +783,5 @@ fn hostile_sites_stay_inside_rrd_rootdir_and_are_bounded() {
     assert_eq!(x.r.counters.snapshot().clusters_refused, 99);
     assert_eq!(x.r.counters.snapshot().site_clusters, 5);
 }
+
+mod ports;
