@@ -333,7 +333,7 @@ impl Engine {
         let Some(t) = source.template.take() else {
             return false;
         };
-        self.batch.cluster.clone_from(&source.cluster);
+        source.head(&mut self.batch);
         let (tos, pid) = t.start(datagram, &self.holes);
         // observe() notes the report; if the full path runs after all, it
         // notes it again at the same instant: a zero gap, which is ignored.
@@ -404,7 +404,7 @@ impl Engine {
         // Only one gateway of a pair hears a g-stream (its `send` takes one
         // destination): the peer is told.
         source.peer_dirty = true;
-        self.batch.cluster.clone_from(&source.cluster);
+        source.head(&mut self.batch);
         self.xcache
             .report(&mut self.batch, &mut self.mapper, source, now_s, s, events);
     }

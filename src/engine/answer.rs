@@ -146,7 +146,7 @@ impl Engine {
             return false;
         };
         // To the gmonds of its cluster.
-        self.batch.cluster.clone_from(&source.cluster);
+        source.head(&mut self.batch);
         self.mapper.map(&record, ip, &mut self.mapped);
         self.batch.heartbeat_metadata(&source.host, source.host_key);
         if let Some((tos, _)) = source.started {

@@ -213,7 +213,7 @@ impl Placing<'_> {
             source.cluster = placed.cluster;
             source.cluster_epoch = self.epoch;
         }
-        batch.cluster.clone_from(&source.cluster);
+        source.head(batch);
     }
 }
 

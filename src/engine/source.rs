@@ -19,6 +19,7 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::Settings;
@@ -28,6 +29,7 @@ use crate::mapping::MappedRecord;
 use crate::summary::Header;
 
 use super::clusters::ClusterRef;
+use super::packets::{HostId, PacketBatch};
 use super::saved::{self, SavedSource, SavedState};
 use super::series::{self, MetricState};
 use super::template::Template;
@@ -38,6 +40,8 @@ pub(super) struct Source {
     pub(super) program: String,
     /// The spoof string its metadata was last sent with.
     pub(super) host: String,
+    /// Its two parts, kept apart: who its batches are about.
+    pub(super) id: Option<Arc<HostId>>,
     /// Its hash: the host part of its packets' send-queue keys.
     pub(super) host_key: u64,
     pub(super) last_seen: Instant,
@@ -104,6 +108,7 @@ impl Source {
         Source {
             program: program.to_string(),
             host: String::new(),
+            id: None,
             host_key: 0,
             last_seen: now,
             last_report: None,
@@ -129,6 +134,12 @@ impl Source {
             cluster_epoch: u32::MAX,
             peer_dirty: true,
         }
+    }
+
+    /// Says in `batch` who its packets are about: its host and cluster.
+    pub(super) fn head(&self, batch: &mut PacketBatch) {
+        batch.host.clone_from(&self.id);
+        batch.cluster.clone_from(&self.cluster);
     }
 
     /// Notes an XML record of `tod` with these sections (no allocation
@@ -518,6 +529,7 @@ impl Sources {
             source.host.clear();
             source.host.push_str(&mapped.host.spoof);
             source.host_key = crate::mapping::name_key(&source.host);
+            source.id = Some(HostId::spoofed(&mapped.host.ip, &mapped.host.name));
         }
         source.metadata_tmax = tmax;
         source
