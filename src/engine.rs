@@ -278,13 +278,15 @@ impl Engine {
             self.saved.as_ref().map(|(saved, _)| &**saved),
             events,
         );
-        let host = &self.mapped.host.name;
-        let placing = Placing {
-            names: &self.clusters,
-            epoch: self.epoch,
-            settings: s,
-        };
-        placing.place(source, &header, from, host, &mut self.batch, events);
+        if source.cluster_due(self.epoch, header.site) {
+            let placing = Placing {
+                names: &self.clusters,
+                settings: s,
+            };
+            let chosen = placing.choose(header.site, from, &self.mapped.host.name, events);
+            self.batch.moved_from = source.settle(chosen, self.epoch);
+        }
+        source.head(&mut self.batch);
         source::Naming::note(&mut source.naming, &header);
         if !is_json(datagram) {
             source.note_xml(tod, record.sections());

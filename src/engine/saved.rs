@@ -76,14 +76,8 @@ const MAX_PROGRAM_PART: usize = 64;
 /// How many skipped lines a [`Skipped`] names (the rest are counted).
 pub const NAMED: usize = 5;
 
-/// One source as saved.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SavedSource {
-    /// (tos, pid) of the program when saved.
-    pub started: Option<(u32, u32)>,
-    /// (name key, last reading, offset) of each counter.
-    pub counters: Vec<(u64, u64, u64)>,
-}
+/// One source as saved: defined beside the rule that merges two of them.
+pub use super::merge::SavedSource;
 
 /// One source's entry: who it is and its state (an `S` line and its `C`
 /// lines).

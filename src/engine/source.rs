@@ -28,7 +28,7 @@ use crate::gstream::PfcTotals;
 use crate::mapping::MappedRecord;
 use crate::summary::Header;
 
-use super::clusters::ClusterRef;
+use super::clusters::{ClusterRef, key_of};
 use super::packets::{HostId, PacketBatch};
 use super::saved::{self, SavedSource, SavedState};
 use super::series::{self, MetricState};
@@ -134,6 +134,28 @@ impl Source {
             cluster_epoch: u32::MAX,
             peer_dirty: true,
         }
+    }
+
+    /// Whether its cluster is to be chosen (again): none chosen under the
+    /// settings of `epoch`, every metadata due (a new host name, a
+    /// restart), or its record names another site.
+    pub(super) fn cluster_due(&self, epoch: u32, site: Option<&str>) -> bool {
+        let site_changed = self.naming.as_ref().map(|n| n.site()) != Some(site);
+        self.cluster_epoch != epoch || self.refresh_all || site_changed
+    }
+
+    /// Takes the cluster chosen for it under the settings of `epoch`.
+    /// Returns the key of the one it left, if it moved: it then sends
+    /// every metadata again (its host in the new cluster has none).
+    pub(super) fn settle(&mut self, cluster: ClusterRef, epoch: u32) -> Option<u64> {
+        let (old, new) = (key_of(&self.cluster), key_of(&cluster));
+        let moved = self.cluster_epoch != u32::MAX && old != new;
+        if moved {
+            self.refresh_all = true;
+        }
+        self.cluster = cluster;
+        self.cluster_epoch = epoch;
+        moved.then_some(old)
     }
 
     /// Says in `batch` who its packets are about: its host and cluster.
@@ -640,7 +662,7 @@ impl Sources {
                     out.established += usize::from(s.established());
                     gone(*ip, s);
                     // Its host leaves the XML table too.
-                    forgotten.push(s.host_key ^ super::clusters::key_of(&s.cluster));
+                    forgotten.push(s.host_key ^ key_of(&s.cluster));
                 }
                 keep
             });
