@@ -174,6 +174,8 @@ impl Engine {
         self.batch.clear();
         // What the last datagram forgot, if nobody took it: bounded.
         self.sources.forgotten.clear();
+        // Its lines are limited by the time given, as everything here.
+        events.at(now);
         events.datagram();
         if !allowed(&self.settings, from.ip()) {
             events.denied(from);

@@ -684,7 +684,9 @@ async fn ask(
     let records = msg.records;
     link.take(msg.entries).await;
     link.exchanged(msg.claim);
-    events.peer_exchanged(addr, msg.refused.lines, &msg.refused.text);
+    events
+        .at(Instant::now())
+        .peer_exchanged(addr, msg.refused.lines, &msg.refused.text);
     Ok(records)
 }
 
@@ -708,7 +710,7 @@ pub async fn pull(
             Some(records)
         }
         Err((addr, e)) => {
-            events.peer_failed(addr, &e);
+            events.at(Instant::now()).peer_failed(addr, &e);
             tracing::warn!(
                 "peer {peer}: not pulled at start ({e}): starting from the state file alone"
             );
@@ -801,11 +803,17 @@ pub async fn serve(
         };
         let ip = from.ip().to_canonical();
         if !allow.iter().any(|n| n.contains(&ip)) {
-            events.peer_denied(local, from, "not in peer_allow");
+            events
+                .at(Instant::now())
+                .peer_denied(local, from, "not in peer_allow");
             continue;
         }
         if !lock(&busy).insert(ip) {
-            events.peer_denied(local, from, "an exchange with that address is under way");
+            events.at(Instant::now()).peer_denied(
+                local,
+                from,
+                "an exchange with that address is under way",
+            );
             continue;
         }
         let (link, counters, busy, log_interval) = (
@@ -823,7 +831,7 @@ pub async fn serve(
                 Err(_) => Some(format!("not done within {} s", DEADLINE.as_secs())),
             };
             if let Some(e) = failed {
-                events.peer_failed(from, &e);
+                events.at(Instant::now()).peer_failed(from, &e);
             }
             lock(&busy).remove(&ip);
         });
@@ -872,7 +880,9 @@ async fn answer_one(
     stream.write_all(&out).await.map_err(|e| e.to_string())?;
     let _ = stream.shutdown().await;
     link.exchanged(msg.claim);
-    events.peer_exchanged(from, msg.refused.lines, &msg.refused.text);
+    events
+        .at(Instant::now())
+        .peer_exchanged(from, msg.refused.lines, &msg.refused.text);
     Ok(())
 }
 
@@ -916,7 +926,7 @@ pub async fn keep_in_step(
                 Ok(_) => {}
                 // Tried again at the next tick; what changed meanwhile goes
                 // with the next full exchange.
-                Err((addr, e)) => events.peer_failed(addr, &e),
+                Err((addr, e)) => events.at(Instant::now()).peer_failed(addr, &e),
             }
             true
         };
