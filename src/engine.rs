@@ -251,10 +251,8 @@ impl Engine {
         events.record();
         self.mapper.map(&record, from.ip(), &mut self.mapped);
         let header = record.header();
-        let tod = header
-            .tod
-            .and_then(|t| t.trim().parse::<u64>().ok())
-            .unwrap_or(0);
+        let stamp = header.stamp();
+        let tod = stamp.tod;
         if is_json(datagram)
             && Self::json_repeats_xml(&self.sources, &self.mapped.program, &record, from, tod)
         {
@@ -272,7 +270,7 @@ impl Engine {
         let now_s = self.clock.secs(now);
         let source = self.sources.report(
             from,
-            &header,
+            stamp.run(),
             &self.mapped,
             now,
             now_s,
@@ -338,11 +336,11 @@ impl Engine {
             return false;
         };
         source.head(&mut self.batch);
-        let (tos, pid) = t.start(datagram, &self.holes);
+        let stamp = t.stamp(datagram, &self.holes);
         // observe() notes the report; if the full path runs after all, it
         // notes it again at the same instant: a zero gap, which is ignored.
         let mut sent = None;
-        if source.started == Some((tos, pid))
+        if source.started == Some(stamp.run())
             && now_s < t.due_at
             && announced_tmax(source.observe(now, s.tmax), s) == t.tmax
             && source.metadata_tmax == t.tmax
@@ -357,10 +355,10 @@ impl Engine {
                 now_s,
                 heartbeat: s.value_heartbeat,
             };
-            sent = t.emit(datagram, &self.holes, tos, values, &mut self.batch);
+            sent = t.emit(datagram, &self.holes, stamp.tos, values, &mut self.batch);
             if sent.is_some() && !is_json(datagram) {
                 // Same text but the holes: the same sections.
-                source.xml_tod = t.tod(datagram, &self.holes);
+                source.xml_tod = stamp.tod;
             }
         }
         let excluded = t.excluded;

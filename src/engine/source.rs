@@ -494,7 +494,7 @@ impl Sources {
     pub(super) fn report(
         &mut self,
         from: SocketAddr,
-        header: &Header<'_>,
+        (tos, pid): (u32, u32),
         mapped: &MappedRecord,
         now: Instant,
         now_s: u32,
@@ -502,8 +502,6 @@ impl Sources {
         saved: Option<&SavedState>,
         events: &mut Events<'_>,
     ) -> &mut Source {
-        let number = |v: Option<&str>| v.and_then(|t| t.trim().parse::<u32>().ok()).unwrap_or(0);
-        let (tos, pid) = (number(header.tos), number(header.pid));
         let (ip, program, cap) = (from.ip(), &mapped.program, settings.max_sources);
         // An established source evicted keeps its counters where the state
         // file's unclaimed sources wait, to continue if it comes back.

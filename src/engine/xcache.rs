@@ -16,7 +16,6 @@ use std::net::{IpAddr, SocketAddr};
 
 use crate::config::Settings;
 use crate::events::Events;
-use crate::ganglia::format_u64;
 use crate::gstream::PfcTotals;
 use crate::mapping::{HeaderParts, MappedRecord, Mapper};
 
@@ -117,17 +116,13 @@ impl Totals {
             return (0, 0);
         };
         // As a `pfc` section of its own record would hold them.
-        let mut digits = [[0u8; 20]; 4];
-        let [files, hit, miss, bypass] = &mut digits;
-        let text = |buf, v| std::str::from_utf8(format_u64(buf, v)).unwrap_or("0");
-        let values = [
-            ("pfc.files", text(files, totals.files)),
-            ("pfc.bytes_hit", text(hit, totals.bytes_hit)),
-            ("pfc.bytes_miss", text(miss, totals.bytes_miss)),
-            ("pfc.bytes_bypass", text(bypass, totals.bytes_bypass)),
+        let counts = [
+            ("pfc.files", totals.files),
+            ("pfc.bytes_hit", totals.bytes_hit),
+            ("pfc.bytes_miss", totals.bytes_miss),
+            ("pfc.bytes_bypass", totals.bytes_bypass),
         ];
-        let parts = naming.parts();
-        mapper.map_values(parts, &values, &mut self.mapped);
+        mapper.map_counts(naming.parts(), &counts, &mut self.mapped);
         let interval_s = interval_seconds(settings);
         let cap = settings.max_metrics_per_source;
         let (mut metadata, mut values) = (0, 0);
