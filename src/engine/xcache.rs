@@ -21,7 +21,7 @@ use crate::mapping::{HeaderParts, MappedRecord, Mapper};
 
 use super::packets::PacketBatch;
 use super::source::Source;
-use super::{Due, append_metric, interval_seconds, is_xrootd};
+use super::{Due, interval_seconds, is_xrootd};
 
 /// A waiting g-stream's XCache: address, start time, program (when the
 /// g-stream names its instance).
@@ -66,13 +66,13 @@ impl Totals {
 
     /// A record of `source` arrived: totals that waited for it are its own.
     pub(super) fn claim_waiting(&mut self, source: &mut Source, ip: IpAddr) {
-        if self.waiting.is_empty() || !is_xrootd(&source.program) {
+        if self.waiting.is_empty() || !is_xrootd(source.program()) {
             return;
         }
-        let tos = source.started.map_or(0, |(tos, _)| tos);
-        for program in [None, Some(source.program.clone())] {
+        let tos = source.started().map_or(0, |(tos, _)| tos);
+        for program in [None, Some(source.program().to_string())] {
             if let Some(early) = self.waiting.remove(&(ip, tos, program)) {
-                source.pfc.get_or_insert_default().add(&early);
+                source.claim_gstream(&early);
             }
         }
     }
@@ -112,7 +112,7 @@ impl Totals {
         settings: &Settings,
         answering: bool,
     ) -> (u64, u64) {
-        let (Some(totals), Some(naming)) = (source.pfc, &source.naming) else {
+        let (Some(totals), Some(naming)) = (source.pfc(), source.naming()) else {
             return (0, 0);
         };
         // As a `pfc` section of its own record would hold them.
@@ -122,14 +122,14 @@ impl Totals {
             ("pfc.bytes_miss", totals.bytes_miss),
             ("pfc.bytes_bypass", totals.bytes_bypass),
         ];
-        mapper.map_counts(naming.parts(), &counts, &mut self.mapped);
+        let parts = naming.parts();
+        mapper.map_counts(parts, &counts, &mut self.mapped);
         let interval_s = interval_seconds(settings);
         let cap = settings.max_metrics_per_source;
         let (mut metadata, mut values) = (0, 0);
         for m in self.mapped.metrics() {
             let found = if answering {
-                let at = source.index.get(&m.name_key);
-                at.map(|&at| (at as usize, Due::Answer))
+                source.metric_at(m.name_key).map(|at| (at, Due::Answer))
             } else {
                 let found = source.metric(m.name_key, now_s, interval_s, false, cap);
                 found.map(|(at, metadata)| (at, Due::Report { metadata }))
@@ -137,7 +137,7 @@ impl Totals {
             let Some((at, due)) = found else {
                 continue;
             };
-            let (m, v) = append_metric(batch, source, at, &m, due, now_s, settings);
+            let (m, v) = source.append_metric(batch, at, &m, due, now_s, settings);
             metadata += m;
             values += v;
         }
