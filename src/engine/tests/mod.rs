@@ -24,6 +24,7 @@ mod continuity;
 mod eviction;
 mod fast_path;
 pub(crate) mod requests;
+mod typed;
 mod xcache;
 
 /// Settings from config text (sending to a port nobody reads).
