@@ -367,7 +367,10 @@ impl Template {
 
     /// Appends the packets of a matched datagram to `batch`; returns how
     /// many, or None (nothing appended, no state changed) when its derived
-    /// metrics would not be the template's.
+    /// metrics would not be the template's. Kept out of its caller: inlined
+    /// there, it left the per-value counter and changed-only steps out of
+    /// line (+7.7% instructions per fast-path record under callgrind).
+    #[inline(never)]
     pub(super) fn emit(
         &self,
         datagram: &[u8],
