@@ -43,7 +43,7 @@ use foldhash::fast::RandomState;
 
 use crate::engine::clock::Clock;
 use crate::engine::clusters::{self, Cluster, ClusterRef};
-use crate::engine::packets::{HostId, Item, PacketBatch, heartbeat_key};
+use crate::engine::packets::{HostId, Item, PacketBatch, SlotKey, heartbeat_key};
 use meta::{Meta, MetaView, Metas};
 
 pub use document::{ClusterInfo, Written};
@@ -200,71 +200,66 @@ impl HostTable {
             evicted = self.reserve();
             reserved = true;
         }
-        let mut held: Option<(u64, MutexGuard<'_, Shard>)> = None;
-        for (key, item) in batch.items() {
-            let host_key = key.host ^ cluster;
-            if held
-                .as_ref()
-                .is_none_or(|(k, _)| *k % SHARDS as u64 != host_key % SHARDS as u64)
-            {
-                // One lock at a time: never wait for a shard holding another.
-                drop(held.take());
-                held = Some((host_key, self.shard(host_key)));
-            }
-            let Some((_, shard)) = held.as_mut() else {
-                continue;
-            };
-            let at = (host_key, id, ip, now_s);
-            match item {
-                Item::Started(started) => {
-                    let Some(host) = self.host(shard, at, batch, &mut reserved) else {
-                        continue;
-                    };
-                    host.reported = now_s;
-                    host.started = started;
-                }
-                Item::Value(value) => {
-                    let Some(host) = self.host(shard, at, batch, &mut reserved) else {
-                        continue;
-                    };
-                    host.reported = now_s;
-                    // A heartbeat is the host's start (Item::Started), never a metric.
-                    if key.metric == heartbeat_key() {
-                        continue;
+        // The batch is one host's (its items' keys are one host's): one
+        // shard, one lookup, made only if an item is its (not for its
+        // heartbeat's metadata alone).
+        let heartbeat = heartbeat_key();
+        let its = |key: SlotKey, item: &Item<'_>| match item {
+            Item::HostMetadata => false,
+            Item::Metadata(_) => key.metric != heartbeat,
+            Item::Value(_) | Item::Started(_) => true,
+        };
+        let mut shard = self.shard(new_key);
+        let host = if batch.items().any(|(key, item)| its(key, &item)) {
+            self.host(&mut shard, (new_key, id, ip, now_s), batch, &mut reserved)
+        } else {
+            None
+        };
+        if let Some(host) = host {
+            for (key, item) in batch.items() {
+                debug_assert_eq!(key.host ^ cluster, new_key, "one host per batch");
+                match item {
+                    Item::Started(started) => {
+                        host.reported = now_s;
+                        host.started = started;
                     }
-                    if let Ok(text) = std::str::from_utf8(value) {
+                    Item::Value(value) => {
+                        host.reported = now_s;
+                        // A heartbeat is the host's start (Item::Started), never a metric.
+                        if key.metric == heartbeat {
+                            continue;
+                        }
+                        if let Ok(text) = std::str::from_utf8(value) {
+                            let entry = host.metrics.entry(key.metric).or_insert_with(Entry::new);
+                            entry.value.clear();
+                            entry.value.push_str(text);
+                            entry.value_at = now_s;
+                        }
+                    }
+                    // Metadata comes once per metric per `metadata_interval`,
+                    // not with every report. Nothing is allocated when the host
+                    // already holds it (a periodic resend) or another host
+                    // shares it.
+                    Item::Metadata(m) if key.metric != heartbeat => {
+                        let view = MetaView {
+                            name: m.name,
+                            value_type: m.value_type,
+                            units: m.units,
+                            slope: m.slope.as_str(),
+                            extra: [("TITLE", m.title), ("DESC", m.desc), ("GROUP", m.group)],
+                        };
                         let entry = host.metrics.entry(key.metric).or_insert_with(Entry::new);
-                        entry.value.clear();
-                        entry.value.push_str(text);
-                        entry.value_at = now_s;
+                        if !entry.meta.as_deref().is_some_and(|m| view.matches(m)) {
+                            entry.meta = Some(self.metas.intern(&view));
+                        }
+                        entry.tmax = m.tmax;
+                        entry.dmax = m.dmax;
                     }
+                    Item::Metadata(_) | Item::HostMetadata => {}
                 }
-                // Metadata comes once per metric per `metadata_interval`,
-                // not with every report. Nothing is allocated when the host
-                // already holds it (a periodic resend) or another host
-                // shares it.
-                Item::Metadata(m) if key.metric != heartbeat_key() => {
-                    let view = MetaView {
-                        name: m.name,
-                        value_type: m.value_type,
-                        units: m.units,
-                        slope: m.slope.as_str(),
-                        extra: [("TITLE", m.title), ("DESC", m.desc), ("GROUP", m.group)],
-                    };
-                    let Some(host) = self.host(shard, at, batch, &mut reserved) else {
-                        continue;
-                    };
-                    let entry = host.metrics.entry(key.metric).or_insert_with(Entry::new);
-                    if !entry.meta.as_deref().is_some_and(|m| view.matches(m)) {
-                        entry.meta = Some(self.metas.intern(&view));
-                    }
-                    entry.tmax = m.tmax;
-                    entry.dmax = m.dmax;
-                }
-                Item::Metadata(_) | Item::HostMetadata => {}
             }
         }
-        drop(held);
+        drop(shard);
         if reserved {
             // Counted for a host that was not inserted after all (another
             // task inserted it meanwhile, or it has only metadata of its
