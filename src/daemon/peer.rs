@@ -101,9 +101,8 @@ pub const FULL_EVERY: Duration = Duration::from_secs(30);
 /// The standby sends to gmond once its peer has completed no exchange
 /// for this long (five missed pushes).
 pub const STANDBY_AFTER: Duration = Duration::from_secs(10);
-/// A message holds at most `max_sources` times this: an entry of 5,000
-/// counters is ~200 KB, but a real source's is ~3 KB and its record 2-5 KB.
-pub const BYTES_PER_SOURCE: usize = 16 << 10;
+/// What one source may take in a message, with `max_sources` its bound.
+pub use crate::engine::saved::BYTES_PER_SOURCE;
 /// Requests waiting for a receive task.
 pub const ASK_QUEUE: usize = 4;
 
