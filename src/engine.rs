@@ -275,7 +275,14 @@ impl Engine {
                 names: &self.clusters,
                 settings: s,
             };
-            let chosen = placing.choose(header.site, from, &self.mapped.host.name, events);
+            let refused_before = source.refused_before(header.site);
+            let chosen = placing.choose(
+                header.site,
+                from,
+                &self.mapped.host.name,
+                refused_before,
+                events,
+            );
             self.batch.moved_from = source.settle(chosen, self.epoch);
         }
         source.head(&mut self.batch);
@@ -296,7 +303,7 @@ impl Engine {
         source.prune(now_s, s.dmax, interval_seconds(s));
         events.sent(metadata, values);
         source.forget_template();
-        if self.fast_path && capped == 0 {
+        if self.fast_path && capped == 0 && !source.cluster_refused() {
             source.make_template(datagram, &record, &self.mapped, s);
         }
         // Its XCache totals, if it sent any, after its record's metrics.
@@ -391,10 +398,10 @@ impl Engine {
         &self.batch
     }
 
-    /// The XML table's keys of the hosts whose sources the last datagram
-    /// made it forget (`max_sources`), for the daemon to take out of the
-    /// table before the datagram's packets go in.
-    pub fn forgotten(&self) -> &[u64] {
+    /// The hosts whose sources the last datagram made it forget
+    /// (`max_sources`), for the daemon to take out of the send queues and
+    /// the table before the datagram's packets go in.
+    pub fn forgotten(&self) -> &[packets::ForgottenHost] {
         self.sources.forgotten()
     }
 

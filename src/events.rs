@@ -406,6 +406,16 @@ impl<'c> Events<'c> {
         }
     }
 
+    /// `count` queued packets of forgotten sources were dropped unsent
+    /// (counted only: `sources_evicted` has the log line).
+    pub fn forgotten_unsent(&self, count: usize) {
+        if count > 0 {
+            self.counters
+                .packets_forgotten
+                .fetch_add(count as u64, Relaxed);
+        }
+    }
+
     /// At stop, `count` queued packets could not be sent in time.
     pub fn unsent_at_stop(&self, channel: &str, count: usize) {
         self.counters

@@ -43,7 +43,7 @@ use foldhash::fast::RandomState;
 
 use crate::engine::clock::Clock;
 use crate::engine::clusters::{self, Cluster, ClusterRef};
-use crate::engine::packets::{HostId, Item, PacketBatch, SlotKey, heartbeat_key};
+use crate::engine::packets::{ForgottenHost, HostId, Item, PacketBatch, SlotKey, heartbeat_key};
 use meta::{Meta, MetaView, Metas};
 
 pub use document::{ClusterInfo, Written};
@@ -297,8 +297,9 @@ impl HostTable {
     /// keys in the table: they leave it with them (another source of one
     /// of them, an xrootd beside a forgotten cmsd, brings it back with its
     /// next report).
-    pub fn forget(&self, keys: &[u64]) {
-        for &key in keys {
+    pub fn forget(&self, hosts: &[ForgottenHost]) {
+        for host in hosts {
+            let key = host.table_key();
             if self.shard(key).remove(&key).is_some() {
                 self.hosts.fetch_sub(1, Relaxed);
                 self.generation.fetch_add(1, Relaxed);

@@ -53,6 +53,11 @@
 //! answered by closing the connection that made the least progress, not by
 //! pausing the accept loop.
 //!
+//! **Every port alike.** The gateway's `xml_listen` (every cluster) and
+//! each `[[cluster]]` rule's own (its clusters only, to its `xml_allow`:
+//! docs/clusters.md) are served by one [`serve`] each, with the caps,
+//! deadlines, buffers and warm-up above per port.
+//!
 //! Clients outside `xml_allow` are closed at once (counted, logged once
 //! per `log_interval`, as every outcome, by [`Events`]). After a start,
 //! the port listens only once it can answer ([`Warmup`]).
@@ -340,6 +345,7 @@ impl Connections {
 /// Accepts polls on `listener` until `stop`.
 pub(super) async fn serve(
     listener: std::net::TcpListener,
+    port: Option<u32>,
     table: Arc<HostTable>,
     in_force: watch::Receiver<Arc<InForce>>,
     counters: Arc<Counters>,
@@ -389,7 +395,7 @@ pub(super) async fn serve(
         // settings a reload replaced retire when nothing holds them.
         let settings = in_force.borrow().settings.clone();
         let ip = peer.ip().to_canonical();
-        if !settings.xml_allow.iter().any(|n| n.contains(&ip)) {
+        if !allowed(&settings, port).iter().any(|n| n.contains(&ip)) {
             events.at(Instant::now()).xml_denied(local, peer);
             continue;
         }
@@ -403,6 +409,7 @@ pub(super) async fn serve(
         conns.next += 1;
         let writer = Writer {
             id,
+            port,
             peer,
             began,
             progress: progress.clone(),
@@ -428,9 +435,20 @@ pub(super) async fn serve(
     }
 }
 
+/// Who may poll `port`: its rule's `xml_allow`, else the gateway's.
+fn allowed(settings: &crate::config::Settings, port: Option<u32>) -> &[ipnet::IpNet] {
+    let rule = port.and_then(|p| settings.grouping.rules.iter().find(|r| r.port == Some(p)));
+    match rule.and_then(|r| r.xml_allow.as_deref()) {
+        Some(allow) => allow,
+        None => &settings.xml_allow,
+    }
+}
+
 /// One connection's document, written by a task of its own.
 struct Writer {
     id: u64,
+    /// The rule port it answers on (None: the gateway's, every cluster).
+    port: Option<u32>,
     peer: SocketAddr,
     /// When the port began (what `progress` counts from).
     began: Instant,
@@ -453,6 +471,7 @@ impl Writer {
             name: &settings.cluster_name,
             host_dmax: settings.dmax,
             grouping: &settings.grouping,
+            port: self.port,
         };
         let (noted, began) = (&self.progress, self.began);
         let took = |n: Option<usize>| match n {
@@ -633,6 +652,7 @@ mod tests {
             name: "X",
             host_dmax: 0,
             grouping: &grouping,
+            port: None,
         };
         let t = Instant::now();
         let r = write_blocking(
@@ -659,6 +679,7 @@ mod tests {
             name: "X",
             host_dmax: 0,
             grouping: &grouping,
+            port: None,
         };
         // A reader that takes a little every 100 ms: never stalled, too slow.
         let given_up = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -24,6 +24,25 @@ pub struct SlotKey {
     pub metric: u64,
 }
 
+/// A host whose source the engine forgot (`max_sources`): the daemon takes
+/// its pending packets out of the send queues and the host out of the XML
+/// table, so what a flood of new sources leaves behind is bounded by
+/// `max_sources` however far the senders are behind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ForgottenHost {
+    /// The host's key in the send queues ([`SlotKey::host`]).
+    pub host: u64,
+    /// Its cluster's key ([`super::clusters::key_of`]).
+    pub cluster: u64,
+}
+
+impl ForgottenHost {
+    /// Its key in the XML table (a host per cluster).
+    pub fn table_key(self) -> u64 {
+        self.host ^ self.cluster
+    }
+}
+
 impl SlotKey {
     pub fn of(host: &str, metric: &str) -> SlotKey {
         SlotKey {

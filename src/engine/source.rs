@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use crate::gstream::PfcTotals;
 use crate::summary::Header;
 
-use super::clusters::{ClusterRef, key_of};
+use super::clusters::{Chosen, ClusterRef, key_of};
 use super::packets::{HostId, PacketBatch};
 use super::saved::{self, SavedSource};
 use super::series::{self, MetricState};
@@ -92,6 +92,9 @@ pub(super) struct Source {
     /// The engine's settings generation its cluster was chosen under
     /// (`u32::MAX`: not chosen yet).
     cluster_epoch: u32,
+    /// Its site's cluster found no room (`max_clusters`): it asks again
+    /// with its next record, and keeps no template meanwhile.
+    cluster_refused: bool,
     /// Its run or a counter offset changed since the peer was last told
     /// (new to this engine, a restart, a reset or a wrap).
     peer_dirty: bool,
@@ -129,6 +132,7 @@ impl Source {
             xml_sections: String::new(),
             cluster: None,
             cluster_epoch: u32::MAX,
+            cluster_refused: false,
             peer_dirty: true,
         }
     }
@@ -243,15 +247,37 @@ impl Source {
     /// Whether its cluster is to be chosen (again): none chosen under the
     /// settings of `epoch`, every metadata due (a new host name, a
     /// restart), or its record names another site.
+    /// A source refused a place (`max_clusters`) asks again with each
+    /// record (it keeps no template: each takes the full path), so it is in
+    /// its own cluster as soon as there is room.
     pub(super) fn cluster_due(&self, epoch: u32, site: Option<&str>) -> bool {
-        let site_changed = self.naming.as_ref().map(|n| n.site()) != Some(site);
-        self.cluster_epoch != epoch || self.refresh_all || site_changed
+        self.cluster_epoch != epoch
+            || self.refresh_all
+            || self.site_changed(site)
+            || self.cluster_refused
+    }
+
+    fn site_changed(&self, site: Option<&str>) -> bool {
+        self.naming.as_ref().map(|n| n.site()) != Some(site)
+    }
+
+    /// Whether it was refused its site's cluster already (the refusal is
+    /// counted and logged once per source, not per record), for `site`.
+    pub(super) fn refused_before(&self, site: Option<&str>) -> bool {
+        self.cluster_refused && !self.site_changed(site)
+    }
+
+    /// Whether its site's cluster found no room: it keeps no template.
+    pub(super) fn cluster_refused(&self) -> bool {
+        self.cluster_refused
     }
 
     /// Takes the cluster chosen for it under the settings of `epoch`.
     /// Returns the key of the one it left, if it moved: it then sends
     /// every metadata again (its host in the new cluster has none).
-    pub(super) fn settle(&mut self, cluster: ClusterRef, epoch: u32) -> Option<u64> {
+    pub(super) fn settle(&mut self, chosen: Chosen, epoch: u32) -> Option<u64> {
+        let Chosen { cluster, refused } = chosen;
+        self.cluster_refused = refused;
         let (old, new) = (key_of(&self.cluster), key_of(&cluster));
         let moved = self.cluster_epoch != u32::MAX && old != new;
         if moved {

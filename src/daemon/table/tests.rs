@@ -63,6 +63,7 @@ fn document(t: &HostTable, at: Instant) -> (Doc, Written, String) {
         name: "XRootD",
         host_dmax: 3600,
         grouping: &grouping,
+        port: None,
     };
     let w = t
         .write(&cluster, at, &mut |piece| {
@@ -267,6 +268,7 @@ fn a_big_document_is_written_in_pieces() {
         name: "XRootD",
         host_dmax: 0,
         grouping: &grouping,
+        port: None,
     };
     let w =
         x.t.write(&cluster, x.r.at(0), &mut |piece| {
@@ -385,11 +387,17 @@ type Clusters = BTreeMap<
 impl Table {
     /// The document as the settings' `cluster_name` and rules write it.
     fn clusters(&self, secs: u64) -> (Clusters, Written) {
+        self.clusters_on(secs, None)
+    }
+
+    /// The document of rule port `port` (None: the gateway's).
+    fn clusters_on(&self, secs: u64, port: Option<u32>) -> (Clusters, Written) {
         let s = &self.r.settings;
         let cluster = ClusterInfo {
             name: &s.cluster_name,
             host_dmax: 3600,
             grouping: &s.grouping,
+            port,
         };
         let mut text = Vec::new();
         let w = self
@@ -776,3 +784,5 @@ fn hostile_sites_stay_inside_rrd_rootdir_and_are_bounded() {
     assert_eq!(x.r.counters.snapshot().clusters_refused, 99);
     assert_eq!(x.r.counters.snapshot().site_clusters, 5);
 }
+
+mod ports;

@@ -11,7 +11,7 @@ use crate::events::Events;
 use crate::mapping::MappedRecord;
 
 use super::super::clusters::key_of;
-use super::super::packets::HostId;
+use super::super::packets::{ForgottenHost, HostId};
 use super::super::saved::SavedState;
 use super::Source;
 
@@ -20,10 +20,10 @@ use super::Source;
 pub(in crate::engine) struct Sources {
     by_ip: HashMap<IpAddr, Vec<Source>>,
     len: usize,
-    /// The XML table's keys of the hosts of sources forgotten since the
-    /// daemon last took them ([`super::Engine::forgotten`]): they leave
+    /// The hosts of sources forgotten since the daemon last took them
+    /// ([`super::Engine::forgotten`]): they leave the send queues and
     /// the table too.
-    forgotten: Vec<u64>,
+    forgotten: Vec<ForgottenHost>,
 }
 
 impl Sources {
@@ -64,8 +64,8 @@ impl Sources {
         self.by_ip.get(&ip)?.iter().find(|s| s.program == program)
     }
 
-    /// The XML table's keys of the hosts forgotten by the last datagram.
-    pub(in crate::engine) fn forgotten(&self) -> &[u64] {
+    /// The hosts forgotten by the last datagram.
+    pub(in crate::engine) fn forgotten(&self) -> &[ForgottenHost] {
         &self.forgotten
     }
 
@@ -253,7 +253,10 @@ impl Sources {
                     out.established += usize::from(s.established());
                     gone(*ip, s);
                     // Its host leaves the XML table too.
-                    forgotten.push(s.host_key ^ key_of(&s.cluster));
+                    forgotten.push(ForgottenHost {
+                        host: s.host_key,
+                        cluster: key_of(&s.cluster),
+                    });
                 }
                 keep
             });

@@ -6,7 +6,8 @@
 //! * [`continuity`]: counters through restarts and wraps, changed-only
 //!   sending, the state file;
 //! * [`requests`]: gmond's metadata requests, and metadata spread over time;
-//! * [`xcache`]: XCache's g-stream as metrics of the XCache's host.
+//! * [`xcache`]: XCache's g-stream as metrics of the XCache's host;
+//! * [`clusters`]: `{site}` rules and `max_clusters`.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -20,6 +21,7 @@ use crate::config::{FileConfig, Overrides, Settings, validate};
 use crate::events::{Counters, Events, Snapshot};
 use crate::ganglia::xdr::{self, Packet, Slope, Value, decode};
 
+mod clusters;
 mod continuity;
 mod eviction;
 mod fast_path;
