@@ -435,7 +435,9 @@ fn open_state(settings: &Settings, counters: &Counters) -> StateStore {
     let Some(path) = &settings.state_file else {
         return StateStore::none();
     };
-    let (store, read) = StateStore::open(path);
+    let max_bytes =
+        (settings.max_sources as u64).saturating_mul(crate::engine::saved::BYTES_PER_SOURCE as u64);
+    let (store, read) = StateStore::open(path, max_bytes);
     match read {
         Ok((n, skipped)) => {
             crate::events::state_lines_skipped(counters, path, &skipped);

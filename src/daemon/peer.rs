@@ -101,9 +101,8 @@ pub const FULL_EVERY: Duration = Duration::from_secs(30);
 /// The standby sends to gmond once its peer has completed no exchange
 /// for this long (five missed pushes).
 pub const STANDBY_AFTER: Duration = Duration::from_secs(10);
-/// A message holds at most `max_sources` times this: an entry of 5,000
-/// counters is ~200 KB, but a real source's is ~3 KB and its record 2-5 KB.
-pub const BYTES_PER_SOURCE: usize = 16 << 10;
+/// What one source may take in a message, with `max_sources` its bound.
+pub use crate::engine::saved::BYTES_PER_SOURCE;
 /// Requests waiting for a receive task.
 pub const ASK_QUEUE: usize = 4;
 
@@ -421,7 +420,9 @@ async fn ask(
     let records = msg.records;
     link.take(msg.entries).await;
     link.exchanged(msg.claim);
-    events.peer_exchanged(addr, msg.refused.lines, &msg.refused.text);
+    events
+        .at(Instant::now())
+        .peer_exchanged(addr, msg.refused.lines, &msg.refused.text);
     Ok(records)
 }
 
@@ -445,7 +446,7 @@ pub async fn pull(
             Some(records)
         }
         Err((addr, e)) => {
-            events.peer_failed(addr, &e);
+            events.at(Instant::now()).peer_failed(addr, &e);
             tracing::warn!(
                 "peer {peer}: not pulled at start ({e}): starting from the state file alone"
             );
@@ -538,11 +539,17 @@ pub async fn serve(
         };
         let ip = from.ip().to_canonical();
         if !allow.iter().any(|n| n.contains(&ip)) {
-            events.peer_denied(local, from, "not in peer_allow");
+            events
+                .at(Instant::now())
+                .peer_denied(local, from, "not in peer_allow");
             continue;
         }
         if !lock(&busy).insert(ip) {
-            events.peer_denied(local, from, "an exchange with that address is under way");
+            events.at(Instant::now()).peer_denied(
+                local,
+                from,
+                "an exchange with that address is under way",
+            );
             continue;
         }
         let (link, counters, busy, log_interval) = (
@@ -560,7 +567,7 @@ pub async fn serve(
                 Err(_) => Some(format!("not done within {} s", DEADLINE.as_secs())),
             };
             if let Some(e) = failed {
-                events.peer_failed(from, &e);
+                events.at(Instant::now()).peer_failed(from, &e);
             }
             lock(&busy).remove(&ip);
         });
@@ -609,7 +616,9 @@ async fn answer_one(
     stream.write_all(&out).await.map_err(|e| e.to_string())?;
     let _ = stream.shutdown().await;
     link.exchanged(msg.claim);
-    events.peer_exchanged(from, msg.refused.lines, &msg.refused.text);
+    events
+        .at(Instant::now())
+        .peer_exchanged(from, msg.refused.lines, &msg.refused.text);
     Ok(())
 }
 
@@ -653,7 +662,7 @@ pub async fn keep_in_step(
                 Ok(_) => {}
                 // Tried again at the next tick; what changed meanwhile goes
                 // with the next full exchange.
-                Err((addr, e)) => events.peer_failed(addr, &e),
+                Err((addr, e)) => events.at(Instant::now()).peer_failed(addr, &e),
             }
             true
         };

@@ -116,7 +116,7 @@ impl Receiver {
                         now.forget(self.engine.forgotten(), &events);
                         now.deliver(self.engine.batch(), from.ip(), at, &events);
                     }
-                    Err(e) => events.receive_failed(local, &e),
+                    Err(e) => events.at(Instant::now()).receive_failed(local, &e),
                 },
             }
         }

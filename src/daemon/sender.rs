@@ -493,7 +493,12 @@ impl Held {
         self.uncounted_us += now.elapsed().as_micros();
         let ms = (self.uncounted_us / 1000) as u64;
         self.uncounted_us %= 1000;
-        events.held_for_gmond(channel.label(), channel.target(), ms, since.elapsed());
+        events.at(Instant::now()).held_for_gmond(
+            channel.label(),
+            channel.target(),
+            ms,
+            since.elapsed(),
+        );
     }
 }
 
@@ -611,10 +616,14 @@ fn send(channel: &SendChannel, out: &Outgoing, events: &mut Events<'_>) -> usize
     let mut failed = 0;
     channel.send_all(&out.packets(), |r| match r {
         Ok(Sent::Ok) => {}
-        Ok(Sent::AfterRefusal) => events.send_refused(channel.label(), channel.target()),
+        Ok(Sent::AfterRefusal) => events
+            .at(Instant::now())
+            .send_refused(channel.label(), channel.target()),
         Err(e) => {
             failed += 1;
-            events.send_failed(channel.label(), channel.target(), &e);
+            events
+                .at(Instant::now())
+                .send_failed(channel.label(), channel.target(), &e);
         }
     });
     failed

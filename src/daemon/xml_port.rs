@@ -283,23 +283,29 @@ impl Connections {
         if self.per_address(ip) >= MAX_PER_ADDRESS
             && let Some(old) = self.evict_least_progress(Some(ip))
         {
-            events.xml_evicted(local, old, "a new connection from its address");
+            events
+                .at(Instant::now())
+                .xml_evicted(local, old, "a new connection from its address");
         }
         if self.by_id.len() >= MAX_CONNECTIONS
             && let Some(old) = self.evict_least_progress(None)
         {
-            events.xml_evicted(local, old, "a new connection");
+            events
+                .at(Instant::now())
+                .xml_evicted(local, old, "a new connection");
         }
     }
 
     /// An accept that failed: out of descriptors, one is freed (its task
     /// drops its socket when the runtime next runs it) to try again at once.
     async fn accept_failed(&mut self, e: &io::Error, local: SocketAddr, events: &mut Events<'_>) {
-        events.xml_accept_failed(local, e);
+        events.at(Instant::now()).xml_accept_failed(local, e);
         if is_out_of_descriptors(e) {
             match self.evict_least_progress(None) {
                 Some(old) => {
-                    events.xml_evicted(local, old, "no file descriptor left");
+                    events
+                        .at(Instant::now())
+                        .xml_evicted(local, old, "no file descriptor left");
                     tokio::task::yield_now().await;
                 }
                 // Held by others: nothing of ours to give back.
@@ -319,7 +325,7 @@ impl Connections {
         if self.by_id.remove(&id).is_some() {
             match outcome {
                 Ok(w) => events.xml_polled(w.hosts, w.renamed),
-                Err(e) => events.xml_unfinished(local, peer, &e),
+                Err(e) => events.at(Instant::now()).xml_unfinished(local, peer, &e),
             }
         }
     }
@@ -390,7 +396,7 @@ pub(super) async fn serve(
         let settings = in_force.borrow().settings.clone();
         let ip = peer.ip().to_canonical();
         if !allowed(&settings, port).iter().any(|n| n.contains(&ip)) {
-            events.xml_denied(local, peer);
+            events.at(Instant::now()).xml_denied(local, peer);
             continue;
         }
         conns.make_room(peer.ip(), local, &mut events);

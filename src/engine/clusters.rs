@@ -2,7 +2,7 @@
 //! records (docs/clusters.md).
 //!
 //! The choice ([`crate::config::clusters::Grouping::choose`]) is made once
-//! per source and kept with it ([`super::source::Source::cluster`]): again
+//! per source and kept with it ([`super::source::Source::settle`]): again
 //! only at a reload, a new `site` or a new host name, never per datagram.
 //! Every packet batch says its source's cluster (an `Arc` clone: no
 //! allocation), and the XML table and the send queues go by it.
@@ -33,9 +33,6 @@ use crate::config::Settings;
 use crate::config::clusters::{Choice, MAX_CLUSTER_NAME, SUMMARY_DIR};
 use crate::events::Events;
 use crate::mapping::name_key;
-
-use super::packets::PacketBatch;
-use super::source::Source;
 
 /// A cluster other than `cluster_name`.
 #[derive(Debug)]
@@ -212,59 +209,47 @@ impl ClusterNames {
 /// What a source's cluster is chosen with.
 pub(super) struct Placing<'a> {
     pub(super) names: &'a ClusterNames,
-    pub(super) epoch: u32,
     pub(super) settings: &'a Settings,
 }
 
 impl Placing<'_> {
-    /// Chooses `source`'s cluster if it has none under these settings, or
-    /// its record names another site, or it has a new host name (else it
-    /// keeps the one it has: no work per datagram), and says it in the
-    /// batch. A source that moved sends every metadata again (its host in
-    /// the new cluster has none), and the batch says where from.
-    pub(super) fn place(
+    /// The cluster a record of `site`, from `from`, of host `host` goes
+    /// to under these settings: the decision, which its source takes
+    /// ([`super::source::Source::settle`]). Counted and logged here (a
+    /// refusal once per source: `refused_before` says it was).
+    pub(super) fn choose(
         &self,
-        source: &mut Source,
-        header: &crate::summary::Header<'_>,
+        site: Option<&str>,
         from: SocketAddr,
         host: &str,
-        batch: &mut PacketBatch,
+        refused_before: bool,
         events: &mut Events<'_>,
-    ) {
-        let site_changed = source.naming.as_ref().map(|n| n.site()) != Some(header.site);
-        // A source refused a place (`max_clusters`) asks again with each
-        // record (it keeps no template: each takes the full path), so it
-        // is in its own cluster as soon as there is room.
-        if source.cluster_epoch != self.epoch
-            || source.refresh_all
-            || site_changed
-            || source.cluster_refused
-        {
-            let grouping = &self.settings.grouping;
-            let choice = grouping.choose(header.site, from.ip(), host);
-            let named = choice != crate::config::clusters::Choice::Default;
-            let placed = self.names.place(choice, self.settings);
-            match &placed.refused {
-                // Counted and logged once per source refused, not per record.
-                Some(name) if !source.cluster_refused || site_changed => {
-                    events.cluster_refused(from, name, grouping.max_clusters)
-                }
-                _ => {}
+    ) -> Chosen {
+        let grouping = &self.settings.grouping;
+        let choice = grouping.choose(site, from.ip(), host);
+        let named = choice != crate::config::clusters::Choice::Default;
+        let placed = self.names.place(choice, self.settings);
+        if let Some(name) = &placed.refused {
+            // Counted and logged once per source refused, not per record.
+            if !refused_before {
+                events.cluster_refused(from, name, grouping.max_clusters);
             }
-            source.cluster_refused = placed.refused.is_some();
-            if named {
-                events.site_clusters(placed.site_clusters);
-            }
-            let (old, new) = (key_of(&source.cluster), key_of(&placed.cluster));
-            if source.cluster_epoch != u32::MAX && old != new {
-                batch.moved_from = Some(old);
-                source.refresh_all = true;
-            }
-            source.cluster = placed.cluster;
-            source.cluster_epoch = self.epoch;
         }
-        batch.cluster.clone_from(&source.cluster);
+        if named {
+            events.site_clusters(placed.site_clusters);
+        }
+        Chosen {
+            cluster: placed.cluster,
+            refused: placed.refused.is_some(),
+        }
     }
+}
+
+/// What [`Placing::choose`] decided for a source.
+pub(super) struct Chosen {
+    pub(super) cluster: ClusterRef,
+    /// Its site's own cluster found no room (`max_clusters`).
+    pub(super) refused: bool,
 }
 
 #[cfg(test)]

@@ -311,6 +311,7 @@ fn one_metric(host: &str, units: &str, title: &str, value: &str) -> PacketBatch 
     };
     let spoof = format!("192.0.2.9:{host}");
     let mut b = PacketBatch::default();
+    b.host = Some(crate::engine::packets::HostId::spoofed("192.0.2.9", host));
     b.metadata_of(MetadataOf {
         key,
         host: &spoof,
@@ -318,7 +319,7 @@ fn one_metric(host: &str, units: &str, title: &str, value: &str) -> PacketBatch 
         name: "xrootd.link.in",
         value_type: "double",
         units,
-        slope: xdr::Slope::Positive,
+        slope: crate::ganglia::xdr::Slope::Positive,
         tmax: 60,
         dmax: 0,
         group: "xrootd",
