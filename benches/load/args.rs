@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::{CommandFactory, Parser};
 
-use crate::{Options, poll};
+use crate::{Options, federation, poll};
 
 /// Load tool: the gateway against the chain it replaces, side by side.
 #[derive(Parser, Debug)]
@@ -58,7 +58,7 @@ struct Args {
     /// The gateway binary of the gmond runs (an older build, for a before/after comparison) [default: the one under test]
     #[arg(long, value_name = "PATH")]
     gateway_bin: Option<PathBuf>,
-    /// Runs to do: raw,serve,rates,parse,chain,memory,gmond,xml,hostile,poll,cost,pair [default: every one but poll, cost and pair: those run only when named, and never in the smoke; pair: --gmond-servers servers every 15 s to a pair of gateways and one alone, --sustain SECS measured, then a failover; about 2 minutes]
+    /// Runs to do: raw,serve,rates,parse,chain,memory,gmond,xml,hostile,poll,cost,pair,federation [default: every one but poll, cost, pair and federation: those run only when named, and never in the smoke; pair: --gmond-servers servers every 15 s to a pair of gateways and one alone, --sustain SECS measured, then a failover; about 2 minutes]
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     only: Vec<String>,
     /// Runs of the cost run, a fresh gmond each
@@ -85,6 +85,30 @@ struct Args {
     /// The binary of the stock mode (an older build, for a before/after comparison) [default: the one under test]
     #[arg(long, value_name = "PATH")]
     poll_bin: Option<PathBuf>,
+    /// Servers of the federation run (--only federation: a gateway with every site on one port, then one with --fed-shards `{site}` rules each on its own port; the burst, then steady state)
+    #[arg(long, value_name = "N", default_value_t = 20_000)]
+    fed_servers: usize,
+    /// Sites they are spread over
+    #[arg(long, value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..))]
+    fed_sites: u64,
+    /// Rules, each a port of its own
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
+    fed_shards: u64,
+    /// How often each server reports
+    #[arg(long, value_name = "SECS", default_value = "60", value_parser = secs)]
+    fed_interval: Duration,
+    /// Steady state measured, per gateway
+    #[arg(long, value_name = "SECS", default_value = "120", value_parser = secs)]
+    fed_sustain: Duration,
+    /// The polls' interval, and the gmetads' step
+    #[arg(long, value_name = "SECS", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..))]
+    fed_step: u64,
+    /// Real gmetads too: one on the baseline's port, one per shard port and a top gmetad above them (their CPU per step once their RRDs exist)
+    #[arg(long)]
+    fed_gmetad: bool,
+    /// The gmetads' RRAs line (the default: 2.5 KB an RRD; gmetad's own make 631 KB)
+    #[arg(long, value_name = "TEXT", default_value = "RRA:AVERAGE:0.5:1:244")]
+    fed_rras: String,
     /// The quick pass cargo test runs (gmond runs with 200 servers; fails on any drop at gmond or missing or stale metric)
     #[arg(long)]
     smoke: bool,
@@ -187,6 +211,16 @@ impl Args {
                 duration: self.poll_duration,
                 modes: self.poll_modes,
                 old_bin: self.poll_bin,
+            },
+            fed: federation::FedOptions {
+                servers: self.fed_servers,
+                sites: self.fed_sites as usize,
+                shards: self.fed_shards as usize,
+                interval: self.fed_interval,
+                sustain: self.fed_sustain,
+                step: self.fed_step,
+                gmetad: self.fed_gmetad,
+                rras: self.fed_rras,
             },
         }
     }

@@ -32,7 +32,9 @@
 //! gmetad polling the gateway: `xml.rs`; gmetad polling gmond at a site's
 //! load, once per delivery mode of the gateway: `poll.rs`; what each kind
 //! of packet (a value, a metadata resend, a metadata or a host that gmond
-//! has not seen) costs gmond's CPU: `cost.rs`.
+//! has not seen) costs gmond's CPU: `cost.rs`; a federation's sites
+//! sharded over ports of the gateway, and over real gmetads under a top
+//! gmetad: `federation.rs`.
 //!
 //! `cargo bench --bench load` runs everything but `poll` and `cost` (about
 //! 3 minutes); those run only when named (`--only poll`: about 5.5 minutes
@@ -77,6 +79,7 @@ use report::*;
 use runs::*;
 use sink::*;
 mod cost;
+mod federation;
 mod gmond;
 mod hostile;
 mod mmsg;
@@ -110,6 +113,7 @@ struct Options {
     cost_rate: f64,
     smoke: bool,
     poll: poll::PollOptions,
+    fed: federation::FedOptions,
 }
 
 impl Options {
@@ -287,6 +291,12 @@ fn gmond_runs(bin: &Path, o: &Options, report: &mut Report) {
         );
         println!("load: pair took {:.1} s", t.elapsed().as_secs_f64());
         p.print();
+    }
+    if o.named("federation") {
+        let t = Instant::now();
+        let runs = federation::run(bin, &o.fed);
+        println!("load: federation took {:.1} s", t.elapsed().as_secs_f64());
+        federation::print(&o.fed, &runs);
     }
     if o.named("cost") {
         let t = Instant::now();

@@ -43,7 +43,8 @@ use crate::ganglia::channel::{SendChannel, Sent};
 
 use super::follow::GmondQueue;
 use super::queue::{Outgoing, Prices, SendQueue};
-use crate::engine::packets::PacketBatch;
+use crate::engine::clusters;
+use crate::engine::packets::{ForgottenHost, PacketBatch, PacketKind};
 
 /// Packets taken from a queue per lock, unpaced (one to a few sendmmsg calls).
 const UNPACED_CHUNK: usize = 256;
@@ -159,6 +160,16 @@ impl Outbox {
             (Some(c), false) => self.own.iter().find(|n| ***n == *c.name),
             _ => None,
         };
+        if let Some(old) = batch.moved_from
+            && !self.own.is_empty()
+        {
+            // Moved from another cluster: if that one's gmonds are others,
+            // they are told to let its metrics go ([`super::retire`]).
+            let old = self.own.iter().find(|n| clusters::key_for(n) == old);
+            if old != cluster {
+                self.retire(batch, old.map(|n| &**n), now);
+            }
+        }
         for lane in &self.lanes {
             if lane.cluster.as_ref() != cluster {
                 continue;
@@ -172,6 +183,35 @@ impl Outbox {
                 lane.wake.notify_one();
             }
             events.conflated(conflated);
+        }
+    }
+
+    /// Queues the batch's metadata with DMAX 1 s for the channels of the
+    /// cluster its host left (`old`: its own channels' name; None: the
+    /// default channels).
+    fn retire(&self, batch: &PacketBatch, old: Option<&str>, now: Instant) {
+        let packets = super::retire::packets(batch);
+        for lane in self.lanes.iter().filter(|l| l.cluster.as_deref() == old) {
+            let was_empty = {
+                let mut state = lane.lock();
+                let was_empty = state.queue.is_empty();
+                for (key, bytes) in &packets {
+                    state.queue.push(*key, PacketKind::Metadata, bytes, now);
+                }
+                was_empty
+            };
+            if was_empty {
+                lane.wake.notify_one();
+            }
+        }
+    }
+
+    /// Drops the pending packets of hosts whose sources were forgotten
+    /// (`max_sources`), from every channel; counts them.
+    pub fn forget(&self, hosts: &[ForgottenHost], events: &Events<'_>) {
+        for lane in &self.lanes {
+            let dropped = lane.lock().queue.forget_hosts(hosts);
+            events.forgotten_unsent(dropped);
         }
     }
 
@@ -453,7 +493,12 @@ impl Held {
         self.uncounted_us += now.elapsed().as_micros();
         let ms = (self.uncounted_us / 1000) as u64;
         self.uncounted_us %= 1000;
-        events.held_for_gmond(channel.label(), channel.target(), ms, since.elapsed());
+        events.at(Instant::now()).held_for_gmond(
+            channel.label(),
+            channel.target(),
+            ms,
+            since.elapsed(),
+        );
     }
 }
 
@@ -571,10 +616,14 @@ fn send(channel: &SendChannel, out: &Outgoing, events: &mut Events<'_>) -> usize
     let mut failed = 0;
     channel.send_all(&out.packets(), |r| match r {
         Ok(Sent::Ok) => {}
-        Ok(Sent::AfterRefusal) => events.send_refused(channel.label(), channel.target()),
+        Ok(Sent::AfterRefusal) => events
+            .at(Instant::now())
+            .send_refused(channel.label(), channel.target()),
         Err(e) => {
             failed += 1;
-            events.send_failed(channel.label(), channel.target(), &e);
+            events
+                .at(Instant::now())
+                .send_failed(channel.label(), channel.target(), &e);
         }
     });
     failed

@@ -271,6 +271,7 @@ impl Bound {
                 reports: vec![reports],
                 requests: Vec::new(),
                 xml: listener.into_iter().collect(),
+                rule_xml: Vec::new(),
                 peer: Vec::new(),
                 control: None,
             },
@@ -861,6 +862,46 @@ fn after_a_restart_the_xml_port_waits_for_every_saved_source() {
     second.send_as("127.0.0.2", &link_record(78, 7100));
     let both = second.poll_from("127.0.0.1:0");
     assert_eq!(host_ips(&both), ["127.0.0.1", "127.0.0.2"]);
+    second.stop();
+}
+
+/// A rule's own port (docs/clusters.md) waits as the gateway's does: a
+/// shard's gmetad must not see a part of its clusters either.
+#[test]
+fn after_a_restart_a_rule_port_waits_for_every_saved_source_too() {
+    let dir = Scratch::new("warmup-rule");
+    let state = dir.0.join("state");
+    let start = || {
+        let rule = bind::xml("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = rule.local_addr().unwrap();
+        let config = format!(
+            "stats_interval = 0\nself_metrics_interval = 0\n[[cluster]]\nname = \"R\"\nnetworks = [\"127.0.0.0/8\"]\nxml_listen = [\"{addr}\"]\n"
+        );
+        let mut bound = Bound::new(&config, &[], true, Some(&state));
+        bound.sockets.rule_xml.push((0, rule));
+        // Polls go to the rule's port.
+        bound.xml = Some(addr);
+        bound.start()
+    };
+    let first = start();
+    first.send_as("127.0.0.1", &link_record(77, 5000));
+    first.send_as("127.0.0.2", &link_record(78, 7000));
+    wait_for("both hosts on the rule's port", WITHIN, || {
+        (host_ips(&first.poll_from("127.0.0.1:0")) == ["127.0.0.1", "127.0.0.2"]).then_some(())
+    });
+    first.stop();
+    let second = start();
+    let refused =
+        |r: io::Result<String>| matches!(r, Err(e) if e.kind() == io::ErrorKind::ConnectionRefused);
+    second.send_as("127.0.0.1", &link_record(77, 5100));
+    wait_for("the first server's record taken", WITHIN, || {
+        (second.counters.snapshot().records == 1).then_some(())
+    });
+    assert!(refused(second.try_poll_from("127.0.0.1:0")));
+    second.send_as("127.0.0.2", &link_record(78, 7100));
+    let both = second.poll_from("127.0.0.1:0");
+    assert_eq!(host_ips(&both), ["127.0.0.1", "127.0.0.2"]);
+    assert!(both.contains("<CLUSTER NAME=\"R\""), "{both}");
     second.stop();
 }
 

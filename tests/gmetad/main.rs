@@ -4,6 +4,7 @@
 //! (`.ci/run` installs them).
 
 mod clusters;
+mod federation;
 mod gmetad;
 mod gweb;
 mod pair;

@@ -266,3 +266,75 @@ fn a_gateway_that_would_deliver_nowhere_or_cannot_listen_does_not_start() {
         "{err}"
     );
 }
+
+/// Out of file descriptors (its limit lowered to 64 while it runs, as a
+/// site's `LimitNOFILE` could be reached): clients that connect and never
+/// read hold descriptors, accepts fail, and yet a poll gets the whole
+/// document (the connection that made the least progress makes way), the
+/// failures are counted, and the gateway stops cleanly.
+#[test]
+fn out_of_descriptors_a_poll_still_gets_the_whole_document() {
+    let xml_port = free_port();
+    let mut gw = Gateway::start_xml(free_port(), xml_port, None, QUIET);
+    // Several servers: a document of some 100 KB, more than an unread
+    // client's 4 KiB receive buffer and the gateway's 16 KiB send buffer
+    // take, so each unread connection stays open (and holds its descriptor).
+    for i in 0..FIXTURES.len() {
+        gw.send_as(&server_ip(i), &server_record(i));
+    }
+    let whole = wait_until(Duration::from_secs(10), || {
+        let doc = gw.xml();
+        (doc.hosts.len() == FIXTURES.len()).then_some(doc)
+    });
+    let metrics: usize = whole.hosts.values().map(|h| h.metrics.len()).sum();
+    let pid = gw.proc.child.id() as libc::pid_t;
+    let limit = libc::rlimit {
+        rlim_cur: 64,
+        rlim_max: 64,
+    };
+    // SAFETY: prlimit on a child of this process, with a valid rlimit and
+    // no old-limit pointer.
+    let rc = unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, &limit, std::ptr::null_mut()) };
+    assert_eq!(rc, 0, "prlimit: {}", std::io::Error::last_os_error());
+    let unread: Vec<std::net::TcpStream> = (0..100)
+        .map(|_| {
+            let s =
+                socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+            s.set_recv_buffer_size(4096).unwrap();
+            s.connect(&std::net::SocketAddr::from(([127, 0, 0, 1], xml_port)).into())
+                .unwrap();
+            s.into()
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let started = Instant::now();
+    let doc = gw.xml();
+    let polled = started.elapsed();
+    assert_eq!(doc.hosts.len(), FIXTURES.len());
+    assert_eq!(
+        doc.hosts.values().map(|h| h.metrics.len()).sum::<usize>(),
+        metrics
+    );
+    drop(unread);
+    assert!(gw.proc.terminate().success(), "{}", gw.proc.log_text());
+    let log = gw.proc.log_text();
+    let counters = log
+        .lines()
+        .rev()
+        .find(|l| l.contains("stopped; counters"))
+        .unwrap_or_default();
+    let field = |name: &str| -> u64 {
+        counters
+            .split_whitespace()
+            .find_map(|f| f.strip_prefix(&format!("{name}=")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {counters}"))
+    };
+    assert!(field("xml_accept_failed") >= 1, "{counters}");
+    assert!(field("xml_evicted") >= 1, "{counters}");
+    eprintln!(
+        "out of descriptors: the poll took {polled:?}; {} accepts failed, {} evicted",
+        field("xml_accept_failed"),
+        field("xml_evicted")
+    );
+}

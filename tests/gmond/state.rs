@@ -260,7 +260,7 @@ impl Drop for SmallFs {
 fn a_failed_save_leaves_the_last_good_file_and_no_temporary_one() {
     let fs = SmallFs::mount("enospc", "64k");
     let path = fs.0.join("state");
-    let (store, _) = StateStore::open(&path);
+    let (store, _) = StateStore::open(&path, u64::MAX);
     let mut part = String::new();
     write_source(
         &mut part,

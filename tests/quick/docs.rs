@@ -123,6 +123,10 @@ fn every_documented_exit_code_is_what_the_binary_does() {
     .unwrap();
     let bad_recording = dir.path().join("bad-recording.jsonl");
     std::fs::write(&bad_recording, "<statistics/>\n").unwrap();
+    // A config of 2 MiB (valid TOML: a long exclude list).
+    let huge = dir.path().join("huge.toml");
+    let patterns = "\"x.y\",".repeat(2 << 20 >> 3);
+    std::fs::write(&huge, format!("exclude = [{patterns}]\n")).unwrap();
     let not_records = dir.path().join("not-records.txt");
     std::fs::write(&not_records, "hello\n").unwrap();
     let (e, n, r) = (empty.clone(), no_listen.clone(), not_records.clone());
@@ -175,6 +179,15 @@ fn every_documented_exit_code_is_what_the_binary_does() {
                 ]))
             }
         }),
+        case(
+            "check-config",
+            2,
+            "larger than 1 MiB, which no config needs",
+            {
+                let h = path(&huge);
+                move || run(&mut xrd2ganglia(&["check-config", "--config", &h]))
+            },
+        ),
         case("check-config", 2, "at least one address is needed", {
             let n = path(&n);
             move || run(&mut xrd2ganglia(&["check-config", "--config", &n]))

@@ -45,8 +45,23 @@ impl Gmetad {
     /// last one that answered and walks the list from the top when it
     /// cannot connect (a pair of gateways, docs/pair.md).
     pub fn start_sources(xml_ports: &[u16], step: u64) -> Gmetad {
-        let addresses: Vec<String> = xml_ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
-        let addresses = addresses.join(" ");
+        Self::start_grid(&[("xrd2ganglia-test-source", xml_ports)], step, "")
+    }
+
+    /// A gmetad of a hierarchy (docs/clusters.md, a federation): one
+    /// `data_source` per `(name, ports)` of `sources` (127.0.0.1, each
+    /// polled every `step` seconds), and `extra` gmetad.conf lines
+    /// (`gridname`, `authority`, `scalable`). Its own `xml_port` is what a
+    /// gmetad above it polls.
+    pub fn start_grid(sources: &[(&str, &[u16])], step: u64, extra: &str) -> Gmetad {
+        let data_sources: String = sources
+            .iter()
+            .map(|(name, ports)| {
+                let addresses: Vec<String> =
+                    ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+                format!("data_source {name:?} {step} {}\n", addresses.join(" "))
+            })
+            .collect();
         assert!(
             step >= 1,
             "gmetad's polling interval is whole seconds, >= 1"
@@ -63,7 +78,7 @@ impl Gmetad {
         std::fs::write(
             &conf,
             format!(
-                r#"data_source "xrd2ganglia-test-source" {step} {addresses}
+                r#"{data_sources}{extra}
 setuid off
 xml_port {xml_port}
 interactive_port {interactive_port}

@@ -221,7 +221,13 @@ $conf['overlay_events'] = false;
 
     /// ganglia-web's pages on 127.0.0.1, served by PHP's own web server.
     pub fn serve(&self) -> GwebServer {
-        let port = free_port();
+        self.serve_on(free_port())
+    }
+
+    /// Like `serve`, on a port chosen before: the URL a gmetad's
+    /// `authority` names, written in its gmetad.conf before this copy
+    /// could be made (it reads that gmetad's RRDs).
+    pub fn serve_on(&self, port: u16) -> GwebServer {
         let mut cmd = Command::new("php");
         // Without the opcode cache: with it (Debian enables it for PHP's
         // own server) a conf.php changed by add_conf is seen up to 2 s

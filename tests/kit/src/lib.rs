@@ -285,6 +285,35 @@ impl Gateway {
         );
     }
 
+    /// Waits until the gateway has read what it was sent, but for 64 KiB
+    /// (its receive queue, as /proc/net/udp shows it): a test that sends
+    /// thousands of records at once calls it now and then, so that on a
+    /// busy machine none is dropped at the socket (that is not what such a
+    /// test tests).
+    pub fn wait_until_read(&self) {
+        let local = format!("0100007F:{:04X}", self.port);
+        let queued = || -> Option<u64> {
+            let table = std::fs::read_to_string("/proc/net/udp").ok()?;
+            table.lines().skip(1).find_map(|l| {
+                let cols: Vec<&str> = l.split_whitespace().collect();
+                (cols.get(1) == Some(&local.as_str())).then(|| {
+                    cols.get(4)?
+                        .split(':')
+                        .nth(1)
+                        .and_then(|q| u64::from_str_radix(q, 16).ok())
+                })?
+            })
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while queued().is_some_and(|q| q > 64 * 1024) {
+            assert!(
+                Instant::now() < deadline,
+                "the gateway read nothing for 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
     pub fn send_v6(&self, datagram: &[u8]) {
         send_from("[::1]:0", &format!("[::1]:{}", self.port), datagram);
     }

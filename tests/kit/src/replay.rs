@@ -52,13 +52,20 @@ impl Replayed {
     }
 }
 
-/// Sends both servers' records every 250 ms for `secs` seconds.
+/// Sends both servers' records every 250 ms for `secs` seconds. Their
+/// clock is the wall clock while this runs (a late tick on a busy machine
+/// counts what it was late by: the true rate stays `rate`); it starts a
+/// tick before the call, the sleep that followed the last call's send.
 pub fn replay(gw: &Gateway, servers: &mut [Replayed], rate: f64, secs: f64) {
     let tick = Duration::from_millis(250);
     let end = Instant::now() + Duration::from_secs_f64(secs);
+    let mut last = Instant::now() - tick;
     while Instant::now() < end {
+        let now = Instant::now();
+        let elapsed = now - last;
+        last = now;
         for s in servers.iter_mut() {
-            s.counted += tick.as_secs_f64();
+            s.counted += elapsed.as_secs_f64();
             gw.send_as(s.ip, s.record(rate).as_bytes());
         }
         std::thread::sleep(tick);
@@ -186,12 +193,14 @@ pub fn restarts_draw_no_spike(
             known.len()
         );
         // Polls and sends are not in step and gmetad stamps whole seconds: a
-        // row may hold two polls' growth (never seen: in twelve series, two
-        // runs on this 2-core VM, 2026-11-25, every row's max was the true
-        // rate and the means 94-98.5% of it; a row at a restart can come
-        // short). A restart or wrap spike would be ~4.3e9.
+        // row may hold two polls' growth, and on a busy machine a record
+        // late by up to a poll makes one row short and the next that much
+        // more (on a quiet one, never seen: in twelve series, two runs on
+        // this 2-core VM, 2026-11-25, every row's max was the true rate and
+        // the means 94-98.5% of it; a row at a restart can come short). A
+        // restart or wrap spike would be ~4.3e9.
         assert!(
-            max <= 2.0 * rate,
+            max <= 3.0 * rate,
             "{what}: rate {max} over the true {rate}: {rows:?}"
         );
         assert!(
