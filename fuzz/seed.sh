@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Seeds the fuzz corpora: the real records of tests/data/records, a real
 # XCache's g-stream datagrams (tests/data/gstream) and a record in the JSON
-# form (fuzz/seeds/summary, that of tests/json.rs) and a real xrootd
+# form (fuzz/seeds/summary, that of tests/gmond/json.rs) and a real xrootd
 # 6.1.0's XML and JSON records (tests/data/records-5.9) for the summary target;
 # the XDR packets in fuzz/seeds/xdr (real gmetric 3.7.2 and gateway packets)
 # for the xdr target.

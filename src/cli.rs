@@ -11,7 +11,7 @@
 //! says which with a [`Failure`]; [`exit_code`] is the one place that
 //! prints it and turns it into the exit code. Every command's codes, the
 //! drop-ins' too, are listed in `xrd2ganglia::config::docs::EXIT_CODES`
-//! (docs/configuration.md shows them; tests/docs.rs reaches each).
+//! (docs/configuration.md shows them; tests/quick/docs.rs reaches each).
 
 pub mod check_config;
 pub mod docs;

@@ -16,6 +16,7 @@ use std::fmt;
 use std::path::Path;
 
 mod channels;
+mod cluster_ports;
 pub mod clusters;
 pub mod docs;
 mod exit_codes;

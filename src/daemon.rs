@@ -43,7 +43,7 @@ use tokio::net::UdpSocket;
 use tokio::sync::{oneshot, watch};
 
 use crate::config::Settings;
-use crate::engine::packets::PacketBatch;
+use crate::engine::packets::{ForgottenHost, PacketBatch};
 use crate::events::{Counters, Events};
 use crate::ganglia::channel::SendChannel;
 use receive::Receiver;
@@ -76,6 +76,9 @@ pub struct Sockets {
     /// Where gmetad polls for gmond's XML (`xml_listen`): bound, listening
     /// only once the gateway can answer ([`xml_port::Warmup`]).
     pub xml: Vec<std::net::TcpListener>,
+    /// The `[[cluster]]` rules' own XML ports, each with its port number
+    /// (the rule's `port`): bound and listening as `xml`.
+    pub rule_xml: Vec<(u32, std::net::TcpListener)>,
     /// Where the peer gateway exchanges state (`peer_listen`).
     pub peer: Vec<std::net::TcpListener>,
     /// Where `xrd2ganglia status` asks (`control_socket`).
@@ -131,12 +134,16 @@ impl InForce {
         }
     }
 
-    /// Takes out of the XML table the hosts of the sources an engine
-    /// forgot (`max_sources`).
-    fn forget(&self, forgotten: &[u64]) {
-        if let Some(table) = &self.table
-            && !forgotten.is_empty()
-        {
+    /// Takes out of the send queues and the XML table the hosts of the
+    /// sources an engine forgot (`max_sources`): a flood of new sources
+    /// leaves at most `max_sources` hosts' packets queued, however far
+    /// behind the senders are.
+    fn forget(&self, forgotten: &[ForgottenHost], events: &Events<'_>) {
+        if forgotten.is_empty() {
+            return;
+        }
+        self.outbox.forget(forgotten, events);
+        if let Some(table) = &self.table {
             table.forget(forgotten);
         }
     }
@@ -362,7 +369,9 @@ fn spawn_tasks(
     }
     if let Some(table) = table {
         let started = Instant::now();
-        for listener in sockets.xml {
+        let ports = sockets.xml.into_iter().map(|l| (None, l));
+        let ports = ports.chain(sockets.rule_xml.into_iter().map(|(p, l)| (Some(p), l)));
+        for (port, listener) in ports {
             let (table, counters) = (table.clone(), counters.clone());
             let mut warmup =
                 xml_port::Warmup::new(store.state().clone(), started, settings.warmup_max);
@@ -370,7 +379,7 @@ fn spawn_tasks(
                 warmup = warmup.after_peer(watch::channel(Some(pulled)).1);
             }
             let (in_force, stop) = (in_force.clone(), stop.clone());
-            let serve = xml_port::serve(listener, table, in_force, counters, warmup, stop);
+            let serve = xml_port::serve(listener, port, table, in_force, counters, warmup, stop);
             tasks.push(tokio::spawn(serve));
         }
     }
@@ -452,7 +461,9 @@ fn open_state(settings: &Settings, counters: &Counters) -> StateStore {
     let Some(path) = &settings.state_file else {
         return StateStore::none();
     };
-    let (store, read) = StateStore::open(path);
+    let max_bytes =
+        (settings.max_sources as u64).saturating_mul(crate::engine::saved::BYTES_PER_SOURCE as u64);
+    let (store, read) = StateStore::open(path, max_bytes);
     match read {
         Ok((n, skipped)) => {
             crate::events::state_lines_skipped(counters, path, &skipped);
@@ -475,6 +486,7 @@ pub mod peer;
 mod queue;
 mod receive;
 pub mod requests;
+mod retire;
 pub mod self_metrics;
 mod sender;
 pub mod state_file;

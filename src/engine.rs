@@ -39,17 +39,15 @@ use std::time::Instant;
 use crate::config::Settings;
 use crate::events::Events;
 use crate::gstream;
-use crate::mapping::{MappedRecord, Mapper, Metric};
+use crate::mapping::{MappedRecord, Mapper};
 use crate::status::AddressTally;
 use crate::summary::{SummaryParser, SummaryRecord};
 
 use clock::Clock;
 use clusters::{ClusterNames, Placing};
-use packets::{PacketBatch, SlotKey};
+use packets::PacketBatch;
 use saved::SavedState;
-use series::Counting;
-use source::{Source, Sources, announced_tmax};
-use template::Template;
+use source::Sources;
 
 pub use answer::Request;
 
@@ -139,10 +137,8 @@ impl Engine {
             return;
         };
         let mut text = String::new();
-        for (ip, list) in &self.sources.by_ip {
-            for source in list {
-                source.write_saved(&mut text, *ip);
-            }
+        for (ip, source) in self.sources.iter() {
+            source.write_saved(&mut text, ip);
         }
         saved.hand_in(*part, text);
     }
@@ -173,7 +169,9 @@ impl Engine {
     ) -> &PacketBatch {
         self.batch.clear();
         // What the last datagram forgot, if nobody took it: bounded.
-        self.sources.forgotten.clear();
+        self.sources.clear_forgotten();
+        // Its lines are limited by the time given, as everything here.
+        events.at(now);
         events.datagram();
         if !allowed(&self.settings, from.ip()) {
             events.denied(from);
@@ -215,11 +213,7 @@ impl Engine {
         from: SocketAddr,
         tod: u64,
     ) -> bool {
-        let Some(source) = sources
-            .by_ip
-            .get(&from.ip())
-            .and_then(|list| list.iter().find(|s| s.program == program))
-        else {
+        let Some(source) = sources.find(from.ip(), program) else {
             return false;
         };
         let header_len = record.header_len();
@@ -249,10 +243,8 @@ impl Engine {
         events.record();
         self.mapper.map(&record, from.ip(), &mut self.mapped);
         let header = record.header();
-        let tod = header
-            .tod
-            .and_then(|t| t.trim().parse::<u64>().ok())
-            .unwrap_or(0);
+        let stamp = header.stamp();
+        let tod = stamp.tod;
         if is_json(datagram)
             && Self::json_repeats_xml(&self.sources, &self.mapped.program, &record, from, tod)
         {
@@ -270,7 +262,7 @@ impl Engine {
         let now_s = self.clock.secs(now);
         let source = self.sources.report(
             from,
-            &header,
+            stamp.run(),
             &self.mapped,
             now,
             now_s,
@@ -278,14 +270,23 @@ impl Engine {
             self.saved.as_ref().map(|(saved, _)| &**saved),
             events,
         );
-        let host = &self.mapped.host.name;
-        let placing = Placing {
-            names: &self.clusters,
-            epoch: self.epoch,
-            settings: s,
-        };
-        placing.place(source, &header, from, host, &mut self.batch, events);
-        source::Naming::note(&mut source.naming, &header);
+        if source.cluster_due(self.epoch, header.site) {
+            let placing = Placing {
+                names: &self.clusters,
+                settings: s,
+            };
+            let refused_before = source.refused_before(header.site);
+            let chosen = placing.choose(
+                header.site,
+                from,
+                &self.mapped.host.name,
+                refused_before,
+                events,
+            );
+            self.batch.moved_from = source.settle(chosen, self.epoch);
+        }
+        source.head(&mut self.batch);
+        source.note_naming(&header);
         if !is_json(datagram) {
             source.note_xml(tod, record.sections());
         }
@@ -294,16 +295,16 @@ impl Engine {
             source.keep_record(datagram);
         }
         let (metadata, values, capped) =
-            append_record(&mut self.batch, source, &self.mapped, now_s, s);
+            source.append_record(&mut self.batch, &self.mapped, now_s, s);
         if capped > 0 {
             let spoof = &self.mapped.host.spoof;
             events.metric_cap(from, spoof, capped, s.max_metrics_per_source);
         }
         source.prune(now_s, s.dmax, interval_seconds(s));
         events.sent(metadata, values);
-        source.template = None;
-        if self.fast_path && capped == 0 {
-            source.template = make_template(datagram, &record, &self.mapped, source, s);
+        source.forget_template();
+        if self.fast_path && capped == 0 && !source.cluster_refused() {
+            source.make_template(datagram, &record, &self.mapped, s);
         }
         // Its XCache totals, if it sent any, after its record's metrics.
         self.xcache
@@ -323,50 +324,22 @@ impl Engine {
         let s = &*self.settings;
         let now_s = self.clock.secs(now);
         let holes = &mut self.holes;
-        let Some(source) = self.sources.of_ip_mut(from.ip()).find(|s| {
-            s.template
-                .as_deref()
-                .is_some_and(|t| t.matches(datagram, holes))
-        }) else {
+        let Some(source) = self
+            .sources
+            .of_ip_mut(from.ip())
+            .find(|s| s.matches_template(datagram, holes))
+        else {
             return false;
         };
-        let Some(t) = source.template.take() else {
-            return false;
-        };
-        self.batch.cluster.clone_from(&source.cluster);
-        let (tos, pid) = t.start(datagram, &self.holes);
-        // observe() notes the report; if the full path runs after all, it
-        // notes it again at the same instant: a zero gap, which is ignored.
-        let mut sent = None;
-        if source.started == Some((tos, pid))
-            && now_s < t.due_at
-            && announced_tmax(source.observe(now, s.tmax), s) == t.tmax
-            && source.metadata_tmax == t.tmax
-        {
-            if s.keeps_records() {
-                source.keep_record(datagram);
-            }
-            let values = template::Values {
-                states: &mut source.states,
-                moved: &mut source.peer_dirty,
-                host_key: source.host_key,
-                now_s,
-                heartbeat: s.value_heartbeat,
-            };
-            sent = t.emit(datagram, &self.holes, tos, values, &mut self.batch);
-            if sent.is_some() && !is_json(datagram) {
-                // Same text but the holes: the same sections.
-                source.xml_tod = t.tod(datagram, &self.holes);
-            }
-        }
-        let excluded = t.excluded;
-        source.template = Some(t);
-        let Some(values) = sent else {
+        source.head(&mut self.batch);
+        let json = is_json(datagram);
+        let Some((values, excluded)) =
+            source.report_by_template(datagram, &self.holes, json, now, now_s, s, &mut self.batch)
+        else {
             return false;
         };
         events.record();
         events.excluded(excluded as usize);
-        source.prune(now_s, s.dmax, interval_seconds(s));
         events.sent(0, values);
         self.xcache
             .report(&mut self.batch, &mut self.mapper, source, now_s, s, events);
@@ -397,14 +370,8 @@ impl Engine {
                 .xcache
                 .wait(from, totals, program, s.max_sources, events);
         };
-        let pfc = source.pfc.get_or_insert_default();
-        // The run they belong to (the peer exchange compares runs).
-        pfc.stod = totals.stod;
-        pfc.add(totals);
-        // Only one gateway of a pair hears a g-stream (its `send` takes one
-        // destination): the peer is told.
-        source.peer_dirty = true;
-        self.batch.cluster.clone_from(&source.cluster);
+        source.add_gstream(totals);
+        source.head(&mut self.batch);
         self.xcache
             .report(&mut self.batch, &mut self.mapper, source, now_s, s, events);
     }
@@ -415,7 +382,7 @@ impl Engine {
         self.fast_path = on;
         if !on {
             for source in self.sources.iter_mut() {
-                source.template = None;
+                source.forget_template();
             }
         }
     }
@@ -431,11 +398,11 @@ impl Engine {
         &self.batch
     }
 
-    /// The XML table's keys of the hosts whose sources the last datagram
-    /// made it forget (`max_sources`), for the daemon to take out of the
-    /// table before the datagram's packets go in.
-    pub fn forgotten(&self) -> &[u64] {
-        &self.sources.forgotten
+    /// The hosts whose sources the last datagram made it forget
+    /// (`max_sources`), for the daemon to take out of the send queues and
+    /// the table before the datagram's packets go in.
+    pub fn forgotten(&self) -> &[packets::ForgottenHost] {
+        self.sources.forgotten()
     }
 
     /// The packets of the last call, for tests and dry runs.
@@ -456,7 +423,7 @@ impl Engine {
 
     /// Sources known now.
     pub fn sources(&self) -> usize {
-        self.sources.len
+        self.sources.len()
     }
 }
 
@@ -477,122 +444,6 @@ fn interval_seconds(settings: &Settings) -> u32 {
         .metadata_interval
         .as_secs()
         .min(u64::from(clock::SECONDS_BASE / 2)) as u32
-}
-
-/// Appends a record's packets: its host's heartbeat first (gmond shows a
-/// host without its metadata, but asks for that metadata, a 136, at every
-/// heartbeat: so it gets gmetric -H's, on the metrics' schedule), then each
-/// metric's. Returns (metadata, values) appended and how many metrics the
-/// source's cap left out.
-fn append_record(
-    batch: &mut PacketBatch,
-    source: &mut Source,
-    mapped: &MappedRecord,
-    now_s: u32,
-    settings: &Settings,
-) -> (u64, u64, usize) {
-    let interval_s = interval_seconds(settings);
-    let whole = source.refresh_all;
-    let mut metadata = u64::from(source.heartbeat_metadata_due(now_s, interval_s));
-    if metadata > 0 {
-        batch.heartbeat_metadata(&source.host, source.host_key);
-    }
-    let tos = source.started.map_or(0, |(tos, _)| tos);
-    batch.heartbeat_value(&source.host, source.host_key, tos);
-    let (mut values, mut capped) = (1u64, 0usize);
-    for m in mapped.metrics() {
-        let cap = settings.max_metrics_per_source;
-        let Some((at, due)) = source.metric(m.name_key, now_s, interval_s, whole, cap) else {
-            capped += 1;
-            continue;
-        };
-        if !source.states[at].first_in(source.reports) {
-            continue;
-        }
-        let due = Due::Report { metadata: due };
-        let (m, v) = append_metric(batch, source, at, &m, due, now_s, settings);
-        metadata += m;
-        values += v;
-    }
-    (metadata, values, capped)
-}
-
-/// The template a source's next report like this one can take: from its
-/// second report on (a sender seen once, as in a flood of one-shot
-/// senders, costs no template).
-fn make_template(
-    datagram: &[u8],
-    record: &SummaryRecord<'_>,
-    mapped: &MappedRecord,
-    source: &Source,
-    settings: &Settings,
-) -> Option<Box<Template>> {
-    if source.started.is_none() || source.reports < 2 {
-        return None;
-    }
-    let (index, states) = (&source.index, &source.states);
-    let state = template::SourceState {
-        spoof: &mapped.host.spoof,
-        tmax: source.metadata_tmax,
-        heartbeat_meta_at: source.heartbeat_meta_at,
-        metric: &|key| {
-            let at = *index.get(&key)?;
-            Some((at, states.get(at as usize)?.meta_at))
-        },
-        interval_s: interval_seconds(settings),
-    };
-    Template::build(datagram, record, mapped, &state).map(Box::new)
-}
-
-/// Appends one metric of `source` (its state at `at`): its metadata when
-/// due, then its value, a counter continued past restarts. Every record's
-/// metrics, XCache totals and answers go out through here (the fast path's
-/// template holds the same packets, cut from these). Returns (metadata,
-/// values) appended.
-fn append_metric(
-    batch: &mut PacketBatch,
-    source: &mut Source,
-    at: usize,
-    m: &Metric<'_>,
-    due: Due,
-    now_s: u32,
-    settings: &Settings,
-) -> (u64, u64) {
-    let (metadata, answering) = match due {
-        Due::Report { metadata } => (metadata, false),
-        Due::Answer => (true, true),
-    };
-    if metadata {
-        let tmax = source.metadata_tmax;
-        batch.metadata(
-            &source.host,
-            source.host_key,
-            m,
-            &source.program,
-            tmax,
-            settings.dmax,
-        );
-    }
-    let mut number = [0u8; 20];
-    let state = &mut source.states[at];
-    let (text, counting) = (m.value.as_bytes(), Counting::of(m.kind));
-    let value = if answering {
-        // The value as last sent: the state stays as the record left it.
-        series::sent_text(state, text, counting, &mut number)
-    } else {
-        let value =
-            series::counter_text(state, text, counting, &mut number, &mut source.peer_dirty);
-        if !state.admit(value, now_s, settings.value_heartbeat, metadata) {
-            return (u64::from(metadata), 0);
-        }
-        value
-    };
-    let key = SlotKey {
-        host: source.host_key,
-        metric: m.name_key,
-    };
-    batch.value(&source.host, key, m.name, value);
-    (u64::from(metadata), 1)
 }
 
 /// Whether a source's program (`pgm` or `pgm ins`) is an xrootd: a cmsd

@@ -159,9 +159,16 @@ impl LogLimiter {
 }
 
 /// What one receive task reports: counts every event, logs the rate-limited ones.
+///
+/// It reads no clock: whoever holds it says what time it is
+/// ([`at`](Self::at)) before an event that may be logged; the engine with
+/// the time it was given, the daemon's tasks with theirs.
 pub struct Events<'c> {
     pub counters: &'c Counters,
     limiter: LogLimiter,
+    /// The time its holder last gave (None: never given, and a line is
+    /// then logged without limit rather than lost).
+    now: Option<Instant>,
 }
 
 impl<'c> Events<'c> {
@@ -169,6 +176,23 @@ impl<'c> Events<'c> {
         Events {
             counters,
             limiter: LogLimiter::new(log_interval),
+            now: None,
+        }
+    }
+
+    /// Says what time it is: the rate limit of the lines that follow
+    /// counts from it.
+    pub fn at(&mut self, now: Instant) -> &mut Self {
+        self.now = Some(now);
+        self
+    }
+
+    /// Some(what was left out since) if a line of `reason` about `from`
+    /// may be logged now.
+    fn allow(&mut self, reason: &'static str, from: IpAddr) -> Option<Suppressed> {
+        match self.now {
+            Some(now) => self.limiter.allow(reason, from, now),
+            None => Some(Suppressed::default()),
         }
     }
 
@@ -182,14 +206,14 @@ impl<'c> Events<'c> {
 
     pub fn denied(&mut self, from: SocketAddr) {
         self.counters.denied.fetch_add(1, Relaxed);
-        if let Some(s) = self.limiter.allow("denied", from.ip(), Instant::now()) {
+        if let Some(s) = self.allow("denied", from.ip()) {
             tracing::warn!(%from, suppressed = %s, "datagram dropped: sender not in `allow`");
         }
     }
 
     pub fn parse_failed(&mut self, from: SocketAddr, len: usize, err: &ParseError) {
         self.counters.parse_errors.fetch_add(1, Relaxed);
-        if let Some(s) = self.limiter.allow(err.reason(), from.ip(), Instant::now()) {
+        if let Some(s) = self.allow(err.reason(), from.ip()) {
             tracing::warn!(%from, bytes = len, suppressed = %s, "datagram rejected: {err}");
         }
     }
@@ -197,7 +221,7 @@ impl<'c> Events<'c> {
     /// A pfc g-stream datagram that cannot be read (a rejected datagram).
     pub fn gstream_failed(&mut self, from: SocketAddr, len: usize, err: &gstream::Error) {
         self.counters.parse_errors.fetch_add(1, Relaxed);
-        if let Some(s) = self.limiter.allow(err.reason(), from.ip(), Instant::now()) {
+        if let Some(s) = self.allow(err.reason(), from.ip()) {
             tracing::warn!(%from, bytes = len, suppressed = %s, "datagram rejected: {err}");
         }
     }
@@ -207,9 +231,7 @@ impl<'c> Events<'c> {
     pub fn gstream(&mut self, from: SocketAddr, bad_records: u32) {
         self.counters.gstream_packets.fetch_add(1, Relaxed);
         if bad_records > 0
-            && let Some(s) = self
-                .limiter
-                .allow("g-stream record", from.ip(), Instant::now())
+            && let Some(s) = self.allow("g-stream record", from.ip())
         {
             tracing::warn!(%from, bad_records, suppressed = %s, "g-stream records left out: not file_close JSON with b_hit, b_miss, b_bypass");
         }
@@ -219,10 +241,7 @@ impl<'c> Events<'c> {
     /// and too many such were waiting.
     pub fn gstream_unmatched(&mut self, from: SocketAddr, stod: u32) {
         self.counters.gstream_unmatched.fetch_add(1, Relaxed);
-        if let Some(s) = self
-            .limiter
-            .allow("g-stream unmatched", from.ip(), Instant::now())
-        {
+        if let Some(s) = self.allow("g-stream unmatched", from.ip()) {
             tracing::warn!(%from, stod, suppressed = %s, "g-stream dropped: no xrootd of this address with this start time has sent a summary record");
         }
     }
@@ -230,10 +249,7 @@ impl<'c> Events<'c> {
     /// A pfc g-stream from a server that has sent no summary record yet:
     /// its totals wait (for ever, if the xrootd sends no `xrd.report` here).
     pub fn gstream_waiting(&mut self, from: SocketAddr, stod: u32) {
-        if let Some(s) = self
-            .limiter
-            .allow("g-stream waiting", from.ip(), Instant::now())
-        {
+        if let Some(s) = self.allow("g-stream waiting", from.ip()) {
             tracing::info!(%from, stod, suppressed = %s, "g-stream of an xrootd that has sent no summary record yet: its totals wait for one (does it report here with xrd.report?)");
         }
     }
@@ -241,7 +257,7 @@ impl<'c> Events<'c> {
     /// xrootd monitoring data the gateway has no use for.
     pub fn monitoring_ignored(&mut self, from: SocketAddr, kind: gstream::Kind) {
         self.counters.monitoring_ignored.fetch_add(1, Relaxed);
-        if let Some(s) = self.limiter.allow("monitoring", from.ip(), Instant::now()) {
+        if let Some(s) = self.allow("monitoring", from.ip()) {
             tracing::info!(%from, suppressed = %s, "{kind} ignored: only pfc's g-stream (and summary records) become metrics");
         }
     }
@@ -255,7 +271,7 @@ impl<'c> Events<'c> {
         self.counters
             .values_rejected
             .fetch_add(count as u64, Relaxed);
-        if let Some(s) = self.limiter.allow("bad_value", from.ip(), Instant::now()) {
+        if let Some(s) = self.allow("bad_value", from.ip()) {
             let list: Vec<String> = examples
                 .iter()
                 .map(|(var, value, why)| format!("{var}={value:?} ({})", why.as_str()))
@@ -268,7 +284,7 @@ impl<'c> Events<'c> {
         self.counters
             .metrics_dropped_cap
             .fetch_add(dropped as u64, Relaxed);
-        if let Some(s) = self.limiter.allow("metric_cap", from.ip(), Instant::now()) {
+        if let Some(s) = self.allow("metric_cap", from.ip()) {
             tracing::warn!(%from, host, dropped, suppressed = %s, "source has {cap} metrics (max_metrics_per_source): new metrics not sent");
         }
     }
@@ -280,7 +296,7 @@ impl<'c> Events<'c> {
 
     pub fn send_failed(&mut self, channel: &str, target: SocketAddr, err: &std::io::Error) {
         self.counters.send_errors.fetch_add(1, Relaxed);
-        if let Some(s) = self.limiter.allow("send", target.ip(), Instant::now()) {
+        if let Some(s) = self.allow("send", target.ip()) {
             tracing::warn!(channel, suppressed = %s, "send to gmond failed: {err}");
         }
     }
@@ -288,7 +304,7 @@ impl<'c> Events<'c> {
     /// Sent, but nothing listened at the target for an earlier datagram.
     pub fn send_refused(&mut self, channel: &str, target: SocketAddr) {
         self.counters.send_refused.fetch_add(1, Relaxed);
-        if let Some(s) = self.limiter.allow("refused", target.ip(), Instant::now()) {
+        if let Some(s) = self.allow("refused", target.ip()) {
             tracing::warn!(
                 channel,
                 suppressed = %s,
@@ -318,9 +334,7 @@ impl<'c> Events<'c> {
     ) {
         self.counters.send_held.fetch_add(ms, Relaxed);
         if stalled >= GMOND_STALL_WARNING
-            && let Some(s) = self
-                .limiter
-                .allow("gmond_stalled", target.ip(), Instant::now())
+            && let Some(s) = self.allow("gmond_stalled", target.ip())
         {
             tracing::warn!(
                 channel,
@@ -333,7 +347,7 @@ impl<'c> Events<'c> {
 
     pub fn receive_failed(&mut self, local: SocketAddr, err: &std::io::Error) {
         self.counters.receive_errors.fetch_add(1, Relaxed);
-        if let Some(s) = self.limiter.allow("receive", local.ip(), Instant::now()) {
+        if let Some(s) = self.allow("receive", local.ip()) {
             tracing::warn!(%local, suppressed = %s, "receive failed: {err}");
         }
     }
@@ -344,7 +358,7 @@ impl<'c> Events<'c> {
 
     pub fn restarted(&mut self, from: SocketAddr, host: &str, program: &str, tos: u32, pid: u32) {
         self.counters.restarts.fetch_add(1, Relaxed);
-        if let Some(s) = self.limiter.allow("restart", from.ip(), Instant::now()) {
+        if let Some(s) = self.allow("restart", from.ip()) {
             tracing::info!(%from, host, program, tos, pid, suppressed = %s, "restart noticed (new start time or pid): metadata resent");
         }
     }
@@ -380,7 +394,7 @@ impl<'c> Events<'c> {
 
     /// A datagram on a metadata-request socket that is not a request.
     pub fn not_a_request(&mut self, from: SocketAddr, len: usize) {
-        if let Some(s) = self.limiter.allow("not_request", from.ip(), Instant::now()) {
+        if let Some(s) = self.allow("not_request", from.ip()) {
             tracing::debug!(%from, len, suppressed = %s, "not a gmond metadata request: ignored");
         }
     }
@@ -389,6 +403,16 @@ impl<'c> Events<'c> {
     pub fn conflated(&self, count: u64) {
         if count > 0 {
             self.counters.packets_conflated.fetch_add(count, Relaxed);
+        }
+    }
+
+    /// `count` queued packets of forgotten sources were dropped unsent
+    /// (counted only: `sources_evicted` has the log line).
+    pub fn forgotten_unsent(&self, count: usize) {
+        if count > 0 {
+            self.counters
+                .packets_forgotten
+                .fetch_add(count as u64, Relaxed);
         }
     }
 
@@ -449,10 +473,7 @@ impl<'c> Events<'c> {
         self.counters
             .peer_refused_entries
             .fetch_add(refused as u64, Relaxed);
-        if let Some(s) = self
-            .limiter
-            .allow("peer_refused", peer.ip(), Instant::now())
-        {
+        if let Some(s) = self.allow("peer_refused", peer.ip()) {
             tracing::warn!(
                 suppressed = %s,
                 "peer {peer}: {why} (counted as peer_refused_entries; the rest was taken)"
@@ -464,7 +485,7 @@ impl<'c> Events<'c> {
     /// but the entries already merged.
     pub fn peer_failed(&mut self, peer: SocketAddr, e: &dyn std::fmt::Display) {
         self.counters.peer_failed.fetch_add(1, Relaxed);
-        if let Some(s) = self.limiter.allow("peer_failed", peer.ip(), Instant::now()) {
+        if let Some(s) = self.allow("peer_failed", peer.ip()) {
             tracing::warn!(
                 suppressed = %s,
                 "peer {peer}: exchange failed: {e} (counted as peer_failed, logged once per log_interval)"
@@ -476,7 +497,7 @@ impl<'c> Events<'c> {
     /// or while that address has an exchange going.
     pub fn peer_denied(&mut self, local: SocketAddr, from: SocketAddr, why: &str) {
         self.counters.peer_denied.fetch_add(1, Relaxed);
-        if let Some(s) = self.limiter.allow("peer_denied", from.ip(), Instant::now()) {
+        if let Some(s) = self.allow("peer_denied", from.ip()) {
             tracing::warn!(
                 suppressed = %s,
                 "peer_listen {local}: {from} closed: {why} (counted as peer_denied, logged once per log_interval)"
@@ -487,11 +508,7 @@ impl<'c> Events<'c> {
     /// A poll on `xml_listen` from outside `xml_allow`, closed at once.
     pub fn xml_denied(&mut self, local: SocketAddr, peer: SocketAddr) {
         self.counters.xml_denied.fetch_add(1, Relaxed);
-        if self
-            .limiter
-            .allow("xml_denied", peer.ip(), Instant::now())
-            .is_some()
-        {
+        if self.allow("xml_denied", peer.ip()).is_some() {
             tracing::warn!(
                 "xml_listen {local}: {peer} is not in xml_allow; closed (counted as xml_denied, logged once per log_interval)"
             );
@@ -502,7 +519,7 @@ impl<'c> Events<'c> {
     /// of its address's, the one that had made the least progress.
     pub fn xml_evicted(&mut self, local: SocketAddr, peer: SocketAddr, why: &str) {
         self.counters.xml_evicted.fetch_add(1, Relaxed);
-        if let Some(s) = self.limiter.allow("xml_evicted", peer.ip(), Instant::now()) {
+        if let Some(s) = self.allow("xml_evicted", peer.ip()) {
             tracing::warn!(
                 suppressed = %s,
                 "xml_listen {local}: closed {peer}, the connection that had made the least progress, for {why} (counted as xml_evicted, logged once per log_interval)"
@@ -514,7 +531,7 @@ impl<'c> Events<'c> {
     /// likely).
     pub fn xml_accept_failed(&mut self, local: SocketAddr, err: &std::io::Error) {
         self.counters.xml_accept_failed.fetch_add(1, Relaxed);
-        if let Some(s) = self.limiter.allow("xml_accept", local.ip(), Instant::now()) {
+        if let Some(s) = self.allow("xml_accept", local.ip()) {
             tracing::warn!(
                 suppressed = %s,
                 "xml_listen {local}: cannot accept: {err} (counted as xml_accept_failed, logged once per log_interval)"
@@ -533,11 +550,7 @@ impl<'c> Events<'c> {
     /// A document not finished (the client stalled or was too slow).
     pub fn xml_unfinished(&mut self, local: SocketAddr, peer: SocketAddr, err: &std::io::Error) {
         self.counters.xml_dropped.fetch_add(1, Relaxed);
-        if self
-            .limiter
-            .allow("xml_write", peer.ip(), Instant::now())
-            .is_some()
-        {
+        if self.allow("xml_write", peer.ip()).is_some() {
             tracing::warn!(
                 "xml_listen {local}: document to {peer} not finished: {err} (counted as xml_dropped)"
             );
@@ -549,7 +562,7 @@ impl<'c> Events<'c> {
     /// receive buffers were full.
     pub fn kernel_dropped(&mut self, rise: u64, last_minute: u64, since_start: u64) {
         let nowhere = IpAddr::from([0, 0, 0, 0]);
-        if let Some(s) = self.limiter.allow("kernel_drops", nowhere, Instant::now()) {
+        if let Some(s) = self.allow("kernel_drops", nowhere) {
             tracing::warn!(
                 suppressed = %s,
                 "the kernel dropped {rise} datagrams at the gateway's listening sockets ({last_minute} in the last minute, {since_start} since the start): their receive buffers were full; raise recv_buffer (and net.core.rmem_max: docs/troubleshooting.md) (`xrd2ganglia status` shows them, logged once per log_interval)"
@@ -562,7 +575,7 @@ impl<'c> Events<'c> {
     pub fn control_rejected(&mut self, path: &std::path::Path, why: &str) {
         self.counters.control_rejected.fetch_add(1, Relaxed);
         let anywhere = IpAddr::from([0, 0, 0, 0]);
-        if let Some(s) = self.limiter.allow("control", anywhere, Instant::now()) {
+        if let Some(s) = self.allow("control", anywhere) {
             tracing::warn!(
                 suppressed = %s,
                 "control socket {}: {why}: answered with an error (counted as control_rejected, logged once per log_interval)",
@@ -574,10 +587,7 @@ impl<'c> Events<'c> {
     /// A connection to the control socket that could not be accepted.
     pub fn control_accept_failed(&mut self, path: &std::path::Path, err: &std::io::Error) {
         let anywhere = IpAddr::from([0, 0, 0, 0]);
-        if let Some(s) = self
-            .limiter
-            .allow("control_accept", anywhere, Instant::now())
-        {
+        if let Some(s) = self.allow("control_accept", anywhere) {
             tracing::warn!(
                 suppressed = %s,
                 "control socket {}: cannot accept: {err}",
@@ -590,10 +600,7 @@ impl<'c> Events<'c> {
     /// servers go to `cluster_name`.
     pub fn cluster_refused(&mut self, from: SocketAddr, site: &str, cap: usize) {
         self.counters.clusters_refused.fetch_add(1, Relaxed);
-        if let Some(s) = self
-            .limiter
-            .allow("max_clusters", from.ip(), Instant::now())
-        {
+        if let Some(s) = self.allow("max_clusters", from.ip()) {
             tracing::warn!(%from, site, suppressed = %s, "{cap} clusters named by sites already (max_clusters): this server goes to cluster_name");
         }
     }
@@ -622,7 +629,7 @@ impl<'c> Events<'c> {
             .fetch_add(count as u64, Relaxed);
         self.counters.sources.fetch_sub(count as u64, Relaxed);
         let single = count - established;
-        if let Some(s) = self.limiter.allow("evicted", from, Instant::now()) {
+        if let Some(s) = self.allow("evicted", from) {
             tracing::warn!(
                 count,
                 suppressed = %s,
@@ -680,5 +687,26 @@ mod tests {
             next.to_string(),
             "4999 (from 0.0.0.1, 0.0.0.2, 0.0.0.3, ...)"
         );
+    }
+
+    /// Issue 37, item 3: lines are limited by the time their holder gives
+    /// (the engine's given instant), not by a clock of their own: a line
+    /// an hour later by the given time opens a new interval, however
+    /// little real time passed.
+    #[test]
+    fn lines_are_limited_by_the_time_given() {
+        let counters = Counters::default();
+        let mut events = Events::new(&counters, Duration::from_secs(10));
+        let from: SocketAddr = "10.0.0.1:1".parse().unwrap();
+        // Any instant will do as the start: what follows is counted from it.
+        let t0 = Instant::now() + Duration::from_secs(7200);
+        events.at(t0).denied(from);
+        events.at(t0 + Duration::from_secs(5)).denied(from);
+        assert_eq!(events.limiter.last["denied"].left_out.count, 1);
+        events.at(t0 + Duration::from_secs(3600)).denied(from);
+        let window = &events.limiter.last["denied"];
+        assert_eq!(window.at, t0 + Duration::from_secs(3600));
+        assert_eq!(window.left_out.count, 0);
+        assert_eq!(counters.denied.load(Relaxed), 3);
     }
 }

@@ -9,8 +9,9 @@
 //!   (list entries differ per site, so the PHP finds their RRDs when it
 //!   draws);
 //! * `conf/view_xrootd<_tag>.json`: a view of the whole site (every report
-//!   in cluster context, where gmetad's summary gives the site's totals,
-//!   and per-server aggregate graphs);
+//!   in cluster context, where gmetad's summary gives the site's totals;
+//!   for a gateway of many clusters in the grid's, every cluster's sums;
+//!   and per-server aggregate graphs, over every cluster);
 //! * `conf/cluster_NAME.json`: the reports on the cluster's page and on
 //!   each of its hosts' pages, without ganglia-web's standard four; or,
 //!   for a gateway of many clusters, `conf/default.json`: the same on
@@ -520,9 +521,14 @@ struct View {
 #[derive(Serialize)]
 #[serde(untagged)]
 enum ViewItem {
+    /// A report in a cluster's context (its `__SummaryInfo__`), or with
+    /// no cluster in the grid's (ganglia-web's "meta" context: the
+    /// `__SummaryInfo__` at the top of `rrd_rootdir`, which gmetad keeps
+    /// as the sum of every cluster it polls).
     Report {
         graph: String,
-        cluster: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cluster: Option<String>,
     },
     Aggregate {
         aggregate_graph: &'static str,
@@ -558,7 +564,9 @@ fn view(site: &Site, names: &Names<'_>) -> View {
         .chain(LIST_REPORTS.iter().map(|r| r.key))
         .map(|key| ViewItem::Report {
             graph: names.report(key),
-            cluster: site.cluster.clone(),
+            // A gateway of many clusters: the federation's totals, every
+            // site's (a new one's too) without a file per site.
+            cluster: (!site.every_cluster).then(|| site.cluster.clone()),
         })
         .collect();
     for (title, var, name_var) in PER_SERVER {

@@ -12,8 +12,10 @@
 //!   engines: receive tasks, send queues and senders, the XML port,
 //!   gmond's metadata requests, the state file, self-metrics.
 //! * **[`engine`]**: the protocol core, no I/O and no clock of its own:
-//!   a datagram (and the time) in, Ganglia packets out; answers to gmond's
-//!   requests; counter state to save. Built on the pure parts:
+//!   a datagram (and the time) in, Ganglia packets out, typed (a batch
+//!   says its host, ip and name apart, and its cluster once, and per
+//!   packet its metadata's fields or its value, beside the bytes for
+//!   gmond); answers to gmond's requests; counter state to save. Built on the pure parts:
 //!   [`summary`] (a record -> flat variables), [`gstream`] (XCache's
 //!   g-stream), [`mapping`] (variables -> named, typed metrics, with the
 //!   [`catalog`] of known variables), [`ganglia`] (gmond's packets and
@@ -34,9 +36,11 @@
 //!    path (`engine/template.rs`) or the full path below.
 //! 3. `summary/xml.rs`: the record's variables, borrowed from the datagram.
 //! 4. `mapping.rs`: each variable's metric name, type, units and value.
-//! 5. `engine/source.rs`: the sender's state: restarts, TMAX, metadata
-//!    schedule (counter continuity in `engine/series.rs`).
-//! 6. `engine/packets.rs`: every packet built, each with its queue key.
+//! 5. `engine/source.rs`: the sender's state, private to it: restarts,
+//!    TMAX, metadata schedule (counter continuity in `engine/series.rs`);
+//!    `engine/source/sending.rs` appends its packets from that state.
+//! 6. `engine/packets.rs`: every packet built, each with its queue key and
+//!    what it is ([`engine::packets::Item`]).
 //! 7. `daemon/queue.rs`: per channel, one pending packet per (host, metric,
 //!    kind); newer replaces older.
 //! 8. `daemon/sender.rs`: a thread per channel sends as fast as the gmond
@@ -45,7 +49,8 @@
 //!    of the time, gmond's queue level and the send queue (no socket, no
 //!    clock), and the thread only waits and sends.
 //!
-//! With `xml_listen`, step 1 also hands the packets to `daemon/table.rs`,
+//! With `xml_listen`, step 1 also hands the batch to `daemon/table.rs`,
+//! which takes what the batch says of each packet (no packet decoded) and
 //! which `daemon/xml_port.rs` writes as gmond's XML for gmetad.
 //!
 //! Beside the layers: [`status`], what `xrd2ganglia status` shows of a

@@ -191,19 +191,50 @@ impl MappedRecord {
     /// be sent is counted (and the first few kept) instead.
     #[inline(always)]
     fn push_variable(&mut self, names: &CachedNames, v: Variable<'_>, keyed: bool) {
+        let kind = names.spec.map(|s| s.kind);
+        self.push_value(
+            names,
+            v.name,
+            keyed,
+            |a| convert(a, kind, v.value),
+            || v.value.chars().take(64).collect(),
+        );
+    }
+
+    /// Adds the metric `name` of a count (XCache's totals), whose names
+    /// are `names`: the number written as the value, as the same digits
+    /// in a record would be.
+    fn push_count(&mut self, names: &CachedNames, name: &str, n: u64) {
+        let kind = names.spec.map(|s| s.kind);
+        self.push_value(
+            names,
+            name,
+            false,
+            |a| convert_count(a, kind, n),
+            || n.to_string(),
+        );
+    }
+
+    /// Adds a metric whose value `convert` writes; a value that cannot be
+    /// sent is counted (and the first few kept, as `shown` says it) instead.
+    #[inline(always)]
+    fn push_value(
+        &mut self,
+        names: &CachedNames,
+        name: &str,
+        keyed: bool,
+        convert: impl FnOnce(&mut String) -> Result<Kind, value::BadValue>,
+        shown: impl FnOnce() -> String,
+    ) {
         let a = &mut self.arena;
         let value_start = a.len();
-        let kind = match convert(a, names.spec.map(|s| s.kind), v.value) {
+        let kind = match convert(a) {
             Ok(kind) => kind,
             Err(bad) => {
                 a.truncate(value_start);
                 self.rejected_count += 1;
                 if self.rejected.len() < KEEP_REJECTED {
-                    self.rejected.push((
-                        v.name.to_string(),
-                        v.value.chars().take(64).collect(),
-                        bad,
-                    ));
+                    self.rejected.push((name.to_string(), shown(), bad));
                 }
                 return;
             }
@@ -212,7 +243,7 @@ impl MappedRecord {
         let mut slot = push_cached(a, names, value, kind, keyed);
         if slot.sanitized {
             let start = a.len();
-            a.push_str(v.name);
+            a.push_str(name);
             slot.original = span_from(a, start);
         }
         self.slots.push(slot);
@@ -318,21 +349,21 @@ impl Mapper {
         self.map_derived(&derived, out);
     }
 
-    /// Maps values a server sent apart from its records but that are its
-    /// own (an XCache's g-stream totals, `pfc.*`), as `(flat name, value)`:
-    /// named, typed and left out exactly as the same variables in a record
+    /// Maps counts a server sent apart from its records but that are its
+    /// own (an XCache's g-stream totals, `pfc.*`), as `(flat name, count)`:
+    /// named, typed and left out exactly as the same numbers in a record
     /// with this `pgm`, `ins` and `site` would be. `out` holds only these
     /// (no host, nothing derived).
-    pub fn map_values(
+    pub fn map_counts(
         &mut self,
         (pgm, ins, site): (Option<&str>, Option<&str>, Option<&str>),
-        values: &[(&str, &str)],
+        counts: &[(&str, u64)],
         out: &mut MappedRecord,
     ) {
         out.clear();
         self.set_cache_type(None);
         self.set_header(pgm, ins, site, out);
-        for (j, &(name, value)) in values.iter().enumerate() {
+        for (j, &(name, n)) in counts.iter().enumerate() {
             let at = self.names_of(name, None, Span::default(), None);
             let Some(names) = self.names.get(&at) else {
                 continue;
@@ -340,12 +371,7 @@ impl Mapper {
             if names.excluded {
                 out.excluded.push(j as u32);
             } else {
-                let v = Variable {
-                    name,
-                    value,
-                    entry: None,
-                };
-                out.push_variable(names, v, false);
+                out.push_count(names, name, n);
             }
         }
     }
@@ -563,7 +589,7 @@ pub(crate) use cache::KeyHasher;
 pub use cache::name_key;
 use cache::{CachedNames, MAX_CACHED_NAMES};
 use naming::EntryKeys;
-use value::convert;
+use value::{convert, convert_count};
 
 #[cfg(test)]
 mod tests;

@@ -10,7 +10,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::Scratch;
-use crate::gmond_conf::gmond_conf;
+use xrd2ganglia_testkit::gmond_conf;
 
 pub const GMOND: &str = "/usr/sbin/gmond";
 

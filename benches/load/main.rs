@@ -24,14 +24,17 @@
 //!   once the gateway's counters show everything read and its send queue
 //!   empty, and from the peak (VmHWM).
 //!
-//! Files: `records.rs` (what the servers send), `sink.rs` (the counting
-//! sink), `gateway.rs` (the gateway process and its log), `runs.rs` (the
-//! runs above), `report.rs`; into a real gmond: `e2e.rs` (runs (b)-(e)),
-//! `e2e/` (the ceiling (a), the simulated fleet, the table), `gmond.rs`;
+//! Files: `args.rs` (the command line, clap), `records.rs` (what the
+//! servers send), `sink.rs` (the counting sink), `gateway.rs` (the gateway
+//! process and its log), `runs.rs` (the runs above), `report.rs`; into a
+//! real gmond: `e2e.rs` (runs (b)-(e)), `e2e/` (the ceiling (a), the
+//! simulated fleet, the table), `gmond.rs`;
 //! gmetad polling the gateway: `xml.rs`; gmetad polling gmond at a site's
 //! load, once per delivery mode of the gateway: `poll.rs`; what each kind
 //! of packet (a value, a metadata resend, a metadata or a host that gmond
-//! has not seen) costs gmond's CPU: `cost.rs`.
+//! has not seen) costs gmond's CPU: `cost.rs`; a federation's sites
+//! sharded over ports of the gateway, and over real gmetads under a top
+//! gmetad: `federation.rs`.
 //!
 //! `cargo bench --bench load` runs everything but `poll` and `cost` (about
 //! 3 minutes); those run only when named (`--only poll`: about 5.5 minutes
@@ -58,16 +61,11 @@ use xrd2ganglia::ganglia::xdr::{self, Packet};
 
 use mmsg::{CountSink, MmsgSender};
 
-// Free ports and scratch directories, as the tests have them.
-#[path = "../../tests/common/scratch.rs"]
-#[allow(dead_code)]
-mod scratch;
-use scratch::{Scratch, free_port};
+// Free ports, scratch directories and gmond's configuration, as the tests
+// have them: the test kit.
+use xrd2ganglia_testkit::{Scratch, free_port};
 
-// gmond's configuration, as the tests write it.
-#[path = "../../tests/common/gmond_conf.rs"]
-mod gmond_conf;
-
+mod args;
 mod e2e;
 mod gateway;
 mod records;
@@ -81,6 +79,7 @@ use report::*;
 use runs::*;
 use sink::*;
 mod cost;
+mod federation;
 mod gmond;
 mod hostile;
 mod mmsg;
@@ -92,52 +91,6 @@ mod xml;
 /// a loaded data server, a manager cmsd with its node list, a proxy cache,
 /// and a server with spaces and quotas (the ~2.3 KB record).
 const FIXTURES: &[&str] = &["ds_idle", "ds_loaded", "mgr_cmsd", "pfc_loaded", "spaces"];
-
-const USAGE: &str = "cargo bench --bench load -- [options]
-  --duration SECS   length of each measured run (default 5)
-  --servers N       simulated xrootd servers (default 100)
-  --rates LIST      offered records/s for the paced runs, comma-separated
-                    (default 1000,2000,5000, plus 80% of the raw rate)
-  --sources N       sources for the memory run (default 10000)
-  --gmond-servers N simulated servers of the gmond runs (default 1000)
-  --ceiling PKTS    skip measuring gmond's ceiling (gmond run (a)), take this
-                    (value packets/s)
-  --sustain SECS    measured length of the sustained gmond run (default 20)
-  --down SECS       how long gmond stays stopped in the restart run (default 10)
-  --gmond-runs LIST which gmond runs to do: a,b,c,d,e (default all; (a) is
-                    measured only when (c) or (d) needs it and --ceiling is
-                    not given, or when named)
-  --xml-rps R       records/s of the xml run (default 500)
-  --hostile N       other connections on the XML port in the hostile run
-                    (default 1000)
-  --hostile-servers N  hosts in the hostile run's document (default 500)
-  --gateway-conf TEXT  settings added to the gateway's file in the gmond
-                    runs, ';' between lines (e.g. 'follow_gmond_queue =
-                    false': the token bucket, as for a gmond on another host)
-  --gateway-bin PATH the gateway binary of the gmond runs (an older build, for
-                    a before/after comparison; default: the one under test)
-  --only LIST       runs to do: raw,serve,rates,parse,chain,memory,gmond,xml,
-                    hostile,poll,cost,pair (every one but poll, cost and pair when
-                    not given: those run only when named, and never in the
-                    smoke; pair: --gmond-servers servers every 15 s to a
-                    pair of gateways and one alone, --sustain SECS measured,
-                    then a failover; about 2 minutes)
-  --cost-runs N     runs of the cost run, a fresh gmond each (default 5)
-  --cost-rate PKTS  packets/s of each phase of the cost run (default 20000;
-                    0: keep gmond's receive queue filled, so that it never
-                    waits for a packet)
-  --poll-servers N  simulated servers of the poll run (default 1000)
-  --poll-interval SECS  how often each of them reports (default 15)
-  --poll-every SECS how often gmetad polls gmond and the gateway (default 15)
-  --poll-duration SECS  measured length of each mode (default 300)
-  --poll-modes LIST the gateway's delivery modes, one run each, in order:
-                    follow,nofollow,resend,buffer,stock (default
-                    follow,nofollow,resend)
-  --poll-bin PATH   the binary of the stock mode (an older build, for a
-                    before/after comparison; default: the one under test)
-  --smoke           the quick pass cargo test runs (gmond runs with 200
-                    servers; fails on any drop at gmond or missing or
-                    stale metric)";
 
 #[derive(Clone, Debug)]
 struct Options {
@@ -160,116 +113,10 @@ struct Options {
     cost_rate: f64,
     smoke: bool,
     poll: poll::PollOptions,
+    fed: federation::FedOptions,
 }
 
 impl Options {
-    fn parse() -> Options {
-        let args: Vec<String> = std::env::args().skip(1).collect();
-        let bench = args.iter().any(|a| a == "--bench");
-        let mut o = Options {
-            duration: Duration::from_secs(5),
-            servers: 100,
-            rates: vec![1000, 2000, 5000],
-            sources: 10_000,
-            gmond_servers: 1000,
-            ceiling: None,
-            sustain: Duration::from_secs(20),
-            xml_rps: 500.0,
-            hostile: 1000,
-            hostile_servers: 500,
-            down: Duration::from_secs(10),
-            only: Vec::new(),
-            gmond_runs: ["a", "b", "c", "d", "e"].map(String::from).to_vec(),
-            gateway_conf: String::new(),
-            gateway_bin: None,
-            cost_runs: 5,
-            cost_rate: 20_000.0,
-            smoke: !bench,
-            poll: poll::PollOptions {
-                servers: 1000,
-                interval: Duration::from_secs(15),
-                every: Duration::from_secs(15),
-                duration: Duration::from_secs(300),
-                modes: ["follow", "nofollow", "resend"].map(String::from).to_vec(),
-                old_bin: None,
-            },
-        };
-        let mut it = args.iter();
-        while let Some(a) = it.next() {
-            let mut value = || {
-                it.next()
-                    .cloned()
-                    .unwrap_or_else(|| usage(&format!("{a} needs a value")))
-            };
-            match a.as_str() {
-                "--bench" => {}
-                "--smoke" => o.smoke = true,
-                "--duration" => o.duration = Duration::from_secs_f64(number(&value())),
-                "--servers" => o.servers = number(&value()) as usize,
-                "--sources" => o.sources = number(&value()) as usize,
-                "--gmond-servers" => o.gmond_servers = number(&value()) as usize,
-                "--ceiling" => o.ceiling = Some(number(&value())),
-                "--xml-rps" => o.xml_rps = number(&value()),
-                "--hostile" => o.hostile = number(&value()) as usize,
-                "--hostile-servers" => o.hostile_servers = number(&value()) as usize,
-                "--sustain" => o.sustain = Duration::from_secs_f64(number(&value())),
-                "--down" => o.down = Duration::from_secs_f64(number(&value())),
-                "--rates" => o.rates = value().split(',').map(|r| number(r) as u64).collect(),
-                "--only" => o.only = value().split(',').map(str::to_string).collect(),
-                "--gateway-conf" => o.gateway_conf = value().replace(';', "\n"),
-                "--cost-runs" => o.cost_runs = number(&value()) as usize,
-                "--cost-rate" => o.cost_rate = number(&value()),
-                "--gateway-bin" => o.gateway_bin = Some(PathBuf::from(value())),
-                "--gmond-runs" => {
-                    o.gmond_runs = value().split(',').map(str::to_string).collect();
-                    if let Some(r) = o
-                        .gmond_runs
-                        .iter()
-                        .find(|r| !"abcde".contains(r.as_str()) || r.len() != 1)
-                    {
-                        usage(&format!("no gmond run {r:?} (runs: a,b,c,d,e)"));
-                    }
-                }
-                "--poll-servers" => o.poll.servers = number(&value()) as usize,
-                "--poll-interval" => o.poll.interval = seconds(&value()),
-                "--poll-every" => o.poll.every = seconds(&value()),
-                "--poll-duration" => o.poll.duration = seconds(&value()),
-                "--poll-modes" => {
-                    o.poll.modes = value().split(',').map(str::to_string).collect();
-                    if let Some(m) = o.poll.modes.iter().find(|m| poll::mode(m).is_none()) {
-                        let all: Vec<&str> = poll::MODES.iter().map(|m| m.name).collect();
-                        usage(&format!("no poll mode {m:?} (modes: {})", all.join(",")));
-                    }
-                }
-                "--poll-bin" => o.poll.old_bin = Some(PathBuf::from(value())),
-                "--help" | "-h" => {
-                    println!("{USAGE}");
-                    std::process::exit(0);
-                }
-                // cargo test passes its own flags (--nocapture, filters): ignore them.
-                other if !bench => {
-                    let _ = other;
-                }
-                other => usage(&format!("unknown option {other}")),
-            }
-        }
-        if o.smoke {
-            o.duration = o.duration.min(Duration::from_millis(1500));
-            o.servers = o.servers.min(20);
-            o.rates = vec![200];
-            o.sources = o.sources.min(300);
-            o.gmond_servers = o.gmond_servers.min(200);
-            o.sustain = o.sustain.min(Duration::from_secs(5));
-            o.down = o.down.min(Duration::from_secs(3));
-            o.hostile = o.hostile.min(200);
-            o.hostile_servers = o.hostile_servers.min(100);
-        }
-        if o.gmond_servers == 0 || o.servers == 0 || o.poll.servers == 0 {
-            usage("--servers, --gmond-servers and --poll-servers must be at least 1");
-        }
-        o
-    }
-
     fn runs(&self, name: &str) -> bool {
         self.only.is_empty() || self.only.iter().any(|o| o == name)
     }
@@ -294,26 +141,6 @@ fn default_settings() -> Settings {
     .expect("default settings")
 }
 
-/// A positive number of seconds.
-fn seconds(s: &str) -> Duration {
-    let v = number(s);
-    if !(v > 0.0 && v.is_finite()) {
-        usage(&format!("not a positive number of seconds: {s}"));
-    }
-    Duration::from_secs_f64(v)
-}
-
-fn number(s: &str) -> f64 {
-    s.trim()
-        .parse()
-        .unwrap_or_else(|_| usage(&format!("not a number: {s}")))
-}
-
-fn usage(msg: &str) -> ! {
-    eprintln!("load: {msg}\n{USAGE}");
-    std::process::exit(2)
-}
-
 fn main() {
     let o = Options::parse();
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_xrd2ganglia"));
@@ -329,9 +156,18 @@ fn main() {
         if o.smoke { " [smoke]" } else { "" }
     );
 
+    sink_runs(&bin, &records, &o, &mut report);
+    tool_runs(&bin, &records, &o, &mut report);
+    gmond_runs(&bin, &o, &mut report);
+    finish(&report, &records, &o);
+}
+
+/// The runs into the counting sink: the loopback limit, then `serve`
+/// flat out and at the chosen rates.
+fn sink_runs(bin: &Path, records: &Records, o: &Options, report: &mut Report) {
     if o.runs("raw") {
-        report.raw_send = Some(raw(&records, &o, false));
-        report.raw_mmsg = Some(raw(&records, &o, true));
+        report.raw_send = Some(raw(records, o, false));
+        report.raw_mmsg = Some(raw(records, o, true));
     }
     if o.runs("serve") {
         // Flat out: offered a quarter above what the loopback can carry (a
@@ -341,9 +177,9 @@ fn main() {
             .raw_best()
             .map(|raw| (raw * 1.25 / records.packets_per_record()) as u64);
         report.serve_max = Some(serve(
-            &bin,
-            &records,
-            &o,
+            bin,
+            records,
+            o,
             rate,
             "serve, flat out",
             SinkMode::Polled,
@@ -368,24 +204,29 @@ fn main() {
             };
             report
                 .paced
-                .push(serve(&bin, &records, &o, Some(rate), &label, mode));
+                .push(serve(bin, records, o, Some(rate), &label, mode));
         }
     }
+}
+
+/// Receive and parse, the chain, memory, the XML port and its hostile
+/// clients.
+fn tool_runs(bin: &Path, records: &Records, o: &Options, report: &mut Report) {
     if o.runs("parse") {
-        report.mpxstats_theirs = mpxstats(Path::new("/usr/bin/mpxstats"), &[], &records, &o);
-        report.mpxstats_ours = mpxstats(&bin, &["mpxstats"], &records, &o);
+        report.mpxstats_theirs = mpxstats(Path::new("/usr/bin/mpxstats"), &[], records, o);
+        report.mpxstats_ours = mpxstats(bin, &["mpxstats"], records, o);
     }
     if o.runs("chain") {
-        report.chain = chain(&records, &o);
+        report.chain = chain(records, o);
     }
     if o.runs("memory") {
-        report.memory = Some(memory(&bin, &o, false));
+        report.memory = Some(memory(bin, o, false));
     }
     if o.runs("xml") {
         if report.memory.is_none() {
-            report.memory = Some(memory(&bin, &o, false));
+            report.memory = Some(memory(bin, o, false));
         }
-        report.memory_xml = Some(memory(&bin, &o, true));
+        report.memory_xml = Some(memory(bin, o, true));
         let (servers, rps) = if o.smoke {
             (200, 100.0)
         } else {
@@ -397,18 +238,22 @@ fn main() {
             o.sustain
         };
         let t = Instant::now();
-        report.xml = Some(xml::run(&bin, servers, rps, sustain));
+        report.xml = Some(xml::run(bin, servers, rps, sustain));
         println!("load: xml took {:.1} s", t.elapsed().as_secs_f64());
     }
     if o.runs("hostile") {
         let t = Instant::now();
         let polls = if o.smoke { 3 } else { 20 };
-        report.hostile = Some(hostile::run(&bin, o.hostile_servers, o.hostile, polls));
+        report.hostile = Some(hostile::run(bin, o.hostile_servers, o.hostile, polls));
         println!("load: hostile took {:.1} s", t.elapsed().as_secs_f64());
     }
+}
+
+/// Into a real gmond (and the runs done only when named: poll, pair, cost).
+fn gmond_runs(bin: &Path, o: &Options, report: &mut Report) {
     if o.runs("gmond") {
         let e = e2e::run(
-            o.gateway_bin.as_deref().unwrap_or(&bin),
+            o.gateway_bin.as_deref().unwrap_or(bin),
             &e2e::E2eOptions {
                 servers: o.gmond_servers,
                 smoke: o.smoke,
@@ -431,13 +276,13 @@ fn main() {
     // hour, and the smoke must stay quick.
     if o.named("poll") {
         let t = Instant::now();
-        report.poll = Some(poll::run(&bin, &o.poll));
+        report.poll = Some(poll::run(bin, &o.poll));
         println!("load: poll took {:.1} s", t.elapsed().as_secs_f64());
     }
     if o.named("pair") {
         let t = Instant::now();
         let p = pair::run(
-            &bin,
+            bin,
             &pair::PairOptions {
                 servers: o.gmond_servers,
                 every: Duration::from_secs(15),
@@ -446,6 +291,12 @@ fn main() {
         );
         println!("load: pair took {:.1} s", t.elapsed().as_secs_f64());
         p.print();
+    }
+    if o.named("federation") {
+        let t = Instant::now();
+        let runs = federation::run(bin, &o.fed);
+        println!("load: federation took {:.1} s", t.elapsed().as_secs_f64());
+        federation::print(&o.fed, &runs);
     }
     if o.named("cost") {
         let t = Instant::now();
@@ -457,7 +308,12 @@ fn main() {
         println!("load: cost took {:.1} s", t.elapsed().as_secs_f64());
         c.print();
     }
-    report.print(&records);
+}
+
+/// The report; the smoke's checks, or a benchmark run that missed a
+/// target fails.
+fn finish(report: &Report, records: &Records, o: &Options) {
+    report.print(records);
     if o.smoke {
         report.check_smoke();
     } else if let Some(missed) = report

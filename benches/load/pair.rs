@@ -193,39 +193,7 @@ pub fn run(bin: &Path, o: &PairOptions) -> PairRun {
     let stop = Arc::new(AtomicBool::new(false));
     // The servers: one real record each (the tod stamped), round robin,
     // every server every `every`, to all three.
-    let fleet = {
-        let stop = stop.clone();
-        let n = o.servers;
-        let every = o.every;
-        let records = Arc::new(records);
-        thread::spawn(move || {
-            let sockets = records.sockets();
-            let rps = n as f64 / every.as_secs_f64();
-            let t0 = Instant::now();
-            let mut buf = Vec::new();
-            let mut i = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                e2e::sleep_until(t0 + Duration::from_secs_f64(i as f64 / rps));
-                let s = (i % n as u64) as usize;
-                let f = records.fixture_of(s);
-                buf.clear();
-                buf.extend_from_slice(&records.data[f]);
-                let now = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_secs())
-                    .unwrap_or(0)
-                    .to_string();
-                let at = records.tod_at[f].clone();
-                if at.len() == now.len() {
-                    buf[at].copy_from_slice(now.as_bytes());
-                }
-                for port in to {
-                    let _ = sockets[s].send_to(&buf, ("127.0.0.1", port));
-                }
-                i += 1;
-            }
-        })
-    };
+    let fleet = fleet(records, o.servers, o.every, to, stop.clone());
     // Every server heard, every exchange settled (a full one each 30 s).
     thread::sleep(o.every + Duration::from_secs(35));
     let ticks = |m: &Member| cpu_ticks(m.pid());
@@ -253,34 +221,12 @@ pub fn run(bin: &Path, o: &PairOptions) -> PairRun {
     // The failover, read as gmetad reads a data_source of two addresses.
     let docs = Arc::new(Mutex::new(Vec::<Instant>::new()));
     let polling = Arc::new(AtomicBool::new(true));
-    let poller = {
-        let (docs, polling) = (docs.clone(), polling.clone());
-        let ports = [gw1.xml_port, gw2.xml_port];
-        let want = o.servers;
-        thread::spawn(move || {
-            let mut last_good = 0;
-            while polling.load(Ordering::Relaxed) {
-                let order = [last_good, 0, 1];
-                for &k in &order {
-                    match poll(ports[k]) {
-                        Ok(hosts) if hosts >= want => {
-                            last_good = k;
-                            docs.lock().unwrap().push(Instant::now());
-                            break;
-                        }
-                        // Refused: the next address at once.
-                        Err(std::io::ErrorKind::ConnectionRefused) => continue,
-                        // Accepted but not whole: gmetad stays on it.
-                        _ => {
-                            last_good = k;
-                            break;
-                        }
-                    }
-                }
-                thread::sleep(Duration::from_secs(1));
-            }
-        })
-    };
+    let poller = poller(
+        [gw1.xml_port, gw2.xml_port],
+        o.servers,
+        docs.clone(),
+        polling.clone(),
+    );
     thread::sleep(Duration::from_secs(5));
     gw1.kill();
     thread::sleep(Duration::from_secs(5));
@@ -324,6 +270,79 @@ pub fn run(bin: &Path, o: &PairOptions) -> PairRun {
         gap_ms,
         polls: docs.len(),
     }
+}
+
+/// The servers: one real record each (the tod stamped), round robin,
+/// every server every `every`, to all three ports `to`, until `stop`.
+fn fleet(
+    records: Records,
+    n: usize,
+    every: Duration,
+    to: [u16; 3],
+    stop: Arc<AtomicBool>,
+) -> thread::JoinHandle<()> {
+    let records = Arc::new(records);
+    thread::spawn(move || {
+        let sockets = records.sockets();
+        let rps = n as f64 / every.as_secs_f64();
+        let t0 = Instant::now();
+        let mut buf = Vec::new();
+        let mut i = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            e2e::sleep_until(t0 + Duration::from_secs_f64(i as f64 / rps));
+            let s = (i % n as u64) as usize;
+            let f = records.fixture_of(s);
+            buf.clear();
+            buf.extend_from_slice(&records.data[f]);
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0)
+                .to_string();
+            let at = records.tod_at[f].clone();
+            if at.len() == now.len() {
+                buf[at].copy_from_slice(now.as_bytes());
+            }
+            for port in to {
+                let _ = sockets[s].send_to(&buf, ("127.0.0.1", port));
+            }
+            i += 1;
+        }
+    })
+}
+
+/// Polls the pair as gmetad polls a data_source of two addresses, once a
+/// second while `polling`: the instant of each whole document (at least
+/// `want` hosts) goes into `docs`.
+fn poller(
+    ports: [u16; 2],
+    want: usize,
+    docs: Arc<Mutex<Vec<Instant>>>,
+    polling: Arc<AtomicBool>,
+) -> thread::JoinHandle<()> {
+    thread::spawn(move || {
+        let mut last_good = 0;
+        while polling.load(Ordering::Relaxed) {
+            let order = [last_good, 0, 1];
+            for &k in &order {
+                match poll(ports[k]) {
+                    Ok(hosts) if hosts >= want => {
+                        last_good = k;
+                        docs.lock().unwrap().push(Instant::now());
+                        break;
+                    }
+                    // Refused: the next address at once.
+                    Err(std::io::ErrorKind::ConnectionRefused) => continue,
+                    // Accepted but not whole: gmetad stays on it.
+                    _ => {
+                        last_good = k;
+                        break;
+                    }
+                }
+            }
+            thread::sleep(Duration::from_secs(1));
+        }
+    })
 }
 
 impl PairRun {

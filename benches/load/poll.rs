@@ -758,6 +758,15 @@ impl PollRun {
         for m in &self.modes {
             m.print_polls();
         }
+        self.print_table();
+        self.print_modes();
+        for e in &self.errors {
+            println!("  not run: {e}");
+        }
+    }
+
+    /// One line per mode: what was sent, dropped and shown in the polls.
+    fn print_table(&self) {
         println!();
         println!(
             "{:<9} {:>8} {:>10} {:>8} {:>9} {:>9} {:>7} {:>9} {:>11} {:>9} {:>9} {:>9} {:>11} {:>9} {:>12} {:>10}",
@@ -808,6 +817,10 @@ impl PollRun {
                 format!("{} s", lag(x.max_lag())),
             );
         }
+    }
+
+    /// What each mode cost the gateway, and the targets of `follow`.
+    fn print_modes(&self) {
         println!(
             "  sent: the gateway's packets_sent over the run (second copies included; ~: estimated \
              from what it encoded, for a binary that does not log it); drops: at gmond's socket over \
@@ -861,9 +874,6 @@ impl PollRun {
                 ),
                 verdict(m.gmond.fresh())
             );
-        }
-        for e in &self.errors {
-            println!("  not run: {e}");
         }
     }
 }

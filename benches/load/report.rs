@@ -47,7 +47,6 @@ impl Report {
     }
 
     pub(crate) fn print(&self, records: &Records) {
-        let opt = |v: Option<u32>| v.map(|v| format!("{v}")).unwrap_or_else(|| "-".into());
         // Only the runs into gmond or polled by gmetad: no empty first table.
         if self.runs().next().is_none()
             && self.memory.is_none()
@@ -62,6 +61,25 @@ impl Report {
             }
             return;
         }
+        self.print_runs();
+        self.print_ratios(records);
+        self.print_memory();
+        if let Some(e) = &self.gmond {
+            e.print();
+        }
+        if let Some(x) = &self.xml {
+            x.print();
+        }
+        if let Some(h) = &self.hostile {
+            h.print();
+        }
+        if let Some(p) = &self.poll {
+            p.print();
+        }
+    }
+
+    /// The table of the runs into the counting sink, one line each.
+    fn print_runs(&self) {
         println!();
         let some = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_else(|| "-".into());
         println!(
@@ -114,6 +132,10 @@ impl Report {
                 println!("  {line}");
             }
         }
+    }
+
+    /// The ratios against their targets.
+    fn print_ratios(&self, records: &Records) {
         println!();
         println!("ratios (targets in brackets):");
         if let (Some(raw), Some(s)) = (self.raw_best(), &self.serve_max) {
@@ -152,6 +174,10 @@ impl Report {
                 opt(r.p99_us)
             );
         }
+    }
+
+    /// Bytes per (host, metric) pair, without and with an XML port.
+    fn print_memory(&self) {
         if let Some(m) = &self.memory {
             println!(
                 "  memory: {} sources x {} metrics = {} pairs; VmRSS before {} KiB; {}",
@@ -195,18 +221,6 @@ impl Report {
                     m.per_pair(p.peak_kib)
                 );
             }
-        }
-        if let Some(e) = &self.gmond {
-            e.print();
-        }
-        if let Some(x) = &self.xml {
-            x.print();
-        }
-        if let Some(h) = &self.hostile {
-            h.print();
-        }
-        if let Some(p) = &self.poll {
-            p.print();
         }
     }
 
@@ -307,4 +321,9 @@ impl Report {
         }
         println!("load smoke: ok");
     }
+}
+
+/// A latency, or "-" where none was measured.
+fn opt(v: Option<u32>) -> String {
+    v.map(|v| format!("{v}")).unwrap_or_else(|| "-".into())
 }

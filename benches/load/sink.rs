@@ -46,34 +46,104 @@ pub(crate) struct Sink {
     pub(crate) thread: Option<thread::JoinHandle<()>>,
 }
 
+/// What the sink's thread needs to tell which record a packet completes.
+struct Matcher {
+    counts: Arc<SinkCounts>,
+    pending: Arc<Pending>,
+    latencies: Arc<Mutex<Vec<u32>>>,
+    fixture_of: Vec<usize>,
+    seq_offset: Vec<i64>,
+    server_of: HashMap<String, usize>,
+    last_names: Vec<Vec<u8>>,
+}
+
+impl Matcher {
+    /// Counts a packet that arrived at `now`; a record's last value
+    /// completes it (its latency kept) and supersedes the server's earlier
+    /// records still pending.
+    fn take(&self, packet: &[u8], now: Instant) {
+        self.counts.packets.fetch_add(1, Ordering::Relaxed);
+        let Some((id, host, name)) = header(packet) else {
+            return;
+        };
+        match id {
+            128 => {
+                self.counts.metadata.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            133 => self.counts.values.fetch_add(1, Ordering::Relaxed),
+            _ => return,
+        };
+        if !self.last_names.iter().any(|l| l.as_slice() == name) {
+            return;
+        }
+        let ip = host.split(|&b| b == b':').next().unwrap_or(b"");
+        let Some(&server) = std::str::from_utf8(ip)
+            .ok()
+            .and_then(|ip| self.server_of.get(ip))
+        else {
+            return;
+        };
+        // Which report this is: its value (uptime) follows the
+        // report's stamped tod.
+        let Some(seq) = value_of(packet)
+            .and_then(|v| std::str::from_utf8(v).ok()?.trim().parse::<i64>().ok())
+            .and_then(|v| u64::try_from(v - self.seq_offset[self.fixture_of[server]]).ok())
+        else {
+            return;
+        };
+        // A (host, metric) leaves the gateway in order: the
+        // server's earlier records still pending will never
+        // complete (their last value was replaced by this one).
+        let mut q = self.pending[server].lock().expect("pending");
+        let mut superseded = 0;
+        while q.front().is_some_and(|&(s, _)| s < seq) {
+            q.pop_front();
+            superseded += 1;
+        }
+        self.counts
+            .superseded
+            .fetch_add(superseded, Ordering::Relaxed);
+        // Not pending: a record from before the measured window.
+        if let Some(&(s, sent)) = q.front()
+            && s == seq
+        {
+            q.pop_front();
+            drop(q);
+            self.counts.completed.fetch_add(1, Ordering::Relaxed);
+            let us = now.duration_since(sent).as_micros().min(u32::MAX as u128);
+            self.latencies.lock().expect("latencies").push(us as u32);
+        }
+    }
+}
+
 impl Sink {
     pub(crate) fn start(records: &Records, mode: SinkMode) -> Sink {
         let socket = big_buffers(UdpSocket::bind("127.0.0.1:0").expect("sink"));
         let counts = Arc::new(SinkCounts::default());
         let pending: Arc<Pending> =
             Arc::new((0..records.servers).map(|_| Mutex::default()).collect());
-        let fixture_of: Vec<usize> = (0..records.servers)
-            .map(|s| records.fixture_of(s))
-            .collect();
-        let seq_offset = records.seq_offset.clone();
         let latencies = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
-        let server_of: HashMap<String, usize> = (0..records.servers)
-            .map(|i| (server_ip(i).to_string(), i))
-            .collect();
-        let last_names: Vec<Vec<u8>> = records
-            .last_name
-            .iter()
-            .map(|n| n.as_bytes().to_vec())
-            .collect();
+        let matcher = Matcher {
+            counts: counts.clone(),
+            pending: pending.clone(),
+            latencies: latencies.clone(),
+            fixture_of: (0..records.servers)
+                .map(|s| records.fixture_of(s))
+                .collect(),
+            seq_offset: records.seq_offset.clone(),
+            server_of: (0..records.servers)
+                .map(|i| (server_ip(i).to_string(), i))
+                .collect(),
+            last_names: records
+                .last_name
+                .iter()
+                .map(|n| n.as_bytes().to_vec())
+                .collect(),
+        };
         let thread = {
-            let (socket, counts, pending, latencies, stop) = (
-                socket.try_clone().expect("clone"),
-                counts.clone(),
-                pending.clone(),
-                latencies.clone(),
-                stop.clone(),
-            );
+            let (socket, stop) = (socket.try_clone().expect("clone"), stop.clone());
             match mode {
                 SinkMode::Polled => socket.set_nonblocking(true).expect("non-blocking"),
                 SinkMode::Blocking => socket
@@ -89,57 +159,7 @@ impl Sink {
                         }
                         continue;
                     };
-                    let now = Instant::now();
-                    counts.packets.fetch_add(1, Ordering::Relaxed);
-                    let Some((id, host, name)) = header(&buf[..n]) else {
-                        continue;
-                    };
-                    match id {
-                        128 => {
-                            counts.metadata.fetch_add(1, Ordering::Relaxed);
-                            continue;
-                        }
-                        133 => counts.values.fetch_add(1, Ordering::Relaxed),
-                        _ => continue,
-                    };
-                    if !last_names.iter().any(|l| l.as_slice() == name) {
-                        continue;
-                    }
-                    let ip = host.split(|&b| b == b':').next().unwrap_or(b"");
-                    let Some(&server) = std::str::from_utf8(ip)
-                        .ok()
-                        .and_then(|ip| server_of.get(ip))
-                    else {
-                        continue;
-                    };
-                    // Which report this is: its value (uptime) follows the
-                    // report's stamped tod.
-                    let Some(seq) = value_of(&buf[..n])
-                        .and_then(|v| std::str::from_utf8(v).ok()?.trim().parse::<i64>().ok())
-                        .and_then(|v| u64::try_from(v - seq_offset[fixture_of[server]]).ok())
-                    else {
-                        continue;
-                    };
-                    // A (host, metric) leaves the gateway in order: the
-                    // server's earlier records still pending will never
-                    // complete (their last value was replaced by this one).
-                    let mut q = pending[server].lock().expect("pending");
-                    let mut superseded = 0;
-                    while q.front().is_some_and(|&(s, _)| s < seq) {
-                        q.pop_front();
-                        superseded += 1;
-                    }
-                    counts.superseded.fetch_add(superseded, Ordering::Relaxed);
-                    // Not pending: a record from before the measured window.
-                    if let Some(&(s, sent)) = q.front()
-                        && s == seq
-                    {
-                        q.pop_front();
-                        drop(q);
-                        counts.completed.fetch_add(1, Ordering::Relaxed);
-                        let us = now.duration_since(sent).as_micros().min(u32::MAX as u128);
-                        latencies.lock().expect("latencies").push(us as u32);
-                    }
+                    matcher.take(&buf[..n], Instant::now());
                 }
             })
         };

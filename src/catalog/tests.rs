@@ -1,11 +1,9 @@
 use super::*;
 use crate::ganglia::sanitize;
 
-/// The release table (`tests/data/xrootd-releases.tsv`) and its reader,
-/// shared with the integration tests.
-#[allow(dead_code)]
-#[path = "../../tests/common/releases.rs"]
-mod releases;
+// The release table (`tests/data/xrootd-releases.tsv`) and its reader,
+// shared with the integration tests through the test kit.
+use xrd2ganglia_testkit::releases;
 
 /// Every variable documented in the XRootD System Monitoring Reference,
 /// section 2.2 (2018, `shared/reference/000_*`), as listed in its tables and

@@ -97,9 +97,20 @@ fn bind_listeners(settings: &Settings) -> Result<daemon::Sockets, StartError> {
             Listener::MetadataRequests,
         )?,
         xml: bind_each(&settings.xml_listen, daemon::bind::xml, Listener::Gmetad)?,
+        rule_xml: bind_rule_ports(settings)?,
         peer: bind_each(&settings.peer_listen, daemon::bind::peer, Listener::Peer)?,
         control: bind_control(settings)?,
     })
+}
+
+/// The `[[cluster]]` rules' own XML ports, each with its number.
+fn bind_rule_ports(settings: &Settings) -> Result<Vec<(u32, std::net::TcpListener)>, StartError> {
+    let mut bound = Vec::new();
+    for (port, addrs) in settings.grouping.ports().into_iter().enumerate() {
+        let listeners = bind_each(addrs, daemon::bind::xml, Listener::Gmetad)?;
+        bound.extend(listeners.into_iter().map(|l| (port as u32, l)));
+    }
+    Ok(bound)
 }
 
 /// The control socket, if there is one. One named in the config must be
@@ -194,7 +205,15 @@ async fn serve(
     signals: Signals,
 ) -> std::io::Result<()> {
     let (reload_tx, reloads) = tokio::sync::mpsc::channel(1);
-    let started = settings.effective.clone();
+    let started = Started {
+        file: settings.effective.clone(),
+        rule_ports: settings
+            .grouping
+            .ports()
+            .iter()
+            .map(|a| a.to_vec())
+            .collect(),
+    };
     tokio::spawn(reload_on_sighup(signals.hup, config, started, reload_tx));
     daemon::run(
         settings,
@@ -207,13 +226,20 @@ async fn serve(
     .await
 }
 
+/// What a reload is compared with: the file the gateway started with, and
+/// the rule ports it bound.
+struct Started {
+    file: config::FileConfig,
+    rule_ports: Vec<Vec<SocketAddr>>,
+}
+
 /// On each SIGHUP, reads the configuration again; a valid one (whose send
 /// channels open) replaces the running one, an invalid one is refused with
 /// the reason and the old one keeps running.
 async fn reload_on_sighup(
     hup: Option<Signal>,
     config: ConfigArgs,
-    started: config::FileConfig,
+    started: Started,
     reloads: tokio::sync::mpsc::Sender<daemon::Reload>,
 ) {
     let Some(mut hup) = hup else {
@@ -244,8 +270,14 @@ async fn reload_on_sighup(
 /// ([`config::OnSighup::Restart`]; compared with the file the gateway
 /// `started` with) is logged by name and keeps its running value (and `send = false` is refused while no XML
 /// port is open: the data would go nowhere).
-fn reload(config: &ConfigArgs, started: &config::FileConfig) -> Result<daemon::Reload, String> {
-    let settings = config.load().map_err(|e| e.to_string())?;
+fn reload(config: &ConfigArgs, started: &Started) -> Result<daemon::Reload, String> {
+    let mut settings = config.load().map_err(|e| e.to_string())?;
+    for rule in settings.grouping.keep_ports(&started.rule_ports) {
+        tracing::warn!(
+            "SIGHUP: {rule}: xml_listen changed: it takes effect at the next restart (its clusters are served on the gateway's xml_listen only until then)"
+        );
+    }
+    let started = &started.file;
     let channels = daemon::open_channels(&settings).map_err(|e| e.to_string())?;
     if !settings.send && started.xml_listen.is_empty() {
         return Err(
@@ -298,7 +330,7 @@ async fn shutdown_signal(stop: Option<(Signal, Signal)>) {
 /// One malloc arena for the daemon. Its receive tasks move between tokio's
 /// worker threads, and glibc gives each thread an arena of its own: memory a
 /// source freed on one thread is not reused by the next source made on the
-/// other. Measured with 100,000 one-shot senders (tests/flood.rs): peak RSS
+/// other. Measured with 100,000 one-shot senders (tests/flood/main.rs): peak RSS
 /// 42 MiB in one arena, 42 or 65 MiB (run to run) with the default. The
 /// daemon allocates little per datagram, so one arena costs no contention.
 fn one_malloc_arena() {

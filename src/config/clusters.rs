@@ -5,7 +5,7 @@
 //! engine caches it with the source, and makes it again at a reload or a
 //! new `site`), never per datagram.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use ipnet::IpNet;
 
@@ -24,10 +24,17 @@ pub const MAX_CLUSTER_NAME: usize = 64;
 /// be named so (its hosts' RRDs would mix with the summary's).
 pub const SUMMARY_DIR: &str = "__SummaryInfo__";
 
+/// A rule's `name` that names each of its clusters by the record's site.
+pub const SITE_NAME: &str = "{site}";
+
 /// One `[[cluster]]` rule, validated.
 #[derive(Debug, Clone)]
 pub struct ClusterRule {
+    /// Its cluster's name ([`SITE_NAME`] for a rule whose clusters are
+    /// named by sites: see `by_site`).
     pub name: String,
+    /// `name = "{site}"`: each server it takes is in its site's cluster.
+    pub by_site: bool,
     pub sites: Vec<Glob>,
     pub networks: Vec<IpNet>,
     pub hosts: Vec<Glob>,
@@ -36,6 +43,15 @@ pub struct ClusterRule {
     pub url: Option<String>,
     /// Its own send channels (empty: the default channels).
     pub channels: Vec<ChannelSpec>,
+    /// Where its clusters, and only them, are served (empty: only on the
+    /// gateway's `xml_listen`).
+    pub xml_listen: Vec<SocketAddr>,
+    /// Who may poll them (None: the gateway's `xml_allow`).
+    pub xml_allow: Option<Vec<IpNet>>,
+    /// Which of the gateway's rule ports serves its clusters: its place
+    /// among the rules with an `xml_listen` when the gateway started
+    /// ([`Grouping::keep_ports`]); None: none.
+    pub port: Option<u32>,
 }
 
 /// How servers are put in clusters.
@@ -53,6 +69,9 @@ pub enum Choice<'a> {
     Default,
     /// The rule at this index.
     Rule(usize),
+    /// The `{site}` rule at this index, and the site (as sent: still to
+    /// be sanitised).
+    RuleSite(usize, &'a str),
     /// Named by its site (as sent: still to be sanitised).
     Site(&'a str),
 }
@@ -60,7 +79,10 @@ pub enum Choice<'a> {
 impl ClusterRule {
     fn matches(&self, site: Option<&str>, ip: IpAddr, host: &str) -> bool {
         let ip = ip.to_canonical();
-        (self.sites.is_empty() || site.is_some_and(|s| self.sites.iter().any(|g| g.matches(s))))
+        // A `{site}` rule takes only a server that names a site.
+        (!self.by_site || site.is_some_and(|s| !s.is_empty()))
+            && (self.sites.is_empty()
+                || site.is_some_and(|s| self.sites.iter().any(|g| g.matches(s))))
             && (self.networks.is_empty() || self.networks.iter().any(|n| n.contains(&ip)))
             && (self.hosts.is_empty() || self.hosts.iter().any(|g| g.matches(host)))
     }
@@ -77,7 +99,10 @@ impl Grouping {
     /// `cluster_by_site`), else `cluster_name`.
     pub fn choose<'a>(&self, site: Option<&'a str>, ip: IpAddr, host: &str) -> Choice<'a> {
         if let Some(at) = self.rules.iter().position(|r| r.matches(site, ip, host)) {
-            return Choice::Rule(at);
+            return match site {
+                Some(s) if self.rules[at].by_site => Choice::RuleSite(at, s),
+                _ => Choice::Rule(at),
+            };
         }
         match site {
             Some(s) if self.by_site && !s.is_empty() => Choice::Site(s),
@@ -87,7 +112,41 @@ impl Grouping {
 
     /// The rule named `name` (its OWNER, LATLONG and URL).
     pub fn rule(&self, name: &str) -> Option<&ClusterRule> {
-        self.rules.iter().find(|r| r.name == name)
+        self.rules.iter().find(|r| !r.by_site && r.name == name)
+    }
+
+    /// The rules' ports, each as its `xml_listen` (the index is the
+    /// rules' `port`).
+    pub fn ports(&self) -> Vec<&[SocketAddr]> {
+        let mut ports: Vec<(u32, &[SocketAddr])> = self
+            .rules
+            .iter()
+            .filter_map(|r| Some((r.port?, &r.xml_listen[..])))
+            .collect();
+        ports.sort_by_key(|(p, _)| *p);
+        ports.into_iter().map(|(_, a)| a).collect()
+    }
+
+    /// Gives each rule the port of `running` (the ports bound at the
+    /// start) that has its `xml_listen`: the ports are bound once, and a
+    /// reload keeps them. Returns the rules whose `xml_listen` no running
+    /// port has (their clusters are then served on the gateway's port
+    /// only, until a restart).
+    pub fn keep_ports(&mut self, running: &[Vec<SocketAddr>]) -> Vec<String> {
+        let mut waiting = Vec::new();
+        for (i, r) in self.rules.iter_mut().enumerate() {
+            if r.xml_listen.is_empty() {
+                continue;
+            }
+            r.port = running
+                .iter()
+                .position(|p| *p == r.xml_listen)
+                .map(|p| p as u32);
+            if r.port.is_none() {
+                waiting.push(format!("cluster[{i}] {:?}", r.name));
+            }
+        }
+        waiting
     }
 }
 
@@ -172,17 +231,24 @@ pub(super) fn check_host(key: &str, host: &str) -> Result<(), ConfigError> {
 }
 
 /// `cluster_by_site`, `max_clusters` and the `[[cluster]]` rules; each
-/// error names the rule (`cluster[N] "name"`).
-pub(super) fn grouping(file: &FileConfig, send: bool) -> Result<Grouping, ConfigError> {
+/// error names the rule (`cluster[N] "name"`). `taken` are the gateway's
+/// other TCP ports (`xml_listen`, `peer_listen`), which no rule's may be.
+pub(super) fn grouping(
+    file: &FileConfig,
+    send: bool,
+    xml_listen: &[SocketAddr],
+    taken: &[(&str, SocketAddr)],
+) -> Result<Grouping, ConfigError> {
     let mut rules: Vec<ClusterRule> = Vec::with_capacity(file.cluster.len());
+    let mut ports = 0;
     for (i, c) in file.cluster.iter().enumerate() {
-        let r = rule(
-            &format!("cluster[{i}] {}", shown(&c.name)),
-            c,
-            file,
-            send,
-            &rules,
-        )?;
+        let at = format!("cluster[{i}] {}", shown(&c.name));
+        let mut r = rule(&at, c, file, send, &rules)?;
+        if !r.xml_listen.is_empty() {
+            super::cluster_ports::check(&at, &r, file, xml_listen, taken, &rules)?;
+            r.port = Some(ports);
+            ports += 1;
+        }
         rules.push(r);
     }
     Ok(Grouping {
@@ -202,7 +268,12 @@ fn rule(
     before: &[ClusterRule],
 ) -> Result<ClusterRule, ConfigError> {
     let key = |k: &str| format!("{at}: {k}");
-    check_rule_name(&key("name"), c, file, before)?;
+    let by_site = c.name == SITE_NAME;
+    if by_site {
+        check_site_rule(at, c)?;
+    } else {
+        check_rule_name(&key("name"), c, file, before)?;
+    }
     if c.sites.is_empty() && c.networks.is_empty() && c.hosts.is_empty() {
         return Err(ConfigError(format!(
             "{at}: matches nothing: give sites, networks or hosts"
@@ -234,8 +305,10 @@ fn rule(
             "{at}: has channels but send = false: nothing is sent to gmond"
         )));
     }
+    let (xml_listen, xml_allow) = super::cluster_ports::parse(&key, c)?;
     Ok(ClusterRule {
         name: c.name.clone(),
+        by_site,
         sites: globs("sites", &c.sites)?,
         networks: networks(&key("networks"), &c.networks)?,
         hosts: globs("hosts", &c.hosts)?,
@@ -243,7 +316,28 @@ fn rule(
         latlong: c.latlong.clone(),
         url: c.url.clone(),
         channels,
+        xml_listen,
+        xml_allow,
+        port: None,
     })
+}
+
+/// A `{site}` rule: what describes one cluster (its OWNER, LATLONG, URL;
+/// its gmonds: a gmond is one cluster) does not fit the many it makes.
+fn check_site_rule(at: &str, c: &ClusterConfig) -> Result<(), ConfigError> {
+    for (k, given) in [
+        ("owner", c.owner.is_some()),
+        ("latlong", c.latlong.is_some()),
+        ("url", c.url.is_some()),
+        ("channel", !c.channel.is_empty()),
+    ] {
+        if given {
+            return Err(ConfigError(format!(
+                "{at}: {k}: a {SITE_NAME} rule makes a cluster per site, and {k} describes one: give the site a rule of its own with a literal name"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A rule's name: a safe directory name, and one directory on a
@@ -255,7 +349,17 @@ fn check_rule_name(
     before: &[ClusterRule],
 ) -> Result<(), ConfigError> {
     check_name(key, &c.name)?;
-    if let Some(first) = before.iter().find(|r| r.name.eq_ignore_ascii_case(&c.name)) {
+    if c.name.contains(SITE_NAME) {
+        return Err(bad(
+            key,
+            &c.name,
+            format!("{SITE_NAME} must be the whole name (a cluster per site, named by it)"),
+        ));
+    }
+    if let Some(first) = before
+        .iter()
+        .find(|r| !r.by_site && r.name.eq_ignore_ascii_case(&c.name))
+    {
         return Err(bad(
             key,
             &c.name,

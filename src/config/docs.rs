@@ -96,13 +96,16 @@ fn introduction() -> Vec<String> {
              unless `--send` is given, no state file; every key it does not set at its \
              default). Every key is optional."
         ),
-        "A key the gateway does not take, a value of the wrong type or out of range stops \
-         the start with a message that names the key and the value (exit 2). \
-         `xrd2ganglia check-config [--config FILE]` checks a file as a reload would (the \
-         values and the send hosts, not the addresses and the state file a running gateway \
-         holds) and prints the effective settings: every key with its value, the command \
-         line applied, the send channels resolved."
-            .into(),
+        format!(
+            "A key the gateway does not take, a value of the wrong type or out of range stops \
+             the start with a message that names the key and the value (exit 2), and so does a \
+             file over {} MiB (what a config holds once read is bounded by it). \
+             `xrd2ganglia check-config [--config FILE]` checks a file as a reload would (the \
+             values and the send hosts, not the addresses and the state file a running gateway \
+             holds) and prints the effective settings: every key with its value, the command \
+             line applied, the send channels resolved.",
+            crate::config::file::MAX_CONFIG_BYTES >> 20
+        ),
         "`dump` and `gweb` take `--config` too, for the naming (`metric_name`, \
          `group_name`, `include`, `exclude`, `cluster_name`); where the file sends the data \
          (`send`, `channel`, `gmond_conf`, `xml_listen`) does not apply to them."

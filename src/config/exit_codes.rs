@@ -1,9 +1,9 @@
 //! Every command's exit codes, defined once: docs/configuration.md and
-//! the man pages show them ([`super::docs`]), and tests/docs.rs runs the
+//! the man pages show them ([`super::docs`]), and tests/quick/docs.rs runs the
 //! binary into each one that is not 0.
 
 /// One exit code of one command, as docs/configuration.md lists it
-/// (tests/docs.rs runs the binary into each that is not 0).
+/// (tests/quick/docs.rs runs the binary into each that is not 0).
 pub struct ExitCode {
     pub command: &'static str,
     pub code: u8,

@@ -222,6 +222,12 @@ pub struct ClusterConfig {
     pub latlong: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// Its clusters, and only them, served on ports of their own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub xml_listen: Vec<String>,
+    /// Who may poll them (None: the gateway's `xml_allow`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub xml_allow: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub channel: Vec<ChannelConfig>,
 }
@@ -241,6 +247,11 @@ fn default_ttl() -> u32 {
     1
 }
 
+/// The largest config file read: 50,000 `hosts` patterns fit in it, and
+/// what it holds once read is bounded by it (9 million `exclude` patterns
+/// took 1.9 GB before).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
 impl FileConfig {
     pub fn parse(text: &str, path: &Path) -> Result<FileConfig, ConfigError> {
         let mut file: FileConfig =
@@ -253,8 +264,20 @@ impl FileConfig {
     }
 
     pub fn read(path: &Path) -> Result<FileConfig, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError(format!("cannot read config {}: {e}", path.display())))?;
+        use std::io::Read as _;
+        let cannot =
+            |e: std::io::Error| ConfigError(format!("cannot read config {}: {e}", path.display()));
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_CONFIG_BYTES + 1).read_to_string(&mut text))
+            .map_err(cannot)?;
+        if text.len() as u64 > MAX_CONFIG_BYTES {
+            return Err(ConfigError(format!(
+                "config {}: larger than {} MiB, which no config needs (its lists and rules are read whole)",
+                path.display(),
+                MAX_CONFIG_BYTES >> 20
+            )));
+        }
         Self::parse(&text, path)
     }
 

@@ -519,15 +519,17 @@ pub const KEYS: &[Key] = &[
         absent: Absent::Default,
         on_sighup: OnSighup::AtOnce,
         option: None,
-        meaning: "At most this many clusters named by records' sites at once (rules' \
-            clusters and `cluster_name` are not counted). A site beyond it goes to \
-            `cluster_name`, counted (`clusters_refused`) and logged once per \
-            `log_interval`; a cluster no source is in any more frees its place.",
+        meaning: "At most this many clusters named by records' sites at once (by \
+            `cluster_by_site` and `{site}` rules; literal rules' clusters and \
+            `cluster_name` are not counted). A site beyond it goes to `cluster_name`, \
+            counted (`clusters_refused`) and logged once per `log_interval`, and to its \
+            own cluster with its first record after a place is free; a cluster no source \
+            is in any more frees its place.",
     },
     Key {
         name: "cluster",
         value: "array of tables (`[[cluster]]`: `name`, `sites`, `networks`, `hosts`, \
-            `owner`, `latlong`, `url`, `[[cluster.channel]]`)",
+            `owner`, `latlong`, `url`, `xml_listen`, `xml_allow`, `[[cluster.channel]]`)",
         absent: Absent::Default,
         on_sighup: OnSighup::AtOnce,
         option: None,
@@ -535,10 +537,18 @@ pub const KEYS: &[Key] = &[
             (required), and one or more of `sites` (patterns of `site`, `*` and `?` as \
             wildcards), `networks` (the sender's address: networks or addresses), `hosts` \
             (patterns of the host name); a rule matches when each list it gives has a \
-            match. `owner`, `latlong` and `url` are written in the XML port's `CLUSTER`. \
-            `[[cluster.channel]]` tables (keys as `[[channel]]`) send the cluster's \
-            packets to its own gmonds instead of the default channels. Servers no rule \
-            takes go by site (`cluster_by_site`) or to `cluster_name`.",
+            match. `name = \"{site}\"` makes each matched server's site a cluster of its \
+            own (sanitised as by `cluster_by_site`, counted against `max_clusters`; a \
+            server without a site is not matched). `owner`, `latlong` and `url` are written \
+            in the XML port's `CLUSTER`. `xml_listen` (ADDRESS:PORT list) serves the rule's \
+            clusters, and only them, on ports of their own, to the hosts of the rule's \
+            `xml_allow` (default: the gateway's); `xml_listen` at the top still serves \
+            every cluster, and is required with it. A change of a rule's `xml_listen` \
+            waits for a restart. `[[cluster.channel]]` tables (keys as `[[channel]]`) send \
+            the cluster's packets to its own gmonds instead of the default channels. A \
+            `{site}` rule takes no `owner`, `latlong`, `url` or channels (they describe one \
+            cluster). Servers no rule takes go by site (`cluster_by_site`) or to \
+            `cluster_name`.",
     },
 ];
 

@@ -154,8 +154,9 @@ pub fn validate(
     let state_file = state_file(&mut file, overrides)?;
     let metadata_requests = metadata_requests(&file, &channels_from)?;
     let control_socket = control_socket(&file)?;
-    let grouping = super::clusters::grouping(&file, file.send)?;
     let (peer, peer_listen, peer_allow) = pairing(&file)?;
+    let taken: Vec<(&str, SocketAddr)> = peer_listen.iter().map(|a| ("peer_listen", *a)).collect();
+    let grouping = super::clusters::grouping(&file, file.send, &xml_listen, &taken)?;
     let secs = Duration::from_secs;
     Ok(Settings {
         source,

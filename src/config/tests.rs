@@ -210,7 +210,7 @@ fn the_configuration_page_is_up_to_date() {
 }
 
 /// The man page xrd2ganglia.toml(5): a man(7) page with a tagged
-/// paragraph per key, each key's name in bold (tests/docs.rs renders it).
+/// paragraph per key, each key's name in bold (tests/quick/docs.rs renders it).
 #[test]
 fn the_man_page_has_every_key() {
     let page = docs::man_page();

@@ -210,7 +210,7 @@ pub(super) async fn serve(
                 if let Ok((id, outcome)) = done {
                     held.retain(|h| h.id != id);
                     if let Err(why) = outcome {
-                        events.control_rejected(&path, why.as_str());
+                        events.at(std::time::Instant::now()).control_rejected(&path, why.as_str());
                     }
                 }
             }
@@ -228,7 +228,7 @@ pub(super) async fn serve(
                                 // Best effort, never waited for: the
                                 // socket's buffer takes a line.
                                 let _ = stream.try_write(&error_line(&Rejected::Busy.reply("")));
-                                events.control_rejected(&path, Rejected::Busy.as_str());
+                                events.at(std::time::Instant::now()).control_rejected(&path, Rejected::Busy.as_str());
                                 continue;
                             }
                         }
@@ -252,7 +252,7 @@ pub(super) async fn serve(
                 }
                 Err(e) => {
                     // Out of descriptors, most likely: let some close.
-                    events.control_accept_failed(&path, &e);
+                    events.at(std::time::Instant::now()).control_accept_failed(&path, &e);
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             },

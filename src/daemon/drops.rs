@@ -98,7 +98,7 @@ pub(super) async fn watch(
                 if let Some((rise, now)) = drops.sample(Instant::now())
                     && rise > 0
                 {
-                    events.kernel_dropped(rise, now.last_minute, now.since_start);
+                    events.at(Instant::now()).kernel_dropped(rise, now.last_minute, now.since_start);
                 }
             }
         }

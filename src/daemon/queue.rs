@@ -14,11 +14,11 @@
 //! host's heartbeat before its metrics, so a new host's heartbeat is ahead
 //! of them.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Instant;
 
 use crate::engine::clock::Clock;
-use crate::engine::packets::{PacketBatch, PacketKind, SlotKey, heartbeat_key};
+use crate::engine::packets::{ForgottenHost, PacketBatch, PacketKind, SlotKey, heartbeat_key};
 
 /// What a drained queue keeps for the next burst; more is freed (and given
 /// back to the system).
@@ -242,6 +242,44 @@ impl SendQueue {
             self.drained();
         }
         spent
+    }
+
+    /// Drops every pending packet of these hosts (their sources were
+    /// forgotten); returns how many packets that was.
+    pub fn forget_hosts(&mut self, hosts: &[ForgottenHost]) -> usize {
+        if hosts.is_empty() || self.packets == 0 {
+            return 0;
+        }
+        let gone: HashSet<u64, foldhash::fast::RandomState> =
+            hosts.iter().map(|h| h.host).collect();
+        let (slots, index, free, garbage) = (
+            &mut self.slots,
+            &mut self.index,
+            &mut self.free,
+            &mut self.garbage,
+        );
+        let mut packets = 0;
+        self.line.retain(|&at| {
+            let slot = &mut slots[at as usize];
+            if !gone.contains(&slot.key.host) {
+                return true;
+            }
+            for part in [&mut slot.metadata, &mut slot.value] {
+                if part.len > 0 {
+                    packets += 1;
+                    *garbage += part.len as usize;
+                    *part = ArenaSpan::default();
+                }
+            }
+            index.remove(&slot.key);
+            free.push(at);
+            false
+        });
+        self.packets -= packets;
+        if self.line.is_empty() {
+            self.drained();
+        }
+        packets
     }
 
     /// Whether a packet of this (host, metric) is pending.
@@ -468,6 +506,34 @@ mod tests {
         assert!(oldest <= t0 && t0 - oldest < Duration::from_millis(1));
         let out = drain(&mut q, 100);
         assert!(out.iter().all(|p| p == &999u64.to_be_bytes()));
+    }
+
+    #[test]
+    fn a_forgotten_host_leaves_the_queue_and_the_others_keep_their_order() {
+        let mut q = SendQueue::default();
+        let t = Instant::now();
+        let gone = |host| ForgottenHost { host, cluster: 9 };
+        q.push(key(1, 1), PacketKind::Metadata, b"1m", t);
+        q.push(key(1, 1), PacketKind::Value, b"1v", t);
+        q.push(key(2, 1), PacketKind::Value, b"2v", t);
+        q.push(key(3, 1), PacketKind::Value, b"3v", t);
+        q.push(key(2, 2), PacketKind::Value, b"2w", t);
+        q.push(key(1, 2), PacketKind::Value, b"1w", t);
+        assert_eq!(q.forget_hosts(&[gone(2), gone(4)]), 2);
+        assert_eq!(q.len(), 4);
+        assert!(!q.contains(key(2, 1)) && !q.contains(key(2, 2)));
+        // A forgotten host that reports again queues afresh, behind the rest.
+        q.push(key(2, 1), PacketKind::Value, b"2x", t);
+        assert_eq!(
+            drain(&mut q, 10),
+            [&b"1m"[..], b"1v", b"3v", b"1w", b"2x"].map(<[u8]>::to_vec)
+        );
+        assert!(q.is_empty());
+        // Forgetting every host pending drains the queue.
+        q.push(key(5, 1), PacketKind::Value, b"5v", t);
+        assert_eq!(q.forget_hosts(&[gone(5)]), 1);
+        assert!(q.is_empty() && q.oldest().is_none());
+        assert_eq!(q.forget_hosts(&[gone(5)]), 0);
     }
 
     #[test]

@@ -113,10 +113,10 @@ impl Receiver {
                         self.engine.datagram(&buf[..n], from, at, &mut events);
                         // The hosts of sources it forgot leave the table first: room for
                         // this record's.
-                        now.forget(self.engine.forgotten());
+                        now.forget(self.engine.forgotten(), &events);
                         now.deliver(self.engine.batch(), from.ip(), at, &events);
                     }
-                    Err(e) => events.receive_failed(local, &e),
+                    Err(e) => events.at(Instant::now()).receive_failed(local, &e),
                 },
             }
         }
@@ -126,7 +126,7 @@ impl Receiver {
             self.engine.datagram(&buf[..n], from, at, &mut events);
             // The hosts of sources it forgot leave the table first: room for
             // this record's.
-            now.forget(self.engine.forgotten());
+            now.forget(self.engine.forgotten(), &events);
             now.deliver(self.engine.batch(), from.ip(), at, &events);
         }
         self.engine.hand_in_state();

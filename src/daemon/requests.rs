@@ -54,9 +54,9 @@ pub async fn listen(
                             let _ = t.try_send(Request::Metric(request.clone()));
                         }
                     }
-                    None => events.not_a_request(from, n),
+                    None => events.at(Instant::now()).not_a_request(from, n),
                 },
-                Err(e) => events.receive_failed(socket.local_addr().unwrap_or(from_unknown()), &e),
+                Err(e) => events.at(Instant::now()).receive_failed(socket.local_addr().unwrap_or(from_unknown()), &e),
             },
         }
     }

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::engine::packets::{MetadataOf, PacketBatch, SlotKey};
+use crate::engine::packets::{HostId, MetadataOf, PacketBatch, SlotKey};
 use crate::events::{CounterKind, Counters, Events, KERNEL_DROPS, Snapshot};
 use crate::ganglia::xdr::Slope;
 use crate::proc_udp;
@@ -132,6 +132,8 @@ pub struct Report<'a> {
 pub struct SelfReporter {
     /// `xrd2ganglia@NAME:xrd2ganglia@NAME`: the metric_id host, spoofed.
     spoof: String,
+    /// Its parts: who its batches are about.
+    id: Arc<HostId>,
     host_key: u64,
     /// The counters at the last report (zero at the start: the counters'
     /// start), to make rates of.
@@ -147,6 +149,7 @@ impl SelfReporter {
         let name = own_host_name(hostname);
         let spoof = format!("{name}:{name}");
         SelfReporter {
+            id: HostId::spoofed(&name, &name),
             host_key: crate::mapping::name_key(&spoof),
             spoof,
             last: Snapshot::default(),
@@ -167,6 +170,7 @@ impl SelfReporter {
         dmax: u32,
     ) {
         batch.clear();
+        batch.host = Some(self.id.clone());
         let secs = report
             .at
             .saturating_duration_since(self.last_at)

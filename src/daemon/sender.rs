@@ -48,7 +48,8 @@ use crate::ganglia::channel::{SendChannel, Sent};
 use super::follow::GmondQueue;
 use super::pacer::{BUCKET_PRICES, Decision, Pace, Pacer, QueueState};
 use super::queue::{Outgoing, Prices, SendQueue};
-use crate::engine::packets::PacketBatch;
+use crate::engine::clusters;
+use crate::engine::packets::{ForgottenHost, PacketBatch, PacketKind};
 
 /// One send channel's queue, and how its sender is woken.
 pub struct Lane {
@@ -143,6 +144,16 @@ impl Outbox {
             (Some(c), false) => self.own.iter().find(|n| ***n == *c.name),
             _ => None,
         };
+        if let Some(old) = batch.moved_from
+            && !self.own.is_empty()
+        {
+            // Moved from another cluster: if that one's gmonds are others,
+            // they are told to let its metrics go ([`super::retire`]).
+            let old = self.own.iter().find(|n| clusters::key_for(n) == old);
+            if old != cluster {
+                self.retire(batch, old.map(|n| &**n), now);
+            }
+        }
         for lane in &self.lanes {
             if lane.cluster.as_ref() != cluster {
                 continue;
@@ -156,6 +167,35 @@ impl Outbox {
                 lane.wake.notify_one();
             }
             events.conflated(conflated);
+        }
+    }
+
+    /// Queues the batch's metadata with DMAX 1 s for the channels of the
+    /// cluster its host left (`old`: its own channels' name; None: the
+    /// default channels).
+    fn retire(&self, batch: &PacketBatch, old: Option<&str>, now: Instant) {
+        let packets = super::retire::packets(batch);
+        for lane in self.lanes.iter().filter(|l| l.cluster.as_deref() == old) {
+            let was_empty = {
+                let mut state = lane.lock();
+                let was_empty = state.queue.is_empty();
+                for (key, bytes) in &packets {
+                    state.queue.push(*key, PacketKind::Metadata, bytes, now);
+                }
+                was_empty
+            };
+            if was_empty {
+                lane.wake.notify_one();
+            }
+        }
+    }
+
+    /// Drops the pending packets of hosts whose sources were forgotten
+    /// (`max_sources`), from every channel; counts them.
+    pub fn forget(&self, hosts: &[ForgottenHost], events: &Events<'_>) {
+        for lane in &self.lanes {
+            let dropped = lane.lock().queue.forget_hosts(hosts);
+            events.forgotten_unsent(dropped);
         }
     }
 
@@ -396,7 +436,9 @@ fn send_loop(lane: &Lane, pace: Pace, mut mode: Mode, counters: &Counters, log_i
         };
         let step = pacer.next(now, level, queue);
         if let Some(h) = step.held {
-            events.held_for_gmond(label, target, h.ms, h.stalled);
+            events
+                .at(now)
+                .held_for_gmond(label, target, h.ms, h.stalled);
         }
         match step.decision {
             Decision::Send { budget, prices } => {
@@ -461,10 +503,14 @@ fn send(channel: &SendChannel, out: &Outgoing, events: &mut Events<'_>) -> usize
     let mut failed = 0;
     channel.send_all(&out.packets(), |r| match r {
         Ok(Sent::Ok) => {}
-        Ok(Sent::AfterRefusal) => events.send_refused(channel.label(), channel.target()),
+        Ok(Sent::AfterRefusal) => events
+            .at(Instant::now())
+            .send_refused(channel.label(), channel.target()),
         Err(e) => {
             failed += 1;
-            events.send_failed(channel.label(), channel.target(), &e);
+            events
+                .at(Instant::now())
+                .send_failed(channel.label(), channel.target(), &e);
         }
     });
     failed

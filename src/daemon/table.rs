@@ -43,8 +43,7 @@ use foldhash::fast::RandomState;
 
 use crate::engine::clock::Clock;
 use crate::engine::clusters::{self, Cluster, ClusterRef};
-use crate::engine::packets::{PacketBatch, PacketKind, heartbeat_key};
-use crate::ganglia::xdr::{self, Packet};
+use crate::engine::packets::{ForgottenHost, HostId, Item, PacketBatch, SlotKey, heartbeat_key};
 use meta::{Meta, MetaView, Metas};
 
 pub use document::{ClusterInfo, Written};
@@ -179,7 +178,8 @@ impl HostTable {
     }
 
     /// Takes in a batch of packets sent on behalf of `ip` (the record's
-    /// sender, or this host for the gateway's own metrics) at `now`.
+    /// sender, or this host for the gateway's own metrics) at `now`, as
+    /// the batch says them ([`Item`]): no packet is decoded.
     /// Returns how many hosts were evicted to stay within the cap.
     pub fn take(&self, batch: &PacketBatch, ip: IpAddr, now: Instant) -> usize {
         let now_s = self.secs(now);
@@ -190,7 +190,7 @@ impl HostTable {
         }
         // One host per batch: a new one is counted (making room for it
         // first) before it is inserted.
-        let Some((first, _, _)) = batch.entries().next() else {
+        let (Some(id), Some((first, _))) = (batch.host.as_deref(), batch.items().next()) else {
             return 0;
         };
         let mut evicted = 0;
@@ -200,87 +200,70 @@ impl HostTable {
             evicted = self.reserve();
             reserved = true;
         }
-        let mut held: Option<(u64, MutexGuard<'_, Shard>)> = None;
-        for (key, kind, packet, value) in batch.with_values() {
-            let host_key = key.host ^ cluster;
-            if held
-                .as_ref()
-                .is_none_or(|(k, _)| *k % SHARDS as u64 != host_key % SHARDS as u64)
-            {
-                // One lock at a time: never wait for a shard holding another.
-                drop(held.take());
-                held = Some((host_key, self.shard(host_key)));
-            }
-            let Some((_, shard)) = held.as_mut() else {
-                continue;
-            };
-            match kind {
-                // A value is taken as the batch says it lies: no decoding
-                // (the packet is decoded only for a host not seen yet).
-                PacketKind::Value => {
-                    let Some(host) =
-                        self.host_of(shard, host_key, packet, ip, now_s, batch, &mut reserved)
-                    else {
-                        continue;
-                    };
-                    host.reported = now_s;
-                    if key.metric == heartbeat_key() {
-                        if let Ok(started) = <[u8; 4]>::try_from(value) {
-                            host.started = u32::from_be_bytes(started);
+        // The batch is one host's (its items' keys are one host's): one
+        // shard, one lookup, made only if an item is its (not for its
+        // heartbeat's metadata alone).
+        let heartbeat = heartbeat_key();
+        let its = |key: SlotKey, item: &Item<'_>| match item {
+            Item::HostMetadata => false,
+            Item::Metadata(_) => key.metric != heartbeat,
+            Item::Value(_) | Item::Started(_) => true,
+        };
+        let mut shard = self.shard(new_key);
+        let host = if batch.items().any(|(key, item)| its(key, &item)) {
+            self.host(&mut shard, (new_key, id, ip, now_s), batch, &mut reserved)
+        } else {
+            None
+        };
+        if let Some(host) = host {
+            for (key, item) in batch.items() {
+                debug_assert_eq!(key.host ^ cluster, new_key, "one host per batch");
+                match item {
+                    Item::Started(started) => {
+                        host.reported = now_s;
+                        host.started = started;
+                    }
+                    Item::Value(value) => {
+                        host.reported = now_s;
+                        // A heartbeat is the host's start (Item::Started), never a metric.
+                        if key.metric == heartbeat {
+                            continue;
                         }
-                    } else if let Ok(text) = std::str::from_utf8(value) {
+                        if let Ok(text) = std::str::from_utf8(value) {
+                            let entry = host.metrics.entry(key.metric).or_insert_with(Entry::new);
+                            entry.value.clear();
+                            entry.value.push_str(text);
+                            entry.value_at = now_s;
+                        }
+                    }
+                    // Metadata comes once per metric per `metadata_interval`,
+                    // not with every report. Nothing is allocated when the host
+                    // already holds it (a periodic resend) or another host
+                    // shares it.
+                    Item::Metadata(m) if key.metric != heartbeat => {
+                        let view = MetaView {
+                            name: m.name,
+                            value_type: m.value_type,
+                            units: m.units,
+                            slope: m.slope.as_str(),
+                            extra: [("TITLE", m.title), ("DESC", m.desc), ("GROUP", m.group)],
+                        };
                         let entry = host.metrics.entry(key.metric).or_insert_with(Entry::new);
-                        entry.value.clear();
-                        entry.value.push_str(text);
-                        entry.value_at = now_s;
+                        if !entry.meta.as_deref().is_some_and(|m| view.matches(m)) {
+                            entry.meta = Some(self.metas.intern(&view));
+                        }
+                        entry.tmax = m.tmax;
+                        entry.dmax = m.dmax;
                     }
+                    Item::Metadata(_) | Item::HostMetadata => {}
                 }
-                // Metadata is decoded, borrowed from the packet: it comes
-                // once per metric per `metadata_interval`, not with every
-                // report. Nothing is allocated when the host already holds
-                // it (a periodic resend) or another host shares it.
-                // Measured (callgrind, benches/pipeline.rs
-                // `ds_loaded/xml-table-metadata`, 101 metadata packets):
-                // 404k instructions per report, 708k when each was
-                // allocated and dropped; the decode is 3.1k per packet,
-                // most of it checking 9 strings' UTF-8.
-                PacketKind::Metadata if key.metric != heartbeat_key() => {
-                    let Ok(Packet::Metadata { id, meta }) = xdr::decode(packet) else {
-                        continue;
-                    };
-                    let view = MetaView {
-                        name: &id.name,
-                        value_type: &meta.value_type,
-                        units: &meta.units,
-                        slope: meta.slope.as_str(),
-                        extra: &meta.extra,
-                    };
-                    let Some(host) = self.host(
-                        shard,
-                        host_key,
-                        &id.host,
-                        id.spoof,
-                        ip,
-                        now_s,
-                        batch,
-                        &mut reserved,
-                    ) else {
-                        continue;
-                    };
-                    let entry = host.metrics.entry(key.metric).or_insert_with(Entry::new);
-                    if !entry.meta.as_deref().is_some_and(|m| view.matches(m)) {
-                        entry.meta = Some(self.metas.intern(&view));
-                    }
-                    entry.tmax = meta.tmax;
-                    entry.dmax = meta.dmax;
-                }
-                PacketKind::Metadata => {}
             }
         }
-        drop(held);
+        drop(shard);
         if reserved {
-            // Counted for a host that was not inserted after all (no
-            // packet decoded, or another task inserted it meanwhile).
+            // Counted for a host that was not inserted after all (another
+            // task inserted it meanwhile, or it has only metadata of its
+            // heartbeat).
             self.hosts.fetch_sub(1, Relaxed);
         }
         evicted
@@ -314,8 +297,9 @@ impl HostTable {
     /// keys in the table: they leave it with them (another source of one
     /// of them, an xrootd beside a forgotten cmsd, brings it back with its
     /// next report).
-    pub fn forget(&self, keys: &[u64]) {
-        for &key in keys {
+    pub fn forget(&self, hosts: &[ForgottenHost]) {
+        for host in hosts {
+            let key = host.table_key();
             if self.shard(key).remove(&key).is_some() {
                 self.hosts.fetch_sub(1, Relaxed);
                 self.generation.fetch_add(1, Relaxed);
@@ -328,7 +312,7 @@ impl HostTable {
     /// in cluster `old`, and the host goes when none are left (another
     /// instance of its address may still be there). In one place at a time.
     fn leave(&self, batch: &PacketBatch, old: u64) {
-        let Some((first, _, _)) = batch.entries().next() else {
+        let Some((first, _)) = batch.items().next() else {
             return;
         };
         let host_key = first.host ^ old;
@@ -336,7 +320,7 @@ impl HostTable {
         let Some(host) = shard.get_mut(&host_key) else {
             return;
         };
-        for (key, _, _) in batch.entries() {
+        for (key, _) in batch.items() {
             host.metrics.remove(&key.metric);
         }
         if host.metrics.is_empty() {
@@ -346,44 +330,14 @@ impl HostTable {
         }
     }
 
-    /// The host of a value packet: known, or made from the packet's host
-    /// string (decoded once, for a host not seen yet).
-    #[allow(clippy::too_many_arguments)]
-    fn host_of<'s>(
-        &self,
-        shard: &'s mut Shard,
-        key: u64,
-        packet: &[u8],
-        ip: IpAddr,
-        now_s: u32,
-        batch: &PacketBatch,
-        reserved: &mut bool,
-    ) -> Option<&'s mut Host> {
-        if shard.contains_key(&key) {
-            let host = shard.get_mut(&key)?;
-            host.ip = ip;
-            return Some(host);
-        }
-        let Ok(Packet::Value { id, .. }) = xdr::decode(packet) else {
-            return None;
-        };
-        self.host(shard, key, &id.host, id.spoof, ip, now_s, batch, reserved)
-    }
-
-    /// The host of `key`, made from the packet's host string (in the
-    /// batch's cluster) if new: counted by the batch's reservation, else
-    /// now if under the cap (the host was evicted by another task since
-    /// the batch looked; None over the cap: it comes back with its next
-    /// report).
-    #[allow(clippy::too_many_arguments)]
+    /// The host of `key`, made from the batch's host (in the batch's
+    /// cluster) if new: counted by the batch's reservation, else now if
+    /// under the cap (the host was evicted by another task since the batch
+    /// looked; None over the cap: it comes back with its next report).
     fn host<'s>(
         &self,
         shard: &'s mut Shard,
-        key: u64,
-        spoof_host: &str,
-        spoof: bool,
-        ip: IpAddr,
-        now_s: u32,
+        (key, id, ip, now_s): (u64, &HostId, IpAddr, u32),
         batch: &PacketBatch,
         reserved: &mut bool,
     ) -> Option<&'s mut Host> {
@@ -395,20 +349,14 @@ impl HostTable {
         }
         let host = shard.entry(key).or_insert_with(|| {
             self.generation.fetch_add(1, Relaxed);
-            // gmond's rule: a spoofed host string is `ip:name`, split at
-            // the first ':' after its first character.
-            let (spoof_ip, name) = match spoof_host.get(1..).and_then(|s| s.find(':')) {
-                Some(at) if spoof => (&spoof_host[..at + 1], &spoof_host[at + 2..]),
-                _ => (spoof_host, spoof_host),
-            };
             Host {
                 cluster: batch.cluster.clone(),
-                name: name.into(),
-                spoof_ip: spoof_ip.into(),
+                name: id.name.clone(),
+                spoof_ip: id.ip.clone(),
                 ip,
                 first_seen: now_s,
                 reported: now_s,
-                started: if spoof { 0 } else { self.epoch_unix },
+                started: if id.spoofed { 0 } else { self.epoch_unix },
                 metrics: HashMap::default(),
             }
         });

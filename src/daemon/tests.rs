@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Read as _};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -26,6 +26,7 @@ use crate::engine::tests::Harness;
 use crate::engine::tests::requests::server;
 use crate::events::{Counters, Events, Snapshot};
 use crate::ganglia::xdr::{Packet, Value, decode};
+use xrd2ganglia_testkit::{Scratch, fixture, wait_for};
 
 #[test]
 fn a_quiet_spell_then_a_request_answers_every_host_once() {
@@ -64,12 +65,9 @@ const PLAIN: &str =
 /// loaded machine before the test fails.
 const WITHIN: Duration = Duration::from_secs(5);
 
-/// A captured real record (`tests/data/records`).
-fn fixture(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/records")
-        .join(name);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+/// A captured real record (`tests/data/records`), as text.
+fn captured(name: &str) -> String {
+    String::from_utf8(fixture(name)).expect("a captured record is UTF-8")
 }
 
 /// The text of the first `<tag>` after `section` in a record: what the
@@ -83,7 +81,7 @@ fn text_in<'r>(record: &'r str, section: &str, tag: &str) -> &'r str {
 
 /// A real loaded data server's record, as server `i` would send it.
 fn server_record(i: usize) -> String {
-    fixture("ds_loaded.xml").replace(
+    captured("ds_loaded.xml").replace(
         "src=\"vm:21194\"",
         &format!("src=\"ds{i}.example.org:1094\""),
     )
@@ -103,18 +101,6 @@ fn link_record(pid: u32, inb: u64) -> String {
 fn send_from(ip: &str, to: SocketAddr, datagram: &str) {
     let s = UdpSocket::bind((ip, 0)).unwrap();
     s.send_to(datagram.as_bytes(), to).unwrap();
-}
-
-/// Waits (at most `within`, looking every 20 ms) until `f` is Some.
-fn wait_for<T>(what: &str, within: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "{what}: not within {within:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// A UDP socket standing for gmond: a thread of its own reads and decodes
@@ -235,30 +221,6 @@ fn values(packets: &[Packet<'_>]) -> BTreeMap<(String, String), String> {
         .collect()
 }
 
-/// A scratch directory, removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        use std::sync::atomic::AtomicU64;
-        static SEQ: AtomicU64 = AtomicU64::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "x2g-daemon-{tag}-{}-{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// The command line's part of a gateway's settings: where it listens,
 /// where it sends (nowhere: `--no-send`), its XML port, its state file
 /// (none: `--state-file ""`).
@@ -304,6 +266,7 @@ impl Bound {
                 reports: vec![reports],
                 requests: Vec::new(),
                 xml: listener.into_iter().collect(),
+                rule_xml: Vec::new(),
                 peer: Vec::new(),
                 control: None,
             },
@@ -548,10 +511,10 @@ fn series(packets: &[Packet<'_>], host: &str, name: &str) -> Vec<String> {
 fn a_captured_record_reaches_gmond_as_the_record_says() {
     let sink = Sink::new();
     let gw = Bound::new(PLAIN, &[sink.addr], false, None).start();
-    let record = fixture("ds_loaded.xml");
+    let record = captured("ds_loaded.xml");
     gw.send_as("127.0.0.1", &record);
     // Every metric of the record (92, as a real gmond fed it shows:
-    // tests/delivery.rs; xrootd.aio.num/max, ofs.ser and poll.int, always
+    // tests/gmond/delivery.rs; xrootd.aio.num/max, ofs.ser and poll.int, always
     // 0 upstream, are left out) and the heartbeat.
     let host = "127.0.0.1:vm";
     let packets = sink.wait("every value of the record", WITHIN, |p| {
@@ -630,11 +593,11 @@ fn datagrams_already_in_the_socket_at_shutdown_are_still_sent() {
     });
 }
 
-/// Was tests/delivery.rs's
+/// Was tests/gmond/delivery.rs's
 /// `sigterm_after_a_burst_stops_within_drain_timeout_and_saves_the_state`:
 /// the gmond it sent to (that nothing looked at) is a socket that never
 /// reads, SIGTERM the shutdown future (SIGTERM firing it and the exit
-/// status: tests/startup.rs).
+/// status: tests/tools/startup.rs).
 #[test]
 fn a_stop_after_a_burst_returns_within_drain_timeout_and_saves_the_state() {
     log::capture();
@@ -792,10 +755,10 @@ fn the_xml_port_answers_a_poll_with_the_host_of_a_record_just_sent() {
         None,
     )
     .start();
-    let record = fixture("ds_loaded.xml");
+    let record = captured("ds_loaded.xml");
     gw.send_as("127.0.0.1", &record);
     // The host as the record names it, at its sender's address, with
-    // every metric (as gmond shows them: tests/xml_port.rs compares).
+    // every metric (as gmond shows them: tests/gmetad/xml_port.rs compares).
     let (ip, metrics, link_in) = wait_for("host vm in the document", WITHIN, || {
         let doc = gw.poll_from("127.0.0.1:0");
         let parsed = parse(&doc);
@@ -897,6 +860,46 @@ fn after_a_restart_the_xml_port_waits_for_every_saved_source() {
     second.stop();
 }
 
+/// A rule's own port (docs/clusters.md) waits as the gateway's does: a
+/// shard's gmetad must not see a part of its clusters either.
+#[test]
+fn after_a_restart_a_rule_port_waits_for_every_saved_source_too() {
+    let dir = Scratch::new("warmup-rule");
+    let state = dir.0.join("state");
+    let start = || {
+        let rule = bind::xml("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = rule.local_addr().unwrap();
+        let config = format!(
+            "stats_interval = 0\nself_metrics_interval = 0\n[[cluster]]\nname = \"R\"\nnetworks = [\"127.0.0.0/8\"]\nxml_listen = [\"{addr}\"]\n"
+        );
+        let mut bound = Bound::new(&config, &[], true, Some(&state));
+        bound.sockets.rule_xml.push((0, rule));
+        // Polls go to the rule's port.
+        bound.xml = Some(addr);
+        bound.start()
+    };
+    let first = start();
+    first.send_as("127.0.0.1", &link_record(77, 5000));
+    first.send_as("127.0.0.2", &link_record(78, 7000));
+    wait_for("both hosts on the rule's port", WITHIN, || {
+        (host_ips(&first.poll_from("127.0.0.1:0")) == ["127.0.0.1", "127.0.0.2"]).then_some(())
+    });
+    first.stop();
+    let second = start();
+    let refused =
+        |r: io::Result<String>| matches!(r, Err(e) if e.kind() == io::ErrorKind::ConnectionRefused);
+    second.send_as("127.0.0.1", &link_record(77, 5100));
+    wait_for("the first server's record taken", WITHIN, || {
+        (second.counters.snapshot().records == 1).then_some(())
+    });
+    assert!(refused(second.try_poll_from("127.0.0.1:0")));
+    second.send_as("127.0.0.2", &link_record(78, 7100));
+    let both = second.poll_from("127.0.0.1:0");
+    assert_eq!(host_ips(&both), ["127.0.0.1", "127.0.0.2"]);
+    assert!(both.contains("<CLUSTER NAME=\"R\""), "{both}");
+    second.stop();
+}
+
 /// The HOSTs' IPs of a document, sorted.
 fn host_ips(doc: &str) -> Vec<String> {
     let parsed = parse(doc);
@@ -964,7 +967,7 @@ fn the_xml_port_waits_no_longer_than_warmup_max() {
     assert_eq!(nothing_saved.waiting(now), None);
 }
 
-/// Was tests/xml_port.rs's test of the same name: the same gateway (no
+/// Was tests/gmetad/xml_port.rs's test of the same name: the same gateway (no
 /// gmond: `--no-send`), run in this process.
 #[test]
 fn only_allowed_clients_get_a_valid_document_with_every_name_escaped() {
@@ -979,7 +982,7 @@ fn only_allowed_clients_get_a_valid_document_with_every_name_escaped() {
         None,
     )
     .start();
-    let record = fixture("ds_idle.xml").replacen("src=\"vm:", "src=\"srv0.example:", 1);
+    let record = captured("ds_idle.xml").replacen("src=\"vm:", "src=\"srv0.example:", 1);
     gw.send_as("127.0.9.1", &record);
     // Outside xml_allow: closed at once, nothing written.
     assert!(gw.poll_from("127.0.0.1:0").is_empty());

@@ -53,6 +53,11 @@
 //! answered by closing the connection that made the least progress, not by
 //! pausing the accept loop.
 //!
+//! **Every port alike.** The gateway's `xml_listen` (every cluster) and
+//! each `[[cluster]]` rule's own (its clusters only, to its `xml_allow`:
+//! docs/clusters.md) are served by one [`serve`] each, with the caps,
+//! deadlines, buffers and warm-up above per port.
+//!
 //! Clients outside `xml_allow` are closed at once (counted, logged once
 //! per `log_interval`, as every outcome, by [`Events`]). After a start,
 //! the port listens only once it can answer ([`Warmup`]).
@@ -278,23 +283,29 @@ impl Connections {
         if self.per_address(ip) >= MAX_PER_ADDRESS
             && let Some(old) = self.evict_least_progress(Some(ip))
         {
-            events.xml_evicted(local, old, "a new connection from its address");
+            events
+                .at(Instant::now())
+                .xml_evicted(local, old, "a new connection from its address");
         }
         if self.by_id.len() >= MAX_CONNECTIONS
             && let Some(old) = self.evict_least_progress(None)
         {
-            events.xml_evicted(local, old, "a new connection");
+            events
+                .at(Instant::now())
+                .xml_evicted(local, old, "a new connection");
         }
     }
 
     /// An accept that failed: out of descriptors, one is freed (its task
     /// drops its socket when the runtime next runs it) to try again at once.
     async fn accept_failed(&mut self, e: &io::Error, local: SocketAddr, events: &mut Events<'_>) {
-        events.xml_accept_failed(local, e);
+        events.at(Instant::now()).xml_accept_failed(local, e);
         if is_out_of_descriptors(e) {
             match self.evict_least_progress(None) {
                 Some(old) => {
-                    events.xml_evicted(local, old, "no file descriptor left");
+                    events
+                        .at(Instant::now())
+                        .xml_evicted(local, old, "no file descriptor left");
                     tokio::task::yield_now().await;
                 }
                 // Held by others: nothing of ours to give back.
@@ -314,7 +325,7 @@ impl Connections {
         if self.by_id.remove(&id).is_some() {
             match outcome {
                 Ok(w) => events.xml_polled(w.hosts, w.renamed),
-                Err(e) => events.xml_unfinished(local, peer, &e),
+                Err(e) => events.at(Instant::now()).xml_unfinished(local, peer, &e),
             }
         }
     }
@@ -334,6 +345,7 @@ impl Connections {
 /// Accepts polls on `listener` until `stop`.
 pub(super) async fn serve(
     listener: std::net::TcpListener,
+    port: Option<u32>,
     table: Arc<HostTable>,
     in_force: watch::Receiver<Arc<InForce>>,
     counters: Arc<Counters>,
@@ -383,8 +395,8 @@ pub(super) async fn serve(
         // settings a reload replaced retire when nothing holds them.
         let settings = in_force.borrow().settings.clone();
         let ip = peer.ip().to_canonical();
-        if !settings.xml_allow.iter().any(|n| n.contains(&ip)) {
-            events.xml_denied(local, peer);
+        if !allowed(&settings, port).iter().any(|n| n.contains(&ip)) {
+            events.at(Instant::now()).xml_denied(local, peer);
             continue;
         }
         conns.make_room(peer.ip(), local, &mut events);
@@ -397,6 +409,7 @@ pub(super) async fn serve(
         conns.next += 1;
         let writer = Writer {
             id,
+            port,
             peer,
             began,
             progress: progress.clone(),
@@ -422,9 +435,20 @@ pub(super) async fn serve(
     }
 }
 
+/// Who may poll `port`: its rule's `xml_allow`, else the gateway's.
+fn allowed(settings: &crate::config::Settings, port: Option<u32>) -> &[ipnet::IpNet] {
+    let rule = port.and_then(|p| settings.grouping.rules.iter().find(|r| r.port == Some(p)));
+    match rule.and_then(|r| r.xml_allow.as_deref()) {
+        Some(allow) => allow,
+        None => &settings.xml_allow,
+    }
+}
+
 /// One connection's document, written by a task of its own.
 struct Writer {
     id: u64,
+    /// The rule port it answers on (None: the gateway's, every cluster).
+    port: Option<u32>,
     peer: SocketAddr,
     /// When the port began (what `progress` counts from).
     began: Instant,
@@ -447,6 +471,7 @@ impl Writer {
             name: &settings.cluster_name,
             host_dmax: settings.dmax,
             grouping: &settings.grouping,
+            port: self.port,
         };
         let (noted, began) = (&self.progress, self.began);
         let took = |n: Option<usize>| match n {
@@ -627,6 +652,7 @@ mod tests {
             name: "X",
             host_dmax: 0,
             grouping: &grouping,
+            port: None,
         };
         let t = Instant::now();
         let r = write_blocking(
@@ -653,6 +679,7 @@ mod tests {
             name: "X",
             host_dmax: 0,
             grouping: &grouping,
+            port: None,
         };
         // A reader that takes a little every 100 ms: never stalled, too slow.
         let given_up = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));

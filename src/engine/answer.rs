@@ -19,9 +19,14 @@ use std::time::{Duration, Instant};
 
 use crate::ganglia::xdr::{self, Packet};
 
+use crate::config::Settings;
+use crate::mapping::{MappedRecord, Mapper};
+use crate::summary::SummaryParser;
+
 use super::packets::PacketBatch;
-use super::source::Source;
-use super::{Due, Engine, append_metric};
+use super::source::{Source, Sources};
+use super::xcache::Totals;
+use super::{Due, Engine};
 
 /// A source answers at most one request in this long: a restarted gmond
 /// asks once per value it cannot show, and one answer covers them all.
@@ -91,19 +96,14 @@ impl Engine {
         // The heartbeat is every source's of the host: any of them answers.
         let key = crate::mapping::name_key(&request.name);
         let any = request.name == "heartbeat";
-        let Some(list) = self.sources.by_ip.get_mut(&ip) else {
-            return false;
-        };
-        let Some(at) = list
-            .iter()
-            .position(|s| s.host == request.host && (any || s.index.contains_key(&key)))
+        let (mut answering, sources) = self.answering(now);
+        let Some(source) = sources
+            .of_ip_mut(ip)
+            .find(|s| s.host() == request.host && (any || s.metric_at(key).is_some()))
         else {
             return false;
         };
-        let mut source = list.swap_remove(at);
-        let answered = self.answer_source(&mut source, ip, now);
-        self.sources.by_ip.entry(ip).or_default().push(source);
-        answered
+        answering.source(source, ip, now)
     }
 
     /// A gmond lost everything (it asked after a quiet spell: it was
@@ -115,71 +115,79 @@ impl Engine {
         now: Instant,
         mut deliver: impl FnMut(&PacketBatch),
     ) -> usize {
-        let mut by_ip = std::mem::take(&mut self.sources.by_ip);
+        let (mut answering, sources) = self.answering(now);
         let mut answered = 0;
-        for (ip, list) in &mut by_ip {
-            for source in list {
-                self.batch.clear();
-                if self.answer_source(source, *ip, now) {
-                    deliver(&self.batch);
-                    answered += 1;
-                }
+        for (ip, source) in sources.iter_with_ip_mut() {
+            answering.batch.clear();
+            if answering.source(source, ip, now) {
+                deliver(answering.batch);
+                answered += 1;
             }
         }
-        self.sources.by_ip = by_ip;
-        self.batch.clear();
+        answering.batch.clear();
         answered
     }
 
+    /// What an answer is made with, and the sources, borrowed apart.
+    fn answering(&mut self, now: Instant) -> (Answering<'_>, &mut Sources) {
+        let answering = Answering {
+            parser: &mut self.parser,
+            mapper: &mut self.mapper,
+            mapped: &mut self.mapped,
+            batch: &mut self.batch,
+            xcache: &mut self.xcache,
+            answered: &mut self.answered,
+            settings: &self.settings,
+            now_s: self.clock.secs(now),
+        };
+        (answering, &mut self.sources)
+    }
+}
+
+/// The engine's parts an answer is made with.
+struct Answering<'e> {
+    parser: &'e mut SummaryParser,
+    mapper: &'e mut Mapper,
+    mapped: &'e mut MappedRecord,
+    batch: &'e mut PacketBatch,
+    xcache: &'e mut Totals,
+    /// Which of the source's metrics the answer has sent.
+    answered: &'e mut Vec<bool>,
+    settings: &'e Settings,
+    now_s: u32,
+}
+
+impl Answering<'_> {
     /// Appends `source`'s heartbeat, metadata and last values to the batch,
     /// unless it answered within [`ANSWER_HOLDOFF`] or has no record kept.
-    fn answer_source(&mut self, source: &mut Source, ip: IpAddr, now: Instant) -> bool {
-        if source.last_record.is_empty()
-            || source
-                .answered_at
-                .is_some_and(|t| now.saturating_duration_since(t) < ANSWER_HOLDOFF)
-        {
+    fn source(&mut self, source: &mut Source, ip: IpAddr, now: Instant) -> bool {
+        if !source.answer_due(now, ANSWER_HOLDOFF) {
             return false;
         }
-        source.answered_at = Some(now);
-        let Ok(record) = self.parser.parse(&source.last_record) else {
+        let Ok(record) = self.parser.parse(source.last_record()) else {
             return false;
         };
+        self.mapper.map(&record, ip, self.mapped);
         // To the gmonds of its cluster.
-        self.batch.cluster.clone_from(&source.cluster);
-        self.mapper.map(&record, ip, &mut self.mapped);
-        self.batch.heartbeat_metadata(&source.host, source.host_key);
-        if let Some((tos, _)) = source.started {
-            self.batch
-                .heartbeat_value(&source.host, source.host_key, tos);
-        }
-        let now_s = self.clock.secs(now);
-        let settings = &*self.settings;
+        source.head(self.batch);
+        source.append_heartbeat_answer(self.batch);
+        let settings = self.settings;
         // Each metric once, as the record's first reading of it went out.
         self.answered.clear();
-        self.answered.resize(source.states.len(), false);
+        self.answered.resize(source.metrics(), false);
         for m in self.mapped.metrics() {
-            let Some(&at) = source.index.get(&m.name_key) else {
+            let Some(at) = source.metric_at(m.name_key) else {
                 continue;
             };
-            let at = at as usize;
             if self.answered.get(at).is_none_or(|&done| done) {
                 continue;
             }
             self.answered[at] = true;
-            append_metric(
-                &mut self.batch,
-                source,
-                at,
-                &m,
-                Due::Answer,
-                now_s,
-                settings,
-            );
+            source.append_metric(self.batch, at, &m, Due::Answer, self.now_s, settings);
         }
-        let (batch, mapper) = (&mut self.batch, &mut self.mapper);
+        let (batch, mapper) = (&mut *self.batch, &mut *self.mapper);
         self.xcache
-            .append(batch, mapper, source, now_s, settings, true);
+            .append(batch, mapper, source, self.now_s, settings, true);
         true
     }
 }

@@ -2,7 +2,7 @@
 //! records (docs/clusters.md).
 //!
 //! The choice ([`crate::config::clusters::Grouping::choose`]) is made once
-//! per source and kept with it ([`super::source::Source::cluster`]): again
+//! per source and kept with it ([`super::source::Source::settle`]): again
 //! only at a reload, a new `site` or a new host name, never per datagram.
 //! Every packet batch says its source's cluster (an `Arc` clone: no
 //! allocation), and the XML table and the send queues go by it.
@@ -26,15 +26,13 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 use crate::config::Settings;
 use crate::config::clusters::{Choice, MAX_CLUSTER_NAME, SUMMARY_DIR};
 use crate::events::Events;
 use crate::mapping::name_key;
-
-use super::packets::PacketBatch;
-use super::source::Source;
 
 /// A cluster other than `cluster_name`.
 #[derive(Debug)]
@@ -45,12 +43,38 @@ pub struct Cluster {
     /// clusters is two hosts there. Never 0 (`cluster_name`'s).
     pub key: u64,
     /// Named by a record's site (counted against `max_clusters`), not by
-    /// a rule.
+    /// a rule's literal name.
     pub from_site: bool,
+    /// The rule port that serves it besides the gateway's
+    /// ([`crate::config::clusters::ClusterRule::port`]; [`NO_PORT`]: only
+    /// the gateway's). Set by the rule that placed a source in it last,
+    /// for every host of the cluster at once.
+    port: AtomicU32,
+}
+
+/// [`Cluster::port`] of a cluster that only the gateway's port serves.
+const NO_PORT: u32 = u32::MAX;
+
+impl Cluster {
+    /// The rule port that serves it besides the gateway's (None: none).
+    pub fn port(&self) -> Option<u32> {
+        Some(self.port.load(Relaxed)).filter(|p| *p != NO_PORT)
+    }
+
+    /// Whether a document of `port` (None: the gateway's, every cluster)
+    /// holds it.
+    pub fn served_on(&self, port: Option<u32>) -> bool {
+        port.is_none() || self.port() == port
+    }
 }
 
 /// A source's cluster: None is `cluster_name`.
 pub type ClusterRef = Option<Arc<Cluster>>;
+
+/// The key of the cluster named `name` (never 0, `cluster_name`'s).
+pub fn key_for(name: &str) -> u64 {
+    name_key(name) | 1
+}
 
 /// The key of a source's cluster (0: `cluster_name`).
 pub fn key_of(cluster: &ClusterRef) -> u64 {
@@ -110,38 +134,48 @@ impl ClusterNames {
         }
         let mut names = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         placed.site_clusters = names.sites;
-        let (name, from_site) = match choice {
-            Choice::Default => return placed,
-            Choice::Rule(at) => match settings.grouping.rules.get(at) {
-                Some(rule) => (rule.name.clone(), false),
-                None => return placed,
+        let rules = &settings.grouping.rules;
+        // A rule's name, whatever its case, is the rule's cluster.
+        let by_site = |site: &str, port: Option<u32>| match site_cluster_name(site) {
+            Some(name) => match rules
+                .iter()
+                .find(|r| !r.by_site && r.name.eq_ignore_ascii_case(&name))
+            {
+                Some(rule) => Some((rule.name.clone(), false, rule.port)),
+                None => Some((name, true, port)),
             },
-            Choice::Site(site) => match site_cluster_name(site) {
-                // A rule's name, whatever its case, is the rule's cluster.
-                Some(name) => match settings
-                    .grouping
-                    .rules
-                    .iter()
-                    .find(|r| r.name.eq_ignore_ascii_case(&name))
-                {
-                    Some(rule) => (rule.name.clone(), false),
-                    None => (name, true),
-                },
-                None => return placed,
-            },
+            None => None,
         };
+        let named = match choice {
+            Choice::Default => None,
+            Choice::Rule(at) => rules.get(at).map(|r| (r.name.clone(), false, r.port)),
+            Choice::RuleSite(at, site) => rules.get(at).and_then(|r| by_site(site, r.port)),
+            Choice::Site(site) => by_site(site, None),
+        };
+        let Some((name, from_site, port)) = named else {
+            return placed;
+        };
+        // Placed by a rule (its port is said), not by `cluster_by_site`.
+        let by_rule = !matches!(choice, Choice::Site(_));
         if name.eq_ignore_ascii_case(&settings.cluster_name) {
             return placed;
         }
         let folded: Box<str> = name.to_ascii_lowercase().into();
         if let Some(c) = names.by_folded.get(&folded) {
-            // A rule's own spelling replaces a site's.
-            if from_site || !c.from_site {
+            // A rule's own spelling replaces a site's; the port of the rule
+            // that placed a source last is the cluster's (after a reload
+            // that moves a site to another rule, with its next report);
+            // `cluster_by_site` keeps the port a rule gave.
+            if !by_rule || from_site || !c.from_site {
+                if by_rule && c.port() != port {
+                    c.port.store(port.unwrap_or(NO_PORT), Relaxed);
+                }
                 placed.cluster = Some(c.clone());
                 return placed;
             }
         }
-        if from_site && names.sites >= settings.grouping.max_clusters {
+        let replacing = names.by_folded.get(&folded).is_some_and(|c| c.from_site);
+        if from_site && !replacing && names.sites >= settings.grouping.max_clusters {
             // Names no source holds any more make room.
             names.by_folded.retain(|_, c| Arc::strong_count(c) > 1);
             names.sites = names.by_folded.values().filter(|c| c.from_site).count();
@@ -151,11 +185,12 @@ impl ClusterNames {
                 return placed;
             }
         }
-        let key = name_key(&name) | 1;
+        let key = key_for(&name);
         let cluster = Arc::new(Cluster {
             name: name.into(),
             key,
             from_site,
+            port: AtomicU32::new(port.unwrap_or(NO_PORT)),
         });
         if let Some(old) = names.by_folded.insert(folded, cluster.clone())
             && old.from_site
@@ -174,47 +209,47 @@ impl ClusterNames {
 /// What a source's cluster is chosen with.
 pub(super) struct Placing<'a> {
     pub(super) names: &'a ClusterNames,
-    pub(super) epoch: u32,
     pub(super) settings: &'a Settings,
 }
 
 impl Placing<'_> {
-    /// Chooses `source`'s cluster if it has none under these settings, or
-    /// its record names another site, or it has a new host name (else it
-    /// keeps the one it has: no work per datagram), and says it in the
-    /// batch. A source that moved sends every metadata again (its host in
-    /// the new cluster has none), and the batch says where from.
-    pub(super) fn place(
+    /// The cluster a record of `site`, from `from`, of host `host` goes
+    /// to under these settings: the decision, which its source takes
+    /// ([`super::source::Source::settle`]). Counted and logged here (a
+    /// refusal once per source: `refused_before` says it was).
+    pub(super) fn choose(
         &self,
-        source: &mut Source,
-        header: &crate::summary::Header<'_>,
+        site: Option<&str>,
         from: SocketAddr,
         host: &str,
-        batch: &mut PacketBatch,
+        refused_before: bool,
         events: &mut Events<'_>,
-    ) {
-        let site_changed = source.naming.as_ref().map(|n| n.site()) != Some(header.site);
-        if source.cluster_epoch != self.epoch || source.refresh_all || site_changed {
-            let grouping = &self.settings.grouping;
-            let choice = grouping.choose(header.site, from.ip(), host);
-            let named = choice != crate::config::clusters::Choice::Default;
-            let placed = self.names.place(choice, self.settings);
-            if let Some(name) = &placed.refused {
+    ) -> Chosen {
+        let grouping = &self.settings.grouping;
+        let choice = grouping.choose(site, from.ip(), host);
+        let named = choice != crate::config::clusters::Choice::Default;
+        let placed = self.names.place(choice, self.settings);
+        if let Some(name) = &placed.refused {
+            // Counted and logged once per source refused, not per record.
+            if !refused_before {
                 events.cluster_refused(from, name, grouping.max_clusters);
             }
-            if named {
-                events.site_clusters(placed.site_clusters);
-            }
-            let (old, new) = (key_of(&source.cluster), key_of(&placed.cluster));
-            if source.cluster_epoch != u32::MAX && old != new {
-                batch.moved_from = Some(old);
-                source.refresh_all = true;
-            }
-            source.cluster = placed.cluster;
-            source.cluster_epoch = self.epoch;
         }
-        batch.cluster.clone_from(&source.cluster);
+        if named {
+            events.site_clusters(placed.site_clusters);
+        }
+        Chosen {
+            cluster: placed.cluster,
+            refused: placed.refused.is_some(),
+        }
     }
+}
+
+/// What [`Placing::choose`] decided for a source.
+pub(super) struct Chosen {
+    pub(super) cluster: ClusterRef,
+    /// Its site's own cluster found no room (`max_clusters`).
+    pub(super) refused: bool,
 }
 
 #[cfg(test)]

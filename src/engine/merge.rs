@@ -43,7 +43,6 @@
 
 use std::collections::BTreeMap;
 
-use super::saved::SavedSource;
 use crate::gstream::PfcTotals;
 
 /// How the peer's run compares with mine.
@@ -52,6 +51,16 @@ enum Runs {
     Same,
     PeerNewer,
     MineNewer,
+}
+
+/// One source's counter state, as the state file and the peer exchange
+/// keep it ([`super::saved`] writes and reads it).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SavedSource {
+    /// (tos, pid) of the program when saved.
+    pub started: Option<(u32, u32)>,
+    /// (name key, last reading, offset) of each counter.
+    pub counters: Vec<(u64, u64, u64)>,
 }
 
 /// The sum of what an entry publishes (its counters' readings plus offsets).

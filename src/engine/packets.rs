@@ -5,9 +5,12 @@
 //! per metric its metadata (128) and its value (133, `%s`). Each packet is
 //! tagged with the (host, metric) it is about and whether it is metadata
 //! or a value: the send queue ([`super::queue`]) keeps one of each per
-//! (host, metric).
+//! (host, metric). Beside the bytes, a batch says what they are, typed
+//! ([`Item`]): the host and its cluster once, and per packet its metadata's
+//! fields or its value, which the XML table takes without decoding.
 
 use std::borrow::Cow::Borrowed;
+use std::sync::Arc;
 
 use super::clusters::ClusterRef;
 use crate::ganglia::xdr::{self, Metadata, MetricId, Packet};
@@ -19,6 +22,25 @@ use crate::mapping::{Metric, name_key};
 pub struct SlotKey {
     pub host: u64,
     pub metric: u64,
+}
+
+/// A host whose source the engine forgot (`max_sources`): the daemon takes
+/// its pending packets out of the send queues and the host out of the XML
+/// table, so what a flood of new sources leaves behind is bounded by
+/// `max_sources` however far the senders are behind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ForgottenHost {
+    /// The host's key in the send queues ([`SlotKey::host`]).
+    pub host: u64,
+    /// Its cluster's key ([`super::clusters::key_of`]).
+    pub cluster: u64,
+}
+
+impl ForgottenHost {
+    /// Its key in the XML table (a host per cluster).
+    pub fn table_key(self) -> u64 {
+        self.host ^ self.cluster
+    }
 }
 
 impl SlotKey {
@@ -43,16 +65,45 @@ pub fn heartbeat_key() -> u64 {
 
 pub const HEARTBEAT: &str = "heartbeat";
 
+/// The host a batch's packets are about, as gmond names it: the two parts
+/// of the spoof string (`ip:name`), kept apart.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostId {
+    /// The address part (IPv6 with '-' for ':', [`crate::mapping::ip_text`]).
+    pub ip: Box<str>,
+    /// The NAME gmond shows.
+    pub name: Box<str>,
+    /// Sent with SPOOF_HOST (every host of the gateway's is; an unspoofed
+    /// one is the sending machine itself, started with the table).
+    pub spoofed: bool,
+}
+
+impl HostId {
+    /// A spoofed host from its two parts.
+    pub fn spoofed(ip: &str, name: &str) -> Arc<HostId> {
+        Arc::new(HostId {
+            ip: ip.into(),
+            name: name.into(),
+            spoofed: true,
+        })
+    }
+}
+
 /// Encoded packets of one record, back to back, each with its slot key
-/// and where its value lies (so the XML table takes values without
-/// decoding the packets).
+/// and what it is ([`Item`]: its metadata's fields, or where its value
+/// lies), so the XML table takes them without decoding the packets.
 #[derive(Default)]
 pub struct PacketBatch {
     data: Vec<u8>,
     entries: Vec<Entry>,
+    /// The metadata packets' fields, in order; their text in `text`.
+    metas: Vec<StoredMeta>,
+    text: String,
     /// Scratch for a metadata's title.
     title: String,
-    /// The cluster of the host the packets are about (one host per batch).
+    /// The host the packets are about (one host per batch), said once.
+    pub host: Option<Arc<HostId>>,
+    /// The cluster of the host the packets are about.
     pub cluster: ClusterRef,
     /// The key of the cluster the host was in until this batch, when it
     /// moved ([`super::clusters::key_of`]): its metrics leave that one.
@@ -63,10 +114,49 @@ pub struct PacketBatch {
 struct Entry {
     end: u32,
     /// A value packet's value: its string's bytes (a 133) or its 4 bytes
-    /// (the heartbeat's 132); empty for metadata.
+    /// (the heartbeat's 132); for metadata, its place in `metas` (first).
     value: (u32, u32),
     key: SlotKey,
     kind: PacketKind,
+}
+
+/// A metric's metadata as its packet says it (its text in the batch's).
+#[derive(Clone, Copy)]
+struct StoredMeta {
+    /// Where in `text` its name starts, and where name, type, units,
+    /// group, desc and title end, back to back.
+    start: u32,
+    ends: [u32; 6],
+    slope: xdr::Slope,
+    tmax: u32,
+    dmax: u32,
+}
+
+/// What one packet of a batch is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Item<'b> {
+    /// The host's heartbeat metadata (gmond shows nothing of it).
+    HostMetadata,
+    /// The heartbeat's value: the program's start, unix seconds.
+    Started(u32),
+    /// A metric's metadata.
+    Metadata(MetaFields<'b>),
+    /// A metric's value, its string's bytes.
+    Value(&'b [u8]),
+}
+
+/// A metric's metadata: what a 128 packet carries, by field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MetaFields<'b> {
+    pub name: &'b str,
+    pub value_type: &'b str,
+    pub units: &'b str,
+    pub slope: xdr::Slope,
+    pub tmax: u32,
+    pub dmax: u32,
+    pub group: &'b str,
+    pub desc: &'b str,
+    pub title: &'b str,
 }
 
 /// A metric's metadata packet (128), as [`PacketBatch::metadata_of`]
@@ -91,6 +181,9 @@ impl PacketBatch {
     pub fn clear(&mut self) {
         self.data.clear();
         self.entries.clear();
+        self.metas.clear();
+        self.text.clear();
+        self.host = None;
         self.cluster = None;
         self.moved_from = None;
     }
@@ -150,20 +243,57 @@ impl PacketBatch {
 
     /// The packets with their keys, in order.
     pub fn entries(&self) -> impl Iterator<Item = (SlotKey, PacketKind, &[u8])> {
-        self.with_values().map(|(k, kind, p, _)| (k, kind, p))
-    }
-
-    /// The packets with their keys and their values (a value packet's
-    /// value bytes: a string's, or the heartbeat's 4 big-endian bytes;
-    /// empty for metadata), in order: what the XML table takes.
-    pub fn with_values(&self) -> impl Iterator<Item = (SlotKey, PacketKind, &[u8], &[u8])> {
         let mut start = 0;
         self.entries.iter().map(move |e| {
             let p = &self.data[start..e.end as usize];
             start = e.end as usize;
-            let v = self.data.get(e.value.0 as usize..e.value.1 as usize);
-            (e.key, e.kind, p, v.unwrap_or_default())
+            (e.key, e.kind, p)
         })
+    }
+
+    /// The packets with their keys and what each is, in order: what the
+    /// XML table takes (no packet decoded).
+    pub fn items(&self) -> impl Iterator<Item = (SlotKey, Item<'_>)> {
+        let heartbeat = heartbeat_key();
+        self.entries.iter().map(move |e| {
+            let item = match e.kind {
+                PacketKind::Metadata => match self.metas.get(e.value.0 as usize) {
+                    Some(m) => Item::Metadata(self.fields(m)),
+                    None => Item::HostMetadata,
+                },
+                PacketKind::Value => {
+                    let v = self.data.get(e.value.0 as usize..e.value.1 as usize);
+                    let v = v.unwrap_or_default();
+                    match <[u8; 4]>::try_from(v) {
+                        Ok(started) if e.key.metric == heartbeat => {
+                            Item::Started(u32::from_be_bytes(started))
+                        }
+                        _ => Item::Value(v),
+                    }
+                }
+            };
+            (e.key, item)
+        })
+    }
+
+    fn fields(&self, m: &StoredMeta) -> MetaFields<'_> {
+        let mut start = m.start;
+        let [name, value_type, units, group, desc, title] = m.ends.map(|end| {
+            let s = self.text.get(start as usize..end as usize).unwrap_or("");
+            start = end;
+            s
+        });
+        MetaFields {
+            name,
+            value_type,
+            units,
+            slope: m.slope,
+            tmax: m.tmax,
+            dmax: m.dmax,
+            group,
+            desc,
+            title,
+        }
     }
 
     /// The heartbeat's metadata, as `gmetric -S HOST -H` sends it.
@@ -187,7 +317,14 @@ impl PacketBatch {
             host: host_key,
             metric: heartbeat_key(),
         };
-        self.push(key, PacketKind::Metadata, |out| xdr::encode(out, &packet));
+        // No fields: its place is past every metadata's.
+        self.push_with_value(key, PacketKind::Metadata, 0, |out| {
+            xdr::encode(out, &packet);
+            0
+        });
+        if let Some(e) = self.entries.last_mut() {
+            e.value = (u32::MAX, u32::MAX);
+        }
     }
 
     /// The heartbeat's value: a 132 uint (gmond reads a heartbeat's value
@@ -257,7 +394,29 @@ impl PacketBatch {
                 extra: Borrowed(if m.spoof { &extra } else { &extra[1..] }),
             },
         };
+        let before = self.entries.len();
         self.push(m.key, PacketKind::Metadata, |out| xdr::encode(out, &packet));
+        if self.entries.len() == before {
+            return;
+        }
+        let start = self.text.len() as u32;
+        let mut ends = [0u32; 6];
+        let fields = [m.name, m.value_type, m.units, m.group, m.desc, m.title];
+        for (end, field) in ends.iter_mut().zip(fields) {
+            self.text.push_str(field);
+            *end = self.text.len() as u32;
+        }
+        let at = self.metas.len() as u32;
+        self.metas.push(StoredMeta {
+            start,
+            ends,
+            slope: m.slope,
+            tmax: m.tmax,
+            dmax: m.dmax,
+        });
+        if let Some(e) = self.entries.last_mut() {
+            e.value = (at, at);
+        }
     }
 
     /// A mapped metric's value (133 `%s`) for a spoofed host.

@@ -9,7 +9,6 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use super::Engine;
-use super::merge;
 use super::saved::SavedSource;
 use crate::gstream::PfcTotals;
 
@@ -35,42 +34,35 @@ impl Engine {
     /// Its sources' entries: every one, or only those changed since the
     /// last call that asked for changed ones (which clears the mark).
     pub fn peer_entries(&mut self, changed_only: bool, out: &mut Vec<Entry>) {
-        for (ip, list) in &mut self.sources.by_ip {
-            for source in list.iter_mut() {
-                if changed_only && !source.peer_dirty {
-                    continue;
-                }
-                if changed_only {
-                    source.peer_dirty = false;
-                }
-                let state = source.saved();
-                if state.started.is_none() && state.counters.is_empty() {
-                    continue;
-                }
-                out.push(Entry {
-                    ip: *ip,
-                    program: source.program.clone(),
-                    state,
-                    pfc: source.pfc,
-                });
+        for (ip, source) in self.sources.iter_with_ip_mut() {
+            if !source.tell_peer(changed_only) {
+                continue;
             }
+            let state = source.saved();
+            if state.started.is_none() && state.counters.is_empty() {
+                continue;
+            }
+            out.push(Entry {
+                ip,
+                program: source.program().to_string(),
+                state,
+                pfc: source.pfc(),
+            });
         }
     }
 
     /// Its sources' last records (kept with `peer_listen` or
     /// `metadata_requests`), with their age at `now`.
     pub fn last_records(&self, now: Instant, out: &mut Vec<LastRecord>) {
-        for (ip, list) in &self.sources.by_ip {
-            for source in list {
-                if source.last_record.is_empty() {
-                    continue;
-                }
-                out.push(LastRecord {
-                    ip: *ip,
-                    age: now.saturating_duration_since(source.last_seen),
-                    datagram: source.last_record.clone(),
-                });
+        for (ip, source) in self.sources.iter() {
+            if source.last_record().is_empty() {
+                continue;
             }
+            out.push(LastRecord {
+                ip,
+                age: now.saturating_duration_since(source.last_seen()),
+                datagram: source.last_record().to_vec(),
+            });
         }
     }
 
@@ -86,12 +78,7 @@ impl Engine {
         let source = self
             .sources
             .of_ip_mut(entry.ip)
-            .find(|s| s.program == entry.program)?;
-        let mut mine = source.saved();
-        merge::merge(&mut mine, &entry.state);
-        source.absorb(&mine, now_s, cap);
-        let tos = source.started.map(|(tos, _)| tos);
-        merge::merge_pfc(&mut source.pfc, entry.pfc.as_ref(), tos);
-        Some((mine, source.pfc))
+            .find(|s| s.program() == entry.program)?;
+        Some(source.merge_peer(&entry.state, entry.pfc.as_ref(), now_s, cap))
     }
 }

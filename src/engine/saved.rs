@@ -62,6 +62,13 @@ const HEADER: &str = "xrd2ganglia-state 1";
 /// u64::MAX.
 pub const MAX_COUNTER: u64 = 1 << 63;
 
+/// What one source may take as text, in the state file or a peer message:
+/// with `max_sources`, the most of either that is read. A real source's
+/// entry is ~3 KB (a loaded data server has 82 counters) and its last
+/// record, which a peer's pull adds, 2-5 KB; an entry of 5,000 counters
+/// would be ~200 KB.
+pub const BYTES_PER_SOURCE: usize = 16 << 10;
+
 /// Linux's highest pid (`PID_MAX_LIMIT`, include/linux/threads.h: 4M on
 /// 64-bit systems).
 pub const PID_MAX: u32 = 4 * 1024 * 1024;
@@ -76,14 +83,8 @@ const MAX_PROGRAM_PART: usize = 64;
 /// How many skipped lines a [`Skipped`] names (the rest are counted).
 pub const NAMED: usize = 5;
 
-/// One source as saved.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SavedSource {
-    /// (tos, pid) of the program when saved.
-    pub started: Option<(u32, u32)>,
-    /// (name key, last reading, offset) of each counter.
-    pub counters: Vec<(u64, u64, u64)>,
-}
+/// One source as saved: defined beside the rule that merges two of them.
+pub use super::merge::SavedSource;
 
 /// One source's entry: who it is and its state (an `S` line and its `C`
 /// lines).
@@ -201,11 +202,14 @@ pub struct Skipped {
     pub lines: usize,
     /// (line number, why, how many `C` lines went with it) of the first.
     pub first: Vec<(usize, Bad, usize)>,
+    /// Bytes at the end of the file left unread: more than `max_sources`
+    /// x [`BYTES_PER_SOURCE`] (whatever wrote them, no gateway did).
+    pub unread: u64,
 }
 
 impl Skipped {
     pub fn is_empty(&self) -> bool {
-        self.lines == 0
+        self.lines == 0 && self.unread == 0
     }
 
     /// Line 1, the header, was damaged: named first.
@@ -227,6 +231,18 @@ impl Skipped {
 impl fmt::Display for Skipped {
     /// `3 lines skipped: line 4: ...; line 9: ... (and 1 more)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.unread > 0 {
+            write!(
+                f,
+                "its last {} bytes unread (more than max_sources x {} KiB)",
+                self.unread,
+                BYTES_PER_SOURCE >> 10
+            )?;
+            if self.lines == 0 {
+                return Ok(());
+            }
+            write!(f, "; ")?;
+        }
         let s = if self.lines == 1 { "" } else { "s" };
         write!(f, "{} line{s} skipped: ", self.lines)?;
         let mut named = 0;

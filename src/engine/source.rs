@@ -18,82 +18,86 @@
 //! its own: the next periodic one carries it, within `metadata_interval`.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::config::Settings;
-use crate::events::Events;
 use crate::gstream::PfcTotals;
-use crate::mapping::MappedRecord;
 use crate::summary::Header;
 
-use super::clusters::ClusterRef;
-use super::saved::{self, SavedSource, SavedState};
+use super::clusters::{Chosen, ClusterRef, key_of};
+use super::packets::{HostId, PacketBatch};
+use super::saved::{self, SavedSource};
 use super::series::{self, MetricState};
 use super::template::Template;
 
 /// What the gateway remembers about one xrootd or cmsd.
 pub(super) struct Source {
     /// `pgm` or `pgm ins`.
-    pub(super) program: String,
+    program: String,
     /// The spoof string its metadata was last sent with.
-    pub(super) host: String,
+    host: String,
+    /// Its two parts, kept apart: who its batches are about.
+    id: Option<Arc<HostId>>,
     /// Its hash: the host part of its packets' send-queue keys.
-    pub(super) host_key: u64,
-    pub(super) last_seen: Instant,
-    pub(super) last_report: Option<Instant>,
+    host_key: u64,
+    last_seen: Instant,
+    last_report: Option<Instant>,
     /// Reports seen (saturating).
-    pub(super) reports: u32,
+    reports: u32,
     /// Report interval in seconds, once two reports have been seen.
-    pub(super) interval: Option<u32>,
+    interval: Option<u32>,
     /// Consecutive gaps longer than `interval`.
-    pub(super) slower_gaps: u8,
+    slower_gaps: u8,
     /// The TMAX its metadata was last sent with.
-    pub(super) metadata_tmax: u32,
+    metadata_tmax: u32,
     /// Metric name key -> its place in `states`. The key is a 64-bit hash
     /// of the name: a collision between two names of one source would
     /// merge their state (only a sender inventing names could hurt itself).
-    pub(super) index: HashMap<u64, u32, foldhash::fast::RandomState>,
-    pub(super) states: Vec<MetricState>,
+    index: HashMap<u64, u32, foldhash::fast::RandomState>,
+    states: Vec<MetricState>,
     /// (tos, pid) of the program, to notice a restart.
-    pub(super) started: Option<(u32, u32)>,
+    started: Option<(u32, u32)>,
     /// Its counters came from saved state (the state file, or its own
     /// eviction): established from its first record on.
-    pub(super) restored: bool,
-    pub(super) next_prune: u32,
+    restored: bool,
+    next_prune: u32,
     /// Its last record, for the fast path.
-    pub(super) template: Option<Box<Template>>,
+    template: Option<Box<Template>>,
     /// Its last datagram, to answer gmond's metadata requests (kept only
     /// when `metadata_requests` listens).
-    pub(super) last_record: Vec<u8>,
+    last_record: Vec<u8>,
     /// When a metadata request for it was last answered.
-    pub(super) answered_at: Option<Instant>,
+    answered_at: Option<Instant>,
     /// Its last report sends every metadata: first sight, a new host
     /// name, or a restart (a new start time, and a gmond may have dropped
     /// it meanwhile).
-    pub(super) refresh_all: bool,
+    refresh_all: bool,
     /// When its heartbeat's metadata was last sent (engine seconds).
-    pub(super) heartbeat_meta_at: u32,
+    heartbeat_meta_at: u32,
     /// What named its last record's metrics, to name its XCache totals as
     /// its own metrics ([`super::xcache`]).
-    pub(super) naming: Option<Naming>,
+    naming: Option<Naming>,
     /// An XCache's g-stream, added up since this run of it started.
-    pub(super) pfc: Option<PfcTotals>,
+    pfc: Option<PfcTotals>,
     /// The `tod` of its last XML record (0: none yet) and that record's
     /// sections, space-separated: a JSON datagram of the same `tod` whose
     /// sets all were in it is the same interval's copy (`xrd.report ...
     /// all json all`), not sent again ([`super::Engine`]'s full path).
-    pub(super) xml_tod: u64,
-    pub(super) xml_sections: String,
+    xml_tod: u64,
+    xml_sections: String,
     /// Its cluster ([`super::clusters`]), chosen at its first record and
     /// again at a reload, a new site or a new host name.
-    pub(super) cluster: ClusterRef,
+    cluster: ClusterRef,
     /// The engine's settings generation its cluster was chosen under
     /// (`u32::MAX`: not chosen yet).
-    pub(super) cluster_epoch: u32,
+    cluster_epoch: u32,
+    /// Its site's cluster found no room (`max_clusters`): it asks again
+    /// with its next record, and keeps no template meanwhile.
+    cluster_refused: bool,
     /// Its run or a counter offset changed since the peer was last told
     /// (new to this engine, a restart, a reset or a wrap).
-    pub(super) peer_dirty: bool,
+    peer_dirty: bool,
 }
 
 impl Source {
@@ -104,6 +108,7 @@ impl Source {
         Source {
             program: program.to_string(),
             host: String::new(),
+            id: None,
             host_key: 0,
             last_seen: now,
             last_report: None,
@@ -127,8 +132,166 @@ impl Source {
             xml_sections: String::new(),
             cluster: None,
             cluster_epoch: u32::MAX,
+            cluster_refused: false,
             peer_dirty: true,
         }
+    }
+
+    /// `pgm` or `pgm ins`.
+    pub(super) fn program(&self) -> &str {
+        &self.program
+    }
+
+    /// The spoof string its metadata was last sent with.
+    pub(super) fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// (tos, pid) of its program, once known.
+    pub(super) fn started(&self) -> Option<(u32, u32)> {
+        self.started
+    }
+
+    /// Reports seen (saturating).
+    pub(super) fn reports(&self) -> u32 {
+        self.reports
+    }
+
+    pub(super) fn last_seen(&self) -> Instant {
+        self.last_seen
+    }
+
+    /// What named its last record's metrics.
+    pub(super) fn naming(&self) -> Option<&Naming> {
+        self.naming.as_ref()
+    }
+
+    /// Its cluster.
+    pub(super) fn cluster(&self) -> &ClusterRef {
+        &self.cluster
+    }
+
+    /// Its XCache's g-stream totals, this run's.
+    pub(super) fn pfc(&self) -> Option<PfcTotals> {
+        self.pfc
+    }
+
+    /// Its last datagram (empty: none kept).
+    pub(super) fn last_record(&self) -> &[u8] {
+        &self.last_record
+    }
+
+    /// Where metric `key`'s state is, if it has one.
+    pub(super) fn metric_at(&self, key: u64) -> Option<usize> {
+        self.index.get(&key).map(|&at| at as usize)
+    }
+
+    /// How many metrics it keeps state for.
+    pub(super) fn metrics(&self) -> usize {
+        self.states.len()
+    }
+
+    /// Takes what names a record's metrics, from its header.
+    pub(super) fn note_naming(&mut self, header: &Header<'_>) {
+        Naming::note(&mut self.naming, header);
+    }
+
+    /// A g-stream datagram of its XCache run: added to its totals (the
+    /// run they belong to kept: the peer exchange compares runs), and the
+    /// peer is to be told (only one gateway of a pair hears a g-stream).
+    pub(super) fn add_gstream(&mut self, totals: &PfcTotals) {
+        let pfc = self.pfc.get_or_insert_default();
+        pfc.stod = totals.stod;
+        pfc.add(totals);
+        self.peer_dirty = true;
+    }
+
+    /// Totals of its XCache run that came before its first record.
+    pub(super) fn claim_gstream(&mut self, early: &PfcTotals) {
+        self.pfc.get_or_insert_default().add(early);
+    }
+
+    /// Its template goes (the fast path turned off, or a new one to make).
+    pub(super) fn forget_template(&mut self) {
+        self.template = None;
+    }
+
+    /// Whether the peer is to hear of it: with `changed_only`, only if its
+    /// run or a counter offset changed since it was last told (the mark is
+    /// cleared).
+    pub(super) fn tell_peer(&mut self, changed_only: bool) -> bool {
+        if changed_only {
+            std::mem::take(&mut self.peer_dirty)
+        } else {
+            true
+        }
+    }
+
+    /// Merges a peer's entry and g-stream totals into its own
+    /// ([`super::merge`]); returns what it holds then.
+    pub(super) fn merge_peer(
+        &mut self,
+        state: &SavedSource,
+        pfc: Option<&PfcTotals>,
+        now_s: u32,
+        cap: usize,
+    ) -> (SavedSource, Option<PfcTotals>) {
+        let mut mine = self.saved();
+        super::merge::merge(&mut mine, state);
+        self.absorb(&mine, now_s, cap);
+        let tos = self.started.map(|(tos, _)| tos);
+        super::merge::merge_pfc(&mut self.pfc, pfc, tos);
+        (mine, self.pfc)
+    }
+
+    /// Whether its cluster is to be chosen (again): none chosen under the
+    /// settings of `epoch`, every metadata due (a new host name, a
+    /// restart), or its record names another site.
+    /// A source refused a place (`max_clusters`) asks again with each
+    /// record (it keeps no template: each takes the full path), so it is in
+    /// its own cluster as soon as there is room.
+    pub(super) fn cluster_due(&self, epoch: u32, site: Option<&str>) -> bool {
+        self.cluster_epoch != epoch
+            || self.refresh_all
+            || self.site_changed(site)
+            || self.cluster_refused
+    }
+
+    fn site_changed(&self, site: Option<&str>) -> bool {
+        self.naming.as_ref().map(|n| n.site()) != Some(site)
+    }
+
+    /// Whether it was refused its site's cluster already (the refusal is
+    /// counted and logged once per source, not per record), for `site`.
+    pub(super) fn refused_before(&self, site: Option<&str>) -> bool {
+        self.cluster_refused && !self.site_changed(site)
+    }
+
+    /// Whether its site's cluster found no room: it keeps no template.
+    pub(super) fn cluster_refused(&self) -> bool {
+        self.cluster_refused
+    }
+
+    /// Takes the cluster chosen for it under the settings of `epoch`.
+    /// Returns the key of the one it left, if it moved: it then sends
+    /// every metadata again (its host in the new cluster has none).
+    pub(super) fn settle(&mut self, chosen: Chosen, epoch: u32) -> Option<u64> {
+        let Chosen { cluster, refused } = chosen;
+        self.cluster_refused = refused;
+        let (old, new) = (key_of(&self.cluster), key_of(&cluster));
+        let moved = self.cluster_epoch != u32::MAX && old != new;
+        if moved {
+            self.refresh_all = true;
+        }
+        self.cluster = cluster;
+        self.cluster_epoch = epoch;
+        moved.then_some(old)
+    }
+
+    /// Says in `batch` who its packets are about: its host and cluster.
+    pub(super) fn head(&self, batch: &mut PacketBatch) {
+        batch.host.clone_from(&self.id);
+        batch.cluster.clone_from(&self.cluster);
     }
 
     /// Notes an XML record of `tod` with these sections (no allocation
@@ -195,7 +358,7 @@ impl Source {
 
     /// Whether the heartbeat's metadata goes out with this report: with
     /// every metadata, else every `interval_s`.
-    pub(super) fn heartbeat_metadata_due(&mut self, now_s: u32, interval_s: u32) -> bool {
+    fn heartbeat_metadata_due(&mut self, now_s: u32, interval_s: u32) -> bool {
         if self.refresh_all || self.heartbeat_meta_at == series::NEVER {
             self.heartbeat_meta_at = now_s - self.lead(interval_s);
             true
@@ -222,7 +385,7 @@ impl Source {
 
     /// Its counter state as the state file keeps it (None for a source
     /// with no start and no counter).
-    pub(super) fn to_saved(&self) -> Option<SavedSource> {
+    fn to_saved(&self) -> Option<SavedSource> {
         let counters: Vec<(u64, u64, u64)> = self
             .states
             .iter()
@@ -269,7 +432,7 @@ impl Source {
 
     /// Takes a merged entry ([`super::merge`]): its run, and each counter's
     /// reading and offset (a counter new to it is made, up to `cap`).
-    pub(super) fn absorb(&mut self, merged: &SavedSource, now_s: u32, cap: usize) {
+    fn absorb(&mut self, merged: &SavedSource, now_s: u32, cap: usize) {
         if self.started != merged.started {
             // A run it had not heard of: its XCache totals were the old run's.
             self.started = merged.started;
@@ -294,7 +457,7 @@ impl Source {
 
     /// Notes the program's start time and pid; true if they changed (the
     /// xrootd restarted: counters start again from zero).
-    pub(super) fn note_start(&mut self, tos: u32, pid: u32) -> bool {
+    fn note_start(&mut self, tos: u32, pid: u32) -> bool {
         let restarted = self.started.is_some_and(|s| s != (tos, pid));
         self.started = Some((tos, pid));
         restarted
@@ -338,7 +501,7 @@ impl Source {
     /// How much earlier than `metadata_interval` the first periodic resend
     /// after a whole send comes: a fixed share of half the interval, from
     /// the host's hash, so sources that start together resend apart.
-    pub(super) fn lead(&self, interval_s: u32) -> u32 {
+    fn lead(&self, interval_s: u32) -> u32 {
         (self.host_key % u64::from((interval_s / 2).max(1))) as u32
     }
 
@@ -364,7 +527,7 @@ impl Source {
         }
     }
 
-    pub(super) fn reindex(&mut self) {
+    fn reindex(&mut self) {
         self.template = None;
         self.index.clear();
         for (i, s) in self.states.iter().enumerate() {
@@ -374,7 +537,7 @@ impl Source {
 
     /// Takes over what the state file kept of this source: its start and
     /// its counters (their metadata is still to be sent).
-    pub(super) fn restore(&mut self, saved: SavedSource, now_s: u32) {
+    fn restore(&mut self, saved: SavedSource, now_s: u32) {
         self.started = saved.started;
         self.restored = true;
         for (key, last_raw, offset) in saved.counters {
@@ -412,7 +575,7 @@ pub(super) struct Naming {
 
 impl Naming {
     /// The `site` its last record named.
-    pub(super) fn site(&self) -> Option<&str> {
+    fn site(&self) -> Option<&str> {
         self.site.as_deref()
     }
 
@@ -441,215 +604,7 @@ impl Naming {
     }
 }
 
-/// Sources by sender IP (a handful per IP: xrootd, cmsd, instances).
-#[derive(Default)]
-pub(super) struct Sources {
-    pub(super) by_ip: HashMap<IpAddr, Vec<Source>>,
-    pub(super) len: usize,
-    /// The XML table's keys of the hosts of sources forgotten since the
-    /// daemon last took them ([`super::Engine::forgotten`]): they leave
-    /// the table too.
-    pub(super) forgotten: Vec<u64>,
-}
+mod sending;
+mod sources;
 
-impl Sources {
-    /// The source of a record just mapped, from `from` at `now`: created
-    /// if new (with what the state file kept of it), its report noted
-    /// (interval, TMAX, a restart), its host name and TMAX set for its
-    /// metadata, and whether this report sends every metadata.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn report(
-        &mut self,
-        from: SocketAddr,
-        header: &Header<'_>,
-        mapped: &MappedRecord,
-        now: Instant,
-        now_s: u32,
-        settings: &Settings,
-        saved: Option<&SavedState>,
-        events: &mut Events<'_>,
-    ) -> &mut Source {
-        let number = |v: Option<&str>| v.and_then(|t| t.trim().parse::<u32>().ok()).unwrap_or(0);
-        let (tos, pid) = (number(header.tos), number(header.pid));
-        let (ip, program, cap) = (from.ip(), &mapped.program, settings.max_sources);
-        // An established source evicted keeps its counters where the state
-        // file's unclaimed sources wait, to continue if it comes back.
-        let mut parked = 0;
-        let mut park = |ip: IpAddr, gone: &Source| {
-            let kept = gone.established()
-                && saved.is_some_and(|s| {
-                    gone.to_saved()
-                        .is_some_and(|g| s.park(ip, &gone.program, g, cap))
-                });
-            parked += usize::from(kept);
-        };
-        let (source, created, evicted) =
-            self.get_or_insert(ip, program, now, cap, mapped.len(), &mut park);
-        if evicted.total > 0 {
-            events.sources_evicted(ip, evicted.total, evicted.established, parked, cap);
-        }
-        if created {
-            events.source_added();
-            if let Some(kept) = saved.and_then(|s| s.claim(ip, program, now)) {
-                source.restore(kept, now_s);
-            }
-        }
-        let tmax = announced_tmax(source.observe(now, settings.tmax), settings);
-        let restarted = source.note_start(tos, pid);
-        if restarted || created {
-            source.peer_dirty = true;
-        }
-        if restarted {
-            events.restarted(from, &mapped.host.spoof, program, tos, pid);
-            // Its counters count from zero again: continue from what was sent.
-            for state in &mut source.states {
-                state.restart();
-            }
-            source.pfc = None;
-        }
-        // A new TMAX (known from the second report on) goes out with each
-        // metric's next periodic metadata, which is spread over time:
-        // sources that started together learn their TMAX together, and
-        // resending everything for it would be their first burst all over
-        // again.
-        source.refresh_all =
-            restarted || source.host != mapped.host.spoof || source.metadata_tmax == 0;
-        if source.refresh_all {
-            source.host.clear();
-            source.host.push_str(&mapped.host.spoof);
-            source.host_key = crate::mapping::name_key(&source.host);
-        }
-        source.metadata_tmax = tmax;
-        source
-    }
-
-    /// The sources of one sender address.
-    pub(super) fn of_ip_mut(&mut self, ip: IpAddr) -> impl Iterator<Item = &mut Source> {
-        self.by_ip.get_mut(&ip).into_iter().flatten()
-    }
-
-    /// The XCache run a g-stream came from: the xrootd of `ip` started at
-    /// `stod` and, if the g-stream names its instance, running as `program`.
-    pub(super) fn xcache_of(
-        &mut self,
-        ip: IpAddr,
-        stod: u32,
-        program: Option<&str>,
-    ) -> Option<&mut Source> {
-        self.of_ip_mut(ip).find(|s| {
-            s.started.is_some_and(|(tos, _)| tos == stod)
-                && super::is_xrootd(&s.program)
-                && program.is_none_or(|p| p == s.program)
-        })
-    }
-
-    pub(super) fn iter_mut(&mut self) -> impl Iterator<Item = &mut Source> {
-        self.by_ip.values_mut().flatten()
-    }
-
-    /// The source, created if new; evicts a tenth when over `cap`
-    /// ([`evict`](Self::evict)), handing each evicted source to `gone`.
-    /// Returns it, whether it is new, and what was evicted.
-    pub(super) fn get_or_insert(
-        &mut self,
-        ip: IpAddr,
-        program: &str,
-        now: Instant,
-        cap: usize,
-        metrics: usize,
-        gone: &mut dyn FnMut(IpAddr, &Source),
-    ) -> (&mut Source, bool, Evicted) {
-        let exists = self
-            .by_ip
-            .get(&ip)
-            .is_some_and(|v| v.iter().any(|s| s.program == program));
-        let mut evicted = Evicted::default();
-        if !exists {
-            if self.len >= cap {
-                evicted = self.evict(cap, gone);
-            }
-            self.by_ip
-                .entry(ip)
-                .or_default()
-                .push(Source::new(program, now, metrics));
-            self.len += 1;
-        }
-        let list = self.by_ip.entry(ip).or_default();
-        let at = list.iter().position(|s| s.program == program).unwrap_or(0);
-        (&mut list[at], !exists, evicted)
-    }
-
-    /// Brings the sources down to nine tenths of `cap`. Sources that sent
-    /// a single record go first, the least recently seen of them first:
-    /// a flood of one-shot senders (12,000 new addresses in 2.6 s) then
-    /// takes its own kind, not an established server that reports every
-    /// minute or less often. Established sources ([`Source::established`])
-    /// go only when too few others are left, the least recently seen
-    /// first. Each evicted source is handed to `gone` (to keep its
-    /// counters for its return).
-    pub(super) fn evict(&mut self, cap: usize, gone: &mut dyn FnMut(IpAddr, &Source)) -> Evicted {
-        self.evict_by(cap, gone, |s| (s.established(), s.last_seen))
-    }
-
-    /// [`evict`](Self::evict) in the order of `rank`, lowest first (other
-    /// orders are measured against it: `engine/tests/eviction.rs`).
-    pub(super) fn evict_by<K: Ord + Copy>(
-        &mut self,
-        cap: usize,
-        gone: &mut dyn FnMut(IpAddr, &Source),
-        rank: impl Fn(&Source) -> K,
-    ) -> Evicted {
-        let target = cap - cap / 10 - 1;
-        let mut ranks: Vec<K> = self.by_ip.values().flatten().map(&rank).collect();
-        if ranks.len() <= target {
-            return Evicted::default();
-        }
-        let drop = ranks.len() - target;
-        let (_, cutoff, _) = ranks.select_nth_unstable(drop - 1);
-        let cutoff = *cutoff;
-        // Everything ranked below the cutoff goes, and as many ranked at it
-        // as make up `drop` (not whichever of both come first).
-        let mut at_cutoff = drop - ranks.iter().filter(|r| **r < cutoff).count();
-        let mut out = Evicted::default();
-        let forgotten = &mut self.forgotten;
-        for (ip, list) in self.by_ip.iter_mut() {
-            list.retain(|s| {
-                let r = rank(s);
-                let keep = match r.cmp(&cutoff) {
-                    std::cmp::Ordering::Less => false,
-                    std::cmp::Ordering::Equal if at_cutoff > 0 => {
-                        at_cutoff -= 1;
-                        false
-                    }
-                    _ => true,
-                };
-                if !keep {
-                    out.total += 1;
-                    out.established += usize::from(s.established());
-                    gone(*ip, s);
-                    // Its host leaves the XML table too.
-                    forgotten.push(s.host_key ^ super::clusters::key_of(&s.cluster));
-                }
-                keep
-            });
-        }
-        self.by_ip.retain(|_, l| !l.is_empty());
-        self.len -= out.total;
-        out
-    }
-}
-
-/// What one eviction took.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(super) struct Evicted {
-    pub(super) total: usize,
-    /// Of them, sources with more than one record or restored counters.
-    pub(super) established: usize,
-}
-
-/// TMAX as announced: with changed-only sending, an unchanged value may go
-/// `value_heartbeat` seconds unsent, so TMAX grows by as much and gmond's
-/// TN stays below it.
-pub(super) fn announced_tmax(base: u32, settings: &Settings) -> u32 {
-    base.saturating_add(settings.value_heartbeat.unwrap_or(0))
-}
+pub(super) use sources::{Sources, announced_tmax};

@@ -16,33 +16,33 @@ impl Engine {
     /// site puts in one of their own, where the gateway names it.
     pub fn status(&self, now: Instant, wall: SystemTime, cluster: Option<&str>) -> Status {
         let heard = |at| Heard::at(at, now, wall);
-        let mut sources = Vec::with_capacity(self.sources.len);
-        for (ip, list) in &self.sources.by_ip {
-            for s in list {
-                let (pgm, ins, _) = s.naming.as_ref().map(|n| n.parts()).unwrap_or_default();
+        let mut sources = Vec::with_capacity(self.sources.len());
+        for (ip, s) in self.sources.iter() {
+            {
+                let (pgm, ins, _) = s.naming().map(|n| n.parts()).unwrap_or_default();
                 let (program, instance) = match pgm {
                     Some(p) => (Some(p.to_string()), ins.map(str::to_string)),
                     // A source made by its program's name only.
-                    None => split_program(&s.program),
+                    None => split_program(s.program()),
                 };
                 sources.push(SourceStatus {
-                    address: *ip,
-                    host: Some(s.host.clone()),
+                    address: ip,
+                    host: Some(s.host().to_string()),
                     program,
                     instance,
                     cluster: s
-                        .cluster
+                        .cluster()
                         .as_ref()
                         .map(|c| c.name.to_string())
                         .or_else(|| cluster.map(str::to_string)),
-                    last_heard: heard(s.last_seen),
-                    records: u64::from(s.reports),
-                    errors: self.rejected.count(*ip),
+                    last_heard: heard(s.last_seen()),
+                    records: u64::from(s.reports()),
+                    errors: self.rejected.count(ip),
                 });
             }
         }
         for (ip, count, at) in self.rejected.iter() {
-            if !self.sources.by_ip.contains_key(&ip) {
+            if !self.sources.has_ip(ip) {
                 sources.push(SourceStatus {
                     address: ip,
                     host: None,

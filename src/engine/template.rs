@@ -23,7 +23,7 @@ use crate::catalog::{self, Kind};
 use crate::ganglia::xdr;
 use crate::mapping::{Derived, MappedRecord, Metric, Role};
 use crate::summary::shape::{Hole, Shape, ShapeBuilder};
-use crate::summary::{self, SummaryRecord};
+use crate::summary::{self, Stamp, SummaryRecord};
 
 use super::packets::{self, PacketBatch, SlotKey};
 use super::series::{self, Counting, MetricState};
@@ -349,21 +349,11 @@ impl Template {
         }
     }
 
-    /// (tos, pid) of a matched datagram, read as the full path reads them.
-    pub(super) fn start(&self, datagram: &[u8], holes: &[Range<u32>]) -> (u32, u32) {
-        let number = |i: &Input| {
-            self.input(i, datagram, holes)
-                .and_then(|t| t.trim().parse::<u32>().ok())
-                .unwrap_or(0)
-        };
-        (number(&self.tos), number(&self.pid))
-    }
-
-    /// The `tod` of a matched datagram (0 if it has none).
-    pub(super) fn tod(&self, datagram: &[u8], holes: &[Range<u32>]) -> u64 {
-        self.input(&self.tod, datagram, holes)
-            .and_then(|t| t.trim().parse::<u64>().ok())
-            .unwrap_or(0)
+    /// The header numbers of a matched datagram, read as the full path
+    /// reads them ([`Stamp::read`]).
+    pub(super) fn stamp(&self, datagram: &[u8], holes: &[Range<u32>]) -> Stamp {
+        let text = |i| self.input(i, datagram, holes);
+        Stamp::read(text(&self.tos), text(&self.pid), text(&self.tod))
     }
 
     /// The derived metrics' inputs in a matched datagram.
@@ -377,7 +367,10 @@ impl Template {
 
     /// Appends the packets of a matched datagram to `batch`; returns how
     /// many, or None (nothing appended, no state changed) when its derived
-    /// metrics would not be the template's.
+    /// metrics would not be the template's. Kept out of its caller: inlined
+    /// there, it left the per-value counter and changed-only steps out of
+    /// line (+7.7% instructions per fast-path record under callgrind).
+    #[inline(never)]
     pub(super) fn emit(
         &self,
         datagram: &[u8],

@@ -16,13 +16,12 @@ use std::net::{IpAddr, SocketAddr};
 
 use crate::config::Settings;
 use crate::events::Events;
-use crate::ganglia::format_u64;
 use crate::gstream::PfcTotals;
 use crate::mapping::{HeaderParts, MappedRecord, Mapper};
 
 use super::packets::PacketBatch;
 use super::source::Source;
-use super::{Due, append_metric, interval_seconds, is_xrootd};
+use super::{Due, interval_seconds, is_xrootd};
 
 /// A waiting g-stream's XCache: address, start time, program (when the
 /// g-stream names its instance).
@@ -67,13 +66,13 @@ impl Totals {
 
     /// A record of `source` arrived: totals that waited for it are its own.
     pub(super) fn claim_waiting(&mut self, source: &mut Source, ip: IpAddr) {
-        if self.waiting.is_empty() || !is_xrootd(&source.program) {
+        if self.waiting.is_empty() || !is_xrootd(source.program()) {
             return;
         }
-        let tos = source.started.map_or(0, |(tos, _)| tos);
-        for program in [None, Some(source.program.clone())] {
+        let tos = source.started().map_or(0, |(tos, _)| tos);
+        for program in [None, Some(source.program().to_string())] {
             if let Some(early) = self.waiting.remove(&(ip, tos, program)) {
-                source.pfc.get_or_insert_default().add(&early);
+                source.claim_gstream(&early);
             }
         }
     }
@@ -113,28 +112,24 @@ impl Totals {
         settings: &Settings,
         answering: bool,
     ) -> (u64, u64) {
-        let (Some(totals), Some(naming)) = (source.pfc, &source.naming) else {
+        let (Some(totals), Some(naming)) = (source.pfc(), source.naming()) else {
             return (0, 0);
         };
         // As a `pfc` section of its own record would hold them.
-        let mut digits = [[0u8; 20]; 4];
-        let [files, hit, miss, bypass] = &mut digits;
-        let text = |buf, v| std::str::from_utf8(format_u64(buf, v)).unwrap_or("0");
-        let values = [
-            ("pfc.files", text(files, totals.files)),
-            ("pfc.bytes_hit", text(hit, totals.bytes_hit)),
-            ("pfc.bytes_miss", text(miss, totals.bytes_miss)),
-            ("pfc.bytes_bypass", text(bypass, totals.bytes_bypass)),
+        let counts = [
+            ("pfc.files", totals.files),
+            ("pfc.bytes_hit", totals.bytes_hit),
+            ("pfc.bytes_miss", totals.bytes_miss),
+            ("pfc.bytes_bypass", totals.bytes_bypass),
         ];
         let parts = naming.parts();
-        mapper.map_values(parts, &values, &mut self.mapped);
+        mapper.map_counts(parts, &counts, &mut self.mapped);
         let interval_s = interval_seconds(settings);
         let cap = settings.max_metrics_per_source;
         let (mut metadata, mut values) = (0, 0);
         for m in self.mapped.metrics() {
             let found = if answering {
-                let at = source.index.get(&m.name_key);
-                at.map(|&at| (at as usize, Due::Answer))
+                source.metric_at(m.name_key).map(|at| (at, Due::Answer))
             } else {
                 let found = source.metric(m.name_key, now_s, interval_s, false, cap);
                 found.map(|(at, metadata)| (at, Due::Report { metadata }))
@@ -142,7 +137,7 @@ impl Totals {
             let Some((at, due)) = found else {
                 continue;
             };
-            let (m, v) = append_metric(batch, source, at, &m, due, now_s, settings);
+            let (m, v) = source.append_metric(batch, at, &m, due, now_s, settings);
             metadata += m;
             values += v;
         }

@@ -144,6 +144,8 @@ counters! {
         "gmond metadata requests answered with every metadata of the host asked about.";
     packets_conflated: Counter "packets_conflated", "packets/s", "Packets conflated",
         "Queued packets replaced by a newer one of the same host and metric before they were sent.";
+    packets_forgotten: Counter "packets_forgotten", "packets/s", "Packets of forgotten sources",
+        "Queued packets dropped unsent because their source was forgotten (max_sources): the queues hold at most max_sources hosts.";
     packets_unsent: Counter "packets_unsent", "packets/s", "Packets unsent at stop",
         "Queued packets dropped at stop because drain_timeout passed.";
     send_queue: Gauge "send_queue", "packets", "Send queue",

@@ -355,6 +355,36 @@ pub struct ListEntry<'r> {
     pub field: &'r str,
 }
 
+/// A record's header numbers, read once: the program's start (`tos`) and
+/// pid, which tell a restart, and the record's time (`tod`); 0 where one
+/// is absent or not a number.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stamp {
+    pub tos: u32,
+    pub pid: u32,
+    pub tod: u64,
+}
+
+impl Stamp {
+    /// From the three fields' text, however they were found (a parsed
+    /// header, or the holes of a template's match).
+    pub fn read(tos: Option<&str>, pid: Option<&str>, tod: Option<&str>) -> Stamp {
+        fn number<T: std::str::FromStr + Default>(text: Option<&str>) -> T {
+            text.and_then(|t| t.trim().parse().ok()).unwrap_or_default()
+        }
+        Stamp {
+            tos: number(tos),
+            pid: number(pid),
+            tod: number(tod),
+        }
+    }
+
+    /// The program's run: (tos, pid).
+    pub fn run(&self) -> (u32, u32) {
+        (self.tos, self.pid)
+    }
+}
+
 /// The `<statistics>` header attributes (reference 2.2), with `toe` from
 /// either the legacy end-tag attribute or `sgen.toe`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -368,6 +398,13 @@ pub struct Header<'r> {
     pub pid: Option<&'r str>,
     pub site: Option<&'r str>,
     pub toe: Option<&'r str>,
+}
+
+impl Header<'_> {
+    /// Its numbers, read once ([`Stamp`]).
+    pub fn stamp(&self) -> Stamp {
+        Stamp::read(self.tos, self.pid, self.tod)
+    }
 }
 
 /// The variables of a record, in order ([`SummaryRecord::vars`]). A type

@@ -422,7 +422,7 @@ proptest::proptest! {
         if let Some(fast) = fast_tokens(&text) {
             proptest::prop_assert_eq!(fast, reference_tokens(&text));
         }
-        // Text that starts with `{` is the JSON form (tests/json.rs holds
+        // Text that starts with `{` is the JSON form (tests/gmond/json.rs holds
         // that path to its own reference); the XML reference reads XML only.
         if is_json(text.as_bytes()) {
             return Ok(());

@@ -37,36 +37,7 @@ pub(crate) fn ceiling(o: &E2eOptions) -> Result<Ceiling, String> {
     socket
         .connect(("127.0.0.1", gmond.port))
         .map_err(|e| e.to_string())?;
-    // Metadata first, then one value each (gmond shows a metric once it has
-    // both), slowly, until gmond shows every metric.
-    let mut shown = 0;
-    let mut drops = 0;
-    for rate in [10_000.0, 2_000.0] {
-        let before = gmond.drops();
-        for packets in [&meta, &values] {
-            let mut s = MmsgSender::new(&socket, packets);
-            paced(&mut s, rate, Duration::from_secs(30), packets.len() as u64);
-            gmond.wait_read(Duration::from_secs(2));
-        }
-        drops = gmond.drops() - before;
-        let x = gmond.xml()?;
-        shown = x
-            .hosts
-            .iter()
-            .filter(|(ip, _)| ip.starts_with("10.99."))
-            .map(|(_, h)| h.metrics.len())
-            .sum::<usize>();
-        if shown == meta.len() && drops == 0 {
-            break;
-        }
-    }
-    if shown != meta.len() {
-        return Err(format!(
-            "gmond shows {shown} of {} metrics after their metadata and a value each \
-             ({drops} drops at its socket)",
-            meta.len()
-        ));
-    }
+    show_every_metric(&gmond, &socket, &meta, &values)?;
     let step_len = if o.smoke {
         Duration::from_secs(1)
     } else {
@@ -136,6 +107,45 @@ pub(crate) fn ceiling(o: &E2eOptions) -> Result<Ceiling, String> {
         }
     }
     Ok(c)
+}
+
+/// Metadata first, then one value each (gmond shows a metric once it has
+/// both), slowly, until gmond shows every metric.
+fn show_every_metric(
+    gmond: &Gmond,
+    socket: &UdpSocket,
+    meta: &[Vec<u8>],
+    values: &[Vec<u8>],
+) -> Result<(), String> {
+    let mut shown = 0;
+    let mut drops = 0;
+    for rate in [10_000.0, 2_000.0] {
+        let before = gmond.drops();
+        for packets in [meta, values] {
+            let mut s = MmsgSender::new(socket, packets);
+            paced(&mut s, rate, Duration::from_secs(30), packets.len() as u64);
+            gmond.wait_read(Duration::from_secs(2));
+        }
+        drops = gmond.drops() - before;
+        let x = gmond.xml()?;
+        shown = x
+            .hosts
+            .iter()
+            .filter(|(ip, _)| ip.starts_with("10.99."))
+            .map(|(_, h)| h.metrics.len())
+            .sum::<usize>();
+        if shown == meta.len() && drops == 0 {
+            break;
+        }
+    }
+    if shown != meta.len() {
+        return Err(format!(
+            "gmond shows {shown} of {} metrics after their metadata and a value each \
+             ({drops} drops at its socket)",
+            meta.len()
+        ));
+    }
+    Ok(())
 }
 
 /// Metadata (128) and value (133) packets of `per_host` metrics on each of

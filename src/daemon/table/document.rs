@@ -36,6 +36,9 @@ pub struct ClusterInfo<'a> {
     pub name: &'a str,
     pub host_dmax: u32,
     pub grouping: &'a Grouping,
+    /// The rule port the document is for: only its clusters are written
+    /// (None: the gateway's port, every cluster, `cluster_name`'s first).
+    pub port: Option<u32>,
 }
 
 /// Writes one host and its metrics (by name) as gmond does; returns how
@@ -93,6 +96,15 @@ fn write_host(
     }
     xml::host_end(out);
     order.len()
+}
+
+/// Whether the document of `port` (None: the gateway's) holds `cluster`
+/// (None: `cluster_name`'s, on the gateway's port only).
+fn served(cluster: &ClusterRef, port: Option<u32>) -> bool {
+    match cluster {
+        None => port.is_none(),
+        Some(c) => c.served_on(port),
+    }
 }
 
 /// A CLUSTER start tag, with its rule's OWNER, LATLONG and URL if a rule
@@ -169,6 +181,16 @@ impl<'t> Render<'t> {
         let plan = self.plan.clone();
         while !self.done && out.len() < start + piece {
             if let Some((this, end)) = plan.clusters.get(self.cluster) {
+                if !self.open && !served(this, cluster.port) {
+                    // Another port's: its hosts (and their new names) passed over.
+                    self.host = *end;
+                    while plan.renames.get(self.rename).is_some_and(|(i, _)| i < end) {
+                        self.rename += 1;
+                        self.written.renamed -= 1;
+                    }
+                    self.cluster += 1;
+                    continue;
+                }
                 if !self.open {
                     let name = this.as_ref().map_or(cluster.name, |c| &*c.name);
                     cluster_start(out, name, cluster.grouping, self.unix);
@@ -184,7 +206,7 @@ impl<'t> Render<'t> {
                 self.cluster += 1;
                 continue;
             }
-            for c in &plan.empty {
+            for c in plan.empty.iter().filter(|c| c.served_on(cluster.port)) {
                 cluster_start(out, &c.name, cluster.grouping, self.unix);
                 xml::cluster_end(out);
                 self.written.clusters += 1;

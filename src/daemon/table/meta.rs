@@ -1,5 +1,5 @@
-//! A metric's metadata in the XML table: taken borrowed from its packet,
-//! compared with what a host holds, and shared by the hosts that send it
+//! A metric's metadata in the XML table: taken borrowed from the batch
+//! that carries its packet, compared with what a host holds, and shared by the hosts that send it
 //! alike (interned), so that a periodic resend allocates nothing.
 
 use std::collections::HashMap;
@@ -8,8 +8,6 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 use foldhash::fast::RandomState;
-
-use crate::ganglia::xdr;
 
 /// A metric's metadata, shared by every host that sends it alike.
 #[derive(Debug, PartialEq, Eq)]
@@ -23,7 +21,7 @@ pub(super) struct Meta {
     pub(super) extra: Box<[(Box<str>, Box<str>)]>,
 }
 
-/// A metric's metadata as its packet says it, borrowed from the packet:
+/// A metric's metadata as its batch says it, borrowed from the batch:
 /// compared with what a host holds, and hashed to find the shared
 /// [`Meta`], before anything is allocated.
 pub(super) struct MetaView<'p> {
@@ -31,18 +29,15 @@ pub(super) struct MetaView<'p> {
     pub(super) value_type: &'p str,
     pub(super) units: &'p str,
     pub(super) slope: &'static str,
-    /// The packet's extra elements, in the packet's order (SPOOF_* kept).
-    pub(super) extra: &'p [(xdr::Text<'p>, xdr::Text<'p>)],
+    /// The extra elements in the order gmond writes them (the packet's
+    /// reversed: TITLE, DESC, GROUP), without the SPOOF_* ones.
+    pub(super) extra: [(&'p str, &'p str); 3],
 }
 
 impl MetaView<'_> {
-    /// The extra elements as a [`Meta`] holds them: reversed, no SPOOF_*.
+    /// The extra elements as a [`Meta`] holds them.
     fn extra(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.extra
-            .iter()
-            .rev()
-            .filter(|(k, _)| !k.starts_with("SPOOF_"))
-            .map(|(k, v)| (k.as_ref(), v.as_ref()))
+        self.extra.iter().copied()
     }
 
     pub(super) fn matches(&self, m: &Meta) -> bool {

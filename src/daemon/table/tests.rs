@@ -63,6 +63,7 @@ fn document(t: &HostTable, at: Instant) -> (Doc, Written, String) {
         name: "XRootD",
         host_dmax: 3600,
         grouping: &grouping,
+        port: None,
     };
     let w = t
         .write(&cluster, at, &mut |piece| {
@@ -267,6 +268,7 @@ fn a_big_document_is_written_in_pieces() {
         name: "XRootD",
         host_dmax: 0,
         grouping: &grouping,
+        port: None,
     };
     let w =
         x.t.write(&cluster, x.r.at(0), &mut |piece| {
@@ -309,6 +311,7 @@ fn one_metric(host: &str, units: &str, title: &str, value: &str) -> PacketBatch 
     };
     let spoof = format!("192.0.2.9:{host}");
     let mut b = PacketBatch::default();
+    b.host = Some(crate::engine::packets::HostId::spoofed("192.0.2.9", host));
     b.metadata_of(MetadataOf {
         key,
         host: &spoof,
@@ -316,7 +319,7 @@ fn one_metric(host: &str, units: &str, title: &str, value: &str) -> PacketBatch 
         name: "xrootd.link.in",
         value_type: "double",
         units,
-        slope: xdr::Slope::Positive,
+        slope: crate::ganglia::xdr::Slope::Positive,
         tmax: 60,
         dmax: 0,
         group: "xrootd",
@@ -384,11 +387,17 @@ type Clusters = BTreeMap<
 impl Table {
     /// The document as the settings' `cluster_name` and rules write it.
     fn clusters(&self, secs: u64) -> (Clusters, Written) {
+        self.clusters_on(secs, None)
+    }
+
+    /// The document of rule port `port` (None: the gateway's).
+    fn clusters_on(&self, secs: u64, port: Option<u32>) -> (Clusters, Written) {
         let s = &self.r.settings;
         let cluster = ClusterInfo {
             name: &s.cluster_name,
             host_dmax: 3600,
             grouping: &s.grouping,
+            port,
         };
         let mut text = Vec::new();
         let w = self
@@ -775,3 +784,5 @@ fn hostile_sites_stay_inside_rrd_rootdir_and_are_bounded() {
     assert_eq!(x.r.counters.snapshot().clusters_refused, 99);
     assert_eq!(x.r.counters.snapshot().site_clusters, 5);
 }
+
+mod ports;

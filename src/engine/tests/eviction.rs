@@ -145,23 +145,23 @@ fn measure_eviction_orders() {
     use std::time::Instant;
 
     type Rank = fn(&Source, Instant) -> (bool, i128);
-    let since = |s: &Source, t0: Instant| s.last_seen.duration_since(t0).as_nanos() as i128;
+    let since = |s: &Source, t0: Instant| s.last_seen().duration_since(t0).as_nanos() as i128;
     let _ = since;
     let orders: [(&str, Rank); 3] = [
         ("least recently seen (before)", |s, t0| {
-            (false, s.last_seen.duration_since(t0).as_nanos() as i128)
+            (false, s.last_seen().duration_since(t0).as_nanos() as i128)
         }),
         (
             "single-record first, least recently seen of them first",
             |s, t0| {
                 (
                     s.established(),
-                    s.last_seen.duration_since(t0).as_nanos() as i128,
+                    s.last_seen().duration_since(t0).as_nanos() as i128,
                 )
             },
         ),
         ("single-record first, newest of them first", |s, t0| {
-            let at = s.last_seen.duration_since(t0).as_nanos() as i128;
+            let at = s.last_seen().duration_since(t0).as_nanos() as i128;
             (s.established(), if s.established() { at } else { -at })
         }),
     ];
@@ -199,7 +199,7 @@ fn measure_eviction_orders() {
             let started = Instant::now();
             for (t, who) in events {
                 let ip = IpAddr::from((0x0a00_0000 + who).to_be_bytes());
-                if sources.len >= cap {
+                if sources.len() >= cap {
                     let mut gone = |ip: IpAddr, _: &Source| {
                         let who = u32::from_be_bytes(match ip {
                             IpAddr::V4(v4) => v4.octets(),
@@ -219,15 +219,12 @@ fn measure_eviction_orders() {
             let tracked = |who: std::ops::RangeInclusive<u32>| {
                 who.filter(|w| {
                     let ip = IpAddr::from((0x0a00_0000 + w).to_be_bytes());
-                    sources
-                        .by_ip
-                        .get(&ip)
-                        .is_some_and(|l| l.iter().any(Source::established))
+                    sources.of_ip(ip).any(Source::established)
                 })
                 .count()
             };
             let later = tracked(500_000..=502_999);
-            let stale = sources.len - tracked(0..=0) - tracked(1..=50) - later;
+            let stale = sources.len() - tracked(0..=0) - tracked(1..=50) - later;
             println!(
                 "flood {flood} in {secs} s, {name}: live server evicted {live_evicted} times; \
                  new servers evicted {new_evicted} times, established at the end {}/50 \
@@ -271,6 +268,6 @@ fn ties_at_the_cutoff_never_keep_a_lower_rank() {
         let evicted = sources.evict(10, &mut |_, s| gone.push(s.established()));
         assert_eq!((evicted.total, evicted.established), (4, 2), "seed {seed}");
         assert_eq!(gone.iter().filter(|e| !**e).count(), 2, "seed {seed}");
-        assert_eq!(sources.len, 8);
+        assert_eq!(sources.len(), 8);
     }
 }

@@ -6,7 +6,8 @@
 //! * [`continuity`]: counters through restarts and wraps, changed-only
 //!   sending, the state file;
 //! * [`requests`]: gmond's metadata requests, and metadata spread over time;
-//! * [`xcache`]: XCache's g-stream as metrics of the XCache's host.
+//! * [`xcache`]: XCache's g-stream as metrics of the XCache's host;
+//! * [`clusters`]: `{site}` rules and `max_clusters`.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -20,10 +21,12 @@ use crate::config::{FileConfig, Overrides, Settings, validate};
 use crate::events::{Counters, Events, Snapshot};
 use crate::ganglia::xdr::{self, Packet, Slope, Value, decode};
 
+mod clusters;
 mod continuity;
 mod eviction;
 mod fast_path;
 pub(crate) mod requests;
+mod typed;
 mod xcache;
 
 /// Settings from config text (sending to a port nobody reads).
@@ -312,15 +315,12 @@ fn sources_are_bounded_with_lru_eviction() {
         let ip = IpAddr::from((0x0a00_0000 + i).to_be_bytes());
         let at = t0 + Duration::from_millis(i as u64);
         sources.get_or_insert(ip, "xrootd", at, 100, 4, &mut |_, _| {});
-        assert!(sources.len <= 100);
+        assert!(sources.len() <= 100);
     }
     // The most recent one is still there.
     let last = IpAddr::from((0x0a00_0000u32 + 999).to_be_bytes());
-    assert!(sources.by_ip.contains_key(&last));
-    assert_eq!(
-        sources.len,
-        sources.by_ip.values().map(Vec::len).sum::<usize>()
-    );
+    assert!(sources.has_ip(last));
+    assert_eq!(sources.len(), sources.iter().count());
 }
 
 #[test]
