@@ -25,8 +25,8 @@ use crate::mapping::{DEFAULT_EXCLUDE, DEFAULT_GROUP_TEMPLATE, DEFAULT_NAME_TEMPL
 
 /// Value packets per second per send channel (a metadata packet counts as
 /// three, a host's heartbeat metadata as four: what they cost gmond,
-/// docs/gmond.md). Into a stock gmond 3.7.2 on the 2-core machine here (`cargo bench
-/// --bench load -- --only gmond`; README, "Delivery into gmond"): 0 drops
+/// docs/gmond.md). Into a stock gmond 3.7.2 on the 2-core machine here (`cargo run
+/// --release -p xrd2ganglia-load -- --only gmond`; README, "Delivery into gmond"): 0 drops
 /// at 40,000 and 55,000 on a quiet machine, 40 drops at 70,000, and drops
 /// at 45,000 in two runs of four; at 40,000, 0 drops in three full runs of
 /// four (19 in the fourth's burst).

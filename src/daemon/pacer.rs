@@ -36,8 +36,8 @@ pub const UNPACED_CHUNK: usize = 256;
 /// creates the metric's value entry: the pair is what a new metric costs).
 /// Measured on the 2-core development machine (Firecracker VM, Linux
 /// 6.18, a stock gmond on loopback), 2026-11-25, commit 684c0ac: gmond's
-/// CPU per packet with its queue kept filled (`cargo bench --bench load
-/// -- --only cost --cost-rate 0`, 10 runs; docs/gmond.md, "What each
+/// CPU per packet with its queue kept filled (`cargo run --release -p
+/// xrd2ganglia-load -- --only cost --cost-rate 0`, 10 runs; docs/gmond.md, "What each
 /// packet costs gmond"): a value update 2.65-2.78 us, a creating metadata
 /// 1.85-1.97 x that (1.82-2.16 over the runs), a first value 1.75-1.79 x
 /// (1.70-1.95): about 1.9 + 0.8 = 2.7, rounded up. Every metadata is

@@ -1,6 +1,6 @@
 //! Delivery into a real gmond: the paced, conflating send queue. (The
 //! bounded stop needs no gmond: `src/daemon/tests.rs`. Capacity figures are
-//! the load tool's: `cargo bench --bench load -- --only gmond`; these tests
+//! the load tool's: `cargo run --release -p xrd2ganglia-load -- --only gmond`; these tests
 //! check behaviour.)
 
 use xrd2ganglia_testkit as common;

@@ -636,6 +636,11 @@ fn readme_s_test_commands_are_what_ci_and_the_quick_tier_run() {
         ci.lines().any(|l| l.starts_with(full)),
         ".ci/run does not run {full}"
     );
+    // The load lab is a crate of its own, outside `cargo test`: .ci/run
+    // runs its smoke pass as README says.
+    let smoke = "cargo run --locked -p xrd2ganglia-load -- --smoke";
+    assert!(section.contains(&format!("`{smoke}`")), "{section}");
+    assert!(ci.contains(smoke), ".ci/run does not run {smoke}");
     let quick: Vec<&str> = lines
         .iter()
         .map(String::as_str)

@@ -83,7 +83,7 @@ pub(crate) fn server_ip(i: usize) -> Ipv4Addr {
 
 impl Records {
     pub(crate) fn load(servers: usize) -> Records {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/records");
+        let dir = crate::under_test::repo_root().join("tests/data/records");
         let settings = crate::default_settings();
         let counters = Counters::default();
         let mut events = Events::new(&counters, Duration::from_secs(3600));

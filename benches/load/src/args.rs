@@ -1,6 +1,6 @@
-//! The load tool's command line (clap): `cargo bench --bench load --
-//! --help` lists it. Turned into [`Options`]; `--smoke` (or no `--bench`,
-//! as under `cargo test`) caps every size to the quick pass.
+//! The load tool's command line (clap): `cargo run --release -p
+//! xrd2ganglia-load -- --help` lists it. Turned into [`Options`];
+//! `--smoke` caps every size to the quick pass.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -13,7 +13,7 @@ use crate::{Options, federation, poll};
 #[derive(Parser, Debug)]
 #[command(
     name = "load",
-    override_usage = "cargo bench --bench load -- [OPTIONS]"
+    override_usage = "cargo run --release -p xrd2ganglia-load -- [OPTIONS]"
 )]
 struct Args {
     /// Length of each measured run
@@ -55,6 +55,9 @@ struct Args {
     /// Settings added to the gateway's file in the gmond runs, ';' between lines (e.g. 'follow_gmond_queue = false': the token bucket, as for a gmond on another host)
     #[arg(long, value_name = "TEXT", default_value = "")]
     gateway_conf: String,
+    /// The gateway under test [default: target/<profile>/xrd2ganglia beside this tool, refused if older than its sources]
+    #[arg(long, value_name = "PATH")]
+    gateway: Option<PathBuf>,
     /// The gateway binary of the gmond runs (an older build, for a before/after comparison) [default: the one under test]
     #[arg(long, value_name = "PATH")]
     gateway_bin: Option<PathBuf>,
@@ -109,12 +112,9 @@ struct Args {
     /// The gmetads' RRAs line (the default: 2.5 KB an RRD; gmetad's own make 631 KB)
     #[arg(long, value_name = "TEXT", default_value = "RRA:AVERAGE:0.5:1:244")]
     fed_rras: String,
-    /// The quick pass cargo test runs (gmond runs with 200 servers; fails on any drop at gmond or missing or stale metric)
+    /// The quick pass .ci/run runs (gmond runs with 200 servers; fails on any drop at gmond or missing or stale metric)
     #[arg(long)]
     smoke: bool,
-    /// Passed by `cargo bench`: measure (without it, as under `cargo test`, the smoke pass)
-    #[arg(long, hide = true)]
-    bench: bool,
 }
 
 /// A number of seconds, 0 or more.
@@ -142,18 +142,9 @@ fn poll_mode(m: &str) -> Result<String, String> {
 }
 
 impl Options {
-    /// The command line; under `cargo test` (no `--bench`), whose own
-    /// flags and filters are not ours, the smoke pass with the defaults.
+    /// The command line.
     pub(crate) fn parse() -> Options {
-        let argv: Vec<String> = std::env::args().collect();
-        let bench = argv.iter().skip(1).any(|a| a == "--bench");
-        let args = if bench {
-            Args::parse_from(&argv)
-        } else {
-            Args::try_parse_from(&argv).unwrap_or_else(|_| Args::parse_from(&argv[..1]))
-        };
-        let mut o = args.options();
-        o.smoke |= !bench;
+        let mut o = Args::parse().options();
         if o.smoke {
             o.cap_to_smoke();
         }
@@ -200,6 +191,7 @@ impl Args {
                 .gmond_runs
                 .unwrap_or_else(|| ["a", "b", "c", "d", "e"].map(String::from).to_vec()),
             gateway_conf: self.gateway_conf.replace(';', "\n"),
+            gateway: self.gateway,
             gateway_bin: self.gateway_bin,
             cost_runs: self.cost_runs,
             cost_rate: self.cost_rate,

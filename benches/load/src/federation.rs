@@ -113,7 +113,7 @@ struct Fleet {
 
 impl Fleet {
     fn new(o: &FedOptions) -> Fleet {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/records/srv_xrootd.xml");
+        let path = crate::under_test::repo_root().join("tests/data/records/srv_xrootd.xml");
         let template = std::fs::read_to_string(&path).expect("srv_xrootd.xml");
         Fleet {
             template: template.trim_end().to_string(),

@@ -145,7 +145,7 @@ impl Gateway {
         // This build's gateway gets a control socket of its own: the
         // default, /run/xrd2ganglia/control, is one per machine (an older
         // build given with --gateway-bin knows no such key).
-        if bin == Path::new(env!("CARGO_BIN_EXE_xrd2ganglia")) && !text.contains("control_socket") {
+        if bin == crate::under_test::gateway() && !text.contains("control_socket") {
             text = format!(
                 "control_socket = {:?}\n{text}",
                 dir.0.join("control").display().to_string()
