@@ -319,7 +319,13 @@ fn try_key(dir: &Path, table: Table, key: &'static str) -> (usize, usize) {
     // no key to name).
     std::fs::write(
         &conf,
-        config(dir, table, key, &long_string(10 << 20, false), companion(key)),
+        config(
+            dir,
+            table,
+            key,
+            &long_string(10 << 20, false),
+            companion(key),
+        ),
     )
     .unwrap();
     let (code, stderr) = run(
