@@ -1,10 +1,12 @@
 //! No config value panics: every key of the key table (and of the
 //! `[[channel]]`, `[[metric]]`, `[[cluster]]` and `[[cluster.channel]]`
 //! tables), set to each extreme value (0, i64::MAX, u64::MAX, -1, empty,
-//! a NUL byte, a 10 MB string, the wrong type; alone and in a list), is
-//! either refused by the real `check-config` with exit 2 and a message
-//! that names the key, or taken by it, and then a real `serve` with it
-//! starts, reloads on SIGHUP and stops with exit 0 on SIGTERM.
+//! a NUL byte, a string of nearly 1 MiB, the wrong type; alone and in a
+//! list), is either refused by the real `check-config` with exit 2 and a
+//! message that names the key, or taken by it, and then a real `serve`
+//! with it starts, reloads on SIGHUP and stops with exit 0 on SIGTERM. A
+//! 10 MB string makes a file over the 1 MiB a config may be: refused with
+//! exit 2 as such, whatever the key.
 //!
 //! The keys come from the tables themselves (`KEYS`, `CHANNEL_KEYS`,
 //! `METRIC_KEYS`, `ClusterConfig::keys()`): a key added later is covered
@@ -54,13 +56,18 @@ fn extremes() -> Vec<String> {
     all
 }
 
-/// A 10 MB string, alone or in a list. It takes a second to parse in a
-/// debug build, so it goes only where a string (or a list of strings) is
-/// taken: elsewhere it is refused as the wrong type, as `""` was.
-fn ten_mb(in_list: bool) -> String {
-    let text = format!("\"{}\"", "x".repeat(10 << 20));
+/// A string of `len` bytes, alone or in a list. A long one takes a
+/// while to parse in a debug build, so it goes only where a string (or a
+/// list of strings) is taken: elsewhere it is refused as the wrong type,
+/// as `""` was.
+fn long_string(len: usize, in_list: bool) -> String {
+    let text = format!("\"{}\"", "x".repeat(len));
     if in_list { format!("[{text}]") } else { text }
 }
+
+/// The longest string a config can hold with the rest of the test's
+/// config beside it (about 1 KB) under the 1 MiB a config file may be.
+const NEARLY_ONE_MIB: usize = (1 << 20) - 16 * 1024;
 
 /// The config with `key = value` in `table`, every other key as a
 /// gateway that a test may run: its own ports, state file and control
@@ -303,11 +310,37 @@ fn try_key(dir: &Path, table: Table, key: &'static str) -> (usize, usize) {
         }
     }
     if takes_string {
-        try_value(&ten_mb(false));
+        try_value(&long_string(NEARLY_ONE_MIB, false));
     }
     if takes_strings {
-        try_value(&ten_mb(true));
+        try_value(&long_string(NEARLY_ONE_MIB, true));
     }
+    // 10 MB: a file no config needs, refused as a file (it is not parsed:
+    // no key to name).
+    std::fs::write(
+        &conf,
+        config(
+            dir,
+            table,
+            key,
+            &long_string(10 << 20, false),
+            companion(key),
+        ),
+    )
+    .unwrap();
+    let (code, stderr) = run(
+        Command::new(BIN)
+            .args(["check-config", "--config"])
+            .arg(&conf),
+        &err,
+    );
+    assert_eq!(code, Some(2), "{key} = 10 MB: {}", short(&stderr));
+    assert!(
+        stderr.contains("larger than 1 MiB, which no config needs"),
+        "{key} = 10 MB: {}",
+        short(&stderr)
+    );
+    refused += 1;
     (refused, served)
 }
 
