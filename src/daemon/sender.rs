@@ -49,7 +49,7 @@ use super::follow::GmondQueue;
 use super::pacer::{BUCKET_PRICES, Decision, Pace, Pacer, QueueState};
 use super::queue::{Outgoing, Prices, SendQueue};
 use crate::engine::clusters;
-use crate::engine::packets::{ForgottenHost, PacketBatch, PacketKind};
+use crate::engine::packets::{ForgottenHost, PacketBatch};
 
 /// One send channel's queue, and how its sender is woken.
 pub struct Lane {
@@ -179,8 +179,8 @@ impl Outbox {
             let was_empty = {
                 let mut state = lane.lock();
                 let was_empty = state.queue.is_empty();
-                for (key, bytes) in &packets {
-                    state.queue.push(*key, PacketKind::Metadata, bytes, now);
+                for (key, kind, bytes) in packets.entries() {
+                    state.queue.push(key, kind, bytes, now);
                 }
                 was_empty
             };
