@@ -368,20 +368,18 @@ fn spawn_tasks(
         tasks.push(tokio::spawn(listen));
     }
     if let Some(table) = table {
-        let started = Instant::now();
         let ports = sockets.xml.into_iter().map(|l| (None, l));
         let ports = ports.chain(sockets.rule_xml.into_iter().map(|(p, l)| (Some(p), l)));
-        for (port, listener) in ports {
-            let (table, counters) = (table.clone(), counters.clone());
-            let mut warmup =
-                xml_port::Warmup::new(store.state().clone(), started, settings.warmup_max);
-            if link.is_some() {
-                warmup = warmup.after_peer(watch::channel(Some(pulled)).1);
-            }
-            let (in_force, stop) = (in_force.clone(), stop.clone());
-            let serve = xml_port::serve(listener, port, table, in_force, counters, warmup, stop);
-            tasks.push(tokio::spawn(serve));
-        }
+        let peer = link.is_some().then_some(pulled);
+        let port = PortTask {
+            table,
+            store,
+            settings,
+            in_force,
+            counters,
+            stop,
+        };
+        tasks.extend(ports.map(|(rule, listener)| port.spawn(rule, listener, peer)));
     }
     // The kernel's drops at the listening sockets: warned of, and in `status`.
     let drops = Arc::new(drops::DropWatch::new(KernelDrops::new(&fds)));
@@ -399,16 +397,10 @@ fn spawn_tasks(
         tasks.push(tokio::spawn(step));
     }
     if let Some(listener) = sockets.control {
-        let (counters, log_interval) = (counters.clone(), settings.log_interval);
         let drops = Some(drops.clone());
-        let serve = control::serve(
-            listener,
-            ask_queues,
-            counters,
-            drops,
-            log_interval,
-            stop.clone(),
-        );
+        let (counters, log_interval, stop) =
+            (counters.clone(), settings.log_interval, stop.clone());
+        let serve = control::serve(listener, ask_queues, counters, drops, log_interval, stop);
         tasks.push(tokio::spawn(serve));
     }
     if store.path().is_some() {
@@ -423,6 +415,44 @@ fn spawn_tasks(
     );
     tasks.push(tokio::spawn(report));
     Ok(tasks)
+}
+
+/// What each XML port's task (the gateway's and each rule's) is given.
+struct PortTask<'a> {
+    table: &'a Arc<HostTable>,
+    store: &'a Arc<StateStore>,
+    settings: &'a Arc<Settings>,
+    in_force: &'a watch::Receiver<Arc<InForce>>,
+    counters: &'a Arc<Counters>,
+    stop: &'a watch::Receiver<bool>,
+}
+
+impl PortTask<'_> {
+    /// Serves `listener` (a rule's port, or the gateway's when `rule` is
+    /// None) once it can answer: after the state file's sources, or after
+    /// the peer's pull (`peer`: whether one was pulled) when paired.
+    fn spawn(
+        &self,
+        rule: Option<u32>,
+        listener: std::net::TcpListener,
+        peer: Option<bool>,
+    ) -> tokio::task::JoinHandle<()> {
+        let started = Instant::now();
+        let state = self.store.state().clone();
+        let mut warmup = xml_port::Warmup::new(state, started, self.settings.warmup_max);
+        if let Some(pulled) = peer {
+            warmup = warmup.after_peer(watch::channel(Some(pulled)).1);
+        }
+        tokio::spawn(xml_port::serve(
+            listener,
+            rule,
+            self.table.clone(),
+            self.in_force.clone(),
+            self.counters.clone(),
+            warmup,
+            self.stop.clone(),
+        ))
+    }
 }
 
 /// Sends what is queued (nothing is queued any more) for at most

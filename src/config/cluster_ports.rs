@@ -111,6 +111,18 @@ pub(super) fn check(
     Ok(())
 }
 
+impl super::Settings {
+    /// Who may poll XML port `port` (a rule's; None: the gateway's): its
+    /// rule's `xml_allow`, else the gateway's.
+    pub fn xml_allow_for(&self, port: Option<u32>) -> &[IpNet] {
+        let rule = port.and_then(|p| self.grouping.rules.iter().find(|r| r.port == Some(p)));
+        match rule.and_then(|r| r.xml_allow.as_deref()) {
+            Some(allow) => allow,
+            None => &self.xml_allow,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;

@@ -395,7 +395,7 @@ pub(super) async fn serve(
         // settings a reload replaced retire when nothing holds them.
         let settings = in_force.borrow().settings.clone();
         let ip = peer.ip().to_canonical();
-        if !allowed(&settings, port).iter().any(|n| n.contains(&ip)) {
+        if !settings.xml_allow_for(port).iter().any(|n| n.contains(&ip)) {
             events.at(Instant::now()).xml_denied(local, peer);
             continue;
         }
@@ -432,15 +432,6 @@ pub(super) async fn serve(
     }
     for c in conns.by_id.values() {
         c.task.abort();
-    }
-}
-
-/// Who may poll `port`: its rule's `xml_allow`, else the gateway's.
-fn allowed(settings: &crate::config::Settings, port: Option<u32>) -> &[ipnet::IpNet] {
-    let rule = port.and_then(|p| settings.grouping.rules.iter().find(|r| r.port == Some(p)));
-    match rule.and_then(|r| r.xml_allow.as_deref()) {
-        Some(allow) => allow,
-        None => &settings.xml_allow,
     }
 }
 
