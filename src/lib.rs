@@ -56,7 +56,8 @@
 //! Beside the layers: [`status`], what `xrd2ganglia status` shows of a
 //! running gateway (written by `daemon/control.rs` from what each engine
 //! says of its sources, read by the `status` command); [`fnv`], the
-//! crate's one non-keyed hash;
+//! crate's one non-keyed hash; [`key_index`], the positions of a list's
+//! entries by their hashed keys (every source's and every host's metrics);
 //! [`sock_diag`] and [`proc_udp`], what the kernel says of UDP sockets
 //! (a gmond's receive queue; the drops at our own sockets).
 
@@ -71,6 +72,7 @@ pub mod ganglia;
 pub mod gmetric;
 pub mod gstream;
 pub mod gweb;
+pub mod key_index;
 pub mod mapping;
 pub mod mpxstats;
 pub mod poll;

@@ -38,13 +38,13 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use compact_str::CompactString;
 use foldhash::fast::RandomState;
 
 use crate::engine::clock::Clock;
 use crate::engine::clusters::{self, Cluster, ClusterRef};
 use crate::engine::packets::{ForgottenHost, HostId, Item, PacketBatch, SlotKey, heartbeat_key};
-use meta::{Meta, MetaView, Metas};
+use meta::{MetaView, Metas};
+use metrics::{Entry, Metrics, NEVER};
 
 pub use document::{ClusterInfo, Written};
 
@@ -56,18 +56,6 @@ const HOST_TMAX: u32 = 20;
 const UP_FACTOR: u32 = 4;
 /// Output is handed to the socket in pieces of about this size.
 const CHUNK: usize = 64 * 1024;
-
-/// One metric of one host.
-struct Entry {
-    meta: Option<Arc<Meta>>,
-    value: CompactString,
-    /// Table seconds of its last value; `NEVER` before the first.
-    value_at: u32,
-    tmax: u32,
-    dmax: u32,
-}
-
-const NEVER: u32 = u32::MAX;
 
 struct Host {
     /// Its cluster (None: `cluster_name`): the host's key in the table is
@@ -85,8 +73,7 @@ struct Host {
     reported: u32,
     /// Unix seconds the program started (the heartbeat's value).
     started: u32,
-    /// Metric name key -> entry.
-    metrics: HashMap<u64, Entry, RandomState>,
+    metrics: Metrics,
 }
 
 impl Host {
@@ -94,8 +81,8 @@ impl Host {
     /// report less often (so gmetad does not count them down between reports).
     fn tmax(&self) -> u32 {
         self.metrics
-            .values()
-            .map(|e| e.tmax)
+            .iter()
+            .map(Entry::tmax)
             .max()
             .unwrap_or(0)
             .max(HOST_TMAX)
@@ -216,6 +203,9 @@ impl HostTable {
             None
         };
         if let Some(host) = host {
+            if host.metrics.is_empty() {
+                host.metrics.reserve_for(metrics_in(batch));
+            }
             for (key, item) in batch.items() {
                 debug_assert_eq!(key.host ^ cluster, new_key, "one host per batch");
                 match item {
@@ -230,7 +220,7 @@ impl HostTable {
                             continue;
                         }
                         if let Ok(text) = std::str::from_utf8(value) {
-                            let entry = host.metrics.entry(key.metric).or_insert_with(Entry::new);
+                            let entry = host.metrics.entry(key.metric);
                             entry.value.clear();
                             entry.value.push_str(text);
                             entry.value_at = now_s;
@@ -247,13 +237,13 @@ impl HostTable {
                             units: m.units,
                             slope: m.slope.as_str(),
                             extra: [("TITLE", m.title), ("DESC", m.desc), ("GROUP", m.group)],
+                            tmax: m.tmax,
+                            dmax: m.dmax,
                         };
-                        let entry = host.metrics.entry(key.metric).or_insert_with(Entry::new);
+                        let entry = host.metrics.entry(key.metric);
                         if !entry.meta.as_deref().is_some_and(|m| view.matches(m)) {
                             entry.meta = Some(self.metas.intern(&view));
                         }
-                        entry.tmax = m.tmax;
-                        entry.dmax = m.dmax;
                     }
                     Item::Metadata(_) | Item::HostMetadata => {}
                 }
@@ -321,7 +311,7 @@ impl HostTable {
             return;
         };
         for (key, _) in batch.items() {
-            host.metrics.remove(&key.metric);
+            host.metrics.remove(key.metric);
         }
         if host.metrics.is_empty() {
             shard.remove(&host_key);
@@ -357,7 +347,7 @@ impl HostTable {
                 first_seen: now_s,
                 reported: now_s,
                 started: if id.spoofed { 0 } else { self.epoch_unix },
-                metrics: HashMap::default(),
+                metrics: Metrics::default(),
             }
         });
         host.ip = ip;
@@ -404,19 +394,24 @@ impl HostTable {
     }
 }
 
-impl Entry {
-    fn new() -> Entry {
-        Entry {
-            meta: None,
-            value: CompactString::default(),
-            value_at: NEVER,
-            tmax: 0,
-            dmax: 0,
+/// How many metrics a batch is about: its metadata or its values, whichever
+/// are more (a first report sends both for each; the heartbeat is none).
+fn metrics_in(batch: &PacketBatch) -> usize {
+    let heartbeat = heartbeat_key();
+    let (mut metadata, mut values) = (0, 0);
+    for (key, item) in batch.items() {
+        match item {
+            _ if key.metric == heartbeat => {}
+            Item::Metadata(_) => metadata += 1,
+            Item::Value(_) => values += 1,
+            Item::Started(_) | Item::HostMetadata => {}
         }
     }
+    metadata.max(values)
 }
 
 mod document;
 mod meta;
+mod metrics;
 #[cfg(test)]
 mod tests;

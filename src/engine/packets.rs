@@ -433,11 +433,14 @@ impl PacketBatch {
         });
     }
 
-    /// A value packet whose first part is cached (the template's fast path):
-    /// `prefix` from [`value_prefix`], then `text`.
-    pub fn value_from_prefix(&mut self, key: SlotKey, prefix: &[u8], text: &[u8]) {
+    /// A value packet from the parts the template caches (the fast path):
+    /// the host's `head` ([`value_head`]), the metric's `name` as an XDR
+    /// string ([`value_name`]), then `text`.
+    pub fn value_from_parts(&mut self, key: SlotKey, head: &[u8], name: &[u8], text: &[u8]) {
         self.push_with_value(key, PacketKind::Value, pad(text), |out| {
-            out.extend_from_slice(prefix);
+            out.extend_from_slice(head);
+            out.extend_from_slice(name);
+            out.extend_from_slice(&xdr::STRING_VALUE_TAIL);
             xdr::append_string(out, text);
             text.len() as u32
         });
@@ -476,9 +479,16 @@ fn heartbeat_id(host: &str) -> MetricId<'_> {
     metric_id(host, HEARTBEAT)
 }
 
-/// A metric's value packet up to its value (what the template caches).
-pub fn value_prefix(out: &mut Vec<u8>, host: &str, name: &str) {
-    xdr::encode_string_value_prefix(out, &metric_id(host, name));
+/// The first part of a host's value packets (what the template caches once
+/// per source): [`PacketBatch::value_from_parts`].
+pub fn value_head(out: &mut Vec<u8>, host: &str) {
+    xdr::string_value_head(out, host);
+}
+
+/// A metric's part of its value packets (what the template caches per
+/// metric): its name, as an XDR string.
+pub fn value_name(out: &mut Vec<u8>, name: &str) {
+    xdr::append_string(out, name.as_bytes());
 }
 
 /// The heartbeat's value packet up to its value (what the template caches).

@@ -72,10 +72,11 @@ pub(super) struct MetricState {
     pub value_hash: u32,
     /// When it was last in a record (for pruning).
     pub seen_at: u32,
-    /// The source's report number it was last in: a name repeated within
-    /// one record is sent once (a second reading would look like a reset).
-    pub seen_in: u32,
 }
+
+// Every metric of every source has one, for as long as it reports: 40
+// bytes, no padding (a field more would make it 48).
+const _: () = assert!(std::mem::size_of::<MetricState>() == 40);
 
 impl MetricState {
     pub fn new(key: u64, now_s: u32) -> MetricState {
@@ -87,15 +88,7 @@ impl MetricState {
             value_at: NEVER,
             value_hash: 0,
             seen_at: now_s,
-            seen_in: 0,
         }
-    }
-
-    /// Notes that report `report` holds this metric; false if it already did.
-    pub fn first_in(&mut self, report: u32) -> bool {
-        let first = self.seen_in != report;
-        self.seen_in = report;
-        first
     }
 
     /// The number to send for counter reading `raw`.

@@ -17,7 +17,6 @@
 //! phase with every source that started with it) is not worth a resend of
 //! its own: the next periodic one carries it, within `metadata_interval`.
 
-use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,6 +29,7 @@ use super::packets::{HostId, PacketBatch};
 use super::saved::{self, SavedSource};
 use super::series::{self, MetricState};
 use super::template::Template;
+use crate::key_index::KeyIndex;
 
 /// What the gateway remembers about one xrootd or cmsd.
 pub(super) struct Source {
@@ -54,7 +54,7 @@ pub(super) struct Source {
     /// Metric name key -> its place in `states`. The key is a 64-bit hash
     /// of the name: a collision between two names of one source would
     /// merge their state (only a sender inventing names could hurt itself).
-    index: HashMap<u64, u32, foldhash::fast::RandomState>,
+    index: KeyIndex,
     states: Vec<MetricState>,
     /// (tos, pid) of the program, to notice a restart.
     started: Option<(u32, u32)>,
@@ -116,7 +116,11 @@ impl Source {
             interval: None,
             slower_gaps: 0,
             metadata_tmax: 0,
-            index: HashMap::with_capacity_and_hasher(metrics, Default::default()),
+            index: {
+                let mut index = KeyIndex::default();
+                index.reserve(0, metrics, |_| 0);
+                index
+            },
             states: Vec::with_capacity(metrics),
             started: None,
             restored: false,
@@ -183,7 +187,9 @@ impl Source {
 
     /// Where metric `key`'s state is, if it has one.
     pub(super) fn metric_at(&self, key: u64) -> Option<usize> {
-        self.index.get(&key).map(|&at| at as usize)
+        let states = &self.states;
+        let at = self.index.find(key, |at| states[at as usize].key)?;
+        Some(at as usize)
     }
 
     /// How many metrics it keeps state for.
@@ -440,14 +446,10 @@ impl Source {
             self.template = None;
         }
         for &(key, last_raw, offset) in &merged.counters {
-            let at = match self.index.get(&key) {
-                Some(&at) => at as usize,
+            let at = match self.metric_at(key) {
+                Some(at) => at,
                 None if self.states.len() >= cap => continue,
-                None => {
-                    self.index.insert(key, self.states.len() as u32);
-                    self.states.push(MetricState::new(key, now_s));
-                    self.states.len() - 1
-                }
+                None => self.add_state(MetricState::new(key, now_s)),
             };
             let m = &mut self.states[at];
             m.last_raw = last_raw;
@@ -477,14 +479,10 @@ impl Source {
         force: bool,
         cap: usize,
     ) -> Option<(usize, bool)> {
-        let at = match self.index.get(&key) {
-            Some(&at) => at as usize,
+        let at = match self.metric_at(key) {
+            Some(at) => at,
             None if self.states.len() >= cap => return None,
-            None => {
-                self.index.insert(key, self.states.len() as u32);
-                self.states.push(MetricState::new(key, now_s));
-                self.states.len() - 1
-            }
+            None => self.add_state(MetricState::new(key, now_s)),
         };
         let lead = self.lead(interval_s);
         let t = &mut self.states[at].meta_at;
@@ -529,10 +527,9 @@ impl Source {
 
     fn reindex(&mut self) {
         self.template = None;
-        self.index.clear();
-        for (i, s) in self.states.iter().enumerate() {
-            self.index.insert(s.key, i as u32);
-        }
+        let states = &self.states;
+        let len = states.len();
+        self.index.rebuild(len, len, |at| states[at as usize].key);
     }
 
     /// Takes over what the state file kept of this source: its start and
@@ -541,15 +538,26 @@ impl Source {
         self.started = saved.started;
         self.restored = true;
         for (key, last_raw, offset) in saved.counters {
-            if self.index.contains_key(&key) {
+            if self.metric_at(key).is_some() {
                 continue;
             }
             let mut m = MetricState::new(key, now_s);
             m.last_raw = last_raw;
             m.offset = offset;
-            self.index.insert(key, self.states.len() as u32);
-            self.states.push(m);
+            self.add_state(m);
         }
+    }
+
+    /// A metric new to it (no state of its key yet); returns its place.
+    #[cold]
+    #[inline(never)]
+    fn add_state(&mut self, state: MetricState) -> usize {
+        let key = state.key;
+        self.states.push(state);
+        let (states, at) = (&self.states, self.states.len() - 1);
+        self.index
+            .insert(key, at as u32, states.len(), |at| states[at as usize].key);
+        at
     }
 
     /// A reload: every metadata is sent again with the next record (names,

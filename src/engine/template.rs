@@ -38,8 +38,13 @@ const MAX_DIGITS_KIB: u8 = 15;
 pub(super) struct Template {
     /// The record's text, with the holes.
     shape: Shape,
-    /// Cached packets and prefixes, back to back.
+    /// Cached pieces of packets, back to back.
     bytes: Vec<u8>,
+    /// The first part of every value packet: its id and the host
+    /// ([`packets::value_head`]). Kept once, not in front of each metric's
+    /// name: with the tail every packet shares, that is 32-64 bytes per
+    /// metric a template does not hold.
+    head: Range<u32>,
     heartbeat: Range<u32>,
     values: Vec<CachedValue>,
     /// Inputs of the derived metrics, in record order.
@@ -74,10 +79,11 @@ fn excluded_input(shape: &mut ShapeBuilder<'_>, span: Option<Range<usize>>, valu
 }
 
 /// One value packet of the record, in send order (after the heartbeat):
-/// the packet up to its value, the value's source, and the metric's place
-/// in the source's states (counter continuity, changed-only sending).
+/// its metric's name (the packet between the head and the shared tail),
+/// the value's source, and the metric's place in the source's states
+/// (counter continuity, changed-only sending).
 struct CachedValue {
-    prefix: Range<u32>,
+    name: Range<u32>,
     value: OutValue,
     state: u32,
     counting: Counting,
@@ -147,6 +153,7 @@ impl Template {
         let mut t = Template {
             shape: Shape::default(),
             bytes: Vec::new(),
+            head: 0..0,
             heartbeat: 0..0,
             values: Vec::with_capacity(mapped.len()),
             roles: Vec::new(),
@@ -159,6 +166,7 @@ impl Template {
             oversize: false,
             excluded: mapped.excluded.len() as u32,
         };
+        t.head = t.push(|out| packets::value_head(out, state.spoof));
         t.heartbeat = t.push(|out| packets::heartbeat_prefix(out, state.spoof));
 
         let header_len = record.header_len();
@@ -194,7 +202,16 @@ impl Template {
         }
         t.shape = shape.finish();
         t.append_derived(metrics.collect(), &derived, state, &mut seen)?;
-        (!t.oversize).then_some(t)
+        if t.oversize {
+            return None;
+        }
+        // Kept for as long as its source reports, one per source: no room
+        // to grow (the bytes grew by doubling).
+        t.bytes.shrink_to_fit();
+        t.values.shrink_to_fit();
+        t.roles.shrink_to_fit();
+        t.derived.shrink_to_fit();
+        Some(t)
     }
 
     /// A variable sent as metric `m`: its value packet's prefix, and its
@@ -228,7 +245,7 @@ impl Template {
         // 1024. Values a JSON record made (not in the datagram) stay
         // literal: they follow from the literal text around them.
         let span = span.filter(|span| (kib || m.value == value) && shape.can_cut(span, hole));
-        let prefix = self.push(|out| packets::value_prefix(out, state.spoof, m.name));
+        let name = self.push_name(m.name);
         let (input, out_value) = if let Some(span) = span {
             let hole = shape.cut(span, hole);
             let out_value = if kib {
@@ -242,7 +259,7 @@ impl Template {
             (Input::Literal(value.into()), OutValue::Fixed(fixed))
         };
         self.values.push(CachedValue {
-            prefix,
+            name,
             value: out_value,
             state: slot,
             counting: Counting::of(m.kind),
@@ -294,8 +311,8 @@ impl Template {
         if rest.len() != expected.len() {
             return None;
         }
-        for (m, name) in rest.iter().zip(expected) {
-            if m.var != name {
+        for (m, var) in rest.iter().zip(expected) {
+            if m.var != var {
                 return None;
             }
             let (at, meta_at) = (state.metric)(m.name_key)?;
@@ -303,14 +320,14 @@ impl Template {
                 return None;
             }
             self.due_at = self.due_at.min(meta_at.saturating_add(state.interval_s));
-            let prefix = self.push(|out| packets::value_prefix(out, state.spoof, m.name));
+            let name = self.push_name(m.name);
             self.values.push(CachedValue {
-                prefix,
+                name,
                 value: OutValue::Derived,
                 state: at,
                 counting: Counting::of(m.kind),
             });
-            self.derived.push(name);
+            self.derived.push(var);
         }
         Some(())
     }
@@ -324,6 +341,17 @@ impl Template {
             self.oversize = true;
         }
         start as u32..self.bytes.len() as u32
+    }
+
+    /// A metric's name, whose packets are the head, it, the tail and a
+    /// value (at most 20 digits: 24 bytes).
+    fn push_name(&mut self, name: &str) -> Range<u32> {
+        let at = self.push(|out| packets::value_name(out, name));
+        let packet = self.head.len() + at.len() + xdr::STRING_VALUE_TAIL.len();
+        if packet > xdr::MAX_PACKET - 24 {
+            self.oversize = true;
+        }
+        at
     }
 
     /// Matches `datagram` against the template: on success `holes` holds
@@ -394,8 +422,14 @@ impl Template {
         }
         let bytes = &self.bytes;
         let slice = |r: &Range<u32>| &bytes[r.start as usize..r.end as usize];
-        // Every packet is a cached piece plus at most a 20-digit value.
-        batch.reserve(bytes.len() + 28 * (holes.len() + n), self.values.len() + 1);
+        let head = slice(&self.head);
+        // Every value packet is the head, its cached name (or fixed value:
+        // all of them are in `bytes`), the tail and at most a 20-digit value.
+        let per_packet = head.len() + xdr::STRING_VALUE_TAIL.len() + 24;
+        batch.reserve(
+            bytes.len() + per_packet * self.values.len(),
+            self.values.len() + 1,
+        );
         batch.heartbeat_from_prefix(values.host_key, slice(&self.heartbeat), tos);
         let mut sent = 1;
         let mut next_derived = 0;
@@ -431,7 +465,7 @@ impl Template {
                 host: values.host_key,
                 metric: state.key,
             };
-            batch.value_from_prefix(key, slice(&o.prefix), text);
+            batch.value_from_parts(key, head, slice(&o.name), text);
             sent += 1;
         }
         Some(sent)

@@ -297,12 +297,27 @@ pub fn encode(out: &mut Vec<u8>, packet: &Packet<'_>) {
 
 /// A 133 `%s` packet up to its value: [`encode`] of a
 /// [`Packet::string_value`] is this followed by [`append_string`] of the
-/// value (cached per metric on the fast path).
+/// value. It is three parts, which the fast path caches apart: the head
+/// ([`string_value_head`]: the same for every metric of a host), the
+/// metric's name ([`append_string`]), and the tail ([`STRING_VALUE_TAIL`]
+/// for a spoofed one: the same for every metric).
 pub fn encode_string_value_prefix(out: &mut Vec<u8>, id: &MetricId<'_>) {
-    put_u32(out, ID_STRING);
-    put_metric_id(out, id);
+    string_value_head(out, &id.host);
+    put_str(out, &id.name);
+    put_u32(out, id.spoof as u32);
     put_str(out, "%s");
 }
+
+/// A 133 packet's first part: its id and its host.
+pub fn string_value_head(out: &mut Vec<u8>, host: &str) {
+    put_u32(out, ID_STRING);
+    put_str(out, host);
+}
+
+/// A spoofed 133 `%s` packet's part between the name and the value: the
+/// spoof flag (1) and the format `%s` as an XDR string
+/// (`tests::the_string_value_tail_is_what_the_prefix_writes`).
+pub const STRING_VALUE_TAIL: [u8; 12] = [0, 0, 0, 1, 0, 0, 0, 2, b'%', b's', 0, 0];
 
 /// Appends an XDR string (given as bytes: the caller knows they are text).
 pub fn append_string(out: &mut Vec<u8>, s: &[u8]) {

@@ -118,6 +118,10 @@ impl ShapeBuilder<'_> {
         let s = &mut self.shape;
         s.literal.extend_from_slice(&self.datagram[self.copied..]);
         s.cuts.push(s.literal.len() as u32);
+        // Kept for as long as its source reports: no room to grow.
+        s.literal.shrink_to_fit();
+        s.cuts.shrink_to_fit();
+        s.holes.shrink_to_fit();
         self.shape
     }
 }

@@ -70,7 +70,7 @@ fn write_host(
     );
     let mut order: Vec<(&Meta, &Entry)> = host
         .metrics
-        .values()
+        .iter()
         .filter(|e| e.value_at != NEVER)
         .filter_map(|e| Some((e.meta.as_deref()?, e)))
         .collect();
@@ -87,8 +87,8 @@ fn write_host(
                 value_type: &m.value_type,
                 units: &m.units,
                 tn: u64::from(now_s.saturating_sub(e.value_at)),
-                tmax: e.tmax,
-                dmax: e.dmax,
+                tmax: m.tmax,
+                dmax: m.dmax,
                 slope: m.slope,
                 extra: &extra,
             },
@@ -364,13 +364,13 @@ impl HostTable {
             let mut shard = shard.lock().unwrap_or_else(|e| e.into_inner());
             let before = shard.len();
             shard.retain(|key, host| {
-                host.metrics.retain(|_, e| {
+                host.metrics.retain(|e| {
                     let at = if e.value_at == NEVER {
                         host.first_seen
                     } else {
                         e.value_at
                     };
-                    e.dmax == 0 || now_s.saturating_sub(at) <= e.dmax
+                    e.dmax() == 0 || now_s.saturating_sub(at) <= e.dmax()
                 });
                 if host.metrics.is_empty() {
                     return false;

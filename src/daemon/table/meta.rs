@@ -19,6 +19,10 @@ pub(super) struct Meta {
     /// In the order gmond writes them (the packet's reversed), without
     /// the SPOOF_* elements that only address the packet.
     pub(super) extra: Box<[(Box<str>, Box<str>)]>,
+    /// Its TMAX and DMAX, as the metadata packet says them: they are
+    /// metadata, and sources of one report interval send them alike.
+    pub(super) tmax: u32,
+    pub(super) dmax: u32,
 }
 
 /// A metric's metadata as its batch says it, borrowed from the batch:
@@ -32,6 +36,8 @@ pub(super) struct MetaView<'p> {
     /// The extra elements in the order gmond writes them (the packet's
     /// reversed: TITLE, DESC, GROUP), without the SPOOF_* ones.
     pub(super) extra: [(&'p str, &'p str); 3],
+    pub(super) tmax: u32,
+    pub(super) dmax: u32,
 }
 
 impl MetaView<'_> {
@@ -45,6 +51,8 @@ impl MetaView<'_> {
             && *m.value_type == *self.value_type
             && *m.units == *self.units
             && m.slope == self.slope
+            && m.tmax == self.tmax
+            && m.dmax == self.dmax
             && m.extra.len() == self.extra().count()
             && m.extra
                 .iter()
@@ -64,6 +72,8 @@ impl MetaView<'_> {
             h.write(v.as_bytes());
             h.write_u8(0xff);
         }
+        h.write_u32(self.tmax);
+        h.write_u32(self.dmax);
         h.finish()
     }
 
@@ -74,6 +84,8 @@ impl MetaView<'_> {
             units: self.units.into(),
             slope: self.slope,
             extra: self.extra().map(|(k, v)| (k.into(), v.into())).collect(),
+            tmax: self.tmax,
+            dmax: self.dmax,
         }
     }
 }

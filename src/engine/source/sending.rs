@@ -38,15 +38,25 @@ impl Source {
         let tos = self.started.map_or(0, |(tos, _)| tos);
         batch.heartbeat_value(&self.host, self.host_key, tos);
         let (mut values, mut capped) = (1u64, 0usize);
+        // A name repeated within one record is sent once: a second reading
+        // would look like a reset. Which states this record has had, a bit
+        // each (one allocation per record on the full path, none per metric,
+        // and no field in every metric's state).
+        let cap = settings.max_metrics_per_source;
+        let mut had = vec![0u64; (self.states.len() + mapped.len()).min(cap).div_ceil(64)];
         for m in mapped.metrics() {
-            let cap = settings.max_metrics_per_source;
             let Some((at, due)) = self.metric(m.name_key, now_s, interval_s, whole, cap) else {
                 capped += 1;
                 continue;
             };
-            if !self.states[at].first_in(self.reports) {
+            let (word, bit) = (at / 64, 1u64 << (at % 64));
+            if word >= had.len() {
+                had.resize(word + 1, 0);
+            }
+            if had[word] & bit != 0 {
                 continue;
             }
+            had[word] |= bit;
             let due = Due::Report { metadata: due };
             let (m, v) = self.append_metric(batch, at, &m, due, now_s, settings);
             metadata += m;
@@ -69,14 +79,13 @@ impl Source {
         if self.started.is_none() || self.reports < 2 {
             return;
         }
-        let (index, states) = (&self.index, &self.states);
         let state = template::SourceState {
             spoof: &mapped.host.spoof,
             tmax: self.metadata_tmax,
             heartbeat_meta_at: self.heartbeat_meta_at,
             metric: &|key| {
-                let at = *index.get(&key)?;
-                Some((at, states.get(at as usize)?.meta_at))
+                let at = self.metric_at(key)?;
+                Some((at as u32, self.states.get(at)?.meta_at))
             },
             interval_s: interval_seconds(settings),
         };

@@ -189,10 +189,11 @@ impl Sources {
             if self.len >= cap {
                 evicted = self.evict(cap, gone);
             }
-            self.by_ip
-                .entry(ip)
-                .or_default()
-                .push(Source::new(program, now, metrics));
+            // Most addresses have one source: room for exactly one more
+            // (a Vec's first growth would make room for four).
+            let list = self.by_ip.entry(ip).or_default();
+            list.reserve_exact(1);
+            list.push(Source::new(program, now, metrics));
             self.len += 1;
         }
         let list = self.by_ip.entry(ip).or_default();

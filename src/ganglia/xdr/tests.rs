@@ -134,6 +134,18 @@ fn the_fast_path_prefix_and_a_string_make_the_value_packet() {
 }
 
 #[test]
+fn the_string_value_tail_is_what_the_prefix_writes() {
+    let (mut whole, mut parts) = (Vec::new(), Vec::new());
+    encode_string_value_prefix(&mut whole, &id());
+    string_value_head(&mut parts, &id().host);
+    append_string(&mut parts, id().name.as_bytes());
+    parts.extend_from_slice(&STRING_VALUE_TAIL);
+    assert_eq!(parts, whole);
+    append_string(&mut parts, b"42");
+    assert_eq!(parts, golden()[0].bytes);
+}
+
+#[test]
 fn encoding_matches_xdr_codec() {
     for text in ["", "a", "ab", "abc", "abcd", "abcde", "xrootd.link.in", "é"] {
         let (mut ours, mut reference) = (Vec::new(), Vec::new());
