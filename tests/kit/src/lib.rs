@@ -12,20 +12,24 @@ pub mod child;
 mod gmetad;
 mod gmond;
 mod gmond_conf;
+mod grid;
 mod gweb;
 pub mod markdown;
 pub mod releases;
 pub mod replay;
 mod scratch;
+mod site;
 pub mod status;
 mod wait;
 
 pub use gmetad::{Gmetad, parse_rrd_fetch};
 pub use gmond::{GangliaXml, Gmond, XmlHost, XmlMetric};
 pub use gmond_conf::gmond_conf;
-pub use gweb::{Gweb, GwebServer};
+pub use grid::{clusters_of, names, parse_ganglia};
+pub use gweb::{Gweb, GwebServer, gweb_files, included_reports};
 pub use scratch::{Scratch, free_port};
-pub use wait::wait_for;
+pub use site::{GmetadOf, Polls, Site};
+pub use wait::{wait_for, wait_for_every};
 
 /// The checkout this kit is part of (it is `tests/kit` in it): where
 /// `tests/data`, `docs` and `conf` are.
