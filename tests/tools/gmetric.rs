@@ -99,6 +99,11 @@ impl Target {
     }
 }
 
+/// Most sets' arguments: metric `m`, value 1, type uint32; then `more`.
+fn m1_uint32<'a>(more: &[&'a str]) -> Vec<&'a str> {
+    [&["-n", "m", "-v", "1", "-t", "uint32"], more].concat()
+}
+
 fn ours() -> &'static str {
     env!("CARGO_BIN_EXE_xrd2ganglia")
 }
@@ -149,7 +154,7 @@ fn compare(channels: usize, extra_conf: &str, args: &[&str]) -> Run {
 fn same_datagrams_as_real_gmetric() {
     let long_ok = "v".repeat(1420); // with host "10.0.0.1:big" and name "m": a 1464-byte packet
     let sets: Vec<(usize, &str, Vec<&str>)> = vec![
-        (1, "", vec!["-n", "m", "-v", "1", "-t", "uint32"]),
+        (1, "", m1_uint32(&[])),
         (1, "", vec!["-n", "m", "-v", "hello", "-t", "string"]),
         (1, "", vec!["-n", "m", "-v", "-1", "-t", "int8"]),
         (1, "", vec!["-n", "m", "-v", "2", "-t", "uint8"]),
@@ -163,107 +168,22 @@ fn same_datagrams_as_real_gmetric() {
             "",
             vec!["-n", "temp", "-v", "21", "-t", "int16", "-u", "Celsius"],
         ),
-        (
-            1,
-            "",
-            vec!["-n", "m", "-v", "1", "-t", "uint32", "-s", "zero"],
-        ),
-        (
-            1,
-            "",
-            vec!["-n", "m", "-v", "1", "-t", "uint32", "-s", "positive"],
-        ),
-        (
-            1,
-            "",
-            vec!["-n", "m", "-v", "1", "-t", "uint32", "-s", "negative"],
-        ),
-        (
-            1,
-            "",
-            vec!["-n", "m", "-v", "1", "-t", "uint32", "-s", "both"],
-        ),
-        (
-            1,
-            "",
-            vec!["-n", "m", "-v", "1", "-t", "uint32", "-s", "derivative"],
-        ),
-        (
-            1,
-            "",
-            vec!["-n", "m", "-v", "1", "-t", "uint32", "-s", "unspecified"],
-        ),
-        (
-            1,
-            "",
-            vec!["-n", "m", "-v", "1", "-t", "uint32", "-s", "sideways"],
-        ),
-        (
-            1,
-            "",
-            vec![
-                "-n", "m", "-v", "1", "-t", "uint32", "-x", "30", "-d", "3600",
-            ],
-        ),
-        (
-            1,
-            "",
-            vec!["-n", "m", "-v", "1", "-t", "uint32", "-x", "-1", "-d", "-5"],
-        ),
-        (
-            1,
-            "",
-            vec![
-                "-n",
-                "m",
-                "-v",
-                "1",
-                "-t",
-                "uint32",
-                "--tmax=0x10",
-                "--dmax",
-                "010",
-            ],
-        ),
-        (
-            1,
-            "",
-            vec!["-n", "m", "-v", "1", "-t", "uint32", "-g", "a,b c"],
-        ),
-        (
-            1,
-            "",
-            vec!["-n", "m", "-v", "1", "-t", "uint32", "-g", ",a, ,b,"],
-        ),
-        (
-            1,
-            "",
-            vec!["-n", "m", "-v", "1", "-t", "uint32", "-C", "mycluster"],
-        ),
-        (
-            1,
-            "",
-            vec!["-n", "m", "-v", "1", "-t", "uint32", "-D", "a description"],
-        ),
-        (
-            1,
-            "",
-            vec!["-n", "m", "-v", "1", "-t", "uint32", "-T", "A Title"],
-        ),
-        (
-            1,
-            "",
-            vec![
-                "-n",
-                "m",
-                "-v",
-                "1",
-                "-t",
-                "uint32",
-                "-S",
-                "10.1.2.3:spoofed",
-            ],
-        ),
+        (1, "", m1_uint32(&["-s", "zero"])),
+        (1, "", m1_uint32(&["-s", "positive"])),
+        (1, "", m1_uint32(&["-s", "negative"])),
+        (1, "", m1_uint32(&["-s", "both"])),
+        (1, "", m1_uint32(&["-s", "derivative"])),
+        (1, "", m1_uint32(&["-s", "unspecified"])),
+        (1, "", m1_uint32(&["-s", "sideways"])),
+        (1, "", m1_uint32(&["-x", "30", "-d", "3600"])),
+        (1, "", m1_uint32(&["-x", "-1", "-d", "-5"])),
+        (1, "", m1_uint32(&["--tmax=0x10", "--dmax", "010"])),
+        (1, "", m1_uint32(&["-g", "a,b c"])),
+        (1, "", m1_uint32(&["-g", ",a, ,b,"])),
+        (1, "", m1_uint32(&["-C", "mycluster"])),
+        (1, "", m1_uint32(&["-D", "a description"])),
+        (1, "", m1_uint32(&["-T", "A Title"])),
+        (1, "", m1_uint32(&["-S", "10.1.2.3:spoofed"])),
         (1, "", vec!["-S", "10.1.2.3:spoofed", "-H"]),
         (
             1,
@@ -285,13 +205,7 @@ fn same_datagrams_as_real_gmetric() {
         (
             1,
             "",
-            vec![
-                "-n",
-                "m",
-                "-v",
-                "1",
-                "-t",
-                "uint32",
+            m1_uint32(&[
                 "-T",
                 "t",
                 "-D",
@@ -306,24 +220,20 @@ fn same_datagrams_as_real_gmetric() {
                 "u",
                 "-s",
                 "positive",
-            ],
+            ]),
         ),
         (
             1,
             "globals {\n  override_hostname = \"ovh\"\n  override_ip = \"10.9.8.7\"\n}\n",
-            vec!["-n", "m", "-v", "1", "-t", "uint32"],
+            m1_uint32(&[]),
         ),
+        (1, "globals { override_hostname = ovh }", m1_uint32(&[])),
         (
             1,
             "globals { override_hostname = ovh }",
-            vec!["-n", "m", "-v", "1", "-t", "uint32"],
+            m1_uint32(&["-S", "1.1.1.1:s"]),
         ),
-        (
-            1,
-            "globals { override_hostname = ovh }",
-            vec!["-n", "m", "-v", "1", "-t", "uint32", "-S", "1.1.1.1:s"],
-        ),
-        (2, "", vec!["-n", "m", "-v", "1", "-t", "uint32"]),
+        (2, "", m1_uint32(&[])),
         (
             3,
             "",
@@ -393,9 +303,9 @@ fn same_messages_and_exit_codes_as_real_gmetric() {
         vec!["-n", "a\"b", "-v", "1", "-t", "uint32"],
         vec!["-n", "m", "-v", "a\"b", "-t", "string"],
         vec!["-n", "m", "-v", "1", "-t", "uint\"32"],
-        vec!["-n", "m", "-v", "1", "-t", "uint32", "-u", "\""],
-        vec!["-n", "m", "-v", "1", "-t", "uint32", "-S", "nocolon"],
-        vec!["-n", "m", "-v", "1", "-t", "uint32", "-S", ""],
+        m1_uint32(&["-u", "\""]),
+        m1_uint32(&["-S", "nocolon"]),
+        m1_uint32(&["-S", ""]),
         vec!["-Z"],
         vec!["--bogus=1"],
         vec!["-n", "m", "-t"],
@@ -462,7 +372,7 @@ fn send_failure_is_reported_like_gmetric() {
     let dead_port = dead.local_addr().unwrap().port();
     drop(dead);
     let conf = format!("udp_send_channel {{ host = 127.0.0.1 port = {dead_port} }}\n");
-    let run = compare(1, &conf, &["-n", "m", "-v", "1", "-t", "uint32"]);
+    let run = compare(1, &conf, &m1_uint32(&[]));
     assert_eq!(run.code, Some(1));
     assert_eq!(
         run.stderr,
@@ -479,35 +389,17 @@ fn send_failure_is_reported_like_gmetric() {
 #[test]
 fn deliberate_differences() {
     let cases: &[(&[&str], &str)] = &[
-        (&["-n", "m", "-v", "1", "-t", "uint32", "-H"], "needs -S"),
+        (&m1_uint32(&["-H"]), "needs -S"),
         (
             &["-n", "", "-v", "1", "-t", "uint32"],
             "name parameter is empty",
         ),
-        (
-            &["-n", "m", "-v", "1", "-t", "uint32", "-T", "<b>"],
-            "unescaped",
-        ),
-        (
-            &["-n", "m", "-v", "1", "-t", "uint32", "-D", "a & b"],
-            "unescaped",
-        ),
-        (
-            &["-n", "m", "-v", "1", "-t", "uint32", "-g", "a\"b"],
-            "unescaped",
-        ),
-        (
-            &["-n", "m", "-v", "1", "-t", "uint32", "-C", "<c>"],
-            "unescaped",
-        ),
-        (
-            &["-n", "m", "-v", "1", "-t", "uint32", "-S", "1.2.3.4:a<b"],
-            "unescaped",
-        ),
-        (
-            &["-n", "m", "-v", "1", "-t", "uint32", "-S", "hostonly:"],
-            "needs both parts",
-        ),
+        (&m1_uint32(&["-T", "<b>"]), "unescaped"),
+        (&m1_uint32(&["-D", "a & b"]), "unescaped"),
+        (&m1_uint32(&["-g", "a\"b"]), "unescaped"),
+        (&m1_uint32(&["-C", "<c>"]), "unescaped"),
+        (&m1_uint32(&["-S", "1.2.3.4:a<b"]), "unescaped"),
+        (&m1_uint32(&["-S", "hostonly:"]), "needs both parts"),
         (&["-n", "m&n", "-v", "1", "-t", "uint32"], "unescaped"),
         (
             &["-n", "m", "-v", "caf\u{e9}", "-t", "string"],
@@ -550,7 +442,7 @@ fn called_through_a_link_named_gmetric() {
     let via_link = Command::new(&link)
         .arg("-c")
         .arg(&t.conf)
-        .args(["-n", "m", "-v", "1", "-t", "uint32"])
+        .args(m1_uint32(&[]))
         .status()
         .unwrap();
     assert!(via_link.success());
