@@ -7,7 +7,9 @@ use xrd2ganglia_testkit as common;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{Gateway, Gmetad, Gmond, Scratch, Site, fixture, free_port, replay, wait_for_every};
+use common::{
+    Gateway, Gmetad, Gmond, Scratch, Site, counter, fixture, free_port, replay, wait_for_every,
+};
 
 const QUIET: &str = "stats_interval = 0\nself_metrics_interval = 0\nlog_interval = 1\n";
 const FIXTURES: &[&str] = &[
@@ -310,19 +312,8 @@ fn out_of_descriptors_a_poll_still_gets_the_whole_document() {
     );
     drop(unread);
     assert!(gw.proc.terminate().success(), "{}", gw.proc.log_text());
-    let log = gw.proc.log_text();
-    let counters = log
-        .lines()
-        .rev()
-        .find(|l| l.contains("stopped; counters"))
-        .unwrap_or_default();
-    let field = |name: &str| -> u64 {
-        counters
-            .split_whitespace()
-            .find_map(|f| f.strip_prefix(&format!("{name}=")))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("no {name} in {counters}"))
-    };
+    let counters = gw.counters_line();
+    let field = |name: &str| counter(&counters, name);
     assert!(field("xml_accept_failed") >= 1, "{counters}");
     assert!(field("xml_evicted") >= 1, "{counters}");
     eprintln!(

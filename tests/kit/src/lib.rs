@@ -295,21 +295,8 @@ impl Gateway {
     /// busy machine none is dropped at the socket (that is not what such a
     /// test tests).
     pub fn wait_until_read(&self) {
-        let local = format!("0100007F:{:04X}", self.port);
-        let queued = || -> Option<u64> {
-            let table = std::fs::read_to_string("/proc/net/udp").ok()?;
-            table.lines().skip(1).find_map(|l| {
-                let cols: Vec<&str> = l.split_whitespace().collect();
-                (cols.get(1) == Some(&local.as_str())).then(|| {
-                    cols.get(4)?
-                        .split(':')
-                        .nth(1)
-                        .and_then(|q| u64::from_str_radix(q, 16).ok())
-                })?
-            })
-        };
         let deadline = Instant::now() + Duration::from_secs(30);
-        while queued().is_some_and(|q| q > 64 * 1024) {
+        while udp_rx_queue(self.port).is_some_and(|q| q > 64 * 1024) {
             assert!(
                 Instant::now() < deadline,
                 "the gateway read nothing for 30 s"
@@ -318,9 +305,45 @@ impl Gateway {
         }
     }
 
+    /// The gateway's last `stopped; counters ...` log line (its counters
+    /// at SIGTERM), or "" before it stopped.
+    pub fn counters_line(&self) -> String {
+        let log = self.proc.log_text();
+        log.lines()
+            .rev()
+            .find(|l| l.contains("stopped; counters"))
+            .unwrap_or_default()
+            .to_string()
+    }
+
     pub fn send_v6(&self, datagram: &[u8]) {
         send_from("[::1]:0", &format!("[::1]:{}", self.port), datagram);
     }
+}
+
+/// Counter `name` (`name=N`) of a `counters` log line; fails the test if
+/// the line has none.
+pub fn counter(line: &str, name: &str) -> u64 {
+    line.split_whitespace()
+        .find_map(|f| f.strip_prefix(&format!("{name}=")))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {line}"))
+}
+
+/// Bytes waiting in the receive queue of the UDP socket bound to
+/// 127.0.0.1:`port`, as /proc/net/udp shows it (None: no such socket).
+pub fn udp_rx_queue(port: u16) -> Option<u64> {
+    let table = std::fs::read_to_string("/proc/net/udp").ok()?;
+    let local = format!("0100007F:{port:04X}");
+    table.lines().skip(1).find_map(|l| {
+        let cols: Vec<&str> = l.split_whitespace().collect();
+        (cols.get(1) == Some(&local.as_str())).then(|| {
+            cols.get(4)?
+                .split(':')
+                .nth(1)
+                .and_then(|q| u64::from_str_radix(q, 16).ok())
+        })?
+    })
 }
 
 pub fn send_from(bind: &str, to: &str, datagram: &[u8]) {
