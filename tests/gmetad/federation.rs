@@ -412,6 +412,21 @@ impl Federation {
     }
 }
 
+/// Shard `s`'s sites, each with its servers' hosts.
+fn sites_of_shard(s: usize) -> BTreeMap<String, BTreeSet<String>> {
+    SHARDS[s]
+        .sites
+        .iter()
+        .map(|site| {
+            let hosts = of_site(site)
+                .into_iter()
+                .map(|i| SERVERS[i].1)
+                .collect::<Vec<_>>();
+            (site.to_string(), set(&hosts))
+        })
+        .collect()
+}
+
 /// The gateway: its own port every cluster, each rule's port that rule's
 /// sites only, one cluster each.
 fn the_gateway_serves_each_rule_its_own_clusters(fed: &Federation) {
@@ -428,17 +443,7 @@ fn the_gateway_serves_each_rule_its_own_clusters(fed: &Federation) {
         );
     }
     for (s, port) in fed.rule_ports.iter().enumerate() {
-        let want: BTreeMap<String, BTreeSet<String>> = SHARDS[s]
-            .sites
-            .iter()
-            .map(|site| {
-                let hosts = of_site(site)
-                    .into_iter()
-                    .map(|i| SERVERS[i].1)
-                    .collect::<Vec<_>>();
-                (site.to_string(), set(&hosts))
-            })
-            .collect();
+        let want = sites_of_shard(s);
         assert_eq!(clusters_of(&read_xml(*port)), want, "rule {s}'s port");
     }
 }
@@ -447,17 +452,7 @@ fn the_gateway_serves_each_rule_its_own_clusters(fed: &Federation) {
 /// of the other shard's or of the site no rule takes.
 fn each_shard_writes_only_its_own_sites(fed: &Federation) {
     for (s, gmetad) in fed.shards().iter().enumerate() {
-        let want: BTreeMap<String, BTreeSet<String>> = SHARDS[s]
-            .sites
-            .iter()
-            .map(|site| {
-                let hosts = of_site(site)
-                    .into_iter()
-                    .map(|i| SERVERS[i].1)
-                    .collect::<Vec<_>>();
-                (site.to_string(), set(&hosts))
-            })
-            .collect();
+        let want = sites_of_shard(s);
         assert_eq!(rrd_tree(&gmetad.rrd_root), want, "shard {}", SHARDS[s].grid);
         for i in of_shard(s) {
             let (_, host, site) = SERVERS[i];

@@ -183,18 +183,7 @@ fn try_it() {
     let bin_dir = Path::new(BIN).parent().unwrap();
     let mut outputs = Vec::new();
     for line in lines.iter().filter(|l| !l.trim().is_empty()) {
-        let command = line.replace("target/release/xrd2ganglia", BIN);
-        let out = Command::new("sh")
-            .arg("-c")
-            .arg(&command)
-            .current_dir(ROOT)
-            .env(
-                "PATH",
-                format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap()),
-            )
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+        let out = run_shell(line, bin_dir);
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         assert!(
             out.status.success() && !stdout.trim().is_empty(),
