@@ -1,8 +1,9 @@
 //! The test kit (`xrd2ganglia-testkit`), shared by the integration tests
 //! (`tests/*/`), the crate's unit tests and the load lab: real gmond,
 //! gmetad, ganglia-web, xrootd/cmsd and the xrd2ganglia binary, each on
-//! loopback ports and stopped when its guard drops; scratch directories,
-//! free ports, the captured records and what waits for a condition.
+//! loopback ports and stopped when its guard drops; a site (the gateway
+//! and the gmetads that poll it, `Site`); scratch directories, free ports,
+//! the captured records and what waits for a condition.
 //!
 //! The real components need Debian's ganglia-monitor, gmetad and
 //! xrootd-server packages (`.ci/run` installs them) and root (xrootd runs
