@@ -8,7 +8,7 @@ use xrd2ganglia_testkit as common;
 use std::net::UdpSocket;
 use std::time::Duration;
 
-use common::Gateway;
+use common::{Gateway, counter, udp_rx_queue};
 
 /// The bound this test proves, for max_sources = 10,000
 /// (docs/development.md states it): 42 MiB measured on a quiet machine;
@@ -25,21 +25,6 @@ fn status(pid: u32, key: &str) -> u64 {
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("no {key} in /proc/{pid}/status"))
-}
-
-/// Bytes waiting in the receive queue of the UDP socket bound to 127.0.0.1:`port`.
-fn rx_queue(port: u16) -> Option<u64> {
-    let table = std::fs::read_to_string("/proc/net/udp").ok()?;
-    let local = format!("0100007F:{port:04X}");
-    table.lines().skip(1).find_map(|l| {
-        let cols: Vec<&str> = l.split_whitespace().collect();
-        (cols.get(1) == Some(&local.as_str())).then(|| {
-            cols.get(4)?
-                .split(':')
-                .nth(1)
-                .and_then(|q| u64::from_str_radix(q, 16).ok())
-        })?
-    })
 }
 
 #[test]
@@ -68,7 +53,7 @@ fn a_flood_of_senders_stays_within_bounds() {
         // Keep within what the (debug) gateway handles, so every sender
         // counts: wait for its receive queue to drain now and then.
         if i % 200 == 199 {
-            while rx_queue(gw.port).is_some_and(|q| q > 32 * 1024) {
+            while udp_rx_queue(gw.port).is_some_and(|q| q > 32 * 1024) {
                 std::thread::sleep(Duration::from_millis(2));
             }
         }
@@ -77,19 +62,8 @@ fn a_flood_of_senders_stays_within_bounds() {
     let peak = status(pid, "VmHWM:");
     let now = status(pid, "VmRSS:");
     assert!(gw.proc.terminate().success());
-    let log = gw.proc.log_text();
-    let counters = log
-        .lines()
-        .rev()
-        .find(|l| l.contains("stopped; counters"))
-        .unwrap_or_default();
-    let field = |name: &str| -> u64 {
-        counters
-            .split_whitespace()
-            .find_map(|f| f.strip_prefix(&format!("{name}=")))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("no {name} in {counters}"))
-    };
+    let counters = gw.counters_line();
+    let field = |name: &str| counter(&counters, name);
     println!(
         "flood: {} records from {senders} senders; sources tracked {} (max 10000), evicted {}; RSS before {before} KiB, after {now} KiB, peak {peak} KiB",
         field("records"),
@@ -106,7 +80,9 @@ fn a_flood_of_senders_stays_within_bounds() {
         "{counters}"
     );
     assert!(
-        log.contains("more than 10000 sources (max_sources): forgot the"),
+        gw.proc
+            .log_text()
+            .contains("more than 10000 sources (max_sources): forgot the"),
         "no eviction warning"
     );
     assert!(

@@ -7,10 +7,13 @@ use xrd2ganglia_testkit as common;
 
 mod shards;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use common::{Gateway, Gmetad, Gmond, Gweb, Scratch, free_port, read_xml, replay::unix_now};
+use common::{
+    Gateway, Gmond, Gweb, Scratch, Site, clusters_of, free_port, gweb_files, included_reports,
+    names as set, parse_ganglia, read_xml, replay::unix_now, wait_for_every,
+};
 
 const QUIET: &str = "stats_interval = 0\nself_metrics_interval = 0\nlog_interval = 1\n";
 /// What the records' byte counter grows by per second.
@@ -26,38 +29,13 @@ fn record(host: &str, site: Option<&str>, inb: u64) -> String {
     )
 }
 
-/// CLUSTER NAME -> its HOST NAMEs, from any Ganglia XML (gmond's, the
-/// gateway's, gmetad's own with its GRID around the clusters).
-fn clusters_of(text: &str) -> BTreeMap<String, BTreeSet<String>> {
-    let opts = roxmltree::ParsingOptions {
-        allow_dtd: true,
-        ..Default::default()
-    };
-    let doc = roxmltree::Document::parse_with_options(text, opts)
-        .unwrap_or_else(|e| panic!("not well-formed: {e}\n{}", &text[..text.len().min(3000)]));
-    let mut out = BTreeMap::new();
-    for c in doc.descendants().filter(|n| n.has_tag_name("CLUSTER")) {
-        let hosts = c
-            .children()
-            .filter(|n| n.has_tag_name("HOST"))
-            .map(|h| h.attribute("NAME").unwrap_or("").to_string())
-            .collect();
-        out.insert(c.attribute("NAME").unwrap_or("").to_string(), hosts);
-    }
-    out
-}
-
 /// A rule that takes SITEA's XCache by its network.
 const XCACHE_RULE: &str = "[[cluster]]\nname = \"SITEA-xcache\"\nnetworks = [\"127.0.15.0/24\"]\nowner = \"SITEA storage\"\n";
 
 /// Attribute `attr` of the element reached by `path` (CLUSTER, then HOST,
 /// then METRIC, each by its NAME), in any Ganglia XML.
 fn attr_at(text: &str, path: &[&str], attr: &str) -> Option<String> {
-    let opts = roxmltree::ParsingOptions {
-        allow_dtd: true,
-        ..Default::default()
-    };
-    let doc = roxmltree::Document::parse_with_options(text, opts).ok()?;
+    let doc = parse_ganglia(text);
     let mut node = doc
         .descendants()
         .find(|n| n.has_tag_name("CLUSTER") && n.attribute("NAME") == path.first().copied())?;
@@ -84,32 +62,10 @@ fn value_in(text: &str, cluster: &str, host: &str, metric: &str) -> Option<Strin
     attr_at(text, &[cluster, host, metric], "VAL")
 }
 
-fn set(names: &[&str]) -> BTreeSet<String> {
-    names.iter().map(|s| s.to_string()).collect()
-}
-
-/// Waits for `done` to give a value, for at most `within`.
-fn wait_for<T>(what: &str, within: Duration, mut done: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(v) = done() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "{what}: not within {within:?}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
 #[test]
 fn three_sites_are_three_clusters_in_gmetad_with_their_rrds_and_summaries() {
-    let xml_port = free_port();
-    let gmetad = Gmetad::start(xml_port, 1);
-    let gw = Gateway::start_xml(
-        free_port(),
-        xml_port,
-        None,
-        &format!("{QUIET}cluster_by_site = true\n{XCACHE_RULE}"),
-    );
+    let site = Site::start(1, &format!("{QUIET}cluster_by_site = true\n{XCACHE_RULE}"));
+    let (gw, gmetad) = (&site.gateway, site.gmetad());
     // (address, host, site, the cluster it must be in)
     let servers = [
         ("127.0.11.1", "a1.example", "SITEA", "SITEA"),
@@ -200,26 +156,9 @@ fn three_sites_are_three_clusters_in_gmetad_with_their_rrds_and_summaries() {
     // writes for the gateway's config: no file per site, yet every site's
     // page shows the XRootD reports and the grid page lists every site.
     let out = Scratch::new("gweb-clusters");
-    let gweb_run = std::process::Command::new(env!("CARGO_BIN_EXE_xrd2ganglia"))
-        .arg("gweb")
-        .arg("--config")
-        .arg(&gw.config)
-        .arg("--out")
-        .arg(out.path())
-        .output()
-        .unwrap();
-    assert!(gweb_run.status.success(), "{gweb_run:?}");
+    gweb_files(&gw.config, out.path());
     assert!(!out.path().join("conf/cluster_SITEA.json").exists());
-    let default: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.path().join("conf/default.json")).unwrap())
-            .unwrap();
-    let reports: Vec<String> = default["included_reports"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r.as_str().unwrap().to_string())
-        .collect();
-    assert!(!reports.is_empty());
+    let reports = included_reports(out.path());
     let gweb = Gweb::new(&gmetad.rrd_root, gmetad.interactive_port, out.path());
     let server = gweb.serve();
     for site in ["SITEA", "SITEB", "SITEC", "SITEA-xcache"] {
@@ -263,12 +202,18 @@ fn three_sites_are_three_clusters_in_gmetad_with_their_rrds_and_summaries() {
     // that holds every server (a row is known once half its step is).
     let grid_num = gmetad.rrd_root.join("__SummaryInfo__/xrootd.link.num.rrd");
     let first = unix_now() - 60;
-    let known = wait_for("a row of the grid's sums", Duration::from_secs(60), || {
-        gmetad
-            .fetch(&grid_num, first, unix_now())
-            .into_iter()
-            .rfind(|(_, v)| *v == Some(15.0))
-    });
+    // Every 200 ms: each look is an rrdtool run.
+    let known = wait_for_every(
+        "a row of the grid's sums",
+        Duration::from_secs(60),
+        Duration::from_millis(200),
+        || {
+            gmetad
+                .fetch(&grid_num, first, unix_now())
+                .into_iter()
+                .rfind(|(_, v)| *v == Some(15.0))
+        },
+    );
     let now = unix_now();
     let (status, view_page) = server.get("tab=v&vn=xrootd");
     assert_eq!(status, 200, "{view_page}");
@@ -297,14 +242,8 @@ fn three_sites_are_three_clusters_in_gmetad_with_their_rrds_and_summaries() {
 
 #[test]
 fn hostile_sites_stay_inside_rrd_rootdir() {
-    let xml_port = free_port();
-    let gmetad = Gmetad::start(xml_port, 1);
-    let gw = Gateway::start_xml(
-        free_port(),
-        xml_port,
-        None,
-        &format!("{QUIET}cluster_by_site = true\n"),
-    );
+    let site = Site::start(1, &format!("{QUIET}cluster_by_site = true\n"));
+    let (gw, gmetad) = (&site.gateway, site.gmetad());
     // (site as sent, the cluster directory it must land in)
     let hostile = [
         ("../x", "x"),
@@ -383,10 +322,16 @@ fn ten_thousand_invented_sites_are_bounded_by_max_clusters() {
             gw.wait_until_read();
         }
     }
-    let doc = wait_for("10,000 hosts in the XML", Duration::from_secs(30), || {
-        let c = clusters_of(&gw.xml_text());
-        (c.values().map(BTreeSet::len).sum::<usize>() == n).then_some(c)
-    });
+    // Every 200 ms: each look parses 10,000 hosts' XML.
+    let doc = wait_for_every(
+        "10,000 hosts in the XML",
+        Duration::from_secs(30),
+        Duration::from_millis(200),
+        || {
+            let c = clusters_of(&gw.xml_text());
+            (c.values().map(BTreeSet::len).sum::<usize>() == n).then_some(c)
+        },
+    );
     // 100 sites got a cluster; every other host is in cluster_name.
     assert_eq!(
         doc.len(),
@@ -405,14 +350,8 @@ fn ten_thousand_invented_sites_are_bounded_by_max_clusters() {
 
 #[test]
 fn a_host_whose_site_changes_moves_to_its_new_cluster_without_a_counter_spike() {
-    let xml_port = free_port();
-    let gmetad = Gmetad::start(xml_port, 1);
-    let gw = Gateway::start_xml(
-        free_port(),
-        xml_port,
-        None,
-        &format!("{QUIET}cluster_by_site = true\n"),
-    );
+    let site = Site::start(1, &format!("{QUIET}cluster_by_site = true\n"));
+    let (gw, gmetad) = (&site.gateway, site.gmetad());
     let (ip, host) = ("127.0.13.1", "mover.example");
     let begun = Instant::now();
     // The counter follows the wall clock at RATE per second, whatever the

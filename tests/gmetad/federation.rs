@@ -16,7 +16,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::{Gateway, Gmetad, free_port, read_xml, replay::unix_now};
+use common::{
+    Gateway, Gmetad, GmetadOf, Polls, Site, clusters_of, free_port, names as set, parse_ganglia,
+    read_xml, replay::unix_now,
+};
 use gweb::ganglia_web_shows_the_federation;
 
 /// Every gmetad's polling interval, which is also its RRDs' step. 2 s, not
@@ -118,36 +121,10 @@ fn record(i: usize, round: u64) -> Vec<u8> {
     text.trim_end().as_bytes().to_vec()
 }
 
-/// CLUSTER NAME -> its HOST NAMEs, in any Ganglia XML (the gateway's,
-/// a gmetad's with its GRIDs).
-fn clusters_of(text: &str) -> BTreeMap<String, BTreeSet<String>> {
-    let doc = parse(text);
-    doc.descendants()
-        .filter(|n| n.has_tag_name("CLUSTER"))
-        .map(|c| {
-            let hosts = c
-                .children()
-                .filter(|n| n.has_tag_name("HOST"))
-                .map(|h| h.attribute("NAME").unwrap_or("").to_string())
-                .collect();
-            (c.attribute("NAME").unwrap_or("").to_string(), hosts)
-        })
-        .collect()
-}
-
-fn parse(text: &str) -> roxmltree::Document<'_> {
-    let opts = roxmltree::ParsingOptions {
-        allow_dtd: true,
-        ..Default::default()
-    };
-    roxmltree::Document::parse_with_options(text, opts)
-        .unwrap_or_else(|e| panic!("not well-formed: {e}\n{}", &text[..text.len().min(3000)]))
-}
-
 /// A top gmetad's sums of `metric` for child grid `grid` (its `METRICS`
 /// element: SUM, NUM), from the top's own XML.
 fn grid_sums(top_xml: &str, grid: &str, metric: &str) -> Option<(f64, f64)> {
-    let doc = parse(top_xml);
+    let doc = parse_ganglia(top_xml);
     let g = doc
         .descendants()
         .find(|n| n.has_tag_name("GRID") && n.attribute("NAME") == Some(grid))?;
@@ -158,10 +135,6 @@ fn grid_sums(top_xml: &str, grid: &str, metric: &str) -> Option<(f64, f64)> {
         m.attribute("SUM")?.parse().ok()?,
         m.attribute("NUM")?.parse().ok()?,
     ))
-}
-
-fn set(names: &[&str]) -> BTreeSet<String> {
-    names.iter().map(|s| s.to_string()).collect()
 }
 
 /// The names in directory `dir`.
@@ -189,11 +162,10 @@ fn rrd_tree(root: &Path) -> BTreeMap<String, BTreeSet<String>> {
 /// The daemons of the federation, each started by the test and stopped
 /// when dropped.
 struct Federation {
-    gw: Gateway,
+    /// The gateway; the shards' gmetads (SHARDS' order), then the top's.
+    site: Site,
     /// Each rule's own port, in SHARDS' order.
     rule_ports: [u16; 2],
-    shards: Vec<Gmetad>,
-    top: Gmetad,
     /// The ports ganglia-web serves on for each shard and the top: each
     /// gmetad's `authority`, named in its gmetad.conf.
     gweb_ports: [u16; 3],
@@ -220,40 +192,55 @@ impl Federation {
         let authority = |i: usize| format!("authority \"http://127.0.0.1:{}/\"\n", gweb_ports[i]);
         // The shards: each polls its rule's port, as a site's gmetad.conf
         // says (docs/clusters.md).
-        let shards: Vec<Gmetad> = SHARDS
+        let extra: Vec<String> = SHARDS
             .iter()
             .enumerate()
-            .map(|(i, s)| {
-                Gmetad::start_grid(
-                    &[(s.grid, &[rule_ports[i]])],
-                    STEP,
-                    &format!("gridname {:?}\n{}", s.grid, authority(i)),
-                )
+            .map(|(i, s)| format!("gridname {:?}\n{}", s.grid, authority(i)))
+            .collect();
+        let polls = rule_ports.map(Polls::Port);
+        let mut gmetads: Vec<GmetadOf> = SHARDS
+            .iter()
+            .enumerate()
+            .map(|(i, s)| GmetadOf {
+                sources: vec![(s.grid, std::slice::from_ref(&polls[i]))],
+                extra: &extra[i],
             })
             .collect();
         // The top: the shards' own xml_ports, scalable on (its default,
         // written as a site would).
-        let top = Gmetad::start_grid(
-            &[
-                (SHARDS[0].grid, &[shards[0].xml_port]),
-                (SHARDS[1].grid, &[shards[1].xml_port]),
+        let top_extra = format!("gridname {TOP:?}\nscalable on\n{}", authority(2));
+        gmetads.push(GmetadOf {
+            sources: vec![
+                (SHARDS[0].grid, &[Polls::Gmetad(0)]),
+                (SHARDS[1].grid, &[Polls::Gmetad(1)]),
             ],
-            STEP,
-            &format!("gridname {TOP:?}\nscalable on\n{}", authority(2)),
-        );
-        let gw = Gateway::start_xml(free_port(), free_port(), None, &gateway_config(rule_ports));
+            extra: &top_extra,
+        });
         Federation {
-            gw,
+            site: Site::start_with(STEP, &gateway_config(rule_ports), &gmetads),
             rule_ports,
-            shards,
-            top,
             gweb_ports,
         }
     }
 
+    /// The gateway.
+    fn gw(&self) -> &Gateway {
+        &self.site.gateway
+    }
+
+    /// The shards' gmetads, in SHARDS' order.
+    fn shards(&self) -> &[Gmetad] {
+        &self.site.gmetads[..SHARDS.len()]
+    }
+
+    /// The top gmetad, polling the shards'.
+    fn top(&self) -> &Gmetad {
+        &self.site.gmetads[SHARDS.len()]
+    }
+
     fn send_round(&self, round: u64) {
         for (i, (ip, _, _)) in SERVERS.iter().enumerate() {
-            self.gw.send_as(ip, &record(i, round));
+            self.gw().send_as(ip, &record(i, round));
         }
     }
 
@@ -270,8 +257,8 @@ impl Federation {
                 start.elapsed() < within,
                 "{what}: not within {within:?}; the top's sums (SUM, NUM) of {}\ngateway: {}\ntop gmetad: {}",
                 self.top_sums(),
-                self.gw.proc.log_text(),
-                self.top.proc.log_text()
+                self.gw().proc.log_text(),
+                self.top().proc.log_text()
             );
             std::thread::sleep(Duration::from_secs(1));
         }
@@ -279,7 +266,7 @@ impl Federation {
 
     /// What the top's XML sums of each shard, for a failure's message.
     fn top_sums(&self) -> String {
-        let xml = read_xml(self.top.xml_port);
+        let xml = read_xml(self.top().xml_port);
         let mut out = String::new();
         for s in &SHARDS {
             for m in ["xrootd.link.num", "xrootd.link.in"] {
@@ -296,7 +283,7 @@ impl Federation {
     /// Whether the top's XML holds, for every shard, `metric`'s sum over
     /// that shard's servers as `value` gives it.
     fn top_sums_are(&self, metric: &str, value: impl Fn(usize) -> u64) -> bool {
-        let xml = read_xml(self.top.xml_port);
+        let xml = read_xml(self.top().xml_port);
         (0..SHARDS.len()).all(|s| {
             let want: u64 = of_shard(s).into_iter().map(&value).sum();
             grid_sums(&xml, SHARDS[s].grid, metric) == Some((want as f64, of_shard(s).len() as f64))
@@ -392,11 +379,11 @@ impl Federation {
             || self.top_sums_are(bytes, |i| bytes_in(i, last)),
         );
         let seen = unix_now();
-        let probes = SHARDS.map(|s| top_summary(&self.top, Some(s.grid), bytes));
+        let probes = SHARDS.map(|s| top_summary(self.top(), Some(s.grid), bytes));
         let end = || {
             probes
                 .iter()
-                .map(|p| self.top.last_update(p))
+                .map(|p| self.top().last_update(p))
                 .min()
                 .unwrap_or(0)
         };
@@ -409,26 +396,41 @@ impl Federation {
         let end = end();
         // The first 15 s row wholly after `whole`.
         let root_row = (whole + ROOT_STEP + 1).div_ceil(ROOT_STEP) * ROOT_STEP;
-        let root = top_summary(&self.top, None, num);
+        let root = top_summary(self.top(), None, num);
         self.send_until(
             last,
             "a whole row of the federation's sums",
             Duration::from_secs(60),
-            || self.top.last_update(&root) >= root_row,
+            || self.top().last_update(&root) >= root_row,
         );
         Window {
             whole,
             after,
             end,
-            root_end: self.top.last_update(&root),
+            root_end: self.top().last_update(&root),
         }
     }
+}
+
+/// Shard `s`'s sites, each with its servers' hosts.
+fn sites_of_shard(s: usize) -> BTreeMap<String, BTreeSet<String>> {
+    SHARDS[s]
+        .sites
+        .iter()
+        .map(|site| {
+            let hosts = of_site(site)
+                .into_iter()
+                .map(|i| SERVERS[i].1)
+                .collect::<Vec<_>>();
+            (site.to_string(), set(&hosts))
+        })
+        .collect()
 }
 
 /// The gateway: its own port every cluster, each rule's port that rule's
 /// sites only, one cluster each.
 fn the_gateway_serves_each_rule_its_own_clusters(fed: &Federation) {
-    let all = clusters_of(&fed.gw.xml_text());
+    let all = clusters_of(&fed.gw().xml_text());
     for (i, (_, host, site)) in SERVERS.iter().enumerate() {
         let cluster = if shard_of(i).is_some() {
             *site
@@ -441,17 +443,7 @@ fn the_gateway_serves_each_rule_its_own_clusters(fed: &Federation) {
         );
     }
     for (s, port) in fed.rule_ports.iter().enumerate() {
-        let want: BTreeMap<String, BTreeSet<String>> = SHARDS[s]
-            .sites
-            .iter()
-            .map(|site| {
-                let hosts = of_site(site)
-                    .into_iter()
-                    .map(|i| SERVERS[i].1)
-                    .collect::<Vec<_>>();
-                (site.to_string(), set(&hosts))
-            })
-            .collect();
+        let want = sites_of_shard(s);
         assert_eq!(clusters_of(&read_xml(*port)), want, "rule {s}'s port");
     }
 }
@@ -459,18 +451,8 @@ fn the_gateway_serves_each_rule_its_own_clusters(fed: &Federation) {
 /// Each shard's RRDs: its own sites, each with its own hosts, and nothing
 /// of the other shard's or of the site no rule takes.
 fn each_shard_writes_only_its_own_sites(fed: &Federation) {
-    for (s, gmetad) in fed.shards.iter().enumerate() {
-        let want: BTreeMap<String, BTreeSet<String>> = SHARDS[s]
-            .sites
-            .iter()
-            .map(|site| {
-                let hosts = of_site(site)
-                    .into_iter()
-                    .map(|i| SERVERS[i].1)
-                    .collect::<Vec<_>>();
-                (site.to_string(), set(&hosts))
-            })
-            .collect();
+    for (s, gmetad) in fed.shards().iter().enumerate() {
+        let want = sites_of_shard(s);
         assert_eq!(rrd_tree(&gmetad.rrd_root), want, "shard {}", SHARDS[s].grid);
         for i in of_shard(s) {
             let (_, host, site) = SERVERS[i];
@@ -491,7 +473,7 @@ fn each_shard_writes_only_its_own_sites(fed: &Federation) {
 /// sums (scalable on: no site, no host), equal to the sums of what the
 /// shard's servers sent; and the federation's sums.
 fn the_top_keeps_each_shards_sums(fed: &Federation, w: &Window) {
-    let (top, after, end) = (&fed.top, w.after, w.end);
+    let (top, after, end) = (fed.top(), w.after, w.end);
     assert_eq!(
         names_in(&top.rrd_root),
         set(&["East", "West", "__SummaryInfo__"])

@@ -15,9 +15,9 @@ use xrd2ganglia_testkit as common;
 
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use common::{Gmetad, Gmond, Scratch};
+use common::{Gmetad, Gmond, Scratch, replay::unix_now};
 
 const GMETRIC: &str = "/usr/bin/gmetric";
 /// gmond's CLUSTER NAME in the harness: gmetad's directory for the cluster.
@@ -28,13 +28,6 @@ const OUR_HOST: &str = "ctr-host-ours";
 const METRIC: &str = "xrd.test.bytes";
 /// The counter's rate, per second.
 const RATE: f64 = 1000.0;
-
-fn now_epoch() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-}
 
 /// Sends the counter with the real gmetric as spoofed host 127.0.0.9:HOST,
 /// and with our drop-in, the same arguments, as 127.0.0.10:OUR_HOST.
@@ -105,7 +98,7 @@ fn counter_rate_and_drop_spike_in_host_and_summary_rrds() {
     let mut created: Option<(u64, Instant)> = None;
     send_counter_until(&conf, 1_000, || {
         if created.is_none() && host_rrd.exists() && our_rrd.exists() && summary_rrd.exists() {
-            created = Some((now_epoch(), Instant::now()));
+            created = Some((unix_now(), Instant::now()));
         }
         match created {
             Some((_, at)) => at.elapsed() >= Duration::from_secs(14),
@@ -123,7 +116,7 @@ fn counter_rate_and_drop_spike_in_host_and_summary_rrds() {
     let (created_at, _) = created.unwrap();
 
     // Phase 2: the counter restarts from 100 (as after a server restart).
-    let dropped_at = now_epoch();
+    let dropped_at = unix_now();
     let drop_started = Instant::now();
     send_counter_until(&conf, 100, || {
         drop_started.elapsed() >= Duration::from_secs(4)
@@ -137,7 +130,7 @@ fn counter_rate_and_drop_spike_in_host_and_summary_rrds() {
         1,
         "the RRD step is the poll interval"
     );
-    let end = now_epoch();
+    let end = unix_now();
     // The summary sums both hosts: twice the rate, and two wraps.
     for (rrd, hosts) in [(&host_rrd, 1.0), (&our_rrd, 1.0), (&summary_rrd, 2.0)] {
         let rows = gmetad.fetch(rrd, created_at - 2, end);

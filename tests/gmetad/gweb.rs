@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{Gateway, Gmetad, Gweb, Scratch, free_port, replay};
+use common::{Gmetad, Gweb, Scratch, Site, replay};
 
 const BIN: &str = env!("CARGO_BIN_EXE_xrd2ganglia");
 
@@ -297,22 +297,21 @@ fn record_value(name: &str, section: &str, tag: &str) -> f64 {
 }
 
 /// A site's worth of real records through the gateway into a real gmetad.
-struct Site {
-    gmetad: Gmetad,
+struct Replayed {
+    site: Site,
     /// When the first record was sent.
     start: u64,
-    _gw: Gateway,
 }
 
-fn site(rounds: u64) -> Site {
-    let xml_port = free_port();
-    let gmetad = Gmetad::start(xml_port, 1);
-    let gw = Gateway::start_xml(
-        free_port(),
-        xml_port,
-        None,
-        "stats_interval = 0\nself_metrics_interval = 0\n",
-    );
+impl Replayed {
+    fn gmetad(&self) -> &Gmetad {
+        self.site.gmetad()
+    }
+}
+
+fn site(rounds: u64) -> Replayed {
+    let site = Site::start(1, "stats_interval = 0\nself_metrics_interval = 0\n");
+    let (gw, gmetad) = (&site.gateway, site.gmetad());
     let probes = [
         ("ds.example", "xrootd.link.in"),
         ("mgr.example", "cmsd.cmsm.sel.t"),
@@ -348,11 +347,7 @@ fn site(rounds: u64) -> Site {
     }
     let summary = gmetad.summary_rrd_path(CLUSTER, "xrootd.link.in");
     gmetad.wait_for_update(&summary, end, Duration::from_secs(20));
-    Site {
-        gmetad,
-        start,
-        _gw: gw,
-    }
+    Replayed { site, start }
 }
 
 fn shipped() -> std::path::PathBuf {
@@ -552,8 +547,8 @@ fn rendered_legend(command: &str) -> Vec<(String, Vec<(String, String)>)> {
 fn every_shipped_report_renders_through_graph_php_with_its_series() {
     let site = site(8);
     let gweb = Gweb::new(
-        &site.gmetad.rrd_root,
-        site.gmetad.interactive_port,
+        &site.gmetad().rrd_root,
+        site.gmetad().interactive_port,
         &shipped(),
     );
     // The replay's minute only, so graph.php reads the 1 s RRA: over its
@@ -857,8 +852,8 @@ fn urlencode(s: &str) -> String {
 fn the_cluster_and_host_pages_show_the_reports() {
     let site = site(3);
     let gweb = Gweb::new(
-        &site.gmetad.rrd_root,
-        site.gmetad.interactive_port,
+        &site.gmetad().rrd_root,
+        site.gmetad().interactive_port,
         &shipped(),
     );
     let server = gweb.serve();
@@ -879,7 +874,7 @@ fn the_cluster_and_host_pages_show_the_reports() {
                 "?{query}: shows {standard}"
             );
         }
-        let images = render_images(&gweb, &body);
+        let images = gweb.render_images(&body, true);
         assert!(images >= reports.len(), "?{query}: {images} images");
     }
     // Stock settings: the cluster page's per-server graphs are load_one,
@@ -897,7 +892,7 @@ fn the_cluster_and_host_pages_show_the_reports() {
     assert_eq!(status, 200, "{body}");
     assert!(!body.contains("m=load_one&"), "{body}");
     assert!(!body.contains("stacked.php?"), "{body}");
-    render_images(&gweb, &body);
+    gweb.render_images(&body, true);
     for (host, _, _) in SERVERS {
         let src = body
             .split("src=\"")
@@ -921,23 +916,6 @@ fn the_cluster_and_host_pages_show_the_reports() {
     );
 }
 
-/// Every graph.php image of a page, asked for as the browser would: each
-/// must be a PNG. How many there were.
-fn render_images(gweb: &Gweb, body: &str) -> usize {
-    let mut images = 0;
-    for src in body.split("src=\"").skip(1) {
-        let src = src.split('"').next().unwrap();
-        let Some(query) = src.trim_start_matches("./").strip_prefix("graph.php?") else {
-            continue;
-        };
-        let query = query.replace("&amp;", "&");
-        let (png, _) = gweb.graph(&query);
-        assert!(png.starts_with(PNG), "graph.php?{query}: not a PNG");
-        images += 1;
-    }
-    images
-}
-
 /// The conf.php lines docs/ganglia-web.md gives for a ganglia-web that
 /// shows XRootD only: its first `php` block.
 fn readme_gweb_conf() -> String {
@@ -959,14 +937,8 @@ fn readme_gweb_conf() -> String {
 #[test]
 #[ignore]
 fn readme_screenshots() {
-    let xml_port = free_port();
-    let gmetad = Gmetad::start(xml_port, 5);
-    let gw = Gateway::start_xml(
-        free_port(),
-        xml_port,
-        None,
-        "stats_interval = 0\nself_metrics_interval = 0\n",
-    );
+    let site = Site::start(5, "stats_interval = 0\nself_metrics_interval = 0\n");
+    let (gw, gmetad) = (&site.gateway, site.gmetad());
     let start = replay::unix_now();
     // Counters grow by a varying multiple of what each record holds.
     let mut level = vec![0u64; SERVERS.len()];

@@ -21,9 +21,9 @@ use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use common::{Gateway, Gmetad, Gmond, Scratch, fixture, free_port};
+use common::{Gateway, Gmetad, Gmond, Scratch, fixture, free_port, replay::unix_now};
 
 /// gmetad's step: the 5 s. The servers report every 2 or 3 s, so
 /// between two polls each counter has moved 1-3 times: a row's rate is
@@ -33,13 +33,6 @@ const CLUSTER: &str = "T2_PAIR";
 const SERVERS: usize = 5;
 /// Each server's report interval (xrd.report `every`), seconds.
 const EVERY: [u64; SERVERS] = [2, 3, 2, 3, 2];
-
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
 
 /// A replayed xrootd: a real record (ds_loaded.xml, xrootd 5.5.3) with
 /// its name, start time, pid and link byte counters set; the counters

@@ -7,7 +7,9 @@ use xrd2ganglia_testkit as common;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{Gateway, Gmetad, Gmond, Scratch, fixture, free_port, replay};
+use common::{
+    Gateway, Gmetad, Gmond, Scratch, Site, counter, fixture, free_port, replay, wait_for_every,
+};
 
 const QUIET: &str = "stats_interval = 0\nself_metrics_interval = 0\nlog_interval = 1\n";
 const FIXTURES: &[&str] = &[
@@ -46,15 +48,9 @@ fn gmetad_polling_the_gateway_draws_counters_without_spikes_through_restarts() {
 
 #[test]
 fn gmetad_keeps_an_rrd_per_numeric_metric_with_the_values_sent() {
-    let xml_port = free_port();
-    let gmetad = Gmetad::start(xml_port, 1);
     let cluster = "xrd2ganglia-values";
-    let gw = Gateway::start_xml(
-        free_port(),
-        xml_port,
-        None,
-        &format!("{QUIET}cluster_name = {cluster:?}\n"),
-    );
+    let site = Site::start(1, &format!("{QUIET}cluster_name = {cluster:?}\n"));
+    let (gw, gmetad) = (&site.gateway, site.gmetad());
     // Two addresses that claim one name: gmetad would merge them.
     let twin = |_: ()| server_record(0);
     let sent_at = replay::unix_now();
@@ -135,10 +131,15 @@ fn the_document_matches_what_gmond_writes_for_the_same_records() {
         .replacen("src=\"vm:", "src=\"six.example:", 1);
     gw.send_v6(v6.as_bytes());
     let sent = Instant::now();
-    let ours = wait_until(Duration::from_secs(15), || {
-        let x = gw.xml();
-        (x.hosts.len() == FIXTURES.len() + 1).then_some(x)
-    });
+    let ours = wait_for_every(
+        "every host in the document",
+        Duration::from_secs(15),
+        Duration::from_millis(100),
+        || {
+            let x = gw.xml();
+            (x.hosts.len() == FIXTURES.len() + 1).then_some(x)
+        },
+    );
     let theirs = gmond.wait_for(Duration::from_secs(15), "every metric", |x| {
         ours.hosts.iter().all(|(name, h)| {
             x.hosts
@@ -203,17 +204,6 @@ fn the_document_matches_what_gmond_writes_for_the_same_records() {
         "{compared} metrics on {} hosts, attribute by attribute",
         ours.hosts.len()
     );
-}
-
-fn wait_until<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out after {timeout:?}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 fn serve(args: &[&str]) -> (Option<i32>, String) {
@@ -282,10 +272,15 @@ fn out_of_descriptors_a_poll_still_gets_the_whole_document() {
     for i in 0..FIXTURES.len() {
         gw.send_as(&server_ip(i), &server_record(i));
     }
-    let whole = wait_until(Duration::from_secs(10), || {
-        let doc = gw.xml();
-        (doc.hosts.len() == FIXTURES.len()).then_some(doc)
-    });
+    let whole = wait_for_every(
+        "every server in the document",
+        Duration::from_secs(10),
+        Duration::from_millis(100),
+        || {
+            let doc = gw.xml();
+            (doc.hosts.len() == FIXTURES.len()).then_some(doc)
+        },
+    );
     let metrics: usize = whole.hosts.values().map(|h| h.metrics.len()).sum();
     let pid = gw.proc.child.id() as libc::pid_t;
     let limit = libc::rlimit {
@@ -317,19 +312,8 @@ fn out_of_descriptors_a_poll_still_gets_the_whole_document() {
     );
     drop(unread);
     assert!(gw.proc.terminate().success(), "{}", gw.proc.log_text());
-    let log = gw.proc.log_text();
-    let counters = log
-        .lines()
-        .rev()
-        .find(|l| l.contains("stopped; counters"))
-        .unwrap_or_default();
-    let field = |name: &str| -> u64 {
-        counters
-            .split_whitespace()
-            .find_map(|f| f.strip_prefix(&format!("{name}=")))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("no {name} in {counters}"))
-    };
+    let counters = gw.counters_line();
+    let field = |name: &str| counter(&counters, name);
     assert!(field("xml_accept_failed") >= 1, "{counters}");
     assert!(field("xml_evicted") >= 1, "{counters}");
     eprintln!(

@@ -9,18 +9,12 @@ use std::net::UdpSocket;
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use common::{Gateway, Gmetad, Gmond, Scratch, Xrootd, free_port, replay};
+use common::replay::{self, unix_now};
+use common::{Gateway, Gmetad, Gmond, Scratch, Xrootd, free_port};
 
 const QUIET: &str = "stats_interval = 0\nself_metrics_interval = 0\nlog_interval = 1\n";
-
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
 
 fn link_record(host: &str, tos: u64, pid: u32, inb: u64, tmo: u64) -> String {
     format!(

@@ -44,22 +44,22 @@ struct Expect {
     ignored: u64,
 }
 
-const fn records(n: u64) -> Expect {
+/// `records` records taken and `rejected` datagrams refused, nothing else.
+const fn taken_and_refused(records: u64, rejected: u64) -> Expect {
     Expect {
-        records: n,
-        rejected: 0,
+        records,
+        rejected,
         gstream: 0,
         ignored: 0,
     }
 }
 
+const fn records(n: u64) -> Expect {
+    taken_and_refused(n, 0)
+}
+
 const fn rejected(n: u64) -> Expect {
-    Expect {
-        records: 0,
-        rejected: n,
-        gstream: 0,
-        ignored: 0,
-    }
+    taken_and_refused(0, n)
 }
 
 fn classes() -> Vec<Class> {
@@ -135,11 +135,7 @@ fn classes() -> Vec<Class> {
             vec![0xff; 300],
         ],
         rejected: false,
-        expect: Expect {
-            records: 1,
-            rejected: 1,
-            ..Expect::default()
-        },
+        expect: taken_and_refused(1, 1),
     });
     v.push(Class {
         name: "NUL bytes",
@@ -148,11 +144,7 @@ fn classes() -> Vec<Class> {
             vec![0; 200],
         ],
         rejected: false,
-        expect: Expect {
-            records: 1,
-            rejected: 1,
-            ..Expect::default()
-        },
+        expect: taken_and_refused(1, 1),
     });
     v.push(Class {
         name: "numbers that overflow",

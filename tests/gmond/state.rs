@@ -4,20 +4,13 @@
 
 use xrd2ganglia_testkit as common;
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use common::{Gateway, Gmond, Scratch};
+use common::{Gateway, Gmond, Scratch, replay::unix_now};
 use xrd2ganglia::daemon::state_file::{StateStore, tmp_path};
 use xrd2ganglia::engine::saved::{write_counter, write_source};
 
 const QUIET: &str = "stats_interval = 0\nself_metrics_interval = 0\nlog_interval = 1\n";
-
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
 
 /// Server `i` (at 127.0.0.1`i`, named ds`i`.example), run `pid`, with
 /// `link.in` at `inb`.

@@ -9,9 +9,9 @@
 use xrd2ganglia_testkit as common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
+use common::child::{start_until, stop};
 use common::{Scratch, free_port};
 use xrd2ganglia::config::file::{Absent, ChannelConfig, FileConfig};
 use xrd2ganglia::config::{CHANNEL_KEYS, KEYS};
@@ -89,43 +89,6 @@ fn expand(line: &str, env: &[(String, String)]) -> Vec<String> {
             None => vec![word.to_string()],
         })
         .collect()
-}
-
-/// Waits until `child`'s stderr (in `log`) says `want`; Err with what it
-/// said if it exits or 10 s pass first.
-fn wait_for_log(child: &mut Child, log: &Path, want: &str) -> Result<String, String> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        if text.contains(want) {
-            return Ok(text);
-        }
-        if let Ok(Some(status)) = child.try_wait() {
-            return Err(format!("exited {status}: {text}"));
-        }
-        if Instant::now() > deadline {
-            return Err(format!("no {want:?} after 10 s: {text}"));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// SIGTERM to our child, by its pid; its exit code.
-fn stop(child: &mut Child) -> Option<i32> {
-    // SAFETY: kill(2) on the pid of a child this test started.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status.code();
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Defect 1 of issue 27: `--log-level debug` in XRD2GANGLIA_OPTIONS, which
@@ -260,15 +223,9 @@ fn the_unit_starts_with_every_option_the_sysconfig_documents() {
             String::from_utf8_lossy(&out.stderr)
         );
         let log = dir.path().join(format!("serve-{n}.log"));
-        let mut child = run(&start[0])
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        let served = wait_for_log(&mut child, &log, "serving");
-        let code = stop(&mut child);
-        let served =
-            served.unwrap_or_else(|e| panic!("ExecStart with XRD2GANGLIA_OPTIONS={example}: {e}"));
+        let (child, served) = start_until(run(&start[0]), &log, "serving")
+            .unwrap_or_else(|e| panic!("ExecStart with XRD2GANGLIA_OPTIONS={example}: {e}"));
+        let (code, _) = stop(child, &log);
         assert_eq!(code, Some(0), "{served}");
     }
 }

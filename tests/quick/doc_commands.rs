@@ -10,17 +10,17 @@
 use xrd2ganglia_testkit as common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{TcpListener, UdpSocket};
+use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
-use common::Proc;
 use common::markdown::blocks;
 use xrd2ganglia::events::{COUNTERS, KERNEL_DROPS};
 
 const BIN: &str = env!("CARGO_BIN_EXE_xrd2ganglia");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+mod readme_try_it;
 
 /// README, CHANGELOG, every page of docs/ and the records' README (README
 /// links it), as (path relative to the repository, text).
@@ -269,181 +269,24 @@ fn each_counter_has_one_name_in_status_the_log_line_and_ganglia() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
-/// Waits until `port` on 127.0.0.1 is free for UDP and TCP alike, or says
-/// who holds it.
-fn require_free(port: u16) {
-    let udp = UdpSocket::bind(("127.0.0.1", port)).is_ok();
-    let tcp = TcpListener::bind(("127.0.0.1", port)).is_ok();
-    assert!(
-        udp && tcp,
-        "README's Try it uses 127.0.0.1:{port}, which something here holds (`ss -uatnp 'sport = :{port}'`)"
-    );
-}
-
 /// README's Try it, run as written from the repository's root: after the
 /// first command (`cargo run --release -- serve`: the same binary, run
 /// here as the test's build of it), every line of the Try it block exits
 /// 0 and shows what its comment says it shows.
+///
+/// The try-out settings are fixed (127.0.0.1:3333 and :8659, the control
+/// socket /tmp/xrd2ganglia-try-out/control), and README's commands find
+/// the gateway by them: two runs of the suite on one host (a user's and
+/// CI's, or a monitoring host's own try-out gateway) would take each
+/// other's. So the test runs again in a network and a mount namespace of
+/// its own (loopback up, a /tmp of its own), where they are always free:
+/// `unshare`, as root or, with a user namespace, as any user. Where no
+/// namespace can be made, it runs here if they are free, and says so and
+/// runs nothing if something else holds them: a skip, said, never a pass.
 #[test]
 fn readme_try_it_runs_as_written() {
-    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).unwrap();
-    let section = readme
-        .split("\n## Try it\n")
-        .nth(1)
-        .expect("README has a Try it section");
-    let (_, lines) = blocks(section)
-        .into_iter()
-        .find(|(lang, _)| lang == "sh")
-        .expect("Try it has a sh block");
-    let first = blocks(readme.split("\n## Two commands\n").nth(1).unwrap())
-        .into_iter()
-        .next()
-        .unwrap()
-        .1;
-    assert!(
-        first.iter().any(|l| l == "cargo run --release -- serve"),
-        "{first:?}"
-    );
-    require_free(3333);
-    require_free(8659);
-    assert!(
-        !Path::new("/etc/xrd2ganglia/xrd2ganglia.toml").exists(),
-        "README's first command reads /etc/xrd2ganglia/xrd2ganglia.toml when it exists"
-    );
-    let dir = common::Scratch::new("try-it");
-    let log = dir.path().join("serve.log");
-    let out = std::fs::File::create(&log).unwrap();
-    let child = Command::new(BIN)
-        .arg("serve")
-        .current_dir(ROOT)
-        .stdin(Stdio::null())
-        .stdout(out.try_clone().unwrap())
-        .stderr(out)
-        .spawn()
-        .unwrap();
-    let mut serve = Proc {
-        child,
-        name: "xrd2ganglia serve".into(),
-        log,
-    };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !serve.log_text().contains("serving") {
-        assert!(Instant::now() < deadline, "{}", serve.log_text());
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // Where a reader's shell finds the binary: target/release in the
-    // clone; here, the test's build (target/debug or target/release).
-    let bin_dir = Path::new(BIN).parent().unwrap();
-    let mut outputs = Vec::new();
-    for line in lines.iter().filter(|l| !l.trim().is_empty()) {
-        let command = line.replace("target/release/xrd2ganglia", BIN);
-        let out = Command::new("sh")
-            .arg("-c")
-            .arg(&command)
-            .current_dir(ROOT)
-            .env(
-                "PATH",
-                format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap()),
-            )
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            out.status.success() && !stdout.trim().is_empty(),
-            "{line}: {out:?}"
-        );
-        outputs.push((line.clone(), stdout));
-    }
-    // What the comments promise.
-    let said = |what: &str| {
-        outputs
-            .iter()
-            .find(|(l, _)| l.contains(what))
-            .map(|(_, o)| o.clone())
-            .unwrap_or_else(|| panic!("no line with {what}"))
-    };
-    let replay = said(" replay ");
-    let promised = lines
-        .iter()
-        .find(|l| l.contains(" replay "))
-        .and_then(|l| l.split("# ").nth(1))
-        .unwrap();
-    assert!(replay.contains(promised), "{replay} is not {promised}");
-    let poll = said(" poll  ");
-    assert!(
-        poll.lines()
-            .any(|l| l.split_whitespace().next() == Some("vm")),
-        "{poll}"
-    );
-    let status = said(" status ");
-    let servers = status
-        .lines()
-        .filter(|l| l.starts_with("127.0.0.1 "))
-        .count();
-    assert!(
-        status.contains(&format!("Sources: {servers}")) && servers == 8,
-        "{status}"
-    );
-
-    // docs/troubleshooting.md's `status` checks, as written, on the same
-    // gateway: the table, and jq over `--json` (no source or refused
-    // sender of that address here: nothing printed, no error).
-    let trouble = std::fs::read_to_string(Path::new(ROOT).join("docs/troubleshooting.md")).unwrap();
-    let checks: Vec<String> = blocks(&trouble)
-        .into_iter()
-        .flat_map(|(_, lines)| lines)
-        .filter(|l| l.starts_with("xrd2ganglia status"))
-        .collect();
-    assert_eq!(checks.len(), 3, "{checks:?}");
-    for line in &checks {
-        let out = run_shell(line, bin_dir);
-        assert!(
-            out.status.success() && out.stderr.is_empty(),
-            "{line}: {out:?}"
-        );
-        if !line.contains("--json") {
-            let text = String::from_utf8_lossy(&out.stdout);
-            assert!(text.contains("Sources: 8"), "{line}: {text}");
-        }
-    }
-    // docs/tools.md's `poll`, as written: the cluster, its host `vm` (every
-    // recorded server ran there) under the columns the page shows.
-    let tools = std::fs::read_to_string(Path::new(ROOT).join("docs/tools.md")).unwrap();
-    let (_, shown) = blocks(&tools)
-        .into_iter()
-        .find(|(_, l)| l.first().is_some_and(|l| l == "$ xrd2ganglia poll"))
-        .expect("tools.md shows `xrd2ganglia poll`");
-    let out = run_shell("xrd2ganglia poll", bin_dir);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{out:?}");
-    let got: Vec<&str> = text.lines().collect();
-    assert_eq!(got.first().copied(), Some(shown[1].as_str()), "{text}");
-    assert_eq!(
-        got.get(1).map(|l| l.split_whitespace().collect::<Vec<_>>()),
-        Some(shown[2].split_whitespace().collect()),
-        "{text}"
-    );
-    let host =
-        |l: &str| -> Vec<String> { l.split_whitespace().take(2).map(str::to_string).collect() };
-    assert_eq!(got.get(2).map(|l| host(l)), Some(host(&shown[3])), "{text}");
-    assert!(serve.terminate().success());
-}
-
-/// A line of a page's shell block, run by `sh` from the repository's root
-/// with the test's build first on the PATH (as `xrd2ganglia`).
-fn run_shell(line: &str, bin_dir: &Path) -> std::process::Output {
-    Command::new("sh")
-        .arg("-c")
-        .arg(line.replace("target/release/xrd2ganglia", BIN))
-        .current_dir(ROOT)
-        .env(
-            "PATH",
-            format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap()),
-        )
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
+    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+    readme_try_it::alone(&format!("{module}::readme_try_it_runs_as_written"));
 }
 
 /// Troubleshooting's drops command, run as written on a socket of this

@@ -45,24 +45,55 @@ fn output_within(cmd: &mut Command, limit: Duration) -> Option<Output> {
 
 /// One way to make a command end with a documented code.
 struct Case {
-    command: &'static str,
+    command: String,
     code: i32,
     what: &'static str,
     run: Box<dyn Fn() -> Output>,
 }
 
 fn case(
-    command: &'static str,
+    command: impl Into<String>,
     code: i32,
     what: &'static str,
     run: impl Fn() -> Output + 'static,
 ) -> Case {
     Case {
-        command,
+        command: command.into(),
         code,
         what,
         run: Box::new(run),
     }
+}
+
+/// A case that runs the binary with `args`, the first of them the command.
+fn exits(code: i32, what: &'static str, args: &[&str]) -> Case {
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let command = args[0].clone();
+    case(command, code, what, move || {
+        run(xrd2ganglia(&[]).args(&args))
+    })
+}
+
+/// A case that runs `COMMAND --config CONFIG EXTRA...`.
+fn configured(code: i32, what: &'static str, command: &str, config: &Path, extra: &[&str]) -> Case {
+    let config = config.to_str().unwrap();
+    exits(
+        code,
+        what,
+        &[&[command, "--config", config], extra].concat(),
+    )
+}
+
+/// `gmetric -c CONF`, sending x = 1 as an int32.
+fn gmetric_int32(conf: &str) -> [&str; 9] {
+    ["gmetric", "-c", conf, "-n", "x", "-v", "1", "-t", "int32"]
+}
+
+/// `check-config --config CONFIG EXTRA...`.
+fn check_config(config: &Path, extra: &[&str]) -> Output {
+    run(xrd2ganglia(&["check-config", "--config"])
+        .arg(config)
+        .args(extra))
 }
 
 fn run(cmd: &mut Command) -> Output {
@@ -129,7 +160,9 @@ fn every_documented_exit_code_is_what_the_binary_does() {
     std::fs::write(&huge, format!("exclude = [{patterns}]\n")).unwrap();
     let not_records = dir.path().join("not-records.txt");
     std::fs::write(&not_records, "hello\n").unwrap();
-    let (e, n, r) = (empty.clone(), no_listen.clone(), not_records.clone());
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed_addr = closed.local_addr().unwrap().to_string();
+    drop(closed);
     let gweb_out = dir.path().join("gweb");
     let a_dir = dir.path().to_owned();
     let taken = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -138,203 +171,150 @@ fn every_documented_exit_code_is_what_the_binary_does() {
 
     let cases = vec![
         case("serve", 1, "cannot start the runtime", {
-            let e = e.clone();
+            let e = empty.clone();
             move || serve_without_descriptors_for_the_runtime(&e)
         }),
-        case("serve", 2, "cannot read config", || {
-            run(&mut xrd2ganglia(&[
-                "serve",
-                "--config",
-                "/nonexistent/x.toml",
-            ]))
-        }),
-        case("serve", 2, "unexpected argument", || {
-            run(&mut xrd2ganglia(&["serve", "--no-such-option"]))
-        }),
-        case("serve", 3, "cannot listen on", {
-            let (e, a) = (path(&e), taken_addr.clone());
-            move || run(&mut xrd2ganglia(&["serve", "--config", &e, "--listen", &a]))
-        }),
-        case("check-config", 3, "cannot resolve no-such-host.invalid", {
-            let e = path(&e);
-            move || {
-                run(&mut xrd2ganglia(&[
-                    "check-config",
-                    "--config",
-                    &e,
-                    "--send",
-                    "no-such-host.invalid:8649",
-                ]))
-            }
-        }),
-        case("check-config", 0, "# effective settings", {
-            let e = path(&e);
-            move || {
-                run(&mut xrd2ganglia(&[
-                    "check-config",
-                    "--config",
-                    &e,
-                    "--send",
-                    "127.0.0.1:9",
-                ]))
-            }
-        }),
-        case(
+        exits(
+            2,
+            "cannot read config",
+            &["serve", "--config", "/nonexistent/x.toml"],
+        ),
+        exits(2, "unexpected argument", &["serve", "--no-such-option"]),
+        configured(
+            3,
+            "cannot listen on",
+            "serve",
+            &empty,
+            &["--listen", &taken_addr],
+        ),
+        configured(
+            3,
+            "cannot resolve no-such-host.invalid",
             "check-config",
+            &empty,
+            &["--send", "no-such-host.invalid:8649"],
+        ),
+        configured(
+            0,
+            "# effective settings",
+            "check-config",
+            &empty,
+            &["--send", "127.0.0.1:9"],
+        ),
+        configured(
             2,
             "larger than 1 MiB, which no config needs",
-            {
-                let h = path(&huge);
-                move || run(&mut xrd2ganglia(&["check-config", "--config", &h]))
-            },
+            "check-config",
+            &huge,
+            &[],
         ),
-        case("check-config", 2, "at least one address is needed", {
-            let n = path(&n);
-            move || run(&mut xrd2ganglia(&["check-config", "--config", &n]))
-        }),
-        case(
-            "status",
+        configured(
+            2,
+            "at least one address is needed",
+            "check-config",
+            &no_listen,
+            &[],
+        ),
+        exits(
             1,
             "no gateway answers on /nonexistent/control: no such socket",
-            || {
-                run(&mut xrd2ganglia(&[
-                    "status",
-                    "--socket",
-                    "/nonexistent/control",
-                ]))
-            },
+            &["status", "--socket", "/nonexistent/control"],
         ),
-        case("status", 2, "cannot read config", || {
-            run(&mut xrd2ganglia(&[
-                "status",
-                "--config",
-                "/nonexistent/x.toml",
-            ]))
-        }),
-        case("check-config", 2, "--log-level \"=[\": not a log filter", {
-            let e = path(&e);
-            move || {
-                run(&mut xrd2ganglia(&[
-                    "check-config",
-                    "--config",
-                    &e,
-                    "--log-level",
-                    "=[",
-                ]))
-            }
-        }),
-        case(
+        exits(
+            2,
+            "cannot read config",
+            &["status", "--config", "/nonexistent/x.toml"],
+        ),
+        configured(
+            2,
+            "--log-level \"=[\": not a log filter",
             "check-config",
+            &empty,
+            &["--log-level", "=["],
+        ),
+        configured(
             2,
             "[[metric]] #2 (match = \"myplug.rate\"): type = \"float\"",
-            {
-                let b = path(&bad_metric);
-                move || run(&mut xrd2ganglia(&["check-config", "--config", &b]))
-            },
+            "check-config",
+            &bad_metric,
+            &[],
         ),
-        case("dump", 0, "", {
-            let e = path(&e);
-            move || run(&mut xrd2ganglia(&["dump", "--config", &e, "/dev/null"]))
-        }),
-        case("dump", 1, "not a summary record", {
-            let (e, r) = (path(&e), path(&r));
-            move || run(&mut xrd2ganglia(&["dump", "--config", &e, &r]))
-        }),
-        case("dump", 2, "cannot read /nonexistent/records", {
-            let e = path(&e);
-            move || {
-                run(&mut xrd2ganglia(&[
-                    "dump",
-                    "--config",
-                    &e,
-                    "/nonexistent/records",
-                ]))
-            }
-        }),
-        case("dump", 3, "cannot listen on", {
-            let (e, a) = (path(&e), taken_addr.clone());
-            move || run(&mut xrd2ganglia(&["dump", "--config", &e, "--listen", &a]))
-        }),
-        case("replay", 0, "sent 1 datagrams of 1 senders", {
-            let (r, a) = (path(&recording), taken_addr.clone());
-            move || run(&mut xrd2ganglia(&["replay", "--to", &a, &r]))
-        }),
-        case("replay", 1, ":1: not an entry", {
-            let (r, a) = (path(&bad_recording), taken_addr.clone());
-            move || run(&mut xrd2ganglia(&["replay", "--to", &a, &r]))
-        }),
-        case("replay", 2, "cannot read /nonexistent/recording", || {
-            run(&mut xrd2ganglia(&["replay", "/nonexistent/recording"]))
-        }),
-        case("poll", 1, "Connection refused", {
-            // A port bound and not listened on: nothing accepts there.
-            let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            let a = closed.local_addr().unwrap().to_string();
-            drop(closed);
-            move || run(&mut xrd2ganglia(&["poll", &a]))
-        }),
-        case("poll", 2, "unexpected argument", || {
-            run(&mut xrd2ganglia(&["poll", "--no-such-option"]))
-        }),
-        case("gweb", 0, "view_xrootd.json", {
-            let (e, o) = (path(&e), path(&gweb_out));
-            move || run(&mut xrd2ganglia(&["gweb", "--config", &e, "--out", &o]))
-        }),
-        case("gweb", 1, "cannot write to /dev/null/x", {
-            let e = path(&e);
-            move || {
-                run(&mut xrd2ganglia(&[
-                    "gweb",
-                    "--config",
-                    &e,
-                    "--out",
-                    "/dev/null/x",
-                ]))
-            }
-        }),
-        case("gweb", 2, "given twice", {
-            let (e, o) = (path(&e), path(&gweb_out));
-            move || {
-                run(&mut xrd2ganglia(&[
-                    "gweb",
-                    "--config",
-                    &e,
-                    "--instance",
-                    "a",
-                    "--instance",
-                    "a",
-                    "--out",
-                    &o,
-                ]))
-            }
-        }),
-        case("gmetric", 0, "gmetric 3.7.2", || {
-            run(&mut xrd2ganglia(&["gmetric", "-V"]))
-        }),
-        case("gmetric", 1, "not found", || {
-            run(&mut xrd2ganglia(&[
-                "gmetric",
-                "-c",
-                "/nonexistent/gmond.conf",
-                "-n",
-                "x",
-                "-v",
-                "1",
-                "-t",
-                "int32",
-            ]))
-        }),
-        case("gmetric", 2, "input in flex scanner failed", {
-            let d = path(&a_dir);
-            move || {
-                run(&mut xrd2ganglia(&[
-                    "gmetric", "-c", &d, "-n", "x", "-v", "1", "-t", "int32",
-                ]))
-            }
-        }),
-        case("mpxstats", 1, "Invalid format", || {
-            run(&mut xrd2ganglia(&["mpxstats", "-f", "bogus", "-p", "1"]))
-        }),
+        configured(0, "", "dump", &empty, &["/dev/null"]),
+        configured(
+            1,
+            "not a summary record",
+            "dump",
+            &empty,
+            &[&path(&not_records)],
+        ),
+        configured(
+            2,
+            "cannot read /nonexistent/records",
+            "dump",
+            &empty,
+            &["/nonexistent/records"],
+        ),
+        configured(
+            3,
+            "cannot listen on",
+            "dump",
+            &empty,
+            &["--listen", &taken_addr],
+        ),
+        exits(
+            0,
+            "sent 1 datagrams of 1 senders",
+            &["replay", "--to", &taken_addr, &path(&recording)],
+        ),
+        exits(
+            1,
+            ":1: not an entry",
+            &["replay", "--to", &taken_addr, &path(&bad_recording)],
+        ),
+        exits(
+            2,
+            "cannot read /nonexistent/recording",
+            &["replay", "/nonexistent/recording"],
+        ),
+        // A port bound and not listened on: nothing accepts there.
+        exits(1, "Connection refused", &["poll", &closed_addr]),
+        exits(2, "unexpected argument", &["poll", "--no-such-option"]),
+        configured(
+            0,
+            "view_xrootd.json",
+            "gweb",
+            &empty,
+            &["--out", &path(&gweb_out)],
+        ),
+        configured(
+            1,
+            "cannot write to /dev/null/x",
+            "gweb",
+            &empty,
+            &["--out", "/dev/null/x"],
+        ),
+        configured(
+            2,
+            "given twice",
+            "gweb",
+            &empty,
+            &[
+                "--instance",
+                "a",
+                "--instance",
+                "a",
+                "--out",
+                &path(&gweb_out),
+            ],
+        ),
+        exits(0, "gmetric 3.7.2", &["gmetric", "-V"]),
+        exits(1, "not found", &gmetric_int32("/nonexistent/gmond.conf")),
+        exits(
+            2,
+            "input in flex scanner failed",
+            &gmetric_int32(&path(&a_dir)),
+        ),
+        exits(1, "Invalid format", &["mpxstats", "-f", "bogus", "-p", "1"]),
     ];
 
     // Both ways: each documented code but 0 has a case, each case's code
@@ -390,7 +370,6 @@ fn the_documented_overrides_are_the_options_and_override_their_keys() {
         "listen = [\"127.0.0.1:1\"]\nstate_file = \"/x/state\"\n[[channel]]\nhost = \"127.0.0.2\"\n",
     )
     .unwrap();
-    let config = config.to_str().unwrap();
     // Per key: the option's arguments and the line check-config prints.
     let overrides: &[(&str, &[&str], &str)] = &[
         (
@@ -450,7 +429,7 @@ fn the_documented_overrides_are_the_options_and_override_their_keys() {
     }
     for ((key, args, line), (_, option)) in overrides.iter().zip(&documented) {
         assert_eq!(args[0], *option, "{key}");
-        let out = run(xrd2ganglia(&["check-config", "--config", config]).args(*args));
+        let out = check_config(&config, args);
         let printed = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success() && printed.contains(line),
@@ -560,11 +539,7 @@ fn the_gmetad_example_uses_a_port_a_local_gmond_does_not_hold() {
         assert_eq!(polled, xml_port, "{page}: gmetad polls another port");
         let config = dir.path().join("example.toml");
         std::fs::write(&config, toml).unwrap();
-        let out = run(&mut xrd2ganglia(&[
-            "check-config",
-            "--config",
-            config.to_str().unwrap(),
-        ]));
+        let out = check_config(&config, &[]);
         assert!(
             out.status.success(),
             "{page}'s example: {}",
@@ -613,11 +588,7 @@ fn the_documented_channel_defaults_and_errors_are_what_check_config_does() {
     let check = |name: &str, text: &str| -> Output {
         let path = dir.path().join(name);
         std::fs::write(&path, text).unwrap();
-        run(&mut xrd2ganglia(&[
-            "check-config",
-            "--config",
-            path.to_str().unwrap(),
-        ]))
+        check_config(&path, &[])
     };
     let out = check("channel.toml", "[[channel]]\nhost = \"127.0.0.1\"\n");
     let printed = String::from_utf8_lossy(&out.stdout);

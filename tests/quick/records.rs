@@ -11,6 +11,21 @@ use xrd2ganglia::mapping::{
 };
 use xrd2ganglia::summary::SummaryParser;
 
+/// `out` (the record `what` mapped) rejected nothing, and each of its
+/// variables is in the catalog.
+pub(super) fn all_known(out: &MappedRecord, what: &str) {
+    assert_eq!(out.rejected_count, 0, "{what}: {:?}", out.rejected);
+    let unknown: Vec<_> = out
+        .metrics()
+        .filter(|m| m.is_unknown())
+        .map(|m| m.var)
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "{what}: not in the catalog: {unknown:?}"
+    );
+}
+
 fn fixtures() -> Vec<String> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/records");
     let mut names: Vec<String> = std::fs::read_dir(dir)
@@ -57,16 +72,7 @@ fn every_real_variable_is_in_the_catalog_and_sent() {
         let datagram = common::fixture(&format!("{name}.xml"));
         let record = parser.parse(&datagram).unwrap();
         mapper.map(&record, "192.0.2.10".parse().unwrap(), &mut out);
-        assert_eq!(out.rejected_count, 0, "{name}: {:?}", out.rejected);
-        let unknown: Vec<_> = out
-            .metrics()
-            .filter(|m| m.is_unknown())
-            .map(|m| m.var)
-            .collect();
-        assert!(
-            unknown.is_empty(),
-            "{name}: not in the catalog: {unknown:?}"
-        );
+        all_known(&out, &name);
         // One metric per variable not left out by default (the report
         // times and the raw CPU halves: tod, sgen.toe, proc.*.s/u), plus
         // the derived ones.

@@ -9,10 +9,10 @@ use xrd2ganglia_testkit as common;
 
 use std::net::UdpSocket;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::child::{exit_of, exit_within_10s, link_record, start_until, stop};
+use common::child::{exit_of, exit_within_10s, link_record, spawn_logging, start_until, stop};
 use common::{Gateway, Scratch, free_port};
 
 const BIN: &str = env!("CARGO_BIN_EXE_xrd2ganglia");
@@ -154,12 +154,7 @@ fn signals_sent_as_soon_as_it_says_serving_are_handled() {
         )
         .unwrap();
         let log = dir.path().join(format!("log-{run}"));
-        let mut child = serve(&conf, free_port())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_logging(&mut serve(&conf, free_port()), &log);
         let pid = child.id() as libc::pid_t;
         let deadline = Instant::now() + Duration::from_secs(10);
         while !std::fs::read_to_string(&log).is_ok_and(|l| l.contains("serving")) {
@@ -371,12 +366,7 @@ fn log_level_wins_over_rust_log() {
     let mut cmd = serve(&conf, free_port());
     cmd.env("RUST_LOG", "info").args(["--log-level", "error"]);
     let log = dir.path().join("quiet.log");
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_logging(&mut cmd, &log);
     std::thread::sleep(Duration::from_secs(1));
     assert!(child.try_wait().unwrap().is_none(), "it runs");
     let (code, text) = stop(child, &log);

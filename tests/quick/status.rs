@@ -437,14 +437,7 @@ fn clients_that_ask_and_never_read_never_keep_status_out() {
     // Their replies fill the sockets' buffers, unread.
     std::thread::sleep(Duration::from_millis(500));
     for _ in 0..3 {
-        let out = status(&["--socket", socket.to_str().unwrap(), "--json"]);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let reply: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let reply = status_json(&socket);
         assert_eq!(
             reply["sources"].as_array().map(Vec::len),
             Some(SERVERS as usize)

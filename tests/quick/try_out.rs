@@ -15,6 +15,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::child::plain;
 use common::{Proc, Scratch, free_port, udp_bound};
 
 const BIN: &str = env!("CARGO_BIN_EXE_xrd2ganglia");
@@ -75,19 +76,6 @@ fn serve_try_out(dir: &Scratch, port: u16, xml_port: u16) -> Proc {
         std::thread::sleep(Duration::from_millis(20));
     }
     proc
-}
-
-/// `text` without its ANSI colour sequences (tracing colours its fields).
-fn plain(text: &str) -> String {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(at) = rest.find('\x1b') {
-        out.push_str(&rest[..at]);
-        rest = &rest[at..];
-        rest = rest.find('m').map_or("", |m| &rest[m + 1..]);
-    }
-    out.push_str(rest);
-    out
 }
 
 /// An XML attribute of a raw record, by string search.

@@ -18,9 +18,10 @@
 use xrd2ganglia_testkit as common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
+use common::child::{exit_within_10s, spawn_logging};
 use common::{Scratch, free_port};
 use xrd2ganglia::config::{CHANNEL_KEYS, ClusterConfig, KEYS, METRIC_KEYS};
 
@@ -154,33 +155,12 @@ fn companion(key: &str) -> &'static str {
 
 /// Runs `cmd` to its end (10 s at most); its exit code and stderr.
 fn run(cmd: &mut Command, err: &Path) -> (Option<i32>, String) {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(err).unwrap())
-        .spawn()
-        .unwrap();
-    let status = wait(&mut child, Duration::from_secs(10), || {
-        format!("{cmd:?} still running after 10 s")
-    });
-    (status, std::fs::read_to_string(err).unwrap_or_default())
-}
-
-/// Waits for our `child`; one still running after `limit` is killed (by
-/// its pid) and the test fails, saying `what`.
-fn wait(child: &mut Child, limit: Duration, what: impl Fn() -> String) -> Option<i32> {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status.code();
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{}", what());
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let mut child = spawn_logging(cmd, err);
+    let status = exit_within_10s(&mut child, || format!("{cmd:?}"));
+    (
+        status.code(),
+        std::fs::read_to_string(err).unwrap_or_default(),
+    )
 }
 
 fn wait_for_log(log: &Path, text: &str, child: &mut Child, what: &str) {
@@ -219,14 +199,10 @@ fn serve_reload_stop(conf: &Path, dir: &Path, what: &str) {
 fn serve_and_stop(conf: &Path, dir: &Path, reload: bool, what: &str) {
     let what = format!("{what} (SIGHUP first: {reload})");
     let log = dir.join("serve.log");
-    let mut child = Command::new(BIN)
-        .args(["serve", "--config"])
-        .arg(conf)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_logging(
+        Command::new(BIN).args(["serve", "--config"]).arg(conf),
+        &log,
+    );
     let pid = child.id() as libc::pid_t;
     wait_for_log(&log, "serving", &mut child, &what);
     if reload {
@@ -236,12 +212,13 @@ fn serve_and_stop(conf: &Path, dir: &Path, reload: bool, what: &str) {
     }
     // SAFETY: as above.
     unsafe { libc::kill(pid, libc::SIGTERM) };
-    let code = wait(&mut child, Duration::from_secs(10), || {
+    let code = exit_within_10s(&mut child, || {
         format!(
-            "{what}: still running 10 s after SIGTERM:\n{}",
+            "{what}: after SIGTERM:\n{}",
             short(&std::fs::read_to_string(&log).unwrap_or_default())
         )
-    });
+    })
+    .code();
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     assert_eq!(
         code,

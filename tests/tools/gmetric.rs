@@ -99,6 +99,18 @@ impl Target {
     }
 }
 
+/// The arguments most sets begin with: metric `m` of `value` and `ty`;
+/// then `more`.
+fn m<'a>(value: &'a str, ty: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+    [&["-n", "m", "-v", value, "-t", ty], more].concat()
+}
+
+/// A string metric of `value` from host 10.0.0.1:big: the longest
+/// values, measured against the 1464-byte packet.
+fn big(value: &str) -> Vec<&str> {
+    vec!["-n", "m", "-t", "string", "-S", "10.0.0.1:big", "-v", value]
+}
+
 fn ours() -> &'static str {
     env!("CARGO_BIN_EXE_xrd2ganglia")
 }
@@ -144,125 +156,73 @@ fn compare(channels: usize, extra_conf: &str, args: &[&str]) -> Run {
     real
 }
 
-/// 40 argument sets that gmetric sends; each must give identical datagrams.
+/// 43 argument sets that gmetric sends; each must give identical datagrams.
 #[test]
 fn same_datagrams_as_real_gmetric() {
     let long_ok = "v".repeat(1420); // with host "10.0.0.1:big" and name "m": a 1464-byte packet
-    let sets: Vec<(usize, &str, Vec<&str>)> = vec![
-        (1, "", vec!["-n", "m", "-v", "1", "-t", "uint32"]),
-        (1, "", vec!["-n", "m", "-v", "hello", "-t", "string"]),
-        (1, "", vec!["-n", "m", "-v", "-1", "-t", "int8"]),
-        (1, "", vec!["-n", "m", "-v", "2", "-t", "uint8"]),
-        (1, "", vec!["-n", "m", "-v", "-3", "-t", "int16"]),
-        (1, "", vec!["-n", "m", "-v", "4", "-t", "uint16"]),
-        (1, "", vec!["-n", "m", "-v", "-5", "-t", "int32"]),
-        (1, "", vec!["-n", "m", "-v", "1.5", "-t", "float"]),
-        (1, "", vec!["-n", "m", "-v", "2.25", "-t", "double"]),
+    // Metric m of each value and type, and nothing more.
+    let values: &[(&str, &str)] = &[
+        ("1", "uint32"),
+        ("hello", "string"),
+        ("-1", "int8"),
+        ("2", "uint8"),
+        ("-3", "int16"),
+        ("4", "uint16"),
+        ("-5", "int32"),
+        ("1.5", "float"),
+        ("2.25", "double"),
+        ("a b  c", "string"),
+        ("", "string"),
+        ("1e10", "uint32"),
+        ("nan", "double"),
+        ("0x1F", "uint32"),
+        ("", "uint32"),
+    ];
+    // m = 1 (uint32) with each option.
+    let options: &[&[&str]] = &[
+        &["-s", "zero"],
+        &["-s", "positive"],
+        &["-s", "negative"],
+        &["-s", "both"],
+        &["-s", "derivative"],
+        &["-s", "unspecified"],
+        &["-s", "sideways"],
+        &["-x", "30", "-d", "3600"],
+        &["-x", "-1", "-d", "-5"],
+        &["--tmax=0x10", "--dmax", "010"],
+        &["-g", "a,b c"],
+        &["-g", ",a, ,b,"],
+        &["-C", "mycluster"],
+        &["-D", "a description"],
+        &["-T", "A Title"],
+        &["-S", "10.1.2.3:spoofed"],
+        &[
+            "-T",
+            "t",
+            "-D",
+            "d",
+            "-g",
+            "g1,g2",
+            "-C",
+            "c",
+            "-S",
+            "1.2.3.4:sh",
+            "-u",
+            "u",
+            "-s",
+            "positive",
+        ],
+    ];
+    let mut sets: Vec<(usize, &str, Vec<&str>)> = values
+        .iter()
+        .map(|(value, ty)| (1, "", m(value, ty, &[])))
+        .chain(options.iter().map(|more| (1, "", m("1", "uint32", more))))
+        .collect();
+    sets.extend([
         (
             1,
             "",
             vec!["-n", "temp", "-v", "21", "-t", "int16", "-u", "Celsius"],
-        ),
-        (
-            1,
-            "",
-            vec!["-n", "m", "-v", "1", "-t", "uint32", "-s", "zero"],
-        ),
-        (
-            1,
-            "",
-            vec!["-n", "m", "-v", "1", "-t", "uint32", "-s", "positive"],
-        ),
-        (
-            1,
-            "",
-            vec!["-n", "m", "-v", "1", "-t", "uint32", "-s", "negative"],
-        ),
-        (
-            1,
-            "",
-            vec!["-n", "m", "-v", "1", "-t", "uint32", "-s", "both"],
-        ),
-        (
-            1,
-            "",
-            vec!["-n", "m", "-v", "1", "-t", "uint32", "-s", "derivative"],
-        ),
-        (
-            1,
-            "",
-            vec!["-n", "m", "-v", "1", "-t", "uint32", "-s", "unspecified"],
-        ),
-        (
-            1,
-            "",
-            vec!["-n", "m", "-v", "1", "-t", "uint32", "-s", "sideways"],
-        ),
-        (
-            1,
-            "",
-            vec![
-                "-n", "m", "-v", "1", "-t", "uint32", "-x", "30", "-d", "3600",
-            ],
-        ),
-        (
-            1,
-            "",
-            vec!["-n", "m", "-v", "1", "-t", "uint32", "-x", "-1", "-d", "-5"],
-        ),
-        (
-            1,
-            "",
-            vec![
-                "-n",
-                "m",
-                "-v",
-                "1",
-                "-t",
-                "uint32",
-                "--tmax=0x10",
-                "--dmax",
-                "010",
-            ],
-        ),
-        (
-            1,
-            "",
-            vec!["-n", "m", "-v", "1", "-t", "uint32", "-g", "a,b c"],
-        ),
-        (
-            1,
-            "",
-            vec!["-n", "m", "-v", "1", "-t", "uint32", "-g", ",a, ,b,"],
-        ),
-        (
-            1,
-            "",
-            vec!["-n", "m", "-v", "1", "-t", "uint32", "-C", "mycluster"],
-        ),
-        (
-            1,
-            "",
-            vec!["-n", "m", "-v", "1", "-t", "uint32", "-D", "a description"],
-        ),
-        (
-            1,
-            "",
-            vec!["-n", "m", "-v", "1", "-t", "uint32", "-T", "A Title"],
-        ),
-        (
-            1,
-            "",
-            vec![
-                "-n",
-                "m",
-                "-v",
-                "1",
-                "-t",
-                "uint32",
-                "-S",
-                "10.1.2.3:spoofed",
-            ],
         ),
         (1, "", vec!["-S", "10.1.2.3:spoofed", "-H"]),
         (
@@ -284,57 +244,21 @@ fn same_datagrams_as_real_gmetric() {
         ),
         (
             1,
-            "",
-            vec![
-                "-n",
-                "m",
-                "-v",
-                "1",
-                "-t",
-                "uint32",
-                "-T",
-                "t",
-                "-D",
-                "d",
-                "-g",
-                "g1,g2",
-                "-C",
-                "c",
-                "-S",
-                "1.2.3.4:sh",
-                "-u",
-                "u",
-                "-s",
-                "positive",
-            ],
-        ),
-        (
-            1,
             "globals {\n  override_hostname = \"ovh\"\n  override_ip = \"10.9.8.7\"\n}\n",
-            vec!["-n", "m", "-v", "1", "-t", "uint32"],
+            m("1", "uint32", &[]),
         ),
         (
             1,
             "globals { override_hostname = ovh }",
-            vec!["-n", "m", "-v", "1", "-t", "uint32"],
+            m("1", "uint32", &[]),
         ),
         (
             1,
             "globals { override_hostname = ovh }",
-            vec!["-n", "m", "-v", "1", "-t", "uint32", "-S", "1.1.1.1:s"],
+            m("1", "uint32", &["-S", "1.1.1.1:s"]),
         ),
-        (2, "", vec!["-n", "m", "-v", "1", "-t", "uint32"]),
-        (
-            3,
-            "",
-            vec!["-n", "m", "-v", "x", "-t", "string", "-S", "1.2.3.4:three"],
-        ),
-        (1, "", vec!["-n", "m", "-v", "a b  c", "-t", "string"]),
-        (1, "", vec!["-n", "m", "-v", "", "-t", "string"]),
-        (1, "", vec!["-n", "m", "-v", "1e10", "-t", "uint32"]),
-        (1, "", vec!["-n", "m", "-v", "nan", "-t", "double"]),
-        (1, "", vec!["-n", "m", "-v", "0x1F", "-t", "uint32"]),
-        (1, "", vec!["-n", "m", "-v", "", "-t", "uint32"]),
+        (2, "", m("1", "uint32", &[])),
+        (3, "", m("x", "string", &["-S", "1.2.3.4:three"])),
         (
             1,
             "",
@@ -353,21 +277,8 @@ fn same_datagrams_as_real_gmetric() {
             ],
         ),
         (1, "", vec!["-nm", "-v1", "-tuint32", "-Ssp:x"]),
-        (
-            1,
-            "",
-            vec![
-                "-n",
-                "m",
-                "-t",
-                "string",
-                "-S",
-                "10.0.0.1:big",
-                "-v",
-                &long_ok,
-            ],
-        ),
-    ];
+        (1, "", big(&long_ok)),
+    ]);
     assert!(sets.len() >= 30);
     for (channels, conf, args) in &sets {
         let run = compare(*channels, conf, args);
@@ -386,16 +297,16 @@ fn same_messages_and_exit_codes_as_real_gmetric() {
         vec!["-n", "m", "-v", "1"],
         vec!["-n", "m", "-t", "uint32"],
         vec!["-H"],
-        vec!["-n", "m", "-v", "1", "-t", "int64"],
-        vec!["-n", "m", "-v", "1", "-t", "UINT32"],
-        vec!["-n", "m", "-v", "abc", "-t", "uint32"],
-        vec!["-n", "m", "-v", "5 ", "-t", "double"],
+        m("1", "int64", &[]),
+        m("1", "UINT32", &[]),
+        m("abc", "uint32", &[]),
+        m("5 ", "double", &[]),
         vec!["-n", "a\"b", "-v", "1", "-t", "uint32"],
-        vec!["-n", "m", "-v", "a\"b", "-t", "string"],
-        vec!["-n", "m", "-v", "1", "-t", "uint\"32"],
-        vec!["-n", "m", "-v", "1", "-t", "uint32", "-u", "\""],
-        vec!["-n", "m", "-v", "1", "-t", "uint32", "-S", "nocolon"],
-        vec!["-n", "m", "-v", "1", "-t", "uint32", "-S", ""],
+        m("a\"b", "string", &[]),
+        m("1", "uint\"32", &[]),
+        m("1", "uint32", &["-u", "\""]),
+        m("1", "uint32", &["-S", "nocolon"]),
+        m("1", "uint32", &["-S", ""]),
         vec!["-Z"],
         vec!["--bogus=1"],
         vec!["-n", "m", "-t"],
@@ -407,16 +318,7 @@ fn same_messages_and_exit_codes_as_real_gmetric() {
         vec!["-x", "abc"],
         vec!["-d", "1.5", "-Z"],
         // Value too long: the metadata goes out, the value cannot.
-        vec![
-            "-n",
-            "m",
-            "-t",
-            "string",
-            "-S",
-            "10.0.0.1:big",
-            "-v",
-            &too_long,
-        ],
+        big(&too_long),
         // Name too long for the metadata packet: nothing goes out.
         vec!["-n", &too_long[..800], "-v", "1", "-t", "uint32"],
     ];
@@ -462,7 +364,7 @@ fn send_failure_is_reported_like_gmetric() {
     let dead_port = dead.local_addr().unwrap().port();
     drop(dead);
     let conf = format!("udp_send_channel {{ host = 127.0.0.1 port = {dead_port} }}\n");
-    let run = compare(1, &conf, &["-n", "m", "-v", "1", "-t", "uint32"]);
+    let run = compare(1, &conf, &m("1", "uint32", &[]));
     assert_eq!(run.code, Some(1));
     assert_eq!(
         run.stderr,
@@ -479,40 +381,19 @@ fn send_failure_is_reported_like_gmetric() {
 #[test]
 fn deliberate_differences() {
     let cases: &[(&[&str], &str)] = &[
-        (&["-n", "m", "-v", "1", "-t", "uint32", "-H"], "needs -S"),
+        (&m("1", "uint32", &["-H"]), "needs -S"),
         (
             &["-n", "", "-v", "1", "-t", "uint32"],
             "name parameter is empty",
         ),
-        (
-            &["-n", "m", "-v", "1", "-t", "uint32", "-T", "<b>"],
-            "unescaped",
-        ),
-        (
-            &["-n", "m", "-v", "1", "-t", "uint32", "-D", "a & b"],
-            "unescaped",
-        ),
-        (
-            &["-n", "m", "-v", "1", "-t", "uint32", "-g", "a\"b"],
-            "unescaped",
-        ),
-        (
-            &["-n", "m", "-v", "1", "-t", "uint32", "-C", "<c>"],
-            "unescaped",
-        ),
-        (
-            &["-n", "m", "-v", "1", "-t", "uint32", "-S", "1.2.3.4:a<b"],
-            "unescaped",
-        ),
-        (
-            &["-n", "m", "-v", "1", "-t", "uint32", "-S", "hostonly:"],
-            "needs both parts",
-        ),
+        (&m("1", "uint32", &["-T", "<b>"]), "unescaped"),
+        (&m("1", "uint32", &["-D", "a & b"]), "unescaped"),
+        (&m("1", "uint32", &["-g", "a\"b"]), "unescaped"),
+        (&m("1", "uint32", &["-C", "<c>"]), "unescaped"),
+        (&m("1", "uint32", &["-S", "1.2.3.4:a<b"]), "unescaped"),
+        (&m("1", "uint32", &["-S", "hostonly:"]), "needs both parts"),
         (&["-n", "m&n", "-v", "1", "-t", "uint32"], "unescaped"),
-        (
-            &["-n", "m", "-v", "caf\u{e9}", "-t", "string"],
-            "ill-formed",
-        ),
+        (&m("caf\u{e9}", "string", &[]), "ill-formed"),
     ];
     for (args, why) in cases {
         let t = Target::new(1, "");
@@ -550,7 +431,7 @@ fn called_through_a_link_named_gmetric() {
     let via_link = Command::new(&link)
         .arg("-c")
         .arg(&t.conf)
-        .args(["-n", "m", "-v", "1", "-t", "uint32"])
+        .args(m("1", "uint32", &[]))
         .status()
         .unwrap();
     assert!(via_link.success());

@@ -10,10 +10,10 @@ use xrd2ganglia_testkit as common;
 
 use std::net::UdpSocket;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::child::{exit_of, link_record, plain, start_until, stop};
+use common::child::{exit_of, link_record, plain, spawn_logging, start_until, stop};
 use common::{Scratch, free_port};
 
 const BIN: &str = env!("CARGO_BIN_EXE_xrd2ganglia");
@@ -82,12 +82,7 @@ fn readme_first_command_runs_unprivileged_in_a_checkout() {
     let mut full: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     full.extend(overrides.iter().cloned());
     let log = checkout.path().join("serve.log");
-    let mut child = as_nobody(&full)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_logging(&mut as_nobody(&full), &log);
     let served = (|| {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {

@@ -11,6 +11,7 @@ use xrd2ganglia_testkit as common;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::child::spawn_logging;
 use common::status::{QUIET, gateway, status, status_json};
 use common::{Scratch, chown_nobody, free_port};
 
@@ -26,18 +27,16 @@ fn non_root_at_the_default_socket_runs_on_without_it() {
     chown_nobody(dir.path());
     let log = dir.path().join("log");
     let port = free_port();
-    let mut child = Command::new("setpriv")
-        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"])
-        .arg(BIN)
-        .args(["serve", "--config"])
-        .arg(&conf)
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .args(["--send", &format!("127.0.0.1:{}", free_port())])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_logging(
+        Command::new("setpriv")
+            .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"])
+            .arg(BIN)
+            .args(["serve", "--config"])
+            .arg(&conf)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--send", &format!("127.0.0.1:{}", free_port())]),
+        &log,
+    );
     let text = || std::fs::read_to_string(&log).unwrap_or_default();
     let deadline = Instant::now() + Duration::from_secs(10);
     while !text().contains("serving") {

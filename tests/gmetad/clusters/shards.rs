@@ -6,8 +6,10 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use super::common::{Gateway, Gmetad, free_port, read_xml, replay::unix_now};
-use super::{QUIET, clusters_of, record, set};
+use super::common::{
+    GmetadOf, Polls, Site, clusters_of, free_port, names as set, read_xml, replay::unix_now,
+};
+use super::{QUIET, record};
 
 /// The directories under `dir` (cluster or host names).
 fn dirs(dir: &std::path::Path) -> BTreeSet<String> {
@@ -21,7 +23,7 @@ fn dirs(dir: &std::path::Path) -> BTreeSet<String> {
 
 #[test]
 fn a_gmetad_polling_a_rule_port_writes_only_that_rules_sites() {
-    let (xml_port, shard_port, other_port) = (free_port(), free_port(), free_port());
+    let (shard_port, other_port) = (free_port(), free_port());
     // Shard A: every T2_ site, a cluster each; one site by a literal rule
     // on a port of its own; the rest by cluster_by_site (the gateway's
     // port only).
@@ -30,9 +32,16 @@ fn a_gmetad_polling_a_rule_port_writes_only_that_rules_sites() {
          [[cluster]]\nname = \"XC\"\nsites = [\"T2_XC\"]\nxml_listen = [\"127.0.0.1:{other_port}\"]\nxml_allow = [\"127.0.0.2\"]\n\
          [[cluster]]\nname = \"{{site}}\"\nsites = [\"T2_*\"]\nxml_listen = [\"127.0.0.1:{shard_port}\"]\n"
     );
-    let all = Gmetad::start(xml_port, 1);
-    let shard = Gmetad::start(shard_port, 1);
-    let gw = Gateway::start_xml(free_port(), xml_port, None, &config);
+    // One gmetad on the gateway's own port, one on the rule's.
+    let site = Site::start_with(
+        1,
+        &config,
+        &[
+            GmetadOf::polling(&[Polls::Gateway]),
+            GmetadOf::polling(&[Polls::Port(shard_port)]),
+        ],
+    );
+    let (gw, all, shard) = (&site.gateway, &site.gmetads[0], &site.gmetads[1]);
     // (address, host, site, its cluster, whether shard A holds it)
     let servers = [
         ("127.0.16.1", "a1.example", Some("T2_A"), "T2_A", true),

@@ -1,9 +1,7 @@
 //! The federation's ganglia-web: on the top gmetad, and on each shard
 //! the top links to (its `authority`).
 
-use std::path::Path;
-
-use super::common::{Gweb, Scratch};
+use super::common::{Gweb, Scratch, gweb_files, included_reports};
 use super::{Federation, SERVERS, SHARDS, TOP, Window, connections, of_shard, of_site, shard_of};
 
 /// ganglia-web (private copies of Debian's 3.7.5) with what `xrd2ganglia
@@ -12,17 +10,13 @@ use super::{Federation, SERVERS, SHARDS, TOP, Window, connections, of_shard, of_
 /// each shard and of the whole; on each shard, its sites with theirs.
 pub(super) fn ganglia_web_shows_the_federation(fed: &Federation, w: &Window) {
     let files = Scratch::new("gweb-federation");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_xrd2ganglia"))
-        .arg("gweb")
-        .arg("--config")
-        .arg(&fed.gw.config)
-        .arg("--out")
-        .arg(files.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    gweb_files(&fed.gw().config, files.path());
     let window = format!("cs={}&ce={}", w.after, w.end);
-    let top = Gweb::new(&fed.top.rrd_root, fed.top.interactive_port, files.path());
+    let top = Gweb::new(
+        &fed.top().rrd_root,
+        fed.top().interactive_port,
+        files.path(),
+    );
     let top_server = top.serve_on(fed.gweb_ports[2]);
     let (status, page) = top_server.get("");
     assert_eq!(status, 200, "{page}");
@@ -78,8 +72,8 @@ pub(super) fn ganglia_web_shows_the_federation(fed: &Federation, w: &Window) {
     let reports = included_reports(files.path());
     for (s, shard) in SHARDS.iter().enumerate() {
         let gweb = Gweb::new(
-            &fed.shards[s].rrd_root,
-            fed.shards[s].interactive_port,
+            &fed.shards()[s].rrd_root,
+            fed.shards()[s].interactive_port,
             files.path(),
         );
         let server = gweb.serve_on(fed.gweb_ports[s]);
@@ -128,20 +122,6 @@ fn shard_link(page: &str, port: u16) -> Option<String> {
     Some(query.replace("&amp;", "&"))
 }
 
-/// The reports `gweb` lists for every cluster (its default.json).
-fn included_reports(files: &Path) -> Vec<String> {
-    let default: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(files.join("conf/default.json")).unwrap()).unwrap();
-    let reports: Vec<String> = default["included_reports"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r.as_str().unwrap().to_string())
-        .collect();
-    assert!(!reports.is_empty());
-    reports
-}
-
 /// The last known value of series `label` of graph.php's export of `query`.
 fn gweb_last(gweb: &Gweb, query: &str, label: &str) -> f64 {
     let series = gweb.series(query);
@@ -155,24 +135,10 @@ fn gweb_last(gweb: &Gweb, query: &str, label: &str) -> f64 {
 }
 
 /// Every graph.php image of a page (without the per-server, aggregate,
-/// ones unless `aggregates`), asked for as a browser would: each a PNG.
+/// ones unless `aggregates`) is a PNG, and there is one at least.
 fn images_render(gweb: &Gweb, body: &str, aggregates: bool) {
-    let mut images = 0;
-    for src in body.split("src=\"").skip(1) {
-        let src = src.split('"').next().unwrap();
-        let Some(query) = src.trim_start_matches("./").strip_prefix("graph.php?") else {
-            continue;
-        };
-        let query = query.replace("&amp;", "&");
-        if !aggregates && query.contains("aggregate=1") {
-            continue;
-        }
-        let (png, _) = gweb.graph(&query);
-        assert!(
-            png.starts_with(b"\x89PNG\r\n\x1a\n"),
-            "graph.php?{query}: not a PNG"
-        );
-        images += 1;
-    }
-    assert!(images > 0, "no graph on the page");
+    assert!(
+        gweb.render_images(body, aggregates) > 0,
+        "no graph on the page"
+    );
 }

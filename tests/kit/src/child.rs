@@ -12,13 +12,7 @@ use crate::free_port;
 /// it is our child) and the test fails: it started when it should not have.
 pub fn exit_of(cmd: &mut Command, scratch: &Path) -> (Option<i32>, String) {
     let err_path = scratch.join(format!("stderr-{}", free_port()));
-    let err = std::fs::File::create(&err_path).unwrap();
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(err)
-        .spawn()
-        .unwrap();
+    let mut child = spawn_logging(cmd, &err_path);
     let status = exit_within_10s(&mut child, || {
         format!(
             "{cmd:?}: {}",
@@ -46,16 +40,20 @@ pub fn exit_within_10s(child: &mut Child, what: impl Fn() -> String) -> ExitStat
     }
 }
 
+/// Starts `cmd` (stdin and stdout nothing) with its stderr in `log`.
+pub fn spawn_logging(cmd: &mut Command, log: &Path) -> Child {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"))
+}
+
 /// Starts `cmd` with its stderr in `log` and waits until the log says
 /// `want`: the child and the log, or Err with what it said when it exited
 /// or 10 s passed first (then it is killed, by its pid).
 pub fn start_until(mut cmd: Command, log: &Path, want: &str) -> Result<(Child, String), String> {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(log).unwrap())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_logging(&mut cmd, log);
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let text = std::fs::read_to_string(log).unwrap_or_default();

@@ -8,6 +8,9 @@ use std::time::{Duration, Instant};
 
 use super::{Proc, Scratch, free_port, require, spawn};
 
+/// The name of the data source of a gmetad [`Gmetad::start`] starts.
+pub(crate) const SOURCE: &str = "xrd2ganglia-test-source";
+
 /// A real gmetad 3.7.2 polling one gmond's XML every `step` seconds and
 /// writing RRDs under a scratch `rrd_rootdir`; killed on drop.
 ///
@@ -45,7 +48,7 @@ impl Gmetad {
     /// last one that answered and walks the list from the top when it
     /// cannot connect (a pair of gateways, docs/pair.md).
     pub fn start_sources(xml_ports: &[u16], step: u64) -> Gmetad {
-        Self::start_grid(&[("xrd2ganglia-test-source", xml_ports)], step, "")
+        Self::start_grid(&[(SOURCE, xml_ports)], step, "")
     }
 
     /// A gmetad of a hierarchy (docs/clusters.md, a federation): one

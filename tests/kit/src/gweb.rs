@@ -219,6 +219,30 @@ $conf['overlay_events'] = false;
             .collect()
     }
 
+    /// Every graph.php image of a page (without the per-server, aggregate,
+    /// ones unless `aggregates`), asked for as a browser would: each must be
+    /// a PNG. How many there were.
+    pub fn render_images(&self, body: &str, aggregates: bool) -> usize {
+        let mut images = 0;
+        for src in body.split("src=\"").skip(1) {
+            let src = src.split('"').next().unwrap();
+            let Some(query) = src.trim_start_matches("./").strip_prefix("graph.php?") else {
+                continue;
+            };
+            let query = query.replace("&amp;", "&");
+            if !aggregates && query.contains("aggregate=1") {
+                continue;
+            }
+            let (png, _) = self.graph(&query);
+            assert!(
+                png.starts_with(b"\x89PNG\r\n\x1a\n"),
+                "graph.php?{query}: not a PNG"
+            );
+            images += 1;
+        }
+        images
+    }
+
     /// ganglia-web's pages on 127.0.0.1, served by PHP's own web server.
     pub fn serve(&self) -> GwebServer {
         self.serve_on(free_port())
@@ -299,6 +323,35 @@ impl GwebServer {
             String::from_utf8_lossy(&status.stderr)
         );
     }
+}
+
+/// What `xrd2ganglia gweb` writes for the gateway's `config`, into `out`
+/// (its graph.d and conf, as a site installs them); it must exit 0.
+pub fn gweb_files(config: &Path, out: &Path) {
+    let run = Command::new(crate::gateway_bin())
+        .arg("gweb")
+        .arg("--config")
+        .arg(config)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{run:?}");
+}
+
+/// The reports `gweb` lists for every cluster (its default.json, in
+/// `files`): at least one.
+pub fn included_reports(files: &Path) -> Vec<String> {
+    let default: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(files.join("conf/default.json")).unwrap()).unwrap();
+    let reports: Vec<String> = default["included_reports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap().to_string())
+        .collect();
+    assert!(!reports.is_empty());
+    reports
 }
 
 fn copy_tree(from: &Path, to: &Path) {

@@ -1,8 +1,9 @@
 //! The test kit (`xrd2ganglia-testkit`), shared by the integration tests
 //! (`tests/*/`), the crate's unit tests and the load lab: real gmond,
 //! gmetad, ganglia-web, xrootd/cmsd and the xrd2ganglia binary, each on
-//! loopback ports and stopped when its guard drops; scratch directories,
-//! free ports, the captured records and what waits for a condition.
+//! loopback ports and stopped when its guard drops; a site (the gateway
+//! and the gmetads that poll it, `Site`); scratch directories, free ports,
+//! the captured records and what waits for a condition.
 //!
 //! The real components need Debian's ganglia-monitor, gmetad and
 //! xrootd-server packages (`.ci/run` installs them) and root (xrootd runs
@@ -12,20 +13,24 @@ pub mod child;
 mod gmetad;
 mod gmond;
 mod gmond_conf;
+mod grid;
 mod gweb;
 pub mod markdown;
 pub mod releases;
 pub mod replay;
 mod scratch;
+mod site;
 pub mod status;
 mod wait;
 
 pub use gmetad::{Gmetad, parse_rrd_fetch};
 pub use gmond::{GangliaXml, Gmond, XmlHost, XmlMetric};
 pub use gmond_conf::gmond_conf;
-pub use gweb::{Gweb, GwebServer};
+pub use grid::{clusters_of, names, parse_ganglia};
+pub use gweb::{Gweb, GwebServer, gweb_files, included_reports};
 pub use scratch::{Scratch, free_port};
-pub use wait::wait_for;
+pub use site::{GmetadOf, Polls, Site};
+pub use wait::{wait_for, wait_for_every};
 
 /// The checkout this kit is part of (it is `tests/kit` in it): where
 /// `tests/data`, `docs` and `conf` are.
@@ -291,21 +296,8 @@ impl Gateway {
     /// busy machine none is dropped at the socket (that is not what such a
     /// test tests).
     pub fn wait_until_read(&self) {
-        let local = format!("0100007F:{:04X}", self.port);
-        let queued = || -> Option<u64> {
-            let table = std::fs::read_to_string("/proc/net/udp").ok()?;
-            table.lines().skip(1).find_map(|l| {
-                let cols: Vec<&str> = l.split_whitespace().collect();
-                (cols.get(1) == Some(&local.as_str())).then(|| {
-                    cols.get(4)?
-                        .split(':')
-                        .nth(1)
-                        .and_then(|q| u64::from_str_radix(q, 16).ok())
-                })?
-            })
-        };
         let deadline = Instant::now() + Duration::from_secs(30);
-        while queued().is_some_and(|q| q > 64 * 1024) {
+        while udp_rx_queue(self.port).is_some_and(|q| q > 64 * 1024) {
             assert!(
                 Instant::now() < deadline,
                 "the gateway read nothing for 30 s"
@@ -314,9 +306,45 @@ impl Gateway {
         }
     }
 
+    /// The gateway's last `stopped; counters ...` log line (its counters
+    /// at SIGTERM), or "" before it stopped.
+    pub fn counters_line(&self) -> String {
+        let log = self.proc.log_text();
+        log.lines()
+            .rev()
+            .find(|l| l.contains("stopped; counters"))
+            .unwrap_or_default()
+            .to_string()
+    }
+
     pub fn send_v6(&self, datagram: &[u8]) {
         send_from("[::1]:0", &format!("[::1]:{}", self.port), datagram);
     }
+}
+
+/// Counter `name` (`name=N`) of a `counters` log line; fails the test if
+/// the line has none.
+pub fn counter(line: &str, name: &str) -> u64 {
+    line.split_whitespace()
+        .find_map(|f| f.strip_prefix(&format!("{name}=")))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {line}"))
+}
+
+/// Bytes waiting in the receive queue of the UDP socket bound to
+/// 127.0.0.1:`port`, as /proc/net/udp shows it (None: no such socket).
+pub fn udp_rx_queue(port: u16) -> Option<u64> {
+    let table = std::fs::read_to_string("/proc/net/udp").ok()?;
+    let local = format!("0100007F:{port:04X}");
+    table.lines().skip(1).find_map(|l| {
+        let cols: Vec<&str> = l.split_whitespace().collect();
+        (cols.get(1) == Some(&local.as_str())).then(|| {
+            cols.get(4)?
+                .split(':')
+                .nth(1)
+                .and_then(|q| u64::from_str_radix(q, 16).ok())
+        })?
+    })
 }
 
 pub fn send_from(bind: &str, to: &str, datagram: &[u8]) {
