@@ -37,8 +37,10 @@ use serde::Serialize;
 use crate::catalog;
 use crate::mapping::{NameTemplate, VarFilter};
 use names::Names;
-use php::{php_report, php_series_report};
-use reports::{COLORS, LIST_REPORTS, Pgm, REPORTS, Report, STANDARD_REPORTS, Style};
+use php::{php_per_server_report, php_report, php_series_report};
+use reports::{
+    COLORS, COUNT_LEGEND, LIST_REPORTS, PER_SERVER, Pgm, REPORTS, Report, STANDARD_REPORTS, Style,
+};
 use view::{cluster, view};
 
 /// What the files are generated for.
@@ -94,6 +96,14 @@ pub fn generate(site: &Site) -> Result<Vec<File>, String> {
             path: format!("graph.d/{}.php", names.report(report.key)),
             text: php_report(report, &names),
         });
+    }
+    for p in PER_SERVER {
+        if let Some(key) = p.report {
+            files.push(File {
+                path: format!("graph.d/{}.php", names.report(key)),
+                text: php_per_server_report(key, p, &names, COUNT_LEGEND),
+            });
+        }
     }
     files.push(File {
         path: format!("conf/view_{}.json", names.view),

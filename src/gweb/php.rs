@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::names::Names;
-use super::reports::{COLORS, ListReport, Pgm};
+use super::reports::{COLORS, ListReport, PerServer, Pgm};
 use super::{JsonReport, units};
 
 /// A PHP single-quoted string literal.
@@ -44,6 +44,35 @@ fn php_lists(r: &ListReport, names: &Names<'_>) -> String {
     lists
 }
 
+/// The statistics a legend shows, as ganglia-web names them
+/// (`$conf['graphreport_stat_items']`), with rrdtool's VDEF function and
+/// the legend's word: PHP, for the reports that print their own legend.
+const PHP_STATS: &str = r#"    $stats = array(
+        'now' => array('LAST', 'Now'),
+        'min' => array('MINIMUM', 'Min'),
+        'avg' => array('AVERAGE', 'Avg'),
+        'max' => array('MAXIMUM', 'Max'),
+    );
+"#;
+
+/// A series' legend numbers, as ganglia-web's `legendEntry` writes them
+/// (a VDEF and a GPRINT per statistic asked for, the line ended) but
+/// printed as `$format`: PHP, inside the loop over the series, with
+/// `$id` the series' DEF.
+const PHP_LEGEND: &str = r#"        if (!empty($conf['graphreport_stats'])) {
+            $gprint = array();
+            foreach ($stats as $item => $stat) {
+                if (in_array($item, $conf['graphreport_stat_items'])) {
+                    $draw .= "VDEF:{$id}_$item=$id,{$stat[0]} ";
+                    $gprint[] = "GPRINT:'{$id}_$item':'{$stat[1]}\\:$format";
+                }
+            }
+            if (count($gprint) > 0) {
+                $draw .= implode("' ", $gprint) . "\\l' ";
+            }
+        }
+"#;
+
 /// A fixed-series report as PHP, to print its legend's numbers as
 /// `format` (ganglia-web prints a JSON report's as `%5.1lf%s`): the
 /// series, title and vertical label of its JSON form, drawn as graph.php
@@ -77,13 +106,7 @@ function graph_{name}(&$rrdtool_graph)
     $series = array(
 {series}    );
     $format = {format_php};
-    $stats = array(
-        'now' => array('LAST', 'Now'),
-        'min' => array('MINIMUM', 'Min'),
-        'avg' => array('AVERAGE', 'Avg'),
-        'max' => array('MAXIMUM', 'Max'),
-    );
-    $width = 0;
+{stats}    $width = 0;
     foreach ($series as $s) {{
         $width = max($width, strlen($s[2]));
     }}
@@ -104,19 +127,7 @@ function graph_{name}(&$rrdtool_graph)
             $stacked = true;
         }}
         $draw .= "$kind:'$id'#$color:'" . str_pad($label, $width) . "' ";
-        if (!empty($conf['graphreport_stats'])) {{
-            $gprint = array();
-            foreach ($stats as $item => $stat) {{
-                if (in_array($item, $conf['graphreport_stat_items'])) {{
-                    $draw .= "VDEF:{{$id}}_$item=$id,{{$stat[0]}} ";
-                    $gprint[] = "GPRINT:'{{$id}}_$item':'{{$stat[1]}}\\:$format";
-                }}
-            }}
-            if (count($gprint) > 0) {{
-                $draw .= implode("' ", $gprint) . "\\l' ";
-            }}
-        }}
-    }}
+{legend}    }}
     if ($defs === '') {{
         $rrdtool_graph['series'] = 'HRULE:1#FFCC33:"No matching metrics detected or RRDs not readable"';
     }} else {{
@@ -132,6 +143,8 @@ function graph_{name}(&$rrdtool_graph)
         title = php_str(r.title),
         vlabel = php_str(&r.vertical_label),
         format_php = php_str(format),
+        stats = PHP_STATS,
+        legend = PHP_LEGEND,
     )
 }
 
@@ -207,5 +220,96 @@ function graph_{name}(&$rrdtool_graph)
 "#,
         title = php_str(r.title),
         vlabel = php_str(vlabel),
+    )
+}
+
+/// A per-server graph of a count as PHP, to print its legend's numbers
+/// as `format` (ganglia-web prints an aggregate graph's as `%5.1lf%s`):
+/// drawn as ganglia-web draws the view's aggregate graphs (one series per
+/// server that has the metric, of every cluster, every host but the
+/// gateway's own, sorted by host, stacked, coloured by
+/// `$conf['graph_colors']`), whatever the context it is called in: the
+/// servers' RRDs are found under `$conf['rrds']`.
+pub(super) fn php_per_server_report(
+    key: &str,
+    p: &PerServer,
+    names: &Names<'_>,
+    format: &str,
+) -> String {
+    let name = names.report(key);
+    let metrics = names
+        .instances(Pgm::Xrootd)
+        .map(|h| php_str(&names.metric(h, p.name_var)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        r#"<?php
+/* {name}: {title}, with its legend's numbers as {format}.
+ * ganglia-web prints an aggregate graph's as %5.1lf%s, which shows an
+ * average of 2/3 of a count as 666.7m.
+ * Written by `xrd2ganglia gweb`; run it again rather than editing this.
+ * ganglia-web calls graph_{name}() in any context: it draws every server
+ * of every cluster under $conf['rrds'] that has one of the metrics (every
+ * host but the gateway's own), stacked, as the view's aggregate graphs. */
+function graph_{name}(&$rrdtool_graph)
+{{
+    global $conf, $size;
+    $metrics = array({metrics});
+    $own = {own};
+    $format = {format_php};
+{stats}    $root = $conf['rrds'];
+    $found = array();
+    $clusters = @scandir($root);
+    foreach (($clusters === false ? array() : $clusters) as $cluster) {{
+        $hosts = ($cluster[0] === '.' || $cluster === '__SummaryInfo__')
+            ? false : @scandir("$root/$cluster");
+        foreach (($hosts === false ? array() : $hosts) as $host) {{
+            if ($host[0] === '.' || $host === '__SummaryInfo__'
+                || strncasecmp($host, $own, strlen($own)) === 0) {{
+                continue;
+            }}
+            foreach ($metrics as $metric) {{
+                $file = "$root/$cluster/$host/$metric.rrd";
+                if (is_file($file)) {{
+                    $label = count($metrics) > 1 ? "$host $metric" : $host;
+                    $found[] = array($host, $cluster, $label, $file);
+                }}
+            }}
+        }}
+    }}
+    sort($found);
+    $width = 0;
+    foreach ($found as $s) {{
+        $width = max($width, strlen($s[2]));
+    }}
+    $colors = $conf['graph_colors'];
+    $defs = '';
+    $draw = '';
+    foreach ($found as $n => $s) {{
+        list($host, $cluster, $label, $file) = $s;
+        $id = 'a' . $n;
+        $defs .= " DEF:'$id'='$file':'sum':AVERAGE ";
+        $kind = ($n === 0) ? 'AREA' : 'STACK';
+        $color = $colors[$n % count($colors)];
+        $draw .= "$kind:'$id'#$color:'" . str_pad($label, $width) . "' ";
+{legend}    }}
+    if ($defs === '') {{
+        $rrdtool_graph['series'] = 'HRULE:1#FFCC33:"No matching metrics detected or RRDs not readable"';
+    }} else {{
+        $rrdtool_graph['series'] = $defs . ' ' . $draw;
+    }}
+    $rrdtool_graph['title'] = {title};
+    $rrdtool_graph['vertical-label'] = {vlabel};
+    $rrdtool_graph['lower-limit'] = '0';
+    $rrdtool_graph['height'] += ($size == 'medium') ? 28 : 0;
+    return $rrdtool_graph;
+}}
+"#,
+        title = php_str(p.title),
+        vlabel = php_str(units(p.var)),
+        own = php_str(crate::daemon::self_metrics::OWN_HOST_PREFIX),
+        format_php = php_str(format),
+        stats = PHP_STATS,
+        legend = PHP_LEGEND,
     )
 }

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::names::Names;
-use super::reports::{LIST_REPORTS, Pgm, REPORTS, STANDARD_REPORTS};
+use super::reports::{LIST_REPORTS, PER_SERVER, Pgm, REPORTS, STANDARD_REPORTS};
 use super::{Site, units};
 
 #[derive(Serialize)]
@@ -42,18 +42,6 @@ struct Regex {
     regex: String,
 }
 
-/// Per-server graphs in the view: (title, catalog variable, name's variable).
-const PER_SERVER: &[(&str, &str, &str)] = &[
-    ("Throughput out per server", "link.out", "link.out"),
-    ("Throughput in per server", "link.in", "link.in"),
-    ("Open connections per server", "link.num", "link.num"),
-    (
-        "Free space per server and path",
-        "oss.paths.i.free",
-        "oss.paths.*.free",
-    ),
-];
-
 pub(super) fn view(site: &Site, names: &Names<'_>) -> View {
     let mut items: Vec<ViewItem> = REPORTS
         .iter()
@@ -66,11 +54,20 @@ pub(super) fn view(site: &Site, names: &Names<'_>) -> View {
             cluster: (!site.every_cluster).then(|| site.cluster.clone()),
         })
         .collect();
-    for (title, var, name_var) in PER_SERVER {
+    for p in PER_SERVER {
+        if let Some(key) = p.report {
+            // A count: a PHP report of ours, for its legend (it finds
+            // every server's RRDs itself, in whatever context).
+            items.push(ViewItem::Report {
+                graph: names.report(key),
+                cluster: None,
+            });
+            continue;
+        }
         let alternatives: Vec<String> = names
             .instances(Pgm::Xrootd)
             .map(|h| {
-                let pattern = names.metric(h, name_var);
+                let pattern = names.metric(h, p.name_var);
                 pattern
                     .split('*')
                     .map(regex_escape)
@@ -92,8 +89,8 @@ pub(super) fn view(site: &Site, names: &Names<'_>) -> View {
                 regex: format!("^({})$", alternatives.join("|")),
             }],
             graph_type: "stack",
-            title: (*title).to_string(),
-            vertical_label: units(var),
+            title: p.title.to_string(),
+            vertical_label: units(p.var),
         });
     }
     View {
