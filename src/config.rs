@@ -4,6 +4,8 @@
 //! * [`file`]: every key, its default and meaning, defined once
 //!   ([`FileConfig`] and its [`KEYS`]);
 //! * [`settings`]: validation into typed [`Settings`], the channels;
+//!   `values.rs`: how one value is read (addresses, networks, paths,
+//!   ranges), whatever its key;
 //! * [`docs`]: docs/configuration.md and the man page xrd2ganglia.toml(5),
 //!   made from the keys.
 //!
@@ -22,7 +24,9 @@ pub mod docs;
 mod exit_codes;
 pub mod file;
 pub mod keys;
+mod overrides;
 pub mod settings;
+mod values;
 
 pub use file::{
     Absent, CHANNEL_KEYS, ChannelConfig, ClusterConfig, DEFAULT_CONTROL_SOCKET, DEFAULT_GMOND_CONF,

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use super::file::{ChannelConfig, DEFAULT_GMOND_CONF, FileConfig};
-use super::settings::Overrides;
+use super::overrides::Overrides;
 use super::{ConfigError, bad};
 use crate::ganglia::channel::ChannelSpec;
 use crate::ganglia::gmond_conf;

@@ -15,7 +15,7 @@ use ipnet::IpNet;
 
 use super::clusters::ClusterRule;
 use super::file::{ClusterConfig, FileConfig};
-use super::settings::networks;
+use super::values::networks;
 use super::{ConfigError, bad};
 
 /// A rule's `xml_listen` and `xml_allow`, parsed; `key` names them.

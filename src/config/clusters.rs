@@ -11,7 +11,7 @@ use ipnet::IpNet;
 
 use super::file::{ChannelConfig, ClusterConfig, FileConfig};
 use super::keys::CHANNEL_RANGES;
-use super::settings::networks;
+use super::values::networks;
 use super::{ConfigError, bad, shown};
 use crate::ganglia::channel::ChannelSpec;
 use crate::mapping::Glob;
@@ -188,7 +188,7 @@ pub(super) fn channel_specs(
 ) -> Result<Vec<ChannelSpec>, ConfigError> {
     list.iter()
         .map(|c| {
-            super::settings::in_ranges(&format!("{key}."), c, CHANNEL_RANGES)?;
+            super::values::in_ranges(&format!("{key}."), c, CHANNEL_RANGES)?;
             check_host(&format!("{key}.host"), &c.host)?;
             let bind = match &c.bind {
                 Some(b) => Some(

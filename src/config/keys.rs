@@ -3,11 +3,18 @@
 //! Default`, in `file.rs`): what it means, what its value looks like,
 //! whether a reload applies it, which option overrides it. One [`Key`] per
 //! field, in [`KEYS`] (and [`CHANNEL_KEYS`], [`METRIC_KEYS`] for the
-//! tables). docs/configuration.md, the man page xrd2ganglia.toml(5)
+//! tables, in `keys/tables.rs`); what a number key takes, in [`RANGES`]
+//! (`keys/ranges.rs`). docs/configuration.md, the man page xrd2ganglia.toml(5)
 //! ([`super::docs`]) and the reload's warnings are made from them; tests
 //! hold the tables to the structs' fields, both ways and in order.
 
 use super::file::{DEFAULT_GMOND_CONF, DEFAULT_VALUE_HEARTBEAT};
+
+mod ranges;
+mod tables;
+
+pub use ranges::{CHANNEL_RANGES, DAY, RANGES, Range, range_of};
+pub use tables::{CHANNEL_KEYS, METRIC_KEYS};
 
 /// One key of the file: everything said of it but its value's type and
 /// default (its field and `impl Default`). The docs page, the man page and
@@ -552,114 +559,6 @@ pub const KEYS: &[Key] = &[
     },
 ];
 
-/// The keys of a `[[channel]]` table, in [`ChannelConfig`](super::ChannelConfig)'s order. A
-/// reload applies them all (it opens the channels again).
-pub const CHANNEL_KEYS: &[Key] = &[
-    Key {
-        name: "host",
-        value: "name or address",
-        absent: Absent::Required,
-        on_sighup: OnSighup::AtOnce,
-        option: None,
-        meaning: "A host name or unicast address, or a multicast group (`239.2.11.71`): \
-            letters, digits, `.`, `-`, `_`, `:`, at most 253 characters. One that does not \
-            resolve (yet) stops the start with exit 3; an empty or malformed one is a \
-            config error (exit 2).",
-    },
-    Key {
-        name: "port",
-        value: "port",
-        absent: Absent::Default,
-        on_sighup: OnSighup::AtOnce,
-        option: None,
-        meaning: "gmond's UDP port (not 0).",
-    },
-    Key {
-        name: "ttl",
-        value: "hops",
-        absent: Absent::Default,
-        on_sighup: OnSighup::AtOnce,
-        option: None,
-        meaning: "Multicast TTL: how many routers a packet to a group may cross.",
-    },
-    Key {
-        name: "mcast_if",
-        value: "interface name or address",
-        absent: Absent::Means(|| "the kernel's choice".into()),
-        on_sighup: OnSighup::AtOnce,
-        option: None,
-        meaning: "The interface multicast packets leave by.",
-    },
-    Key {
-        name: "bind",
-        value: "IP address",
-        absent: Absent::Means(|| "the kernel's choice".into()),
-        on_sighup: OnSighup::AtOnce,
-        option: None,
-        meaning: "The local address to send from.",
-    },
-];
-
-/// The keys of a `[[metric]]` table, in [`MetricConfig`](super::MetricConfig)'s order. A
-/// reload applies them all.
-pub const METRIC_KEYS: &[Key] = &[
-    Key {
-        name: "match",
-        value: "pattern",
-        absent: Absent::Required,
-        on_sighup: OnSighup::AtOnce,
-        option: None,
-        meaning: "The variables described: a pattern as `include` and `exclude` take \
-            (`myplug.*_total`; the set's `<stats id>` is the first component). Two tables \
-            with the same `match` are an error.",
-    },
-    Key {
-        name: "type",
-        value: "`\"double\"`, `\"uint32\"` or `\"string\"`",
-        absent: Absent::Means(|| "`\"double\"`".into()),
-        on_sighup: OnSighup::AtOnce,
-        option: None,
-        meaning: "The Ganglia type. A counter is always a double (kept continuous past \
-            32 bits); text takes no `slope`.",
-    },
-    Key {
-        name: "slope",
-        value: "`\"counter\"` or `\"gauge\"`",
-        absent: Absent::Means(|| "`\"gauge\"`".into()),
-        on_sighup: OnSighup::AtOnce,
-        option: None,
-        meaning: "`\"counter\"`: a running total, sent with slope positive (gmetad \
-            stores an RRD COUNTER and graphs the rate; give `units` as a rate, \
-            `\"requests/s\"`); only whole numbers are sent (`12.000000` as `12`; another \
-            value is refused and counted). `\"gauge\"`: slope both.",
-    },
-    Key {
-        name: "units",
-        value: "text",
-        absent: Absent::Means(|| "none".into()),
-        on_sighup: OnSighup::AtOnce,
-        option: None,
-        meaning: "UNITS, at most 32 bytes of printable text without quotes, backslashes \
-            or `<>&`.",
-    },
-    Key {
-        name: "title",
-        value: "text",
-        absent: Absent::Means(|| "the variable's name".into()),
-        on_sighup: OnSighup::AtOnce,
-        option: None,
-        meaning: "The graph title (TITLE), after the program's name as for every metric.",
-    },
-    Key {
-        name: "description",
-        value: "text",
-        absent: Absent::Means(|| "which `[[metric]]` described it".into()),
-        on_sighup: OnSighup::AtOnce,
-        option: None,
-        meaning: "DESC: one sentence.",
-    },
-];
-
 /// Whether a change of `key` waits for a restart ([`OnSighup::Restart`]).
 pub fn waits_for_restart(key: &str) -> bool {
     KEYS.iter()
@@ -671,126 +570,4 @@ pub fn restart_keys() -> impl Iterator<Item = &'static str> {
     KEYS.iter()
         .filter(|k| matches!(k.on_sighup, OnSighup::Restart(_)))
         .map(|k| k.name)
-}
-
-/// The numbers a number key takes, both ends included. Checked for every
-/// key listed, before anything else ([`super::validate`]: `check-config`
-/// and `serve` alike), so that no value reaches an overflow (an interval
-/// added to the clock, a socket option); shown with the key's value on
-/// the docs page and the man page. A test holds every number key of
-/// [`KEYS`] (and [`CHANNEL_KEYS`]) to a row here.
-#[derive(Clone, Copy, Debug)]
-pub struct Range {
-    /// The key, as in its table ([`KEYS`] or [`CHANNEL_KEYS`]).
-    pub key: &'static str,
-    pub min: u64,
-    pub max: u64,
-    /// `"second"` for a duration (said in the error), else `""`.
-    pub unit: &'static str,
-    /// What 0 means, where 0 is taken and means more than none (said in
-    /// the error).
-    pub zero: Option<&'static str>,
-}
-
-/// The longest interval a key takes: a day. Longer ones mean nothing to
-/// a gateway whose sources report every minute, and every interval is
-/// added to the clock somewhere.
-pub const DAY: u64 = 86_400;
-
-const fn seconds(key: &'static str, min: u64, max: u64, zero: Option<&'static str>) -> Range {
-    Range {
-        key,
-        min,
-        max,
-        unit: "second",
-        zero,
-    }
-}
-
-const fn count(key: &'static str, min: u64, max: u64) -> Range {
-    Range {
-        key,
-        min,
-        max,
-        unit: "",
-        zero: None,
-    }
-}
-
-/// The range of every number key of [`KEYS`].
-pub const RANGES: &[Range] = &[
-    seconds("metadata_interval", 1, DAY, None),
-    seconds("tmax", 1, DAY, None),
-    // A year: gmond keeps a metric that long after its last metadata.
-    seconds("dmax", 0, 365 * DAY, Some("never expire")),
-    count("max_sources", 1, 10_000_000),
-    count("max_metrics_per_source", 1, 10_000_000),
-    // 1 GiB: the kernel caps SO_RCVBUF at net.core.rmem_max anyway, and
-    // takes an int.
-    count("recv_buffer", 1, 1 << 30),
-    seconds("log_interval", 0, DAY, Some("counts as 1")),
-    seconds("stats_interval", 0, DAY, Some("never")),
-    seconds("self_metrics_interval", 0, DAY, Some("never")),
-    count("send_burst", 1, 10_000_000),
-    count("max_send_rate", 0, 100_000_000),
-    seconds(
-        "resend_after",
-        0,
-        super::file::MAX_RESEND_AFTER,
-        Some("never"),
-    ),
-    // An hour: systemd's stop timeout (90 s by default) ends it sooner.
-    seconds("drain_timeout", 0, 3600, None),
-    seconds("value_heartbeat", 1, DAY, None),
-    seconds("state_interval", 1, DAY, None),
-    // An hour: gmetad's RRD heartbeat at its default step is 120 s.
-    seconds("warmup_max", 0, 3600, Some("at once")),
-    count("max_clusters", 1, 10_000_000),
-];
-
-/// The range of every number key of [`CHANNEL_KEYS`] (`[[channel]]` and
-/// `[[cluster.channel]]`).
-pub const CHANNEL_RANGES: &[Range] = &[
-    count("port", 1, u16::MAX as u64),
-    // IP_MULTICAST_TTL takes 0 to 255 (ip(7)); more is EINVAL at open.
-    count("ttl", 0, 255),
-];
-
-/// The range of `key` in `ranges`.
-pub fn range_of(ranges: &[Range], key: &str) -> Option<Range> {
-    ranges.iter().find(|r| r.key == key).copied()
-}
-
-impl Range {
-    /// Whether `v` is in it; else why not, as the error says it.
-    pub fn check(&self, v: u64) -> Result<(), String> {
-        let unit = |n: u64| match (self.unit, n) {
-            ("", _) => String::new(),
-            (u, 1) => format!(" {u}"),
-            (u, _) => format!(" {u}s"),
-        };
-        if v < self.min {
-            return Err(format!("must be at least {}{}", self.min, unit(self.min)));
-        }
-        if v > self.max {
-            let mut why = format!("must be at most {}", self.max);
-            let notes: Vec<String> = [
-                (!self.unit.is_empty()).then(|| format!("{}s", self.unit)),
-                self.zero.map(|z| format!("0: {z}")),
-            ]
-            .into_iter()
-            .flatten()
-            .collect();
-            if !notes.is_empty() {
-                why.push_str(&format!(" ({})", notes.join("; ")));
-            }
-            return Err(why);
-        }
-        Ok(())
-    }
-
-    /// How the docs say it: "1 to 86400".
-    pub fn text(&self) -> String {
-        format!("{} to {}", self.min, self.max)
-    }
 }

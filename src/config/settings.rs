@@ -9,27 +9,15 @@ use ipnet::IpNet;
 
 use super::clusters::Grouping;
 use super::file::{DEFAULT_CONTROL_SOCKET, DEFAULT_VALUE_HEARTBEAT, FileConfig};
-use super::keys::{RANGES, Range};
+use super::keys::RANGES;
+use super::values::{addresses, check_path, in_ranges, networks, replace};
 use super::{ConfigError, bad};
 use crate::ganglia::channel::ChannelSpec;
 use crate::mapping::{Description, Glob, NameTemplate, SiteMetrics, VarFilter};
 
 pub use super::channels::DEFAULT_SEND;
 use super::channels::send_channels;
-
-/// Command-line settings that override the file.
-#[derive(Debug, Default, Clone)]
-pub struct Overrides {
-    pub listen: Vec<String>,
-    pub send: Vec<String>,
-    /// `--state-file`: replaces `state_file` (empty: no state kept), so the
-    /// shipped config runs from a checkout, where /var/lib is not ours.
-    pub state_file: Option<PathBuf>,
-    /// `--xml-listen`: replaces `xml_listen`.
-    pub xml_listen: Vec<String>,
-    /// `--no-send`: `send = false`.
-    pub no_send: bool,
-}
+pub use super::overrides::Overrides;
 
 /// Validated settings.
 #[derive(Debug, Clone)]
@@ -444,35 +432,6 @@ fn control_socket(file: &FileConfig) -> Result<Option<ControlSocket>, ConfigErro
     }))
 }
 
-/// The longest path the kernel takes (`PATH_MAX`, less its NUL).
-const MAX_PATH: usize = 4095;
-/// The longest file name the kernel takes (`NAME_MAX`), less what the
-/// gateway appends to the state file's (`.lock`, `.tmp`).
-const MAX_FILE_NAME: usize = 255 - ".lock".len();
-
-/// A path the kernel can be given: no NUL byte (no system call takes
-/// one: `serve` would fail where `check-config` passed), not longer than
-/// the kernel takes, nor any of its names.
-fn check_path(key: &str, path: &std::path::Path) -> Result<(), ConfigError> {
-    use std::os::unix::ffi::OsStrExt;
-    let bytes = path.as_os_str().as_bytes();
-    let why = if bytes.contains(&0) {
-        "contains a NUL byte, which no path may".to_string()
-    } else if bytes.len() > MAX_PATH {
-        format!("is longer than a path may be ({MAX_PATH} bytes)")
-    } else if path
-        .components()
-        .any(|c| c.as_os_str().len() > MAX_FILE_NAME)
-    {
-        format!(
-            "has a name longer than {MAX_FILE_NAME} bytes (the file system's limit, less `.lock`)"
-        )
-    } else {
-        return Ok(());
-    };
-    Err(bad(key, path.display().to_string(), why))
-}
-
 /// `state_file` (or `--state-file`; empty: none) and `state_interval`.
 fn state_file(
     file: &mut FileConfig,
@@ -540,68 +499,6 @@ fn metadata_requests(
 /// gateway does with a value, meets one outside it.
 fn check_ranges(file: &FileConfig) -> Result<(), ConfigError> {
     in_ranges("", file, RANGES)
-}
-
-/// The numbers of `table` (a [`FileConfig`], a [`super::ChannelConfig`])
-/// in `ranges`; `prefix` names the table in errors (`channel.`).
-pub(super) fn in_ranges<T: serde::Serialize>(
-    prefix: &str,
-    table: &T,
-    ranges: &[Range],
-) -> Result<(), ConfigError> {
-    // JSON holds every u64 (TOML's values stop at i64::MAX).
-    let Ok(serde_json::Value::Object(values)) = serde_json::to_value(table) else {
-        return Err(ConfigError(format!(
-            "{prefix}: cannot check the values' ranges"
-        )));
-    };
-    for r in ranges {
-        let Some(v) = values.get(r.key).and_then(serde_json::Value::as_u64) else {
-            continue;
-        };
-        r.check(v)
-            .map_err(|why| bad(&format!("{prefix}{}", r.key), v, why))?;
-    }
-    Ok(())
-}
-
-/// A command-line list (`flag`, repeatable) replaces the file's (`key`);
-/// returns the name to cite in errors.
-fn replace(
-    file: &mut Vec<String>,
-    cli: &[String],
-    key: &'static str,
-    flag: &'static str,
-) -> &'static str {
-    if cli.is_empty() {
-        return key;
-    }
-    *file = cli.to_vec();
-    flag
-}
-
-/// ADDRESS:PORT values of `key`.
-fn addresses(key: &str, list: &[String], why: &str) -> Result<Vec<SocketAddr>, ConfigError> {
-    list.iter()
-        .map(|a| a.parse().map_err(|_| bad(key, a, why)))
-        .collect()
-}
-
-/// Networks (`10.0.0.0/8`) or single addresses, for `key`.
-pub(super) fn networks(key: &str, list: &[String]) -> Result<Vec<IpNet>, ConfigError> {
-    list.iter()
-        .map(|a| {
-            a.parse()
-                .or_else(|_| a.parse::<std::net::IpAddr>().map(IpNet::from))
-                .map_err(|_| {
-                    bad(
-                        key,
-                        a,
-                        "not a network (10.0.0.0/8, 2001:db8::/32) or address",
-                    )
-                })
-        })
-        .collect()
 }
 
 impl fmt::Display for Settings {

@@ -144,7 +144,7 @@ pub const REPORTS: &[Report] = &[
         vertical_label: None,
         style: Style::Line,
         series: &[x("link.num", "open"), x("link.tot", "new")],
-        legend: Some("%6.2lf"),
+        legend: Some(COUNT_LEGEND),
     },
     Report {
         key: "operations",
@@ -275,6 +275,58 @@ pub const LIST_REPORTS: &[ListReport] = &[ListReport {
         },
     ],
 }];
+
+/// The legend format of a count (connections): a plain number with two
+/// decimals, never an SI prefix. ganglia-web prints every series of a
+/// JSON report and of an aggregate graph as `%5.1lf%s` (`legendEntry` in
+/// its functions.php), which shows an average of 2/3 open connection as
+/// `666.7m`; its own graph of one metric stacked per host (`stacked.php`)
+/// prints its totals as `%5.2lf`, plain. The width is 6, that of
+/// `%5.1lf%s`'s widest: at `%8.2lf` the medium graph cut off its Max.
+pub const COUNT_LEGEND: &str = "%6.2lf";
+
+/// A per-server graph of the view: one series per server (every host
+/// but the gateway's own, of every cluster), stacked.
+#[derive(Debug)]
+pub struct PerServer {
+    pub title: &'static str,
+    /// The catalog variable: its units are the vertical label.
+    pub var: &'static str,
+    /// The variable as metric names have it (`*`: a list entry's key).
+    pub name_var: &'static str,
+    /// None: ganglia-web's aggregate graph, whose legend is `%5.1lf%s`
+    /// (right for bytes). Some(key): a count, drawn by the PHP report
+    /// `xrootd_<tag><key>_report` with [`COUNT_LEGEND`].
+    pub report: Option<&'static str>,
+}
+
+/// The view's per-server graphs, in order.
+pub const PER_SERVER: &[PerServer] = &[
+    PerServer {
+        title: "Throughput out per server",
+        var: "link.out",
+        name_var: "link.out",
+        report: None,
+    },
+    PerServer {
+        title: "Throughput in per server",
+        var: "link.in",
+        name_var: "link.in",
+        report: None,
+    },
+    PerServer {
+        title: "Open connections per server",
+        var: "link.num",
+        name_var: "link.num",
+        report: Some("connections_per_server"),
+    },
+    PerServer {
+        title: "Free space per server and path",
+        var: "oss.paths.i.free",
+        name_var: "oss.paths.*.free",
+        report: None,
+    },
+];
 
 /// Series colours, in order (rrdtool's `#RRGGBB` without `#`).
 pub const COLORS: &[&str] = &[

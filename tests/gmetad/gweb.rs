@@ -62,7 +62,7 @@ fn the_shipped_files_are_what_gweb_writes_for_the_shipped_config() {
     }
     // It says what it wrote, one path a line.
     let listed = String::from_utf8(o.stdout).unwrap();
-    assert_eq!(listed.lines().count(), 13, "{listed}");
+    assert_eq!(listed.lines().count(), 14, "{listed}");
     // PHP's own parser accepts the PHP report.
     for (name, _) in written.iter().filter(|(n, _)| n.ends_with(".php")) {
         let lint = Command::new("php")
@@ -362,8 +362,9 @@ struct Shipped {
     stacked: bool,
 }
 
-/// Every shipped report (the PHP report's entries are the records' paths
-/// and spaces, coloured in turn from its palette).
+/// Every shipped report of the cluster's and hosts' pages (the PHP
+/// report's entries are the records' paths and spaces, coloured in turn
+/// from its palette).
 fn shipped_reports() -> Vec<Shipped> {
     let rgb = |hex: &str| -> [u8; 3] {
         let n = u32::from_str_radix(hex, 16).unwrap();
@@ -373,6 +374,11 @@ fn shipped_reports() -> Vec<Shipped> {
     for e in std::fs::read_dir(shipped().join("graph.d")).unwrap() {
         let path = e.unwrap().path();
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        // A per-server graph of the view, not a report of the pages: the
+        // view's checks draw it.
+        if name.ends_with("_per_server_report") {
+            continue;
+        }
         let text = std::fs::read_to_string(&path).unwrap();
         let (series, stacked) = if path.extension().unwrap() == "json" {
             let v: serde_json::Value = serde_json::from_str(&text).unwrap();
@@ -774,32 +780,77 @@ fn every_shipped_report_renders_through_graph_php_with_its_series() {
     );
 
     // The view: its per-server graphs, one series per server that has the
-    // metric, through graph.php's aggregate graphs (gmetad's metric list).
+    // metric, through graph.php's aggregate graphs (gmetad's metric list),
+    // or for a count through a PHP report of ours (in the grid's context,
+    // as the view asks for it: `c=` empty), for its legend.
     let view: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(shipped().join("conf/view_xrootd.json")).unwrap(),
     )
     .unwrap();
     let mut aggregates = 0;
+    let mut php_reports = 0;
     for item in view["items"].as_array().unwrap() {
-        if item["aggregate_graph"] != "true" {
+        let graph = item["graph"].as_str().unwrap_or("");
+        let per_server_report = graph.ends_with("_per_server_report");
+        if item["aggregate_graph"] != "true" && !per_server_report {
             assert_eq!(item["cluster"], CLUSTER);
             continue;
         }
-        aggregates += 1;
-        let query = format!(
-            "hreg[]={}&mreg[]={}&gtype={}&aggregate=1&z=medium&{window}",
-            urlencode(item["host_regex"][0]["regex"].as_str().unwrap()),
-            urlencode(item["metric_regex"][0]["regex"].as_str().unwrap()),
-            item["graph_type"].as_str().unwrap(),
-        );
+        let query = if per_server_report {
+            php_reports += 1;
+            format!("g={graph}&c=&z=medium&{window}")
+        } else {
+            aggregates += 1;
+            format!(
+                "hreg[]={}&mreg[]={}&gtype={}&aggregate=1&z=medium&{window}",
+                urlencode(item["host_regex"][0]["regex"].as_str().unwrap()),
+                urlencode(item["metric_regex"][0]["regex"].as_str().unwrap()),
+                item["graph_type"].as_str().unwrap(),
+            )
+        };
         let (png, _) = gweb.graph(&query);
         assert!(png.starts_with(PNG));
         // One series per (server, metric), its label starting with the server.
-        let hosts: Vec<String> = labels(&gweb.series(&query))
+        let series = gweb.series(&query);
+        let hosts: Vec<String> = labels(&series)
             .iter()
             .map(|l| l.split(' ').next().unwrap().to_string())
             .collect();
-        let title = item["title"].as_str().unwrap();
+        let title = if per_server_report {
+            "Open connections per server"
+        } else {
+            item["title"].as_str().unwrap()
+        };
+        if title.starts_with("Open connections") {
+            // A count: its legend as rrdtool renders it from the command
+            // graph.php builds (debug=3) reads as numbers, 0.67 and not
+            // ganglia-web's `666.7m` (`%5.1lf%s`, what its aggregate
+            // graphs print); Max is the export's largest value, to the
+            // legend's 2 decimals.
+            let (command, _) = gweb.graph(&format!("{query}&debug=3"));
+            let command = String::from_utf8_lossy(&command).replace("&#039;", "'");
+            let legend = rendered_legend(&command);
+            assert_eq!(legend.len(), series.len(), "{title}: {legend:?}");
+            plain_numbers(title, &legend);
+            for (label, v) in &series {
+                let peak = v.iter().copied().fold(0.0, f64::max);
+                let (_, stats) = legend
+                    .iter()
+                    .find(|(l, _)| l == label)
+                    .unwrap_or_else(|| panic!("{title}: no {label:?} in {legend:?}"));
+                let max: f64 = stats
+                    .iter()
+                    .find(|(s, _)| s == "Max")
+                    .unwrap()
+                    .1
+                    .parse()
+                    .unwrap();
+                assert!(
+                    (max - peak).abs() <= 0.005 + 1e-9 * peak,
+                    "{title}: {label}: legend Max {max}, export's largest {peak}"
+                );
+            }
+        }
         let want: &[&str] = if title.starts_with("Free space") {
             // spaces.example has two paths; the proxies none.
             &[
@@ -821,7 +872,9 @@ fn every_shipped_report_renders_through_graph_php_with_its_series() {
         };
         assert_eq!(hosts, want, "{title}");
     }
-    assert_eq!(aggregates, 4);
+    // Four per-server graphs: the count's (connections) a PHP report of
+    // ours, for its legend, the others ganglia-web's aggregate graphs.
+    assert_eq!((aggregates, php_reports), (3, 1));
 }
 
 /// spaces.xml's space "public": free KiB x 1024.

@@ -1,0 +1,128 @@
+//! The asking side: one exchange sent and its answer merged ([`ask`]),
+//! and the pushes and full exchanges that keep the pair in step
+//! ([`keep_in_step`]).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+
+use super::message::{message, parse, read_message};
+use super::{DEADLINE, FULL_EVERY, Link, PING_EVERY, PUSH_EVERY, unix_now};
+use crate::config::Settings;
+use crate::engine::pairing::{Entry, LastRecord};
+use crate::events::{Counters, Events};
+
+/// One exchange as the asking side: sends `entries` in `mode`, merges the
+/// answer. The peer's records (a pull) are returned.
+pub(super) async fn ask(
+    link: &Link,
+    peer: &str,
+    mode: &str,
+    entries: &[Entry],
+    events: &mut Events<'_>,
+) -> Result<Vec<LastRecord>, (SocketAddr, String)> {
+    let unknown = SocketAddr::from(([0, 0, 0, 0], 0));
+    let exchange = async {
+        let addrs: Vec<SocketAddr> = tokio::net::lookup_host(peer)
+            .await
+            .map_err(|e| (unknown, format!("cannot resolve {peer}: {e}")))?
+            .collect();
+        let mut last_error = (unknown, format!("{peer} resolves to nothing"));
+        for addr in addrs {
+            match TcpStream::connect(addr).await {
+                Ok(mut s) => {
+                    let out = message(&link.header(mode), entries, &[]);
+                    s.write_all(&out).await.map_err(|e| (addr, e.to_string()))?;
+                    let bytes = read_message(&mut s, link.max_bytes)
+                        .await
+                        .map_err(|e| (addr, e.to_string()))?;
+                    return Ok((addr, bytes));
+                }
+                Err(e) => last_error = (addr, format!("connect: {e}")),
+            }
+        }
+        Err(last_error)
+    };
+    let (addr, bytes) = tokio::time::timeout(DEADLINE, exchange)
+        .await
+        .map_err(|_| {
+            (
+                unknown,
+                format!("no answer within {} s", DEADLINE.as_secs()),
+            )
+        })??;
+    let msg = parse(&bytes, link.max_counters, unix_now()).map_err(|e| (addr, e))?;
+    if msg.mode != "answer" {
+        return Err((addr, format!("answered with {:?}", msg.mode)));
+    }
+    let records = msg.records;
+    link.take(msg.entries).await;
+    link.exchanged(msg.claim);
+    events
+        .at(Instant::now())
+        .peer_exchanged(addr, msg.refused.lines, &msg.refused.text);
+    Ok(records)
+}
+
+/// Pushes changed entries every [`PUSH_EVERY`] (an empty push every
+/// [`PING_EVERY`]), everything every [`FULL_EVERY`], until `stop`.
+pub async fn keep_in_step(
+    link: Arc<Link>,
+    settings: Arc<Settings>,
+    counters: Arc<Counters>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let Some(peer) = settings.peer.clone() else {
+        return;
+    };
+    let mut events = Events::new(&counters, settings.log_interval);
+    let mut tick = tokio::time::interval(PUSH_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // The first exchange is a full one: the peer learns what this one's
+    // state file held (the start-up pull only went the other way).
+    let mut last_push = Instant::now();
+    let mut last_full: Option<Instant> = None;
+    loop {
+        tokio::select! {
+            _ = stop.changed() => break,
+            _ = tick.tick() => {}
+        }
+        let now = Instant::now();
+        link.decide(now);
+        let full = last_full.is_none_or(|t| now.duration_since(t) >= FULL_EVERY);
+        let round = async {
+            let (entries, _) = if full {
+                link.everything(false).await
+            } else {
+                link.ask_entries(true, false).await
+            };
+            if !full && entries.is_empty() && now.duration_since(last_push) < PING_EVERY {
+                return false;
+            }
+            let mode = if full { "full" } else { "push" };
+            match ask(&link, &peer, mode, &entries, &mut events).await {
+                Ok(_) => {}
+                // Tried again at the next tick; what changed meanwhile goes
+                // with the next full exchange.
+                Err((addr, e)) => events.at(Instant::now()).peer_failed(addr, &e),
+            }
+            true
+        };
+        // A stop never waits for an exchange (nor for the receive tasks
+        // it asks, which are stopping too).
+        let exchanged = tokio::select! {
+            _ = stop.changed() => break,
+            exchanged = round => exchanged,
+        };
+        if exchanged {
+            last_push = now;
+            if full {
+                last_full = Some(now);
+            }
+        }
+    }
+}
