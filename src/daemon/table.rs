@@ -310,9 +310,8 @@ impl HostTable {
         let Some(host) = shard.get_mut(&host_key) else {
             return;
         };
-        for (key, _) in batch.items() {
-            host.metrics.remove(key.metric);
-        }
+        host.metrics
+            .remove_all(batch.items().map(|(key, _)| key.metric));
         if host.metrics.is_empty() {
             shard.remove(&host_key);
             self.hosts.fetch_sub(1, Relaxed);

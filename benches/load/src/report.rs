@@ -191,7 +191,7 @@ impl Report {
                 }
             );
             println!(
-                "    steady (VmRSS, queue empty)   {:>8} KiB: {:>6.0} bytes per pair [< 300]",
+                "    steady (VmRSS, queue empty)   {:>8} KiB: {:>6.0} bytes per pair [<= 250]",
                 m.rss_after_kib,
                 m.bytes_per_pair()
             );
@@ -207,7 +207,7 @@ impl Report {
                 m.pairs
             );
             println!(
-                "    steady (VmRSS, queue empty)   {:>8} KiB: {:>6.0} bytes per pair [< 300]",
+                "    steady (VmRSS, queue empty)   {:>8} KiB: {:>6.0} bytes per pair [<= 250]",
                 m.rss_after_kib,
                 m.bytes_per_pair()
             );

@@ -93,8 +93,12 @@ impl Metrics {
             .reserve(entries.len(), metrics, |at| entries[at as usize].key);
     }
 
-    pub(super) fn remove(&mut self, key: u64) {
-        self.retain(|e| e.key != key);
+    /// Removes the metrics of `keys` (in one pass over the host's: a
+    /// source's move takes all of its metrics at once).
+    pub(super) fn remove_all(&mut self, keys: impl Iterator<Item = u64>) {
+        let mut gone: Vec<u64> = keys.collect();
+        gone.sort_unstable();
+        self.retain(|e| gone.binary_search(&e.key).is_err());
     }
 
     pub(super) fn is_empty(&self) -> bool {
@@ -132,8 +136,7 @@ mod tests {
         assert_eq!(m.entry(7).value, "a");
         assert_eq!(m.entry(u64::MAX).value, "b");
         assert_eq!(m.entry(1).value, "c");
-        m.remove(7);
-        m.remove(8);
+        m.remove_all([7, 8].into_iter());
         let keys: Vec<u64> = m.iter().map(|e| e.key).collect();
         assert_eq!(keys, [u64::MAX, 1], "in the order they came");
         assert_eq!(m.entry(7).value, "", "made again, empty");
