@@ -2,12 +2,14 @@
 //!
 //! A server sends the same record every interval with new numbers. The
 //! template is that record's text with the digits of its numeric values cut
-//! out (the holes), plus the packets the record became: whole value packets
-//! for what cannot change (text values, list keys, names) and, for each
-//! hole, its metric's value packet up to the value. A new datagram that
-//! matches the template's text between holes, with plain digits in every
-//! hole, becomes packets without parsing or mapping: each hole's digits are
-//! appended to its cached prefix.
+//! out (the holes), plus the pieces of the packets the record became: the
+//! host's packet head once, and per value packet its metric's name and,
+//! for what cannot change (text values, list keys, names), the value. A
+//! new datagram that matches the template's text between holes, with plain
+//! digits in every hole, becomes packets without parsing or mapping: each
+//! is the head, the name, the tail all value packets share
+//! ([`xdr::STRING_VALUE_TAIL`]) and the hole's digits. (The head in front
+//! of every name took 30-60 bytes more per metric of every source.)
 //!
 //! Anything else goes the full way, which builds a new template: a changed
 //! name, text or list key, a value that is not plain digits (negative,
