@@ -50,8 +50,8 @@
 //! `max_sources` x [`BYTES_PER_SOURCE`]; one exchange at a time per
 //! address; connections from outside `peer_allow` (by default what
 //! `peer` resolves to at start) are closed. Every entry is checked on its
-//! own, as the state file's are ([`saved::read_entries`], then
-//! [`merge::check`]): a bad one is refused, counted and named, the others
+//! own, as the state file's are ([`crate::engine::saved::read_entries`], then
+//! [`crate::engine::merge::check`]): a bad one is refused, counted and named, the others
 //! are taken; a header, record or end that cannot be read ends the
 //! exchange. Sources no engine has wait at most `max_sources`. Whatever
 //! the peer sends, offsets only grow (the rule is a max), so it cannot

@@ -40,7 +40,7 @@
 //! accounting) until the client has shown it reads, [`SEND_BUFFER`]
 //! then, instead of loopback's autotuned megabytes. A document's list of hosts
 //! (8 bytes per host) is made once per second and shared by that second's
-//! polls ([`Render`]). At [`MAX_CONNECTIONS`] = 256: at most 256 x (512 KiB
+//! polls (`table/document.rs`'s `Render`). At [`MAX_CONNECTIONS`] = 256: at most 256 x (512 KiB
 //! of kernel send buffer + 32 KiB + a host) plus one list per second of
 //! polls still open, whatever the clients do (and 256 x 32 KiB of kernel
 //! send buffer for clients that do not read). The accept queue is long

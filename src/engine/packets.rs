@@ -4,7 +4,7 @@
 //! sends it, and a 132 uint value that gmond shows as GMOND_STARTED), then
 //! per metric its metadata (128) and its value (133, `%s`). Each packet is
 //! tagged with the (host, metric) it is about and whether it is metadata
-//! or a value: the send queue ([`super::queue`]) keeps one of each per
+//! or a value: the send queue (`daemon/queue.rs`) keeps one of each per
 //! (host, metric). Beside the bytes, a batch says what they are, typed
 //! ([`Item`]): the host and its cluster once, and per packet its metadata's
 //! fields or its value, which the XML table takes without decoding.

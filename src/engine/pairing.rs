@@ -18,7 +18,7 @@ pub struct Entry {
     pub ip: IpAddr,
     pub program: String,
     pub state: SavedSource,
-    /// Its XCache g-stream totals ([`merge::merge_pfc`]).
+    /// Its XCache g-stream totals ([`super::merge::merge_pfc`]).
     pub pfc: Option<PfcTotals>,
 }
 

@@ -572,47 +572,10 @@ impl Source {
     }
 }
 
-/// What names a source's metrics in its last record: its `pgm`, `ins` and
-/// `site`, as sent.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(super) struct Naming {
-    pgm: Option<Box<str>>,
-    ins: Option<Box<str>>,
-    site: Option<Box<str>>,
-}
-
-impl Naming {
-    /// The `site` its last record named.
-    fn site(&self) -> Option<&str> {
-        self.site.as_deref()
-    }
-
-    /// `pgm`, `ins` and `site`, as the mapping takes them.
-    pub(super) fn parts(&self) -> (Option<&str>, Option<&str>, Option<&str>) {
-        (
-            self.pgm.as_deref(),
-            self.ins.as_deref(),
-            self.site.as_deref(),
-        )
-    }
-
-    /// Takes what names the metrics of a record with this header (no
-    /// allocation while it stays the same, as it does between reports).
-    pub(super) fn note(naming: &mut Option<Naming>, header: &Header<'_>) {
-        let n = naming.get_or_insert_default();
-        for (kept, sent) in [
-            (&mut n.pgm, header.pgm),
-            (&mut n.ins, header.ins),
-            (&mut n.site, header.site),
-        ] {
-            if kept.as_deref() != sent {
-                *kept = sent.map(Into::into);
-            }
-        }
-    }
-}
-
+mod naming;
 mod sending;
 mod sources;
+
+pub(super) use naming::Naming;
 
 pub(super) use sources::{Sources, announced_tmax};

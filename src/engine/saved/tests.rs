@@ -1,4 +1,5 @@
 use super::*;
+use std::time::Instant;
 
 /// 2026-11-27 12:00:00 UTC.
 const NOW: Limits = Limits {

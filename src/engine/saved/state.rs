@@ -1,0 +1,182 @@
+//! The counter state in memory between the state file and the engines:
+//! what the file held and no source has claimed yet (each source claims
+//! its own entry when it is first heard), what each receive task handed in
+//! last (for the next save), and sources evicted while still worth
+//! continuing (parked, bounded). The text format and its checks are
+//! [`super`]'s.
+
+use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::time::{Instant, SystemTime};
+
+use super::{HEADER, Limits, SavedSource, Skipped, read_entries, write_counter, write_source};
+
+/// What was read and not claimed yet, and what the engines handed in last.
+#[derive(Default)]
+pub struct SavedState {
+    unclaimed: Mutex<HashMap<(IpAddr, String), SavedSource>>,
+    parts: Mutex<Vec<String>>,
+    /// When the last source was claimed (the XML port's warm-up).
+    last_claim: Mutex<Option<Instant>>,
+}
+
+impl SavedState {
+    /// The state a file's text holds (an empty text is an empty state),
+    /// checked against the clock now; lines that fail the checks are left
+    /// out ([`read`](Self::read) says which).
+    pub fn from_text(text: &str) -> Result<SavedState, String> {
+        Self::read(text, Limits::at(SystemTime::now())).map(|(state, _)| state)
+    }
+
+    /// The state a file's text holds and the lines skipped; an error only
+    /// for a text that is not a state file at all (its first line).
+    pub fn read(text: &str, limits: Limits) -> Result<(SavedState, Skipped), String> {
+        let mut sources = HashMap::new();
+        let mut skipped = Skipped::default();
+        if !text.is_empty() {
+            let (first, body) = text.split_once('\n').unwrap_or((text, ""));
+            let read = read_entries(body, 2, limits);
+            // A damaged first line (a flipped byte) loses only itself when
+            // entries follow it; a file of another format or version, or
+            // one with no entry at all, is not taken for a state file.
+            let foreign = first != HEADER
+                && (read.entries.is_empty() || first.starts_with("xrd2ganglia-state"));
+            if foreign {
+                return Err(format!(
+                    "not an xrd2ganglia state file (first line is not {HEADER:?})"
+                ));
+            }
+            skipped = read.skipped;
+            if first != HEADER {
+                skipped.header_damaged();
+            }
+            for e in read.entries {
+                sources.insert((e.ip, e.program), e.source);
+            }
+        }
+        let state = SavedState {
+            unclaimed: Mutex::new(sources),
+            ..SavedState::default()
+        };
+        Ok((state, skipped))
+    }
+
+    /// Sources read and not claimed yet.
+    pub fn unclaimed(&self) -> usize {
+        lock(&self.unclaimed).len()
+    }
+
+    /// The saved state of a source now heard from for the first time, at `now`.
+    pub fn claim(&self, ip: IpAddr, program: &str, now: Instant) -> Option<SavedSource> {
+        let mut map = lock(&self.unclaimed);
+        if map.is_empty() {
+            return None;
+        }
+        let claimed = map.remove(&(ip, program.to_string()));
+        if claimed.is_some() {
+            *lock(&self.last_claim) = Some(now);
+        }
+        claimed
+    }
+
+    /// When a source was last claimed.
+    pub fn last_claim(&self) -> Option<Instant> {
+        *lock(&self.last_claim)
+    }
+
+    /// Merges a peer's entry of a source no engine has claimed
+    /// ([`crate::engine::merge`]); returns the merged entry. A source new to it is
+    /// kept only while fewer than `bound` wait (a peer cannot grow it, nor
+    /// the state file, without end).
+    pub fn merge_unclaimed(
+        &self,
+        ip: IpAddr,
+        program: &str,
+        peer: &SavedSource,
+        bound: usize,
+    ) -> SavedSource {
+        let mut map = lock(&self.unclaimed);
+        let key = (ip, program.to_string());
+        if map.len() >= bound && !map.contains_key(&key) {
+            return peer.clone();
+        }
+        let mine = map.entry(key).or_default();
+        crate::engine::merge::merge(mine, peer);
+        mine.clone()
+    }
+
+    /// Every unclaimed entry (for a peer).
+    pub fn unclaimed_entries(&self) -> Vec<((IpAddr, String), SavedSource)> {
+        lock(&self.unclaimed)
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+
+    /// Keeps the state of a source the engine evicted (`max_sources`),
+    /// with the unclaimed ones: it is claimed as they are if the source
+    /// reports again, and saved with them meanwhile. Kept only while fewer
+    /// than `bound` sources wait (the evictions of a flood must not grow
+    /// it without end); false when not kept.
+    pub fn park(&self, ip: IpAddr, program: &str, source: SavedSource, bound: usize) -> bool {
+        let mut map = lock(&self.unclaimed);
+        let key = (ip, program.to_string());
+        if map.len() >= bound && !map.contains_key(&key) {
+            return false;
+        }
+        map.insert(key, source);
+        true
+    }
+
+    /// Engine `part` hands in its sources' state (text of `S`/`C` lines,
+    /// [`crate::engine::Engine::hand_in_state`]).
+    pub fn hand_in(&self, part: usize, text: String) {
+        let mut parts = lock(&self.parts);
+        if part >= parts.len() {
+            parts.resize(part + 1, String::new());
+        }
+        parts[part] = text;
+    }
+
+    /// The file's text: what is unclaimed, then what was handed in. A
+    /// source evicted since its engine handed its part in waits with the
+    /// unclaimed ones, newer than its block in that part: the part's block
+    /// is left out (each source once in the file).
+    pub fn to_text(&self) -> String {
+        let mut text = String::from(HEADER);
+        text.push('\n');
+        let mut waiting = HashSet::new();
+        for ((ip, program), saved) in lock(&self.unclaimed).iter() {
+            write_source(&mut text, *ip, program, saved.started);
+            for &(key, raw, offset) in &saved.counters {
+                write_counter(&mut text, key, raw, offset);
+            }
+            waiting.insert((*ip, program.clone()));
+        }
+        for part in lock(&self.parts).iter() {
+            if waiting.is_empty() {
+                text.push_str(part);
+                continue;
+            }
+            let mut skipping = false;
+            for line in part.split_inclusive('\n') {
+                if let Some(fields) = line.strip_prefix("S\t") {
+                    let mut f = fields.split('\t');
+                    let key = f.next().and_then(|ip| ip.parse::<IpAddr>().ok());
+                    let program = f.next().unwrap_or("");
+                    skipping = key.is_some_and(|ip| waiting.contains(&(ip, program.to_string())));
+                }
+                if !skipping {
+                    text.push_str(line);
+                }
+            }
+        }
+        text
+    }
+}
+
+/// A panic elsewhere while holding it leaves consistent data.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
