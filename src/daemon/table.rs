@@ -301,6 +301,9 @@ impl HostTable {
     /// which holds every one of them: a move sends them all) leave its host
     /// in cluster `old`, and the host goes when none are left (another
     /// instance of its address may still be there). In one place at a time.
+    /// Rare (a reload or a new site moves a source): out of `take`'s line.
+    #[cold]
+    #[inline(never)]
     fn leave(&self, batch: &PacketBatch, old: u64) {
         let Some((first, _)) = batch.items().next() else {
             return;

@@ -440,8 +440,17 @@ impl PacketBatch {
         self.push_with_value(key, PacketKind::Value, pad(text), |out| {
             out.extend_from_slice(head);
             out.extend_from_slice(name);
-            out.extend_from_slice(&xdr::STRING_VALUE_TAIL);
-            xdr::append_string(out, text);
+            // The tail and the value's length, one fixed-size piece (stores,
+            // not a copy of a computed length), then the value and its
+            // padding: what [`xdr::append_string`] writes.
+            let mut mid = [0u8; 16];
+            mid[..12].copy_from_slice(&xdr::STRING_VALUE_TAIL);
+            mid[12..].copy_from_slice(&(text.len() as u32).to_be_bytes());
+            out.extend_from_slice(&mid);
+            out.extend_from_slice(text);
+            let end = out.len() + pad(text) as usize;
+            out.extend_from_slice(&[0; 3]);
+            out.truncate(end);
             text.len() as u32
         });
     }

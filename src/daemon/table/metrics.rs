@@ -60,8 +60,10 @@ pub(super) struct Metrics {
 }
 
 impl Metrics {
-    /// Metric `key`'s entry, made (empty) if new.
-    #[inline]
+    /// Metric `key`'s entry, made (empty) if new. Inlined into the table's
+    /// per-value loop: called there, it took 10% more instructions per
+    /// batch (callgrind, `ds_loaded/xml-table`).
+    #[inline(always)]
     pub(super) fn entry(&mut self, key: u64) -> &mut Entry {
         let entries = &self.entries;
         let at = match self.index.find(key, |at| entries[at as usize].key) {
