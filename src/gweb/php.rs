@@ -73,6 +73,31 @@ const PHP_LEGEND: &str = r#"        if (!empty($conf['graphreport_stats'])) {
         }
 "#;
 
+/// The end of a report drawing series with their legends (PHP, inside the
+/// loop over the series as it closes): the legend's numbers
+/// ([`PHP_LEGEND`]), the series or ganglia-web's "no metrics" rule, the
+/// title and vertical label, and the graph returned.
+fn php_series_end(title: &str, vlabel: &str) -> String {
+    format!(
+        r#"{legend}    }}
+    if ($defs === '') {{
+        $rrdtool_graph['series'] = 'HRULE:1#FFCC33:"No matching metrics detected or RRDs not readable"';
+    }} else {{
+        $rrdtool_graph['series'] = $defs . ' ' . $draw;
+    }}
+    $rrdtool_graph['title'] = {title};
+    $rrdtool_graph['vertical-label'] = {vlabel};
+    $rrdtool_graph['lower-limit'] = '0';
+    $rrdtool_graph['height'] += ($size == 'medium') ? 28 : 0;
+    return $rrdtool_graph;
+}}
+"#,
+        legend = PHP_LEGEND,
+        title = php_str(title),
+        vlabel = php_str(vlabel),
+    )
+}
+
 /// A fixed-series report as PHP, to print its legend's numbers as
 /// `format` (ganglia-web prints a JSON report's as `%5.1lf%s`): the
 /// series, title and vertical label of its JSON form, drawn as graph.php
@@ -127,24 +152,11 @@ function graph_{name}(&$rrdtool_graph)
             $stacked = true;
         }}
         $draw .= "$kind:'$id'#$color:'" . str_pad($label, $width) . "' ";
-{legend}    }}
-    if ($defs === '') {{
-        $rrdtool_graph['series'] = 'HRULE:1#FFCC33:"No matching metrics detected or RRDs not readable"';
-    }} else {{
-        $rrdtool_graph['series'] = $defs . ' ' . $draw;
-    }}
-    $rrdtool_graph['title'] = {title};
-    $rrdtool_graph['vertical-label'] = {vlabel};
-    $rrdtool_graph['lower-limit'] = '0';
-    $rrdtool_graph['height'] += ($size == 'medium') ? 28 : 0;
-    return $rrdtool_graph;
-}}
-"#,
+{end}"#,
         title = php_str(r.title),
-        vlabel = php_str(&r.vertical_label),
         format_php = php_str(format),
         stats = PHP_STATS,
-        legend = PHP_LEGEND,
+        end = php_series_end(r.title, &r.vertical_label),
     )
 }
 
@@ -292,24 +304,11 @@ function graph_{name}(&$rrdtool_graph)
         $kind = ($n === 0) ? 'AREA' : 'STACK';
         $color = $colors[$n % count($colors)];
         $draw .= "$kind:'$id'#$color:'" . str_pad($label, $width) . "' ";
-{legend}    }}
-    if ($defs === '') {{
-        $rrdtool_graph['series'] = 'HRULE:1#FFCC33:"No matching metrics detected or RRDs not readable"';
-    }} else {{
-        $rrdtool_graph['series'] = $defs . ' ' . $draw;
-    }}
-    $rrdtool_graph['title'] = {title};
-    $rrdtool_graph['vertical-label'] = {vlabel};
-    $rrdtool_graph['lower-limit'] = '0';
-    $rrdtool_graph['height'] += ($size == 'medium') ? 28 : 0;
-    return $rrdtool_graph;
-}}
-"#,
+{end}"#,
         title = php_str(p.title),
-        vlabel = php_str(units(p.var)),
         own = php_str(crate::daemon::self_metrics::OWN_HOST_PREFIX),
         format_php = php_str(format),
         stats = PHP_STATS,
-        legend = PHP_LEGEND,
+        end = php_series_end(p.title, units(p.var)),
     )
 }
