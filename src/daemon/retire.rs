@@ -16,7 +16,7 @@
 //! metadata, by its fields ([`Item::Metadata`]: nothing decoded), encoded
 //! again with the short DMAX; nothing per datagram.
 
-use crate::engine::packets::{Item, MetadataOf, PacketBatch};
+use crate::engine::packets::{Item, MetaFields, MetadataOf, PacketBatch};
 
 /// What a metadata packet's DMAX is set to, in seconds (0 would be
 /// "never").
@@ -38,15 +38,10 @@ pub fn packets(batch: &PacketBatch) -> PacketBatch {
                 key,
                 host: if host.spoofed { &spoof } else { &host.name },
                 spoof: host.spoofed,
-                name: m.name,
-                value_type: m.value_type,
-                units: m.units,
-                slope: m.slope,
-                tmax: m.tmax,
-                dmax: RETIRE_DMAX,
-                group: m.group,
-                desc: m.desc,
-                title: m.title,
+                fields: MetaFields {
+                    dmax: RETIRE_DMAX,
+                    ..m
+                },
             });
         }
     }

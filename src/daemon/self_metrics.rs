@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::engine::packets::{HostId, MetadataOf, PacketBatch, SlotKey};
+use crate::engine::packets::{HostId, MetaFields, MetadataOf, PacketBatch, SlotKey};
 use crate::events::{CounterKind, Counters, Events, KERNEL_DROPS, Snapshot};
 use crate::ganglia::xdr::Slope;
 use crate::proc_udp;
@@ -207,15 +207,17 @@ impl SelfReporter {
                     key,
                     host: &self.spoof,
                     spoof: true,
-                    name: m.metric,
-                    value_type,
-                    units: m.units,
-                    slope: Slope::Both,
-                    tmax,
-                    dmax,
-                    group: "xrd2ganglia",
-                    desc: m.desc,
-                    title: m.title,
+                    fields: MetaFields {
+                        name: m.metric,
+                        value_type,
+                        units: m.units,
+                        slope: Slope::Both,
+                        tmax,
+                        dmax,
+                        group: "xrd2ganglia",
+                        desc: m.desc,
+                        title: m.title,
+                    },
                 });
             }
             batch.value_of(key, &self.spoof, true, m.metric, text.as_bytes());

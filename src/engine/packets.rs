@@ -166,15 +166,7 @@ pub struct MetadataOf<'a> {
     pub key: SlotKey,
     pub host: &'a str,
     pub spoof: bool,
-    pub name: &'a str,
-    pub value_type: &'a str,
-    pub units: &'a str,
-    pub slope: xdr::Slope,
-    pub tmax: u32,
-    pub dmax: u32,
-    pub group: &'a str,
-    pub desc: &'a str,
-    pub title: &'a str,
+    pub fields: MetaFields<'a>,
 }
 
 impl PacketBatch {
@@ -362,40 +354,45 @@ impl PacketBatch {
             },
             host,
             spoof: true,
-            name: m.name,
-            value_type: m.value_type(),
-            units: m.units(),
-            slope: m.slope(),
-            tmax,
-            dmax,
-            group: m.group,
-            desc: m.desc(),
-            title: &title,
+            fields: MetaFields {
+                name: m.name,
+                value_type: m.value_type(),
+                units: m.units(),
+                slope: m.slope(),
+                tmax,
+                dmax,
+                group: m.group,
+                desc: m.desc(),
+                title: &title,
+            },
         });
         self.title = title;
     }
 
     /// Any metric's metadata (128).
-    pub fn metadata_of(&mut self, m: MetadataOf<'_>) {
+    pub fn metadata_of(&mut self, of: MetadataOf<'_>) {
+        let (m, host) = (of.fields, of.host);
         let extra = [
-            (Borrowed("SPOOF_HOST"), Borrowed(m.host)),
+            (Borrowed("SPOOF_HOST"), Borrowed(host)),
             (Borrowed("GROUP"), Borrowed(m.group)),
             (Borrowed("DESC"), Borrowed(m.desc)),
             (Borrowed("TITLE"), Borrowed(m.title)),
         ];
         let packet = Packet::Metadata {
-            id: MetricId::new(m.host, m.name, m.spoof),
+            id: MetricId::new(host, m.name, of.spoof),
             meta: Metadata {
                 value_type: Borrowed(m.value_type),
                 units: Borrowed(m.units),
                 slope: m.slope,
                 tmax: m.tmax,
                 dmax: m.dmax,
-                extra: Borrowed(if m.spoof { &extra } else { &extra[1..] }),
+                extra: Borrowed(if of.spoof { &extra } else { &extra[1..] }),
             },
         };
         let before = self.entries.len();
-        self.push(m.key, PacketKind::Metadata, |out| xdr::encode(out, &packet));
+        self.push(of.key, PacketKind::Metadata, |out| {
+            xdr::encode(out, &packet)
+        });
         if self.entries.len() == before {
             return;
         }

@@ -304,7 +304,7 @@ fn an_xrootd_and_a_cmsd_from_one_address_are_one_host() {
 
 /// A batch with one metric's metadata and value for `host`.
 fn one_metric(host: &str, units: &str, title: &str, value: &str) -> PacketBatch {
-    use crate::engine::packets::{MetadataOf, SlotKey};
+    use crate::engine::packets::{MetaFields, MetadataOf, SlotKey};
     let key = SlotKey {
         host: crate::fnv::hash(host.as_bytes()),
         metric: crate::fnv::hash(b"xrootd.link.in"),
@@ -316,15 +316,17 @@ fn one_metric(host: &str, units: &str, title: &str, value: &str) -> PacketBatch 
         key,
         host: &spoof,
         spoof: true,
-        name: "xrootd.link.in",
-        value_type: "double",
-        units,
-        slope: crate::ganglia::xdr::Slope::Positive,
-        tmax: 60,
-        dmax: 0,
-        group: "xrootd",
-        desc: "bytes received",
-        title,
+        fields: MetaFields {
+            name: "xrootd.link.in",
+            value_type: "double",
+            units,
+            slope: crate::ganglia::xdr::Slope::Positive,
+            tmax: 60,
+            dmax: 0,
+            group: "xrootd",
+            desc: "bytes received",
+            title,
+        },
     });
     b.value_of(key, &spoof, true, "xrootd.link.in", value.as_bytes());
     b
