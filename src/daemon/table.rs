@@ -43,7 +43,7 @@ use foldhash::fast::RandomState;
 use crate::engine::clock::Clock;
 use crate::engine::clusters::{self, Cluster, ClusterRef};
 use crate::engine::packets::{ForgottenHost, HostId, Item, PacketBatch, SlotKey, heartbeat_key};
-use meta::{MetaView, Metas};
+use meta::Metas;
 use metrics::{Entry, Metrics, NEVER};
 
 pub use document::{ClusterInfo, Written};
@@ -231,18 +231,13 @@ impl HostTable {
                     // already holds it (a periodic resend) or another host
                     // shares it.
                     Item::Metadata(m) if key.metric != heartbeat => {
-                        let view = MetaView {
-                            name: m.name,
-                            value_type: m.value_type,
-                            units: m.units,
-                            slope: m.slope.as_str(),
-                            extra: [("TITLE", m.title), ("DESC", m.desc), ("GROUP", m.group)],
-                            tmax: m.tmax,
-                            dmax: m.dmax,
-                        };
                         let entry = host.metrics.entry(key.metric);
-                        if !entry.meta.as_deref().is_some_and(|m| view.matches(m)) {
-                            entry.meta = Some(self.metas.intern(&view));
+                        if !entry
+                            .meta
+                            .as_deref()
+                            .is_some_and(|held| meta::same(held, &m))
+                        {
+                            entry.meta = Some(self.metas.intern(&m));
                         }
                     }
                     Item::Metadata(_) | Item::HostMetadata => {}

@@ -9,6 +9,8 @@ use std::sync::{Arc, Mutex};
 
 use foldhash::fast::RandomState;
 
+use crate::engine::packets::MetaFields;
+
 /// A metric's metadata, shared by every host that sends it alike.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct Meta {
@@ -25,72 +27,64 @@ pub(super) struct Meta {
     pub(super) dmax: u32,
 }
 
-/// A metric's metadata as its batch says it, borrowed from the batch:
-/// compared with what a host holds, and hashed to find the shared
-/// [`Meta`], before anything is allocated.
-pub(super) struct MetaView<'p> {
-    pub(super) name: &'p str,
-    pub(super) value_type: &'p str,
-    pub(super) units: &'p str,
-    pub(super) slope: &'static str,
-    /// The extra elements in the order gmond writes them (the packet's
-    /// reversed: TITLE, DESC, GROUP), without the SPOOF_* ones.
-    pub(super) extra: [(&'p str, &'p str); 3],
-    pub(super) tmax: u32,
-    pub(super) dmax: u32,
+/// The extra elements of a batch's metadata in the order gmond writes them
+/// (the packet's reversed: TITLE, DESC, GROUP), without the SPOOF_* ones
+/// that only address the packet.
+fn extra_of<'p>(f: &MetaFields<'p>) -> [(&'static str, &'p str); 3] {
+    [("TITLE", f.title), ("DESC", f.desc), ("GROUP", f.group)]
 }
 
-impl MetaView<'_> {
-    /// The extra elements as a [`Meta`] holds them.
-    fn extra(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.extra.iter().copied()
-    }
+/// Whether `held` is the metadata a batch says (`f`, borrowed from the
+/// batch): compared before anything is allocated.
+pub(super) fn same(held: &Meta, f: &MetaFields<'_>) -> bool {
+    let extra = extra_of(f);
+    *held.name == *f.name
+        && *held.value_type == *f.value_type
+        && *held.units == *f.units
+        && held.slope == f.slope.as_str()
+        && held.tmax == f.tmax
+        && held.dmax == f.dmax
+        && held.extra.len() == extra.len()
+        && held
+            .extra
+            .iter()
+            .zip(extra)
+            .all(|((k, v), (fk, fv))| **k == *fk && **v == *fv)
+}
 
-    pub(super) fn matches(&self, m: &Meta) -> bool {
-        *m.name == *self.name
-            && *m.value_type == *self.value_type
-            && *m.units == *self.units
-            && m.slope == self.slope
-            && m.tmax == self.tmax
-            && m.dmax == self.dmax
-            && m.extra.len() == self.extra().count()
-            && m.extra
-                .iter()
-                .zip(self.extra())
-                .all(|((k, v), (vk, vv))| **k == *vk && **v == *vv)
+fn hash_with(f: &MetaFields<'_>, state: &RandomState) -> u64 {
+    let mut h = state.build_hasher();
+    for part in [f.name, f.value_type, f.units, f.slope.as_str()] {
+        h.write(part.as_bytes());
+        h.write_u8(0xff);
     }
-
-    fn hash_with(&self, state: &RandomState) -> u64 {
-        let mut h = state.build_hasher();
-        for part in [self.name, self.value_type, self.units, self.slope] {
-            h.write(part.as_bytes());
-            h.write_u8(0xff);
-        }
-        for (k, v) in self.extra() {
-            h.write(k.as_bytes());
-            h.write_u8(0xff);
-            h.write(v.as_bytes());
-            h.write_u8(0xff);
-        }
-        h.write_u32(self.tmax);
-        h.write_u32(self.dmax);
-        h.finish()
+    for (k, v) in extra_of(f) {
+        h.write(k.as_bytes());
+        h.write_u8(0xff);
+        h.write(v.as_bytes());
+        h.write_u8(0xff);
     }
+    h.write_u32(f.tmax);
+    h.write_u32(f.dmax);
+    h.finish()
+}
 
-    fn to_meta(&self) -> Meta {
-        Meta {
-            name: self.name.into(),
-            value_type: self.value_type.into(),
-            units: self.units.into(),
-            slope: self.slope,
-            extra: self.extra().map(|(k, v)| (k.into(), v.into())).collect(),
-            tmax: self.tmax,
-            dmax: self.dmax,
-        }
+fn to_meta(f: &MetaFields<'_>) -> Meta {
+    Meta {
+        name: f.name.into(),
+        value_type: f.value_type.into(),
+        units: f.units.into(),
+        slope: f.slope.as_str(),
+        extra: extra_of(f)
+            .iter()
+            .map(|&(k, v)| (k.into(), v.into()))
+            .collect(),
+        tmax: f.tmax,
+        dmax: f.dmax,
     }
 }
 
-/// The metadata held, by the hash of its fields ([`MetaView::hash_with`],
+/// The metadata held, by the hash of its fields ([`hash_with`],
 /// keyed per table). On the rare collision the second metadata is simply
 /// not shared.
 #[derive(Default)]
@@ -102,13 +96,13 @@ pub(super) struct Metas {
 }
 
 impl Metas {
-    /// The shared [`Meta`] that `view` describes, made if new.
-    pub(super) fn intern(&self, view: &MetaView<'_>) -> Arc<Meta> {
-        let hash = view.hash_with(&self.hasher);
+    /// The shared [`Meta`] that a batch's metadata `f` says, made if new.
+    pub(super) fn intern(&self, f: &MetaFields<'_>) -> Arc<Meta> {
+        let hash = hash_with(f, &self.hasher);
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         match held.get(&hash) {
-            Some(m) if view.matches(m) => return m.clone(),
-            Some(_) => return Arc::new(view.to_meta()),
+            Some(m) if same(m, f) => return m.clone(),
+            Some(_) => return Arc::new(to_meta(f)),
             None => {}
         }
         // Metadata no host uses any more (a renamed metric, an expired
@@ -117,7 +111,7 @@ impl Metas {
             held.retain(|_, m| Arc::strong_count(m) > 1);
             self.swept.store(held.len(), Relaxed);
         }
-        let meta = Arc::new(view.to_meta());
+        let meta = Arc::new(to_meta(f));
         held.insert(hash, meta.clone());
         meta
     }
