@@ -222,7 +222,14 @@ pub fn write_rows(out: &mut dyn Write, rows: &[Row], style: Style) -> io::Result
     out.flush()
 }
 
+/// The longest line `dump` reads as a record: a record is one UDP
+/// datagram (at most 65,507 bytes), so a longer line is not one; it
+/// stops the reading (an endless line must not take the host's memory).
+pub const MAX_RECORD_LINE: usize = 64 << 10;
+
 /// Dumps every record of `input` (one per line), as if sent from `from`.
+/// A line longer than [`MAX_RECORD_LINE`] ends it with an error (kind
+/// `InvalidData`) that names the record and the bound.
 pub fn from_reader(
     dumper: &mut Dumper,
     input: &mut dyn BufRead,
@@ -237,11 +244,22 @@ pub fn from_reader(
     let mut parser = crate::summary::SummaryParser::new();
     let mut first_tod = None;
     loop {
-        line.clear();
-        if input.read_until(b'\n', &mut line)? == 0 {
+        let next = crate::lines::read_line(input, &mut line, MAX_RECORD_LINE)?;
+        if next == crate::lines::Next::End {
             break;
         }
-        let record = line.strip_suffix(b"\n").unwrap_or(&line);
+        let record = &line[..];
+        if next == crate::lines::Next::TooLong {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "record {}: longer than {}, the most one record (one UDP datagram) \
+                     can be: not one record per line",
+                    n + 1,
+                    crate::lines::size(MAX_RECORD_LINE)
+                ),
+            ));
+        }
         if record.iter().all(u8::is_ascii_whitespace) {
             continue;
         }

@@ -6,8 +6,9 @@
 //!
 //! * **commands** (`src/main.rs` and the binary's `src/cli/`; [`dump`],
 //!   [`gweb`], [`gmetric`], [`mpxstats`], [`poll`] (a gmond-style XML
-//!   port, read) and [`recording`] (`dump --record`'s files, which
-//!   `replay` sends) here): what an admin runs.
+//!   port, read), [`recording`] (`dump --record`'s files, which
+//!   `replay` sends) and [`lines`] (lines of a stated length at most, as
+//!   `dump` and `replay` read them) here): what an admin runs.
 //! * **[`daemon`]**: `serve`'s sockets, tasks and threads around the
 //!   engines: receive tasks, send queues and senders, the XML port,
 //!   gmond's metadata requests, the state file, self-metrics.
@@ -73,6 +74,7 @@ pub mod gmetric;
 pub mod gstream;
 pub mod gweb;
 pub mod key_index;
+pub mod lines;
 pub mod mapping;
 pub mod mpxstats;
 pub mod poll;

@@ -120,7 +120,7 @@ enum Command {
     },
     /// Send a recording (`dump --listen --record`) to a gateway again, at its pace.
     Replay {
-        /// Where to send [default: the try-out gateway's 127.0.0.1:3333].
+        /// Where to send (the default is where the try-out gateway listens).
         #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:3333")]
         to: SocketAddr,
         /// Send this many times faster than recorded.
@@ -135,9 +135,13 @@ enum Command {
         /// Also print every host's metrics, with value and units.
         #[arg(long)]
         metrics: bool,
-        /// The port to read [default: the try-out gateway's xml_listen].
+        /// The port to read (the default is the try-out gateway's xml_listen).
         #[arg(value_name = "HOST:PORT", default_value = "127.0.0.1:8659")]
         addr: String,
+        /// Seconds the whole exchange may take (connecting and reading the
+        /// document to its end); past them poll stops (exit 1).
+        #[arg(long, value_name = "SECONDS", default_value_t = cli::poll::DEFAULT_TIMEOUT)]
+        timeout: f64,
     },
     /// Write ganglia-web reports, a site view and a cluster file for the
     /// metrics `serve` sends: DIR/graph.d/* go into ganglia-web's graph.d,
@@ -213,7 +217,11 @@ fn main() -> ExitCode {
             record,
         } => cli::dump::run(config, json, listen, from, input, record),
         Command::Replay { to, speed, file } => cli::replay::run(&file, to, speed),
-        Command::Poll { metrics, addr } => cli::poll::run(&addr, metrics),
+        Command::Poll {
+            metrics,
+            addr,
+            timeout,
+        } => cli::poll::run(&addr, metrics, timeout),
         Command::Gweb {
             config,
             instances,

@@ -36,24 +36,47 @@ pub struct Metric {
     pub name: String,
     pub value: String,
     pub units: String,
+    /// `SLOPE` as the document gives it: `positive` marks a counter (a
+    /// running total, which gmetad stores as a COUNTER and graphs as the
+    /// rate `units` names); `both`, `zero`, `negative` or `` otherwise.
+    pub slope: String,
+}
+
+impl Metric {
+    /// Whether the value is a counter's running total (`SLOPE="positive"`),
+    /// not the rate its units name.
+    pub fn is_counter(&self) -> bool {
+        self.slope == "positive"
+    }
 }
 
 /// The clusters of a gmond or gmetad XML document, or why it is not one.
+/// A document cut before its `</GANGLIA_XML>` (a writer that stopped, a
+/// connection closed early) is not one: what it lacks is unknown.
 pub fn read(xml: &str) -> Result<Vec<Cluster>, String> {
     let mut reader = quick_xml::Reader::from_str(xml);
     let mut clusters: Vec<Cluster> = Vec::new();
     let mut seen_root = false;
+    let mut closed = false;
     loop {
         let event = reader
             .read_event()
             .map_err(|e| format!("not XML at byte {}: {e}", reader.buffer_position()))?;
         let element = match &event {
             Event::Start(e) | Event::Empty(e) => e,
+            Event::End(e) if e.name().into_inner() == "GANGLIA_XML" => {
+                closed = true;
+                continue;
+            }
             Event::Eof => break,
             _ => continue,
         };
         match element.name().into_inner() {
-            "GANGLIA_XML" => seen_root = true,
+            "GANGLIA_XML" => {
+                seen_root = true;
+                // `<GANGLIA_XML/>`: a whole document with nothing in it.
+                closed = matches!(event, Event::Empty(_));
+            }
             "CLUSTER" => clusters.push(Cluster {
                 name: attr(element, "NAME")?.into_owned(),
                 hosts: Vec::new(),
@@ -76,6 +99,7 @@ pub fn read(xml: &str) -> Result<Vec<Cluster>, String> {
                     name: attr(element, "NAME")?.into_owned(),
                     value: attr(element, "VAL")?.into_owned(),
                     units: attr(element, "UNITS")?.into_owned(),
+                    slope: attr(element, "SLOPE")?.into_owned(),
                 });
             }
             _ => {}
@@ -83,6 +107,13 @@ pub fn read(xml: &str) -> Result<Vec<Cluster>, String> {
     }
     if !seen_root {
         return Err("no GANGLIA_XML element: not a gmond or gmetad XML port".into());
+    }
+    if !closed {
+        return Err(format!(
+            "the document ends at byte {} without its </GANGLIA_XML>: cut short (the port \
+             stopped writing, or closed the connection early)",
+            xml.len()
+        ));
     }
     Ok(clusters)
 }
@@ -145,7 +176,17 @@ pub fn show(clusters: &[Cluster], metrics: bool) -> String {
                 list.sort_by(|a, b| a.name.cmp(&b.name));
                 let wm = list.iter().map(|m| m.name.len()).max().unwrap_or(0);
                 for m in list {
-                    let _ = writeln!(out, "      {:wm$}  {} {}", m.name, m.value, m.units);
+                    // A counter's value is its running total; gmetad graphs
+                    // its rate, in the units given.
+                    let _ = if m.is_counter() {
+                        writeln!(
+                            out,
+                            "      {:wm$}  {} (counter: total so far; graphed as its rate, {})",
+                            m.name, m.value, m.units
+                        )
+                    } else {
+                        writeln!(out, "      {:wm$}  {} {}", m.name, m.value, m.units)
+                    };
                 }
             }
         }
@@ -190,6 +231,7 @@ mod tests {
                         name: "xrootd.link.in".into(),
                         value: "81 & more".into(),
                         units: "bytes/s".into(),
+                        slope: "positive".into(),
                     }],
                 }],
             }]
@@ -200,5 +242,49 @@ mod tests {
     fn what_is_not_a_port_s_document_is_said() {
         assert!(read("hello").is_err());
         assert!(read("<a><b/></a>").is_err());
+    }
+
+    /// Issue 42, item 8: a document cut anywhere before its end is an
+    /// error, not the hosts read so far.
+    #[test]
+    fn a_document_cut_short_is_an_error() {
+        let end = GMOND.find("</GANGLIA_XML>").unwrap();
+        // At a tag's boundary: the XML so far is well formed.
+        for cut in [
+            end,
+            GMOND.find("</HOST>").unwrap(),
+            GMOND.find("<CLUSTER").unwrap(),
+        ] {
+            let e = read(&GMOND[..cut]).unwrap_err();
+            assert!(
+                e.contains("without its </GANGLIA_XML>"),
+                "cut at {cut}: {e}"
+            );
+        }
+        // Anywhere.
+        for cut in 0..end {
+            assert!(read(&GMOND[..cut]).is_err(), "cut at {cut}");
+        }
+        assert!(read(GMOND).is_ok());
+        assert_eq!(read("<GANGLIA_XML/>"), Ok(vec![]));
+    }
+
+    /// Issue 45, item 6: a counter's value is said to be a running total,
+    /// not a rate in its units.
+    #[test]
+    fn a_counter_is_shown_as_a_total_not_a_rate() {
+        let text = show(&read(GMOND).unwrap(), true);
+        assert!(
+            text.contains(
+                "xrootd.link.in  81 & more (counter: total so far; graphed as its rate, bytes/s)\n"
+            ),
+            "{text}"
+        );
+        let gauge = GMOND.replace("SLOPE=\"positive\"", "SLOPE=\"both\"");
+        let text = show(&read(&gauge).unwrap(), true);
+        assert!(
+            text.contains("xrootd.link.in  81 & more bytes/s\n"),
+            "{text}"
+        );
     }
 }

@@ -27,6 +27,13 @@ use serde::{Deserialize, Serialize};
 /// The longest datagram an entry may hold (the largest UDP payload).
 pub const MAX_DATAGRAM: usize = 65_507;
 
+/// The longest line a recording may have: an entry of the longest
+/// datagram, every byte of it escaped as JSON escapes it at worst (six
+/// bytes, `\u0001`), fits. A longer line stops the reading (no entry is
+/// that long: the file is not a recording).
+pub const MAX_LINE: usize = 512 << 10;
+const _: () = assert!(6 * MAX_DATAGRAM + 1024 <= MAX_LINE);
+
 /// One recorded datagram.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Entry {
@@ -108,24 +115,46 @@ pub fn parse_entry(line: &str) -> Result<Entry, String> {
 
 /// Every entry of `input` in file order, each with its line number (from
 /// 1): an entry or why that line is not one. Blank lines are skipped; a
-/// line that is not UTF-8 is a bad entry; a read error ends the reading.
+/// line that is not UTF-8 is a bad entry; a read error ends the reading,
+/// and so does a line longer than [`MAX_LINE`] (an error that names the
+/// line and the bound): at most that much of a line is ever held.
 pub fn entries(
-    input: impl BufRead,
+    mut input: impl BufRead,
 ) -> impl Iterator<Item = io::Result<(usize, Result<Entry, String>)>> {
-    let mut lines = input.split(b'\n').enumerate();
+    let mut line = Vec::new();
+    let mut n = 0;
+    let mut done = false;
     std::iter::from_fn(move || {
         loop {
-            let (n, line) = lines.next()?;
-            let line = match line {
-                Ok(l) => l,
-                Err(e) => return Some(Err(e)),
-            };
+            if done {
+                return None;
+            }
+            n += 1;
+            match crate::lines::read_line(&mut input, &mut line, MAX_LINE) {
+                Ok(crate::lines::Next::Line) => {}
+                Ok(crate::lines::Next::End) => return None,
+                Ok(crate::lines::Next::TooLong) => {
+                    done = true;
+                    return Some(Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!(
+                            "line {n}: longer than {}, the longest line a recording has \
+                             (an entry of a {MAX_DATAGRAM}-byte datagram): not a recording",
+                            crate::lines::size(MAX_LINE)
+                        ),
+                    )));
+                }
+                Err(e) => {
+                    done = true;
+                    return Some(Err(e));
+                }
+            }
             let entry = match std::str::from_utf8(&line) {
                 Ok(text) if text.trim().is_empty() => continue,
                 Ok(text) => parse_entry(text.trim_end_matches('\r')),
                 Err(_) => Err("the line is not UTF-8".into()),
             };
-            return Some(Ok((n + 1, entry)));
+            return Some(Ok((n, entry)));
         }
     })
 }

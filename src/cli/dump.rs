@@ -1,7 +1,7 @@
 //! `xrd2ganglia dump`: what `serve` would send for some records, printed
 //! instead of sent.
 
-use std::io::{self, BufRead};
+use std::io::{self, BufRead, Write as _};
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
 
@@ -69,6 +69,11 @@ pub fn run(
         // Some records were not summary records (each reported on stderr).
         Ok(_) => Err(Failure::AlreadyReported),
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        // A line longer than a record can be: said with the record's number.
+        Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+            let _ = writeln!(err, "xrd2ganglia dump: {e}");
+            Err(Failure::AlreadyReported)
+        }
         Err(e) => Err(Failed::Io(e).into()),
     }
 }

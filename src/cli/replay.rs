@@ -41,7 +41,14 @@ pub fn run(file: &Path, to: SocketAddr, speed: f64) -> Outcome {
     let mut clock: Option<(f64, Instant)> = None;
     let mut err = io::stderr();
     for item in recording::entries(input) {
-        let (line, entry) = item.map_err(Failed::Io)?;
+        let (line, entry) = match item {
+            Ok(item) => item,
+            // A read error, or a line longer than any entry: the reading ends.
+            Err(e) => {
+                let _ = writeln!(err, "xrd2ganglia replay: {}: {e}", file.display());
+                return Err(Failure::AlreadyReported);
+            }
+        };
         let entry = match entry {
             Ok(e) => e,
             Err(why) => {
