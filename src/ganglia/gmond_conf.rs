@@ -80,8 +80,27 @@ pub fn parse(text: &str, path: &Path) -> Result<GmondConf, ConfError> {
     Ok(conf)
 }
 
+/// The longest gmond.conf (or included file) read: a stock one is 10 KiB;
+/// a longer one (a device, a file filled by mistake) is refused before it
+/// takes memory.
+pub const MAX_GMOND_CONF_BYTES: u64 = 1 << 20;
+
 fn read_into(path: &Path, conf: &mut GmondConf, depth: usize) -> Result<(), ConfError> {
-    let text = std::fs::read_to_string(path).map_err(|e| conf_error(path, 0, e.to_string()))?;
+    use std::io::Read as _;
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_GMOND_CONF_BYTES + 1).read_to_string(&mut text))
+        .map_err(|e| conf_error(path, 0, e.to_string()))?;
+    if text.len() as u64 > MAX_GMOND_CONF_BYTES {
+        return Err(conf_error(
+            path,
+            0,
+            format!(
+                "longer than {} MiB, which no gmond.conf is",
+                MAX_GMOND_CONF_BYTES >> 20
+            ),
+        ));
+    }
     parse_into(&text, path, conf, depth)
 }
 
@@ -496,6 +515,15 @@ collection_group { collect_every = 20 time_threshold = 90 metric { name = "load_
                 },
             ]
         );
+    }
+
+    /// Issue 42: every tool's input is bounded. `gmond_conf` (read by
+    /// serve, check-config and gweb) naming an endless file is refused
+    /// at the bound, not read until memory runs out.
+    #[test]
+    fn an_endless_gmond_conf_is_refused_at_the_bound() {
+        let e = read(Path::new("/dev/zero")).unwrap_err().to_string();
+        assert_eq!(e, "/dev/zero: longer than 1 MiB, which no gmond.conf is");
     }
 
     #[test]
