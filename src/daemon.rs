@@ -400,7 +400,16 @@ fn spawn_tasks(
         let drops = Some(drops.clone());
         let (counters, log_interval, stop) =
             (counters.clone(), settings.log_interval, stop.clone());
-        let serve = control::serve(listener, ask_queues, counters, drops, log_interval, stop);
+        let state = store.path().is_some().then(|| store.clone());
+        let serve = control::serve(
+            listener,
+            ask_queues,
+            counters,
+            drops,
+            state,
+            log_interval,
+            stop,
+        );
         tasks.push(tokio::spawn(serve));
     }
     if store.path().is_some() {
@@ -493,7 +502,10 @@ fn open_state(settings: &Settings, counters: &Counters) -> StateStore {
     };
     let max_bytes =
         (settings.max_sources as u64).saturating_mul(crate::engine::saved::BYTES_PER_SOURCE as u64);
-    let (store, read) = StateStore::open(path, max_bytes);
+    let (mut store, read) = StateStore::open(path, max_bytes);
+    if settings.state_lock_pending {
+        store.lock_at_save();
+    }
     match read {
         Ok((n, skipped)) => {
             crate::events::state_lines_skipped(counters, path, &skipped);
@@ -504,6 +516,9 @@ fn open_state(settings: &Settings, counters: &Counters) -> StateStore {
         }
         Err(e) => tracing::warn!("{e}: starting without saved counter state"),
     }
+    // Written once at the start: a full disk or a read-only directory is
+    // said now (the log, `status`), not a `state_interval` later.
+    store.save_and_say();
     store
 }
 

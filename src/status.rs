@@ -43,6 +43,25 @@ pub struct Status {
     /// gateway before it had them.
     #[serde(default)]
     pub kernel_drops: Option<KernelDropStatus>,
+    /// The state file and how its saves go; null when the gateway keeps
+    /// none (and from a gateway before it had this).
+    #[serde(default)]
+    pub state_file: Option<StateFileStatus>,
+}
+
+/// The state file, as `status` shows it.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct StateFileStatus {
+    pub path: String,
+    /// Whether the last save worked: false while the counter state is not
+    /// being saved (a full disk, an unwritable directory: `error` says).
+    pub saved: bool,
+    /// When a save last worked (null: none since the start).
+    pub last_saved: Option<Heard>,
+    /// Since when the saves fail (null while they work).
+    pub failing_since: Option<Heard>,
+    /// Why the last save failed (null while they work).
+    pub error: Option<String>,
 }
 
 /// The kernel's drops at the gateway's listening sockets.

@@ -72,6 +72,13 @@ fn lock_state_file(settings: &mut Settings) -> Result<Option<StateLock>, StartEr
     };
     match StateLock::acquire(state_file) {
         Ok(lock) => Ok(Some(lock)),
+        // A full disk is a bad day, not a bad config: serve, and save once
+        // there is room (exit 2 would keep the unit from restarting it).
+        Err(e) if e.is_no_space() => {
+            tracing::warn!("{e}: serving; the counter state is not saved until there is room");
+            settings.state_lock_pending = true;
+            Ok(None)
+        }
         Err(e @ LockError::Io { .. }) if settings.state_file_is_default => {
             tracing::warn!("{e}; running without a state file (counters restart with the gateway)");
             settings.state_file = None;

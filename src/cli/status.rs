@@ -155,6 +155,22 @@ fn table(status: &Status, path: &Path) -> String {
             d.last_minute, d.since_start
         ));
     }
+    if let Some(f) = &status.state_file {
+        match (&f.error, &f.failing_since) {
+            (Some(error), Some(since)) => out.push_str(&format!(
+                "WARNING: the state file {} is not being saved (failing since {}): {error}; \
+                 counters will not stay continuous across a restart until a save works \
+                 (tried every state_interval: free space, or make it writable)\n\n",
+                f.path,
+                ago(since)
+            )),
+            _ => out.push_str(&format!(
+                "State file: {}, saved {}\n\n",
+                f.path,
+                f.last_saved.as_ref().map_or("never yet".to_string(), ago)
+            )),
+        }
+    }
     let dash = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
     out.push_str(&format!("Sources: {}\n", status.sources.len()));
     let rows: Vec<Vec<String>> = status

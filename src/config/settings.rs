@@ -75,6 +75,10 @@ pub struct Settings {
     /// where it cannot be made (a user who cannot write /var/lib); one
     /// that was named must be usable.
     pub state_file_is_default: bool,
+    /// Set by `serve` (never by a file) when the state file's lock could
+    /// not be made for lack of space: the daemon takes it at its first save
+    /// that has room (`StateStore::lock_at_save`).
+    pub state_lock_pending: bool,
     /// How often the state file is written (and at exit).
     pub state_interval: Duration,
     /// Where gmond's metadata requests (136) are heard: unicast addresses
@@ -173,6 +177,7 @@ pub fn validate(
         value_heartbeat,
         state_file,
         state_file_is_default,
+        state_lock_pending: false,
         state_interval: secs(file.state_interval),
         metadata_requests,
         send: file.send,

@@ -48,8 +48,9 @@ use tokio::task::JoinSet;
 use tokio::time::{Instant, timeout, timeout_at};
 
 use super::drops::DropWatch;
+use super::state_file::StateStore;
 use crate::events::{Counters, Events};
-use crate::status::{ErrorReply, REQUEST, SCHEMA_VERSION, Status};
+use crate::status::{ErrorReply, Heard, REQUEST, SCHEMA_VERSION, StateFileStatus, Status};
 
 /// A request for one receive task's part of the status: its answer goes
 /// back through this.
@@ -183,6 +184,7 @@ pub(super) async fn serve(
     asks: Vec<mpsc::Sender<Ask>>,
     counters: Arc<Counters>,
     drops: Option<Arc<DropWatch>>,
+    state: Option<Arc<StateStore>>,
     log_interval: Duration,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -243,6 +245,7 @@ pub(super) async fn serve(
                         asks: asks.clone(),
                         counters: counters.clone(),
                         drops: drops.clone(),
+                        state: state.clone(),
                         phase: h.phase.clone(),
                         evict: h.evict.clone(),
                     };
@@ -268,6 +271,8 @@ struct Client {
     asks: Arc<Vec<mpsc::Sender<Ask>>>,
     counters: Arc<Counters>,
     drops: Option<Arc<DropWatch>>,
+    /// The state file (None: none kept), for how its saves go.
+    state: Option<Arc<StateStore>>,
     /// Where it is ([`SILENT`] until its request line is read).
     phase: Arc<AtomicU8>,
     /// Notified when a newer connection takes its place.
@@ -386,12 +391,14 @@ async fn gather(client: &Client, deadline: Instant) -> Result<Status, String> {
             .map_err(|_| "the gateway is busy answering other requests: try again".to_string())?;
         waiting.push(rx);
     }
+    let state_file = client.state.as_deref().map(state_file_status);
     let mut status = Status {
         version: SCHEMA_VERSION,
         gateway: env!("CARGO_PKG_VERSION").to_string(),
         pid: std::process::id(),
         counters,
         kernel_drops,
+        state_file,
         ..Status::default()
     };
     for rx in waiting {
@@ -408,6 +415,19 @@ async fn gather(client: &Client, deadline: Instant) -> Result<Status, String> {
     }
     status.sort();
     Ok(status)
+}
+
+/// The state file's part of the status: its path and how its saves go.
+fn state_file_status(store: &StateStore) -> StateFileStatus {
+    let health = store.health();
+    let (now, wall) = (std::time::Instant::now(), std::time::SystemTime::now());
+    StateFileStatus {
+        path: store.display().to_string(),
+        saved: health.failing.is_none() && health.last_saved.is_some(),
+        last_saved: health.last_saved.map(|t| Heard::at(t, now, wall)),
+        failing_since: health.failing.as_ref().map(|f| Heard::at(f.0, now, wall)),
+        error: health.failing.map(|f| f.1),
+    }
 }
 
 fn json_line<T: serde::Serialize>(value: &T) -> Vec<u8> {

@@ -16,9 +16,10 @@ use std::fmt;
 use std::fs::File;
 use std::io::{self, Read as _, Write as _};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::watch;
 
@@ -62,6 +63,27 @@ fn read_regular(path: &Path, max: u64) -> io::Result<(Vec<u8>, u64)> {
 pub struct StateStore {
     path: Option<PathBuf>,
     state: Arc<SavedState>,
+    /// How the saves go (for `status` and the log's once-per-change lines).
+    health: Mutex<SaveHealth>,
+    /// Some when `serve` could not take the file's lock for lack of space
+    /// ([`StateStore::lock_at_save`]): a save takes it first, and keeps it.
+    lock: Option<Mutex<Option<StateLock>>>,
+}
+
+/// How the state file's saves go: what `status` shows of them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SaveHealth {
+    /// When a save last worked in this run (None: none yet).
+    pub last_saved: Option<Instant>,
+    /// Since when the saves fail and the last one's error (None: the last
+    /// one worked, or none was tried).
+    pub failing: Option<(Instant, String)>,
+}
+
+/// Whether `e` says the file system is full (or the user's quota is):
+/// a bad day that passes, not a setting to change.
+pub fn no_space(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT))
 }
 
 impl StateStore {
@@ -70,6 +92,48 @@ impl StateStore {
         StateStore {
             path: None,
             state: Arc::default(),
+            health: Mutex::default(),
+            lock: None,
+        }
+    }
+
+    /// The file's lock is not held yet (`serve` could not make it: no
+    /// space): each save tries to take it first, and saves nothing until
+    /// it has it (another gateway that took the file meanwhile keeps it).
+    pub fn lock_at_save(&mut self) {
+        self.lock = Some(Mutex::new(None));
+    }
+
+    /// How the saves go.
+    pub fn health(&self) -> SaveHealth {
+        self.health.lock().map(|h| h.clone()).unwrap_or_default()
+    }
+
+    /// [`StateStore::save`], remembered for `status` and logged when it
+    /// changes: the first failure of a run of them at warn (with why), the
+    /// first save that works after them at info. Whether it worked.
+    pub fn save_and_say(&self) -> bool {
+        let result = self.save();
+        let Ok(mut health) = self.health.lock() else {
+            return result.is_ok();
+        };
+        let now = Instant::now();
+        match result {
+            Ok(()) => {
+                if health.failing.take().is_some() {
+                    tracing::info!("state file {} written again", self.display());
+                }
+                health.last_saved = Some(now);
+                true
+            }
+            Err(e) => {
+                if health.failing.is_none() {
+                    warn_unwritable(self, &e);
+                }
+                let since = health.failing.as_ref().map_or(now, |f| f.0);
+                health.failing = Some((since, e.to_string()));
+                false
+            }
         }
     }
 
@@ -111,6 +175,8 @@ impl StateStore {
         let store = StateStore {
             path: Some(path.to_path_buf()),
             state: Arc::new(state),
+            health: Mutex::default(),
+            lock: None,
         };
         (store, result)
     }
@@ -140,6 +206,23 @@ impl StateStore {
         let Some(path) = &self.path else {
             return Ok(());
         };
+        if let Some(slot) = &self.lock {
+            let mut slot = slot
+                .lock()
+                .map_err(|_| io::Error::other("the lock's holder panicked"))?;
+            if slot.is_none() {
+                let lock = StateLock::acquire(path).map_err(|e| match e {
+                    LockError::Io { error, .. } if no_space(&error) => error,
+                    other => io::Error::other(other.to_string()),
+                })?;
+                tracing::info!(
+                    "state file {}: its lock {} taken",
+                    self.display(),
+                    lock.path().display()
+                );
+                *slot = Some(lock);
+            }
+        }
         let text = self.state.to_text();
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
         if let Some(dir) = dir {
@@ -196,7 +279,6 @@ pub(super) async fn save_every(
 ) {
     let mut tick = tokio::time::interval(every);
     tick.tick().await;
-    let mut failing = false;
     loop {
         tokio::select! {
             _ = stop.changed() => break,
@@ -204,18 +286,8 @@ pub(super) async fn save_every(
                 // Receive tasks hand in on the same period; give them a moment.
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 let s = store.clone();
-                let result = tokio::task::spawn_blocking(move || s.save()).await;
-                match result {
-                    Ok(Err(e)) if !failing => {
-                        failing = true;
-                        warn_unwritable(&store, &e);
-                    }
-                    Ok(Ok(())) if failing => {
-                        failing = false;
-                        tracing::info!("state file {} written again", store.display());
-                    }
-                    _ => {}
-                }
+                // Logged by the store when it changes (a failure, a recovery).
+                let _ = tokio::task::spawn_blocking(move || s.save_and_say()).await;
             }
         }
     }
@@ -278,6 +350,14 @@ impl fmt::Display for LockError {
                     lock.display()
                 )
             }
+            // A full disk: no setting to change (the caller says what follows).
+            LockError::Io {
+                state_file,
+                doing,
+                error,
+            } if no_space(error) => {
+                write!(f, "state file {}: {doing}: {error}", state_file.display())
+            }
             LockError::Io {
                 state_file,
                 doing,
@@ -292,6 +372,14 @@ impl fmt::Display for LockError {
 }
 
 impl std::error::Error for LockError {}
+
+impl LockError {
+    /// The lock could not be made for lack of space (or quota): a bad day,
+    /// not a bad config; `serve` starts without it and takes it at a save.
+    pub fn is_no_space(&self) -> bool {
+        matches!(self, LockError::Io { error, .. } if no_space(error))
+    }
+}
 
 /// Where the lock of `state_file` lives: next to it, `<state_file>.lock`,
 /// so in the same directory (the RPM unit's `StateDirectory`).
@@ -348,9 +436,22 @@ impl StateLock {
             }
             return Err(cannot_lock()(error));
         }
-        file.set_len(0)
-            .and_then(|()| writeln!(file, "{}", std::process::id()))
-            .map_err(cannot_lock())?;
+        // Written over the old pid, then cut to its length: writing over
+        // a previous owner's pid takes no new space on most file systems.
+        // On a full disk the lock is held all the same, its pid unwritten
+        // (another process is told "pid unknown"): the gateway serves, and
+        // its saves say the disk is full ([`StateStore::save_and_say`]).
+        let pid = format!("{}\n", std::process::id());
+        if let Err(error) = file
+            .write_all_at(pid.as_bytes(), 0)
+            .and_then(|()| file.set_len(pid.len() as u64))
+        {
+            if !no_space(&error) {
+                return Err(cannot_lock()(error));
+            }
+            // No one must read a previous owner's pid as this one's.
+            let _ = file.set_len(0);
+        }
         Ok(StateLock {
             _file: file,
             path: lock,
@@ -520,6 +621,44 @@ mod tests {
         // Within the bound, the whole file.
         let (_, read) = StateStore::open(&path, text.len() as u64);
         assert_eq!(read, Ok((1000, Skipped::default())));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Issue 42, item 9, without root: /dev/full answers every write with
+    /// ENOSPC, as a full disk does. The lock on a lock file whose pid
+    /// cannot be written is held all the same (it stopped the start,
+    /// exit 2); a save into a full disk fails, is remembered (for
+    /// `status`), and the next one with room works and clears it.
+    #[test]
+    fn a_full_disk_holds_the_lock_and_fails_saves_until_there_is_room() {
+        use std::os::unix::fs::symlink;
+        let dir = std::env::temp_dir().join(format!("x2g-full-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let state = dir.join("state");
+        symlink("/dev/full", lock_path(&state)).unwrap();
+        let lock = StateLock::acquire(&state).unwrap();
+        drop(lock);
+
+        let (store, _) = StateStore::open(&state, u64::MAX);
+        assert_eq!(store.health(), SaveHealth::default());
+        // The save's temporary file is where the disk is full.
+        symlink("/dev/full", tmp_path(&state)).unwrap();
+        assert!(!store.save_and_say());
+        let h = store.health();
+        assert_eq!(h.last_saved, None);
+        let (since, error) = h.failing.clone().unwrap();
+        assert!(error.starts_with("No space left on device"), "{error}");
+        assert!(!state.exists());
+        // Failing again keeps when it started.
+        symlink("/dev/full", tmp_path(&state)).unwrap();
+        assert!(!store.save_and_say());
+        assert_eq!(store.health().failing.unwrap().0, since);
+        // Room again (the failed save removed its temporary file).
+        assert!(store.save_and_say());
+        let h = store.health();
+        assert!(h.failing.is_none() && h.last_saved.is_some());
+        assert!(state.exists());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

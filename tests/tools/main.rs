@@ -8,6 +8,7 @@
 
 mod config_values;
 mod doc_commands;
+mod full_disk;
 mod gmetric;
 mod mpxstats;
 mod startup;
