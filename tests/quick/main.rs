@@ -7,6 +7,7 @@
 //!
 //! One binary, one link: each file was a test binary of its own.
 
+mod bounded_inputs;
 mod doc_commands;
 mod docs;
 mod dump;
