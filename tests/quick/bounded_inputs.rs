@@ -77,6 +77,12 @@ const ENDLESS: u64 = 256 << 20;
 
 #[test]
 fn dump_takes_a_line_up_to_64_kib_and_stops_at_an_endless_one() {
+    let too_long = "xrd2ganglia dump: record 1: longer than 65536 bytes (64 KiB), the most \
+                    one record (one UDP datagram) can be: not one record per line\n";
+    // Endless first: a reader that holds a line aborts here (exit 134).
+    let (code, err) = fed(&["dump"], std::io::repeat(b'x').take(ENDLESS));
+    assert_eq!((code, err.as_str()), (Some(1), too_long));
+
     let (code, err) = fed(&["dump"], std::io::repeat(b'x').take(DUMP_LINE as u64));
     assert_eq!(code, Some(1), "{err}");
     assert!(err.starts_with("xrd2ganglia dump: record 1: "), "{err}");
@@ -85,12 +91,7 @@ fn dump_takes_a_line_up_to_64_kib_and_stops_at_an_endless_one() {
         "a line of the bound is read: {err}"
     );
 
-    let too_long = "xrd2ganglia dump: record 1: longer than 65536 bytes (64 KiB), the most \
-                    one record (one UDP datagram) can be: not one record per line\n";
     let (code, err) = fed(&["dump"], std::io::repeat(b'x').take(DUMP_LINE as u64 + 1));
-    assert_eq!((code, err.as_str()), (Some(1), too_long));
-
-    let (code, err) = fed(&["dump"], std::io::repeat(b'x').take(ENDLESS));
     assert_eq!((code, err.as_str()), (Some(1), too_long));
 }
 
@@ -98,6 +99,17 @@ fn dump_takes_a_line_up_to_64_kib_and_stops_at_an_endless_one() {
 fn replay_takes_a_line_up_to_512_kib_and_stops_at_an_endless_one() {
     // Sent nowhere: nothing of these lines is an entry.
     let args = ["replay", "--to", "127.0.0.1:9", "/dev/stdin"];
+    let too_long = "xrd2ganglia replay: /dev/stdin: line 1: longer than 524288 bytes \
+                    (512 KiB), the longest line a recording has (an entry of a 65507-byte \
+                    datagram): not a recording\n";
+    // Endless first (a reader that holds a line aborts here, exit 134),
+    // after a good entry: the bound is per line, not per file.
+    let entry = "{\"time\":1,\"from\":\"127.0.0.1:1\",\"text\":\"a\"}\n";
+    let endless = entry.as_bytes().chain(std::io::repeat(0).take(ENDLESS));
+    let (code, err) = fed(&args, endless);
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(err, too_long.replace("line 1:", "line 2:"));
+
     let (code, err) = fed(&args, std::io::repeat(b'x').take(REPLAY_LINE as u64));
     assert_eq!(code, Some(1), "{err}");
     assert!(
@@ -105,18 +117,8 @@ fn replay_takes_a_line_up_to_512_kib_and_stops_at_an_endless_one() {
         "{err}"
     );
 
-    let too_long = "xrd2ganglia replay: /dev/stdin: line 1: longer than 524288 bytes \
-                    (512 KiB), the longest line a recording has (an entry of a 65507-byte \
-                    datagram): not a recording\n";
     let (code, err) = fed(&args, std::io::repeat(b'x').take(REPLAY_LINE as u64 + 1));
     assert_eq!((code, err.as_str()), (Some(1), too_long));
-
-    // Through a good entry first: the bound is per line, not per file.
-    let entry = "{\"time\":1,\"from\":\"127.0.0.1:1\",\"text\":\"a\"}\n";
-    let endless = entry.as_bytes().chain(std::io::repeat(0).take(ENDLESS));
-    let (code, err) = fed(&args, endless);
-    assert_eq!(code, Some(1), "{err}");
-    assert_eq!(err, too_long.replace("line 1:", "line 2:"));
 }
 
 /// A port that accepts one poll and writes `document`, a byte every
@@ -152,31 +154,24 @@ const DOC_HEAD: &str = "<?xml version=\"1.0\" encoding=\"ISO-8859-1\" standalone
     <METRIC NAME=\"xrootd.ds.link.ctime\" VAL=\"2\" TYPE=\"double\" UNITS=\"s\" TN=\"3\" TMAX=\"20\" DMAX=\"0\" SLOPE=\"both\" SOURCE=\"gmetric\"/>\n\
     </HOST>\n</CLUSTER>\n";
 
+/// `poll ARGS`, waited for (at most 10 s) by its pid: exit code, stdout,
+/// stderr and how long it took.
 fn poll(args: &[&str]) -> (Option<i32>, String, String, Duration) {
+    let dir = Scratch::new("poll");
+    let (out, err) = (dir.path().join("out"), dir.path().join("err"));
     let started = Instant::now();
     let mut child = Command::new(BIN)
         .arg("poll")
         .args(args)
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
         .spawn()
         .unwrap();
-    let (mut out, mut err) = (String::new(), String::new());
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
     let status = exit_within_10s(&mut child, || format!("poll {args:?}"));
-    (status.code(), out, err, started.elapsed())
+    let took = started.elapsed();
+    let read = |p: &std::path::Path| std::fs::read_to_string(p).unwrap();
+    (status.code(), read(&out), read(&err), took)
 }
 
 #[test]
