@@ -10,7 +10,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use super::{Failed, Outcome};
+use super::{Failed, Outcome, StartError};
 
 /// The longest document read: a gmetad of many clusters writes tens of
 /// MiB; this is several times the largest seen, and what `poll` may hold.
@@ -25,14 +25,15 @@ pub fn run(addr: &str, metrics: bool, timeout: f64) -> Outcome {
         addr: addr.to_string(),
         why,
     };
-    let limit = Duration::try_from_secs_f64(timeout)
+    let Some(limit) = Duration::try_from_secs_f64(timeout)
         .ok()
         .filter(|d| !d.is_zero())
-        .ok_or_else(|| {
-            fail(format!(
-                "--timeout {timeout}: must be a number of seconds above 0"
-            ))
-        })?;
+    else {
+        return Err(StartError::Config(xrd2ganglia::config::ConfigError(format!(
+            "--timeout {timeout}: must be a number of seconds above 0"
+        )))
+        .into());
+    };
     let deadline = Instant::now() + limit;
     let left = || deadline.saturating_duration_since(Instant::now());
     let late = |read: usize| {

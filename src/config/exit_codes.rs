@@ -38,7 +38,9 @@ pub const EXIT_CODES: &[ExitCode] = &[
             the value); a `gmond_conf` named but missing; a `control_socket` set in the \
             config that cannot be made; a `state_file` another process owns (the message \
             names its pid), or one named (in the file or by `--state-file`) whose \
-            directory cannot be made; a `--log-level` that is no log filter",
+            directory cannot be made (a full disk is no reason: the gateway serves, says \
+            in the log and `status` that its state is not saved, and saves once there is \
+            room); a `--log-level` that is no log filter",
     },
     ExitCode {
         command: "serve",
@@ -96,7 +98,8 @@ pub const EXIT_CODES: &[ExitCode] = &[
         command: "dump",
         code: 1,
         when: "some records were not summary records (each is reported on stderr), or \
-            reading failed",
+            reading failed, or a line is longer than 64 KiB, more than one record can be \
+            (`record N: longer than 65536 bytes (64 KiB)...`: the reading stops there)",
     },
     ExitCode {
         command: "dump",
@@ -118,7 +121,9 @@ pub const EXIT_CODES: &[ExitCode] = &[
         command: "replay",
         code: 1,
         when: "some lines were not entries (each is reported on stderr with its line \
-            number, the rest was sent), or reading or sending failed",
+            number, the rest was sent), or reading or sending failed, or a line is longer \
+            than 512 KiB, which no entry is (`line N: longer than 524288 bytes (512 KiB)...`: \
+            the reading stops there)",
     },
     ExitCode {
         command: "replay",
@@ -133,13 +138,15 @@ pub const EXIT_CODES: &[ExitCode] = &[
     ExitCode {
         command: "poll",
         code: 1,
-        when: "nothing answered at the address (connection refused, no answer within \
-            10 s) or what answered is not gmond's XML",
+        when: "nothing answered at the address (connection refused), the whole exchange \
+            took longer than `--timeout` (10 s unless given: `no whole document within \
+            --timeout S s`), the document is longer than 256 MiB or cut before its \
+            `</GANGLIA_XML>`, or what answered is not gmond's XML",
     },
     ExitCode {
         command: "poll",
         code: 2,
-        when: "a bad option",
+        when: "a bad option (a `--timeout` not above 0)",
     },
     ExitCode {
         command: "gweb",

@@ -15,7 +15,7 @@ use xrd2ganglia_testkit as common;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::Scratch;

@@ -279,6 +279,11 @@ fn every_documented_exit_code_is_what_the_binary_does() {
         // A port bound and not listened on: nothing accepts there.
         exits(1, "Connection refused", &["poll", &closed_addr]),
         exits(2, "unexpected argument", &["poll", "--no-such-option"]),
+        exits(
+            2,
+            "--timeout 0: must be a number of seconds above 0",
+            &["poll", "--timeout", "0"],
+        ),
         configured(
             0,
             "view_xrootd.json",

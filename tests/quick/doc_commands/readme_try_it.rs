@@ -224,14 +224,15 @@ fn try_it() {
 
     // docs/troubleshooting.md's `status` checks, as written, on the same
     // gateway: the table, and jq over `--json` (no source or refused
-    // sender of that address here: nothing printed, no error).
+    // sender of that address here, no state file in the try-out: nothing
+    // printed or null, no error).
     let trouble = std::fs::read_to_string(Path::new(ROOT).join("docs/troubleshooting.md")).unwrap();
     let checks: Vec<String> = blocks(&trouble)
         .into_iter()
         .flat_map(|(_, lines)| lines)
         .filter(|l| l.starts_with("xrd2ganglia status"))
         .collect();
-    assert_eq!(checks.len(), 3, "{checks:?}");
+    assert_eq!(checks.len(), 4, "{checks:?}");
     for line in &checks {
         let out = run_shell(line, bin_dir);
         assert!(
