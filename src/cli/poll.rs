@@ -42,11 +42,19 @@ pub fn run(addr: &str, metrics: bool, timeout: f64) -> Outcome {
              stuck or sends too slowly"
         ))
     };
-    let target = addr
-        .to_socket_addrs()
-        .map_err(|e| fail(format!("not an address: {e}")))?
-        .next()
-        .ok_or_else(|| fail("resolves to no address".into()))?;
+    // Resolved in a thread of its own, so that a resolver that does not
+    // answer is left at the deadline too (the thread ends with the process).
+    let (tx, rx) = std::sync::mpsc::channel();
+    let name = addr.to_string();
+    std::thread::spawn(move || {
+        let _ = tx.send(name.to_socket_addrs().map(|mut a| a.next()));
+    });
+    let target = match rx.recv_timeout(left()) {
+        Ok(Ok(Some(target))) => target,
+        Ok(Ok(None)) => return Err(fail("resolves to no address".into()).into()),
+        Ok(Err(e)) => return Err(fail(format!("not an address: {e}")).into()),
+        Err(_) => return Err(late(0).into()),
+    };
     if left().is_zero() {
         return Err(late(0).into());
     }
