@@ -17,6 +17,11 @@ use super::{Failed, Failure, Outcome, StartError};
 /// share these (a gateway tells sources apart by address and by the
 /// record's own `src`, so sharing merges nothing a record names).
 const MAX_SOCKETS: usize = 1024;
+/// The most senders remembered by address (each keeps its socket); past
+/// them a sender's socket is chosen by a hash of its address (still one
+/// socket per sender), so a recording of endless senders takes no more
+/// memory than this.
+const MAX_SENDERS: usize = 65_536;
 
 /// Sends every entry of `file` to `to`, each sender's from a socket of its
 /// own, paced as recorded (`speed` times faster). A bad entry is reported
@@ -39,6 +44,7 @@ pub fn run(file: &Path, to: SocketAddr, speed: f64) -> Outcome {
     let mut pool: Vec<UdpSocket> = Vec::new();
     let (mut sent, mut bad) = (0u64, 0u64);
     let mut clock: Option<(f64, Instant)> = None;
+    let mut more_senders = false;
     let mut err = io::stderr();
     for item in recording::entries(input) {
         let (line, entry) = match item {
@@ -65,7 +71,14 @@ pub fn run(file: &Path, to: SocketAddr, speed: f64) -> Outcome {
             std::thread::sleep(wait);
         }
         let n = sockets.len();
-        let at = *sockets.entry(entry.from).or_insert(n % MAX_SOCKETS);
+        let at = match sockets.get(&entry.from) {
+            Some(&at) => at,
+            None if n < MAX_SENDERS => *sockets.entry(entry.from).or_insert(n % MAX_SOCKETS),
+            None => {
+                more_senders = true;
+                (xrd2ganglia::fnv::hash(entry.from.to_string().as_bytes()) as usize) % MAX_SOCKETS
+            }
+        };
         if at == pool.len() {
             pool.push(sender_socket(to).map_err(Failed::Io)?);
         }
@@ -76,7 +89,11 @@ pub fn run(file: &Path, to: SocketAddr, speed: f64) -> Outcome {
     }
     println!(
         "xrd2ganglia replay: sent {sent} datagrams of {} senders to {to}{}",
-        sockets.len(),
+        if more_senders {
+            format!("more than {MAX_SENDERS}")
+        } else {
+            sockets.len().to_string()
+        },
         if bad > 0 {
             format!("; {bad} bad entries skipped")
         } else {

@@ -280,3 +280,32 @@ fn no_help_says_a_default_twice() {
         }
     }
 }
+
+/// A recording of endless senders: past 65,536 they are no longer
+/// remembered one by one (each would take memory for good), and the
+/// summary says so; every datagram is still sent.
+#[test]
+fn replay_remembers_at_most_65536_senders() {
+    let to = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let to_addr = to.local_addr().unwrap().to_string();
+    let n: u32 = 70_000;
+    let recording: String = (0..n)
+        .map(|i| {
+            let from = std::net::Ipv4Addr::from(0x0a00_0000 + i);
+            format!("{{\"time\":1,\"from\":\"{from}:1094\",\"text\":\"x\"}}\n")
+        })
+        .collect();
+    let dir = Scratch::new("senders");
+    let file = dir.path().join("r.jsonl");
+    std::fs::write(&file, recording).unwrap();
+    let out = Command::new(BIN)
+        .args(["replay", "--to", &to_addr, file.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("xrd2ganglia replay: sent {n} datagrams of more than 65536 senders to {to_addr}\n")
+    );
+}
