@@ -11,7 +11,7 @@
 //! Variables the catalog does not know, and names that had to be sanitised,
 //! are marked (`note` column; `"unknown"` / `"sanitized"` in JSON).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, BufRead, Write};
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
@@ -51,9 +51,42 @@ pub struct Row {
 pub struct Dumper {
     engine: Engine,
     counters: Counters,
-    /// The last metadata of each (host, metric), kept as decoded.
-    metadata: HashMap<(String, String), Metadata<'static>>,
+    metadata: Kept,
     started: Instant,
+}
+
+/// The last metadata of each host's metrics, kept as decoded: at most
+/// `max_hosts` hosts (`dump --listen` hears any sender: what it keeps
+/// must not grow for ever), the one whose metadata came first forgotten
+/// first.
+struct Kept {
+    by_host: HashMap<String, HashMap<String, Metadata<'static>>>,
+    /// Hosts in the order their first metadata came (front: the oldest).
+    order: VecDeque<String>,
+    /// The engine's `max_sources` and its own host.
+    max_hosts: usize,
+}
+
+impl Kept {
+    /// Keeps `meta` as the last metadata of `host`'s `name`, forgetting
+    /// the oldest host's beyond `max_hosts`.
+    fn remember(&mut self, host: String, name: String, meta: Metadata<'static>) {
+        if let Some(metrics) = self.by_host.get_mut(&host) {
+            metrics.insert(name, meta);
+            return;
+        }
+        self.order.push_back(host.clone());
+        self.by_host.insert(host, HashMap::from([(name, meta)]));
+        while self.order.len() > self.max_hosts {
+            if let Some(oldest) = self.order.pop_front() {
+                self.by_host.remove(&oldest);
+            }
+        }
+    }
+
+    fn get(&self, host: &str, name: &str) -> Option<&Metadata<'static>> {
+        self.by_host.get(host).and_then(|m| m.get(name))
+    }
 }
 
 impl Dumper {
@@ -61,12 +94,17 @@ impl Dumper {
         // The full path for every record: the notes below come from its
         // mapping (the fast path sends the same packets but maps nothing).
         let started = Instant::now();
+        let max_hosts = settings.max_sources.saturating_add(1);
         let mut engine = Engine::new(std::sync::Arc::new(settings), started);
         engine.set_fast_path(false);
         Dumper {
             engine,
             counters: Counters::default(),
-            metadata: HashMap::new(),
+            metadata: Kept {
+                by_host: HashMap::new(),
+                order: VecDeque::new(),
+                max_hosts,
+            },
             started,
         }
     }
@@ -109,17 +147,18 @@ impl Dumper {
         for bytes in self.engine.packets() {
             match xdr::decode(bytes) {
                 Ok(Packet::Metadata { id, meta }) => {
-                    let key = (id.host.into_owned(), id.name.into_owned());
-                    self.metadata.insert(key, meta.into_owned());
+                    self.metadata.remember(
+                        id.host.into_owned(),
+                        id.name.into_owned(),
+                        meta.into_owned(),
+                    );
                 }
                 Ok(packet @ Packet::Value { .. }) => {
                     let packet_id = packet.packet_id();
                     let Packet::Value { id, value, .. } = packet else {
                         continue;
                     };
-                    let meta = self
-                        .metadata
-                        .get(&(id.host.to_string(), id.name.to_string()));
+                    let meta = self.metadata.get(&id.host, &id.name);
                     let (var, unknown, original) = notes
                         .get(id.name.as_ref())
                         .copied()
@@ -150,6 +189,13 @@ impl Dumper {
             }
         }
         Ok(rows)
+    }
+}
+
+impl Dumper {
+    /// How many hosts' metadata is kept.
+    pub fn hosts_kept(&self) -> usize {
+        self.metadata.by_host.len()
     }
 }
 
@@ -309,5 +355,39 @@ pub fn from_socket(
             Ok(rows) => write_rows(out, &rows, style)?,
             Err(e) => writeln!(err, "xrd2ganglia dump: {from}: {e}")?,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 42: `dump --listen` hears any sender; the metadata it keeps
+    /// to label rows is bounded by `max_sources` (and the gateway's own
+    /// host), whatever number of hosts sends, and the newest are labelled.
+    #[test]
+    fn the_metadata_kept_is_bounded_by_max_sources() {
+        let settings = crate::engine::tests::settings("max_sources = 2");
+        let mut dumper = Dumper::new(settings);
+        for i in 0..10u32 {
+            let record = format!(
+                r#"<statistics tod="1700000100" ver="v5.5.3" src="ds{i}.example.org:1094" tos="1700000000" pgm="xrootd" ins="anon" pid="{i}" site="S"><stats id="link"><in>{i}</in></stats></statistics>"#
+            );
+            let from = SocketAddr::from(([127, 0, 0, 1], 1000 + i as u16));
+            let rows = dumper
+                .rows(record.as_bytes(), from, Duration::ZERO)
+                .unwrap();
+            let link = rows.iter().find(|r| r.name == "xrootd.link.in").unwrap();
+            assert_eq!(
+                (link.slope.as_str(), link.units.as_str()),
+                ("positive", "bytes/s")
+            );
+            assert!(
+                dumper.hosts_kept() <= 3,
+                "{} hosts kept",
+                dumper.hosts_kept()
+            );
+        }
+        assert_eq!(dumper.hosts_kept(), 3);
     }
 }
