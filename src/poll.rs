@@ -38,7 +38,8 @@ pub struct Metric {
     pub units: String,
     /// `SLOPE` as the document gives it: `positive` marks a counter (a
     /// running total, which gmetad stores as a COUNTER and graphs as the
-    /// rate `units` names); `both`, `zero`, `negative` or `` otherwise.
+    /// rate `units` names); else `both`, `zero`, `negative`, or empty
+    /// where the document leaves it out.
     pub slope: String,
 }
 

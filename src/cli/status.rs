@@ -165,9 +165,11 @@ fn table(status: &Status, path: &Path) -> String {
                 ago(since)
             )),
             _ => out.push_str(&format!(
-                "State file: {}, saved {}\n\n",
+                "State file: {}, {}\n\n",
                 f.path,
-                f.last_saved.as_ref().map_or("never yet".to_string(), ago)
+                f.last_saved
+                    .as_ref()
+                    .map_or("not saved yet".to_string(), |t| format!("saved {}", ago(t)))
             )),
         }
     }

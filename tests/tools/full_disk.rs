@@ -159,6 +159,13 @@ fn full_disk_at_start(tag: &str, options: &str, fill: &str, freed: &[&str], lock
     let status = status_json(&socket);
     assert_eq!(status["state_file"]["saved"], true, "{status}");
     assert_eq!(status["state_file"]["error"], serde_json::Value::Null);
+    let table = common::status::status(&["--socket", socket.to_str().unwrap()]);
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        table.contains(&format!("State file: {}, saved ", state.display()))
+            && !table.contains("WARNING"),
+        "{table}"
+    );
     // Owned now: a second gateway on the same file is refused, naming this one.
     let lock = std::fs::read_to_string(inside(&state.with_extension("lock"))).unwrap();
     if lock_waits {
