@@ -919,6 +919,7 @@ fn host_ips(doc: &str) -> Vec<String> {
 /// long after the sources had reported it came.
 #[test]
 fn the_first_poll_after_every_saved_source_reported_is_answered() {
+    log::capture();
     let dir = Scratch::new("warmup-first");
     let state = dir.0.join("state");
     let config = "stats_interval = 0\nself_metrics_interval = 0\n";
@@ -935,8 +936,12 @@ fn the_first_poll_after_every_saved_source_reported_is_answered() {
     wait_for("both records taken", WITHIN, || {
         (second.counters.snapshot().records == 2).then_some(())
     });
-    // Well after both reported (the grace after the last claim is 200 ms).
-    std::thread::sleep(Duration::from_millis(600));
+    // Once the port listens, as it logs (the grace after the last claim is
+    // 200 ms): it waited 600 ms for that.
+    let xml = second.xml.unwrap();
+    wait_for("the XML port listening", WITHIN, || {
+        (!log::lines_with(&[&format!("xml_listen {xml}: listening")]).is_empty()).then_some(())
+    });
     let doc = second.poll_from("127.0.0.1:0");
     assert_eq!(host_ips(&doc), ["127.0.0.1", "127.0.0.2"], "{doc}");
     second.stop();
