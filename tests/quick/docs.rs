@@ -698,5 +698,8 @@ fn every_grep_of_the_log_in_the_docs_finds_what_it_says() {
         }
     }
     let log = gw.proc.log_text();
-    assert!(!log.contains('\x1b'), "terminal codes in a log file:\n{log}");
+    assert!(
+        !log.contains('\x1b'),
+        "terminal codes in a log file:\n{log}"
+    );
 }
