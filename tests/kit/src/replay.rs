@@ -192,6 +192,7 @@ pub fn restarts_draw_no_spike(
             "{what}: {} rows, max {max:.1}/s, mean {mean:.1}/s (true {rate}/s)",
             known.len()
         );
+        eprintln!("DEBUG {what} start {start} end {end} rows {rows:?}");
         // Polls and sends are not in step and gmetad stamps whole seconds: a
         // row may hold two polls' growth, and on a busy machine a record
         // late by up to a poll makes one row short and the next that much
