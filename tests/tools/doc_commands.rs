@@ -309,3 +309,75 @@ fn http_get(port: u16, path: &str) -> String {
     s.read_to_end(&mut buf).unwrap();
     String::from_utf8_lossy(&buf).into_owned()
 }
+
+/// docs/tools.md's gmetric block, run as written where each install puts
+/// the binary: Debian's /usr/local/bin (docs/install.md) and EL's /usr/bin
+/// (the RPM; here a directory standing for it, after /usr/local/bin on
+/// PATH as on EL). Its link must lead to the binary, so that `gmetric` is
+/// ours: `--dry-run` (ours alone) prints the packets. (The link named
+/// /usr/bin/xrd2ganglia: on Debian it dangled, and the shell ran Ganglia's
+/// gmetric, which knows no `--dry-run`.) In a mount namespace whose
+/// /usr/local/bin is a tmpfs, and a network namespace of its own (gmetric
+/// sends to gmond.conf's multicast group, which goes nowhere from there).
+#[test]
+fn tools_md_s_gmetric_link_runs_as_written_on_debian_s_and_el_s_paths() {
+    let text = std::fs::read_to_string(Path::new(ROOT).join("docs/tools.md")).unwrap();
+    let block = blocks(&text)
+        .into_iter()
+        .map(|(_, lines)| lines)
+        .find(|lines| lines.iter().any(|l| l.contains("/usr/local/bin/gmetric")))
+        .expect("tools.md's gmetric block");
+    let script = block.join("\n");
+    for layout in ["debian", "el"] {
+        let dir = common::Scratch::new("gmetric-link");
+        let el_bin = dir.path().join("usr-bin");
+        std::fs::create_dir(&el_bin).unwrap();
+        let setup = format!(
+            r#"set -eu
+ip link set lo up && ip link set lo multicast on && ip route add 224.0.0.0/4 dev lo
+mount -t tmpfs tmpfs /usr/local/bin
+case {layout} in
+  debian) install -m 0755 "$BIN" /usr/local/bin/xrd2ganglia ;;
+  el) install -m 0755 "$BIN" {el}/xrd2ganglia ;;
+esac
+export PATH=/usr/local/bin:{el}:/usr/sbin:/usr/bin:/sbin:/bin
+echo "== block"
+{script}
+echo "== link"
+readlink -e /usr/local/bin/gmetric
+"#,
+            el = el_bin.display()
+        );
+        let out = Command::new("unshare")
+            .args([
+                "--net",
+                "--mount",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                &setup,
+            ])
+            .env("BIN", BIN)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "{layout}: {}\n{said}", out.status);
+        let link = said.split("== link\n").nth(1).unwrap_or("").trim();
+        let expected = match layout {
+            "debian" => "/usr/local/bin/xrd2ganglia".to_string(),
+            _ => el_bin.join("xrd2ganglia").display().to_string(),
+        };
+        assert_eq!(link, expected, "{layout}:\n{said}");
+        // The dry run's packets, as ours prints them: metadata, then value.
+        assert!(
+            said.contains("gmetadata_full (128)\n  host   \"10.0.0.5:node5\"\n  metric \"m\""),
+            "{layout}:\n{said}"
+        );
+    }
+}
