@@ -381,3 +381,93 @@ readlink -e /usr/local/bin/gmetric
         );
     }
 }
+
+/// docs/install.md's "Running without systemd", its block run as written:
+/// the directories made, the gateway started as `xrd2ganglia` with the
+/// shipped config (in the background, as a supervisor would), then
+/// `xrd2ganglia status` as root answers from it. (Without
+/// /run/xrd2ganglia it ran without its control socket, Permission denied,
+/// and `status` could not ask.) Nothing of the host's changes: a mount
+/// namespace (tmpfs on /etc/xrd2ganglia, /var/lib, /run and
+/// /usr/local/bin; /etc/passwd and /etc/group copies with the
+/// service user, as systemd-sysusers would add it) and a network
+/// namespace (its ports and gmond.conf's multicast stay there).
+#[test]
+fn install_md_s_path_without_systemd_gives_a_working_status() {
+    let text = std::fs::read_to_string(Path::new(ROOT).join("docs/install.md")).unwrap();
+    let section = text
+        .split("\n## Running without systemd\n")
+        .nth(1)
+        .expect("install.md's Running without systemd");
+    let (_, block) = blocks(section).into_iter().next().expect("its commands");
+    // The gateway runs until stopped: started in the background (as a
+    // supervisor does), the next lines once it says it serves.
+    let mut lines = Vec::new();
+    for line in &block {
+        if line.starts_with("runuser ") {
+            lines.push(format!("{line} 2>\"$DIR/serve.log\" &"));
+            lines.push("pid=$!".to_string());
+            lines.push(
+                "n=0; until grep -q serving \"$DIR/serve.log\"; do n=$((n + 1)); [ $n -lt 250 ] || exit 90; sleep 0.04; done"
+                    .to_string(),
+            );
+        } else {
+            lines.push(line.clone());
+        }
+    }
+    assert!(
+        lines.iter().any(|l| l.starts_with("xrd2ganglia status")),
+        "{block:?}"
+    );
+    let dir = common::Scratch::new("no-systemd");
+    let script = format!(
+        r#"set -eu
+ip link set lo up && ip link set lo multicast on && ip route add 224.0.0.0/4 dev lo
+cp /etc/passwd "$DIR/passwd"; cp /etc/group "$DIR/group"
+echo 'xrd2ganglia:x:{id}:{id}:xrd2ganglia gateway:/:/usr/sbin/nologin' >> "$DIR/passwd"
+echo 'xrd2ganglia:x:{id}:' >> "$DIR/group"
+mount --bind "$DIR/passwd" /etc/passwd; mount --bind "$DIR/group" /etc/group
+mkdir -p /etc/xrd2ganglia; mount -t tmpfs tmpfs /etc/xrd2ganglia
+install -m 0644 "$ROOT/conf/xrd2ganglia.toml" /etc/xrd2ganglia/xrd2ganglia.toml
+mount -t tmpfs -o mode=0755 tmpfs /run
+mount -t tmpfs tmpfs /usr/local/bin; install -m 0755 "$BIN" /usr/local/bin/xrd2ganglia
+mount -t tmpfs -o mode=0755 tmpfs /var/lib
+export PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+pid=""
+trap 'kill -TERM $pid 2>/dev/null || :' EXIT
+echo "== block"
+{block}
+echo "== end"
+"#,
+        id = 64999,
+        block = lines.join("\n")
+    );
+    let out = Command::new("unshare")
+        .args([
+            "--net",
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .env("BIN", BIN)
+        .env("ROOT", ROOT)
+        .env("DIR", dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}\nserve's log:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        std::fs::read_to_string(dir.path().join("serve.log")).unwrap_or_default()
+    );
+    assert!(out.status.success(), "{}\n{said}", out.status);
+    assert!(
+        said.contains("on /run/xrd2ganglia/control") && said.contains("== end"),
+        "{said}"
+    );
+    assert!(!said.contains("running without it"), "{said}");
+}
