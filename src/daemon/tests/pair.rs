@@ -481,9 +481,10 @@ fn a_pair_restarted_together_waits_for_the_saved_sources() {
     gw2.stop();
     let (gw1, gw2, peers) = start(&s1, &s2);
     // Both pulls done (each answered from the other's state file at once),
-    // as each logs it (its peer's address is this start's own).
+    // as each logs it (its peer's address is this start's own): a pull
+    // ends, taken or given up, within DEADLINE.
     for peer in peers {
-        wait_for("the start-up pull", WITHIN, || {
+        wait_for("the start-up pull", DEADLINE + WITHIN, || {
             (!super::log::lines_with(&[&format!("peer {peer}: "), "pulled"]).is_empty())
                 .then_some(())
         });
