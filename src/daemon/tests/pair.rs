@@ -460,17 +460,15 @@ fn an_xcaches_gstream_heard_by_one_gateway_is_published_by_both() {
 fn a_pair_restarted_together_waits_for_the_saved_sources() {
     let dir = Scratch::new("pair-both");
     let (s1, s2) = (dir.0.join("state1"), dir.0.join("state2"));
-    super::log::capture();
     let start = |s1: &std::path::Path, s2: &std::path::Path| {
         let (l1, l2) = (peer_listener(), peer_listener());
         let (a1, a2) = (l1.local_addr().unwrap(), l2.local_addr().unwrap());
         (
             Bound::paired_with_state(l1, a2, Some(s1)).start(),
             Bound::paired_with_state(l2, a1, Some(s2)).start(),
-            [a1, a2],
         )
     };
-    let (gw1, gw2, _) = start(&s1, &s2);
+    let (gw1, gw2) = start(&s1, &s2);
     for gw in [&gw1, &gw2] {
         gw.send_as("127.0.0.1", &link_record(77, 5000));
     }
@@ -479,16 +477,13 @@ fn a_pair_restarted_together_waits_for_the_saved_sources() {
     });
     gw1.stop();
     gw2.stop();
-    let (gw1, gw2, peers) = start(&s1, &s2);
-    // Both pulls done (each answered from the other's state file at once),
-    // as each logs it (its peer's address is this start's own): a pull
-    // ends, taken or given up, within DEADLINE.
-    for peer in peers {
-        wait_for("the start-up pull", DEADLINE + WITHIN, || {
-            (!super::log::lines_with(&[&format!("peer {peer}: "), "pulled"]).is_empty())
-                .then_some(())
-        });
-    }
+    let (gw1, gw2) = start(&s1, &s2);
+    // Both pulls done (each answered from the other's state file at once).
+    // Still a wait on time: waiting instead for each pull's log line
+    // ("peer ADDR: state pulled") and sending at once, the XML port then
+    // did not listen within 5 s in 1 of 6 runs at a load of 10 (issue 45,
+    // reported): the records came right after the pulls.
+    std::thread::sleep(Duration::from_millis(1500));
     for gw in [&gw1, &gw2] {
         let r = gw.try_poll_from("127.0.0.1:0");
         assert!(
