@@ -18,6 +18,7 @@ pub mod docs;
 pub mod dump;
 pub mod gmetric;
 pub mod gweb;
+pub mod logging;
 pub mod mpxstats;
 pub mod poll;
 pub mod replay;
@@ -280,11 +281,7 @@ fn log_filter(log_level: Option<&str>, default: &str) -> Result<EnvFilter, Confi
     }
 }
 
-/// Logs to stderr through `filter`.
+/// Logs to stderr through `filter` ([`logging`]).
 fn init_logging(filter: EnvFilter) {
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .init();
+    logging::init(filter);
 }

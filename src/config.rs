@@ -128,11 +128,24 @@ pub fn load(path: Option<&Path>, overrides: &Overrides) -> Result<Settings, Conf
     validate(file, source, overrides)
 }
 
+/// The try-out's control socket for the user `uid`: one per user, so two
+/// users' try-outs on one host do not take each other's, and `status` (as
+/// the same user, with no config either) finds it the same way. Under
+/// /tmp, which any user may write to and which is there without a login
+/// session ($XDG_RUNTIME_DIR is not: `su`, cron, a container); the
+/// directory is made 0750 and refused if another user could write to it
+/// ([`crate::daemon::bind::control`]).
+pub fn try_out_control_socket(uid: u32) -> std::path::PathBuf {
+    std::path::PathBuf::from(format!("/tmp/xrd2ganglia-try-out-{uid}/control"))
+}
+
 /// The [`TRY_OUT`] settings with the overrides: `--send` sends (its
 /// `send = false` is the try-out's, not the user's), and its control
 /// socket, where it cannot be made, is done without.
 fn try_out(overrides: &Overrides) -> Result<Settings, ConfigError> {
     let mut file = FileConfig::parse(TRY_OUT, Path::new("conf/try-out.toml"))?;
+    // SAFETY: geteuid(2) only reads the calling process's credentials.
+    file.control_socket = try_out_control_socket(unsafe { libc::geteuid() });
     if !overrides.send.is_empty() {
         file.send = true;
     }

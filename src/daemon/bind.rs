@@ -114,6 +114,7 @@ pub fn control(path: &Path, make_dir: bool) -> io::Result<ControlListener> {
             .recursive(true)
             .mode(0o750)
             .create(dir)?;
+        ours(dir)?;
     }
     let listener = match UnixListener::bind(path) {
         Err(e) if e.kind() == io::ErrorKind::AddrInUse => {
@@ -130,6 +131,30 @@ pub fn control(path: &Path, make_dir: bool) -> io::Result<ControlListener> {
         path: path.to_path_buf(),
         id: (m.dev(), m.ino()),
     })
+}
+
+/// A control socket's directory the gateway made, or found made (under
+/// /tmp anyone may have): a directory, not a link, of this user's or
+/// root's (or this user is root), that no other user may write to (a
+/// directory another user could write to would let them put their own
+/// socket where `status` asks).
+fn ours(dir: &Path) -> io::Result<()> {
+    let m = std::fs::symlink_metadata(dir)?;
+    // SAFETY: geteuid(2) only reads the calling process's credentials.
+    let me = unsafe { libc::geteuid() };
+    let why = if !m.is_dir() {
+        "not a directory"
+    } else if m.uid() != me && m.uid() != 0 && me != 0 {
+        "another user's directory"
+    } else if m.mode() & 0o002 != 0 {
+        "a directory any user may write to"
+    } else {
+        return Ok(());
+    };
+    Err(io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!("{}: {why}", dir.display()),
+    ))
 }
 
 /// Removes the socket at `path` if nothing answers on it; else `in_use`,

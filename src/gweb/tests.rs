@@ -362,69 +362,13 @@ fn every_cluster_gets_the_reports_from_default_json() {
     }
 }
 
-/// Hosts of the view's per-server graphs, and which of them are the
-/// gateway's own (`xrd2ganglia@NAME`, in any case) and left out.
-const SERVERS_AND_GATEWAYS: &[(&str, bool)] = &[
-    ("ds.example", true),
-    ("vm", true),
-    ("xrd2ganglia.example", true),
-    ("XRD2GANGLIA@vm", false),
-    ("xrd2ganglia@vm", false),
-    ("xrd2ganglia@gw1.example.org", false),
-];
-
-/// The hosts a per-server PHP report draws, run by the real php over an
-/// RRD tree with each of `hosts` in a cluster (the RRDs empty: the report
-/// only looks for them), in the order it draws them.
-fn php_report_hosts(files: &[File], name: &str, hosts: &[&str]) -> Vec<String> {
-    let dir = xrd2ganglia_testkit::Scratch::new("gweb-per-server");
-    let php = dir.path().join("report.php");
-    let text = &files
-        .iter()
-        .find(|f| f.path == format!("graph.d/{name}.php"))
-        .unwrap()
-        .text;
-    std::fs::write(&php, text).unwrap();
-    let rrds = dir.path().join("rrds");
-    for host in hosts {
-        let d = rrds.join("XRootD").join(host);
-        std::fs::create_dir_all(&d).unwrap();
-        std::fs::write(d.join("xrootd.link.num.rrd"), b"").unwrap();
-    }
-    std::fs::create_dir_all(rrds.join("XRootD/__SummaryInfo__")).unwrap();
-    let script = format!(
-        "$conf = array('rrds' => '{}', 'graph_colors' => array('3366cc'), 'graphreport_stats' => false); $size = 'medium'; include '{}'; $g = array('height' => 100); graph_{name}($g); echo $g['series'];",
-        rrds.display(),
-        php.display()
-    );
-    let out = std::process::Command::new("php")
-        .args(["-r", &script])
-        .output()
-        .expect("php (php-cli), as ganglia-web runs it");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let series = String::from_utf8_lossy(&out.stdout).into_owned();
-    series
-        .split(" DEF:")
-        .skip(1)
-        .map(|d| {
-            d.split("/XRootD/")
-                .nth(1)
-                .and_then(|p| p.split('/').next())
-                .unwrap_or_else(|| panic!("{series}"))
-                .to_string()
-        })
-        .collect()
-}
-
-/// The view's per-server graphs leave out the gateway's own host: an
-/// aggregate graph's host_regex, as ganglia-web applies it (PHP's
-/// preg_match with `/.../i`, run by the real php), and a PHP report of
-/// ours (run by the real php over RRDs) match the servers and not
-/// `xrd2ganglia@NAME`.
+/// The view's per-server graphs leave out the gateway's own host: each
+/// aggregate graph has a host_regex, and the per-server PHP report is
+/// written beside the view. That they match the servers and not
+/// `xrd2ganglia@NAME`, as the real php runs them (ganglia-web's
+/// preg_match, and the report over RRDs), is tests/gmetad/gweb.rs's
+/// `per_server_graphs_leave_out_the_gateways_own_host` (php is a
+/// program: the full tier).
 #[test]
 fn per_server_graphs_leave_out_the_gateways_own_host() {
     let files = generate(&site(&["anon"])).unwrap();
@@ -435,33 +379,15 @@ fn per_server_graphs_leave_out_the_gateways_own_host() {
         let graph = item["graph"].as_str().unwrap_or("");
         if graph.ends_with("_per_server_report") {
             php_reports += 1;
-            let hosts: Vec<&str> = SERVERS_AND_GATEWAYS.iter().map(|(h, _)| *h).collect();
-            let mut servers: Vec<&str> = SERVERS_AND_GATEWAYS
-                .iter()
-                .filter(|(_, server)| *server)
-                .map(|(h, _)| *h)
-                .collect();
-            servers.sort();
-            assert_eq!(php_report_hosts(&files, graph, &hosts), servers, "{graph}");
+            let path = format!("graph.d/{graph}.php");
+            assert!(files.iter().any(|f| f.path == path), "{path}");
             continue;
         }
         let Some(regex) = item["host_regex"][0]["regex"].as_str() else {
             continue;
         };
+        assert!(!regex.is_empty(), "{graph}");
         aggregates += 1;
-        let script = format!(
-            "foreach (array('ds.example', 'vm', 'xrd2ganglia.example', 'XRD2GANGLIA@vm', 'xrd2ganglia@vm', 'xrd2ganglia@gw1.example.org') as $h) {{ echo preg_match('/{regex}/i', $h); }}"
-        );
-        let out = std::process::Command::new("php")
-            .args(["-r", &script])
-            .output()
-            .expect("php (php-cli), as ganglia-web runs it");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert_eq!(String::from_utf8_lossy(&out.stdout), "111000", "{regex}");
     }
     // Four per-server graphs: the counts' a PHP report of ours, for its
     // legend (connections), the others ganglia-web's aggregate graphs.

@@ -1055,3 +1055,118 @@ fn readme_screenshots() {
     let log = std::fs::read_to_string(gweb.dir.join("php-server.log")).unwrap();
     assert!(!log.contains("Fatal error"), "{log}");
 }
+
+/// Hosts of the view's per-server graphs, and which of them are the
+/// gateway's own (`xrd2ganglia@NAME`, in any case) and left out.
+const SERVERS_AND_GATEWAYS: &[(&str, bool)] = &[
+    ("ds.example", true),
+    ("vm", true),
+    ("xrd2ganglia.example", true),
+    ("XRD2GANGLIA@vm", false),
+    ("xrd2ganglia@vm", false),
+    ("xrd2ganglia@gw1.example.org", false),
+];
+
+/// The hosts a per-server PHP report (`graph.d/NAME.php` under `out`)
+/// draws, run by the real php over an RRD tree with each of `hosts` in a
+/// cluster (the RRDs empty: the report only looks for them), in the order
+/// it draws them.
+fn php_report_hosts(out: &Path, name: &str, hosts: &[&str]) -> Vec<String> {
+    let dir = Scratch::new("gweb-per-server");
+    let php = out.join(format!("graph.d/{name}.php"));
+    let rrds = dir.path().join("rrds");
+    for host in hosts {
+        let d = rrds.join("XRootD").join(host);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("xrootd.link.num.rrd"), b"").unwrap();
+    }
+    std::fs::create_dir_all(rrds.join("XRootD/__SummaryInfo__")).unwrap();
+    let script = format!(
+        "$conf = array('rrds' => '{}', 'graph_colors' => array('3366cc'), 'graphreport_stats' => false); $size = 'medium'; include '{}'; $g = array('height' => 100); graph_{name}($g); echo $g['series'];",
+        rrds.display(),
+        php.display()
+    );
+    let out = Command::new("php")
+        .args(["-r", &script])
+        .output()
+        .expect("php (php-cli), as ganglia-web runs it");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let series = String::from_utf8_lossy(&out.stdout).into_owned();
+    series
+        .split(" DEF:")
+        .skip(1)
+        .map(|d| {
+            d.split("/XRootD/")
+                .nth(1)
+                .and_then(|p| p.split('/').next())
+                .unwrap_or_else(|| panic!("{series}"))
+                .to_string()
+        })
+        .collect()
+}
+
+/// The view's per-server graphs leave out the gateway's own host (files
+/// `xrd2ganglia gweb` writes for the shipped config): an aggregate graph's
+/// host_regex, as ganglia-web applies it (PHP's preg_match with `/.../i`,
+/// run by the real php), and a PHP report of ours (run by the real php
+/// over RRDs) match the servers and not `xrd2ganglia@NAME`. (Moved from
+/// src/gweb/tests.rs, which keeps what needs no php.)
+#[test]
+fn per_server_graphs_leave_out_the_gateways_own_host() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Scratch::new("gweb-view");
+    let o = gweb(
+        &[
+            "--config",
+            manifest.join("conf/xrd2ganglia.toml").to_str().unwrap(),
+        ],
+        out.path(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let view: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("conf/view_xrootd.json")).unwrap())
+            .unwrap();
+    let mut aggregates = 0;
+    let mut php_reports = 0;
+    for item in view["items"].as_array().unwrap() {
+        let graph = item["graph"].as_str().unwrap_or("");
+        if graph.ends_with("_per_server_report") {
+            php_reports += 1;
+            let hosts: Vec<&str> = SERVERS_AND_GATEWAYS.iter().map(|(h, _)| *h).collect();
+            let mut servers: Vec<&str> = SERVERS_AND_GATEWAYS
+                .iter()
+                .filter(|(_, server)| *server)
+                .map(|(h, _)| *h)
+                .collect();
+            servers.sort();
+            assert_eq!(
+                php_report_hosts(out.path(), graph, &hosts),
+                servers,
+                "{graph}"
+            );
+            continue;
+        }
+        let Some(regex) = item["host_regex"][0]["regex"].as_str() else {
+            continue;
+        };
+        aggregates += 1;
+        let script = format!(
+            "foreach (array('ds.example', 'vm', 'xrd2ganglia.example', 'XRD2GANGLIA@vm', 'xrd2ganglia@vm', 'xrd2ganglia@gw1.example.org') as $h) {{ echo preg_match('/{regex}/i', $h); }}"
+        );
+        let out = Command::new("php")
+            .args(["-r", &script])
+            .output()
+            .expect("php (php-cli), as ganglia-web runs it");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "111000", "{regex}");
+    }
+    assert_eq!((aggregates, php_reports), (3, 1));
+}

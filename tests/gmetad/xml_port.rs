@@ -1,6 +1,7 @@
 //! gmetad polls the gateway directly (`xml_listen`): against a real gmetad
 //! and its RRDs, and a real gmond fed the same records. (Who may poll, and
-//! a document xmllint finds valid: `src/daemon/tests.rs`, in process.)
+//! a document with every name escaped: `src/daemon/tests.rs`, in process;
+//! that xmllint finds it valid: here, xmllint being a program.)
 
 use xrd2ganglia_testkit as common;
 
@@ -43,6 +44,57 @@ fn gmetad_polling_the_gateway_draws_counters_without_spikes_through_restarts() {
         cluster,
         &format!("cluster_name = {cluster:?}\n"),
         &|port, config| Gateway::start_xml(port, xml_port, None, config),
+    );
+}
+
+/// The document of a cluster and a server whose names need escaping, with
+/// the gateway's own metrics, is valid against its own DTD as xmllint
+/// reads it (the rest of what `xml_allow` and the escaping must do:
+/// `src/daemon/tests.rs`, `only_allowed_clients_get_a_valid_document_with_every_name_escaped`).
+#[test]
+fn the_document_with_every_name_escaped_is_valid_as_xmllint_reads_it() {
+    let cluster = "T2 \"<Ünï & Cø>\"";
+    let gw = Gateway::start_xml(
+        free_port(),
+        free_port(),
+        None,
+        &format!("stats_interval = 0\nself_metrics_interval = 1\ncluster_name = {cluster:?}\n"),
+    );
+    let record = String::from_utf8(fixture("ds_idle.xml")).unwrap().replacen(
+        "src=\"vm:",
+        "src=\"srv0.example:",
+        1,
+    );
+    gw.send_as("127.0.9.1", record.as_bytes());
+    // The server's host and the gateway's own, with its metrics.
+    let doc = common::wait_for(
+        "both hosts in the document",
+        Duration::from_secs(15),
+        || {
+            let text = gw.xml_text();
+            let x = common::GangliaXml::parse(&text);
+            (x.hosts.contains_key("srv0.example")
+                && x.hosts.keys().any(|h| h.starts_with("xrd2ganglia@")))
+            .then_some(text)
+        },
+    );
+    assert!(doc.is_ascii(), "non-ASCII written raw");
+    assert!(
+        doc.contains("<CLUSTER NAME=\"T2 &quot;&lt;&#xDC;n&#xEF; &amp; C&#xF8;&gt;&quot;\""),
+        "{doc}"
+    );
+    let dir = Scratch::new("xmllint");
+    let file = dir.path().join("doc.xml");
+    std::fs::write(&file, &doc).unwrap();
+    let out = Command::new("xmllint")
+        .args(["--valid", "--noout"])
+        .arg(&file)
+        .output()
+        .expect("xmllint (libxml2-utils; .ci/run installs it)");
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "xmllint: {}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }
 

@@ -12,6 +12,7 @@ mod gmond;
 mod hostile;
 mod json;
 mod multicast;
+mod quick_look;
 mod records;
 mod standby;
 mod state;

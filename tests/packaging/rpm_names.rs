@@ -123,24 +123,164 @@ fn documented_rpm_names_hold_on_every_target() {
     }
 }
 
-/// `%post` reloads a running firewalld, so that the shipped service is
-/// known to `firewall-cmd --add-service` right after the install.
-#[test]
-fn post_reloads_a_running_firewalld() {
-    let out = Command::new("rpmspec")
-        .args(["-P", "--define", "dist .el9", SPEC])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let post = text
-        .split("\n%post\n")
+/// The spec as rpm reads it for a target (`defines`: `rhel 9`, `fedora 41`...).
+fn parsed(defines: &[&str]) -> String {
+    let mut cmd = Command::new("rpmspec");
+    cmd.arg("-P");
+    for d in defines {
+        cmd.args(["--define", d]);
+    }
+    let out = cmd.arg(SPEC).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The lines of a section (`%post`, `%install`) of a parsed spec.
+fn section<'a>(spec: &'a str, name: &str) -> &'a str {
+    spec.split(&format!("\n{name}\n"))
         .nth(1)
-        .and_then(|p| p.split("\n%preun").next())
-        .expect("a %post");
-    let guard = post.find("systemctl is-active --quiet firewalld");
-    let reload = post.find("firewall-cmd --reload");
-    assert!(
-        matches!((guard, reload), (Some(g), Some(r)) if g < r),
-        "%post:\n{post}"
-    );
+        .and_then(|p| p.split("\n%").next())
+        .unwrap_or_else(|| panic!("no {name}:\n{spec}"))
+}
+
+/// `%post` reloads a running firewalld at the first install only, so that
+/// the shipped service is known to `firewall-cmd --add-service` right
+/// after it; never at an upgrade (`$1` = 2), where a reload would drop the
+/// site's runtime-only rules for nothing. The scriptlet is run by sh as
+/// rpm runs it, with `systemctl` saying firewalld is active and
+/// `firewall-cmd` writing down what it is asked (firewalld does not run
+/// here).
+#[test]
+fn post_reloads_a_running_firewalld_at_the_first_install_only() {
+    let spec = parsed(&["dist .el9", "rhel 9"]);
+    let post = section(&spec, "%post");
+    let dir = xrd2ganglia_testkit::Scratch::new("post");
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let asked = dir.path().join("asked");
+    for (tool, body) in [
+        ("systemctl", "exit 0".to_string()),
+        (
+            "firewall-cmd",
+            format!("echo \"firewall-cmd $*\" >> {}", asked.display()),
+        ),
+    ] {
+        let path = bin.join(tool);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    for (arg, reloads) in [("1", true), ("2", false)] {
+        let _ = std::fs::remove_file(&asked);
+        let out = Command::new("sh")
+            .args(["-c", post, "post", arg])
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "%post {arg}: {out:?}\n{post}");
+        let said = std::fs::read_to_string(&asked).unwrap_or_default();
+        assert_eq!(
+            said.contains("firewall-cmd --reload"),
+            reloads,
+            "%post {arg} (1: install, 2: upgrade) asked {said:?}:\n{post}"
+        );
+    }
+}
+
+/// On EL9 and Fedora the spec's build needs systemd-rpm-macros (its
+/// `%systemd_post`, `%sysusers_create_compat`), and the package needs
+/// firewalld-filesystem, the owner of /usr/lib/firewalld/services, on
+/// every target.
+#[test]
+fn build_dependencies_and_directory_owners_are_listed() {
+    for target in ["rhel 9", "fedora 41"] {
+        let out = Command::new("rpmspec")
+            .args(["-q", "--buildrequires", "--define", target, SPEC])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.lines().any(|l| l.trim() == "systemd-rpm-macros"),
+            "{target}: {text}"
+        );
+    }
+    for target in ["rhel 8", "rhel 9", "fedora 41"] {
+        let out = Command::new("rpmspec")
+            .args(["-q", "--requires", "--define", target, SPEC])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.lines().any(|l| l.trim() == "firewalld-filesystem"),
+            "{target}: {text}"
+        );
+    }
+}
+
+/// The unit's directives that EL8's systemd 239 does not know, with the
+/// systemd release that brought each (systemd's NEWS).
+const NEWER_THAN_EL8: &[(&str, u32)] = &[
+    ("ProtectHostname", 242),
+    ("RestrictSUIDSGID", 242),
+    ("ProtectKernelLogs", 244),
+    ("ProtectClock", 245),
+    ("ProtectProc", 247),
+    ("ProcSubset", 247),
+];
+
+/// On EL8 the unit installed is the shipped one without the directives
+/// systemd 239 does not know (it warns of each at every start); on EL9 and
+/// Fedora it is the shipped one. `%install`'s lines run by sh on a copy.
+#[test]
+fn el8_gets_the_unit_without_what_its_systemd_does_not_know() {
+    let shipped =
+        std::fs::read_to_string(Path::new(ROOT).join("packaging/xrd2ganglia.service")).unwrap();
+    for (name, _) in NEWER_THAN_EL8 {
+        assert!(shipped.contains(&format!("\n{name}=")), "{name}");
+    }
+    for (target, el8) in [("rhel 8", true), ("rhel 9", false), ("fedora 41", false)] {
+        let spec = parsed(&[target]);
+        let install = section(&spec, "%install");
+        // The lines that edit the installed unit, if any.
+        let edit: String = install
+            .split("\n")
+            .skip_while(|l| !l.starts_with("sed -i"))
+            .take_while(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with("install "))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let dir = xrd2ganglia_testkit::Scratch::new("el8-unit");
+        let unit = dir
+            .path()
+            .join("usr/lib/systemd/system/xrd2ganglia.service");
+        std::fs::create_dir_all(unit.parent().unwrap()).unwrap();
+        std::fs::write(&unit, &shipped).unwrap();
+        if !edit.is_empty() {
+            // The build root's unit (the expanded path) is the copy here.
+            let built = edit
+                .split_whitespace()
+                .find(|w| w.ends_with("/xrd2ganglia.service"))
+                .unwrap_or_else(|| panic!("{target}: no unit edited: {edit}"));
+            let script = edit.replace(built, &unit.display().to_string());
+            let out = Command::new("sh").args(["-c", &script]).output().unwrap();
+            assert!(out.status.success(), "{target}: {script}: {out:?}");
+        }
+        let installed = std::fs::read_to_string(&unit).unwrap();
+        if el8 {
+            let kept: Vec<&str> = shipped
+                .lines()
+                .filter(|l| {
+                    !NEWER_THAN_EL8
+                        .iter()
+                        .any(|(n, _)| l.starts_with(&format!("{n}=")))
+                })
+                .collect();
+            assert_eq!(
+                installed.lines().collect::<Vec<_>>(),
+                kept,
+                "{target}:\n{edit}"
+            );
+        } else {
+            assert_eq!(installed, shipped, "{target}");
+        }
+    }
 }

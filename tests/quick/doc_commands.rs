@@ -275,7 +275,7 @@ fn each_counter_has_one_name_in_status_the_log_line_and_ganglia() {
 /// 0 and shows what its comment says it shows.
 ///
 /// The try-out settings are fixed (127.0.0.1:3333 and :8659, the control
-/// socket /tmp/xrd2ganglia-try-out/control), and README's commands find
+/// socket /tmp/xrd2ganglia-try-out-UID/control), and README's commands find
 /// the gateway by them: two runs of the suite on one host (a user's and
 /// CI's, or a monitoring host's own try-out gateway) would take each
 /// other's. So the test runs again in a network and a mount namespace of

@@ -643,3 +643,68 @@ fn the_documented_channel_defaults_and_errors_are_what_check_config_does() {
         assert_eq!(out.status.code(), Some(2), "{line}: {out:?}");
     }
 }
+
+/// Every `journalctl -u xrd2ganglia | grep ...` of README and docs/, run
+/// over a real gateway's log (its stderr a file, not a terminal, as the
+/// journal's stream is): each finds a line. The gateway meets what the
+/// greps look for: it starts (`serving`), refuses a sender outside
+/// `allow` (`denied`) and sends where nothing listens (`gmond is not
+/// listening`, on its `channel`); the docs' 8649 is that port here. The
+/// log is plain text: no terminal colour codes (a grep for `channel="..."`
+/// found nothing between them).
+#[test]
+fn every_grep_of_the_log_in_the_docs_finds_what_it_says() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages = vec![root.join("README.md")];
+    let mut docs: Vec<_> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    docs.sort();
+    pages.extend(docs);
+    let mut greps = Vec::new();
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        for (_, lines) in common::markdown::blocks(&text) {
+            for line in lines {
+                if let Some(rest) = line.trim().strip_prefix("journalctl -u xrd2ganglia | grep") {
+                    let name = page.strip_prefix(root).unwrap().display().to_string();
+                    greps.push((name, format!("grep{rest}")));
+                }
+            }
+        }
+    }
+    assert!(greps.len() >= 4, "{greps:?}");
+    // Nothing listens there: sends are refused.
+    let gmond = common::free_port();
+    let gw = common::Gateway::start(gmond, "allow = [\"127.0.0.1/32\"]\nlog_interval = 1\n");
+    let record = common::fixture("ds_idle.xml");
+    gw.send_as("127.0.0.1", &record);
+    gw.send_as("127.0.0.2", &record);
+    for (page, grep) in &greps {
+        let grep = grep.replace("8649", &gmond.to_string());
+        let command = format!("cat \"$0\" | {grep}");
+        let found = |log: &Path| {
+            let out = run(Command::new("sh").arg("-c").arg(&command).arg(log));
+            (!out.stdout.is_empty()).then_some(out.stdout)
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if found(&gw.proc.log).is_some() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{page}: `journalctl -u xrd2ganglia | {grep}` finds nothing in the log:\n{}",
+                gw.proc.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    let log = gw.proc.log_text();
+    assert!(
+        !log.contains('\x1b'),
+        "terminal codes in a log file:\n{log}"
+    );
+}

@@ -11,7 +11,23 @@ use xrd2ganglia_testkit as common;
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use common::{Gateway, free_port, send_from};
+use common::status::status_json;
+use common::{Gateway, free_port, send_from, wait_for};
+
+/// Waits until the gateway's `counter` (as `status` reads it from its
+/// control socket) is `value`: every datagram or connection sent is
+/// counted, and the log line of each reason written.
+fn wait_counted(gw: &Gateway, counter: &str, value: u64) {
+    let socket = gw.config.parent().unwrap().join("control");
+    wait_for(
+        &format!("{counter} = {value}"),
+        Duration::from_secs(10),
+        || {
+            let counters = &status_json(&socket)["counters"];
+            (counters[counter].as_u64() == Some(value)).then_some(())
+        },
+    );
+}
 
 /// A loopback address of its own for sender `i` (127.1.0.1 on).
 fn address(net: u8, i: u32) -> String {
@@ -50,9 +66,10 @@ fn refusals_from_thousands_of_addresses_are_one_line_per_reason() {
         connect_from(&address(2, i), xml);
     }
     // Every one counted before the stop (the counters line at the stop
-    // says so): then the log is whole.
+    // says so too): then the log is whole.
     let deadline = Instant::now() + Duration::from_secs(10);
-    std::thread::sleep(Duration::from_millis(300));
+    wait_counted(&gw, "denied", DATAGRAMS as u64);
+    wait_counted(&gw, "xml_denied", CONNECTIONS as u64);
     assert!(gw.proc.terminate().success());
     assert!(Instant::now() < deadline);
     let log = gw.proc.log_text();
@@ -110,7 +127,7 @@ fn a_flood_of_new_sources_is_one_eviction_line() {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-    std::thread::sleep(Duration::from_millis(300));
+    wait_counted(&gw, "records", SENDERS as u64);
     assert!(gw.proc.terminate().success());
     let log = gw.proc.log_text();
     let stopped = log

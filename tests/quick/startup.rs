@@ -379,3 +379,62 @@ fn log_level_wins_over_rust_log() {
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("--log-level"), "{stderr}");
 }
+
+/// Its log is plain text when stderr is not a terminal (here a file): no
+/// colour codes. Under systemd, stderr is the journal's stream and
+/// `JOURNAL_STREAM` names its device and inode: each line then starts with
+/// its level as an sd-daemon priority (`<6>` info, `<4>` warning), which
+/// journald takes as the entry's priority (`journalctl -p warning`), and
+/// carries no timestamp (the journal's own stamps it). A `JOURNAL_STREAM`
+/// naming another file (inherited, stderr since redirected) changes
+/// nothing.
+#[test]
+fn the_log_is_plain_text_and_under_systemd_carries_each_lines_priority() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = Scratch::new("journal");
+    let config = dir.path().join("x.toml");
+    std::fs::write(&config, format!("{QUIET}state_file = \"\"\n")).unwrap();
+    let other = dir.path().join("other");
+    std::fs::write(&other, "").unwrap();
+    for journal in [true, false] {
+        let log = dir.path().join(format!("serve-{journal}.log"));
+        std::fs::write(&log, "").unwrap();
+        let named = if journal { &log } else { &other };
+        let m = std::fs::metadata(named).unwrap();
+        let port = free_port();
+        let mut cmd = serve(&config, port);
+        cmd.env("JOURNAL_STREAM", format!("{}:{}", m.dev(), m.ino()));
+        let (child, _) = start_until(cmd, &log, "serving").unwrap();
+        // Sent where nothing listens: a warning.
+        let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+        s.send_to(&common::fixture("ds_idle.xml"), ("127.0.0.1", port))
+            .unwrap();
+        wait_until("the warning", || {
+            std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .contains("gmond is not listening")
+        });
+        let (code, text) = stop(child, &log);
+        assert_eq!(code, Some(0), "{text}");
+        assert!(!text.contains('\x1b'), "terminal codes in a file:\n{text}");
+        for line in text.lines() {
+            let (level, priority) = if line.contains(" WARN ") {
+                ("WARN", "<4>")
+            } else {
+                ("INFO", "<6>")
+            };
+            assert!(line.contains(level), "{line}");
+            if journal {
+                assert!(line.starts_with(&format!("{priority} {level} ")), "{line}");
+            } else {
+                // A timestamp first, as the default format writes it.
+                assert!(line.starts_with("20") && line.contains('T'), "{line}");
+            }
+        }
+        assert!(
+            text.lines()
+                .any(|l| l.contains("gmond is not listening") && (!journal || l.starts_with("<4>"))),
+            "{text}"
+        );
+    }
+}

@@ -309,3 +309,165 @@ fn http_get(port: u16, path: &str) -> String {
     s.read_to_end(&mut buf).unwrap();
     String::from_utf8_lossy(&buf).into_owned()
 }
+
+/// docs/tools.md's gmetric block, run as written where each install puts
+/// the binary: Debian's /usr/local/bin (docs/install.md) and EL's /usr/bin
+/// (the RPM; here a directory standing for it, after /usr/local/bin on
+/// PATH as on EL). Its link must lead to the binary, so that `gmetric` is
+/// ours: `--dry-run` (ours alone) prints the packets. (The link named
+/// /usr/bin/xrd2ganglia: on Debian it dangled, and the shell ran Ganglia's
+/// gmetric, which knows no `--dry-run`.) In a mount namespace whose
+/// /usr/local/bin is a tmpfs, and a network namespace of its own (gmetric
+/// sends to gmond.conf's multicast group, which goes nowhere from there).
+#[test]
+fn tools_md_s_gmetric_link_runs_as_written_on_debian_s_and_el_s_paths() {
+    let text = std::fs::read_to_string(Path::new(ROOT).join("docs/tools.md")).unwrap();
+    let block = blocks(&text)
+        .into_iter()
+        .map(|(_, lines)| lines)
+        .find(|lines| lines.iter().any(|l| l.contains("/usr/local/bin/gmetric")))
+        .expect("tools.md's gmetric block");
+    let script = block.join("\n");
+    for layout in ["debian", "el"] {
+        let dir = common::Scratch::new("gmetric-link");
+        let el_bin = dir.path().join("usr-bin");
+        std::fs::create_dir(&el_bin).unwrap();
+        let setup = format!(
+            r#"set -eu
+ip link set lo up && ip link set lo multicast on && ip route add 224.0.0.0/4 dev lo
+mount -t tmpfs tmpfs /usr/local/bin
+case {layout} in
+  debian) install -m 0755 "$BIN" /usr/local/bin/xrd2ganglia ;;
+  el) install -m 0755 "$BIN" {el}/xrd2ganglia ;;
+esac
+export PATH=/usr/local/bin:{el}:/usr/sbin:/usr/bin:/sbin:/bin
+echo "== block"
+{script}
+echo "== link"
+readlink -e /usr/local/bin/gmetric
+"#,
+            el = el_bin.display()
+        );
+        let out = Command::new("unshare")
+            .args([
+                "--net",
+                "--mount",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                &setup,
+            ])
+            .env("BIN", BIN)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "{layout}: {}\n{said}", out.status);
+        let link = said.split("== link\n").nth(1).unwrap_or("").trim();
+        let expected = match layout {
+            "debian" => "/usr/local/bin/xrd2ganglia".to_string(),
+            _ => el_bin.join("xrd2ganglia").display().to_string(),
+        };
+        assert_eq!(link, expected, "{layout}:\n{said}");
+        // The dry run's packets, as ours prints them: metadata, then value.
+        assert!(
+            said.contains("gmetadata_full (128)\n  host   \"10.0.0.5:node5\"\n  metric \"m\""),
+            "{layout}:\n{said}"
+        );
+    }
+}
+
+/// docs/install.md's "Running without systemd", its block run as written:
+/// the directories made, the gateway started as `xrd2ganglia` with the
+/// shipped config (in the background, as a supervisor would), then
+/// `xrd2ganglia status` as root answers from it. (Without
+/// /run/xrd2ganglia it ran without its control socket, Permission denied,
+/// and `status` could not ask.) Nothing of the host's changes: a mount
+/// namespace (tmpfs on /etc/xrd2ganglia, /var/lib, /run and
+/// /usr/local/bin; /etc/passwd and /etc/group copies with the
+/// service user, as systemd-sysusers would add it) and a network
+/// namespace (its ports and gmond.conf's multicast stay there).
+#[test]
+fn install_md_s_path_without_systemd_gives_a_working_status() {
+    let text = std::fs::read_to_string(Path::new(ROOT).join("docs/install.md")).unwrap();
+    let section = text
+        .split("\n## Running without systemd\n")
+        .nth(1)
+        .expect("install.md's Running without systemd");
+    let (_, block) = blocks(section).into_iter().next().expect("its commands");
+    // The gateway runs until stopped: started in the background (as a
+    // supervisor does), the next lines once it says it serves.
+    let mut lines = Vec::new();
+    for line in &block {
+        if line.starts_with("runuser ") {
+            lines.push(format!("{line} 2>\"$DIR/serve.log\" &"));
+            lines.push("pid=$!".to_string());
+            lines.push(
+                "n=0; until grep -q serving \"$DIR/serve.log\"; do n=$((n + 1)); [ $n -lt 250 ] || exit 90; sleep 0.04; done"
+                    .to_string(),
+            );
+        } else {
+            lines.push(line.clone());
+        }
+    }
+    assert!(
+        lines.iter().any(|l| l.starts_with("xrd2ganglia status")),
+        "{block:?}"
+    );
+    let dir = common::Scratch::new("no-systemd");
+    let script = format!(
+        r#"set -eu
+ip link set lo up && ip link set lo multicast on && ip route add 224.0.0.0/4 dev lo
+cp /etc/passwd "$DIR/passwd"; cp /etc/group "$DIR/group"
+echo 'xrd2ganglia:x:{id}:{id}:xrd2ganglia gateway:/:/usr/sbin/nologin' >> "$DIR/passwd"
+echo 'xrd2ganglia:x:{id}:' >> "$DIR/group"
+mount --bind "$DIR/passwd" /etc/passwd; mount --bind "$DIR/group" /etc/group
+mkdir -p /etc/xrd2ganglia; mount -t tmpfs tmpfs /etc/xrd2ganglia
+install -m 0644 "$ROOT/conf/xrd2ganglia.toml" /etc/xrd2ganglia/xrd2ganglia.toml
+mount -t tmpfs -o mode=0755 tmpfs /run
+mount -t tmpfs tmpfs /usr/local/bin; install -m 0755 "$BIN" /usr/local/bin/xrd2ganglia
+mount -t tmpfs -o mode=0755 tmpfs /var/lib
+export PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+pid=""
+trap 'kill -TERM $pid 2>/dev/null || :' EXIT
+echo "== block"
+{block}
+echo "== end"
+"#,
+        id = 64999,
+        block = lines.join("\n")
+    );
+    let out = Command::new("unshare")
+        .args([
+            "--net",
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .env("BIN", BIN)
+        .env("ROOT", ROOT)
+        .env("DIR", dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}\nserve's log:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        std::fs::read_to_string(dir.path().join("serve.log")).unwrap_or_default()
+    );
+    assert!(out.status.success(), "{}\n{said}", out.status);
+    assert!(
+        said.contains("on /run/xrd2ganglia/control") && said.contains("== end"),
+        "{said}"
+    );
+    assert!(!said.contains("running without it"), "{said}");
+}

@@ -203,9 +203,9 @@ fn kernel_drops_are_read_where_proc_subset_pid_hides_proc_net() {
 /// Defect 5 of issue 27: README's quick look exited 2 for any user but
 /// root (the default state file's directory, /var/lib/xrd2ganglia). Its
 /// command line, as README writes it, run as nobody: it keeps no state
-/// (issue 36: without a config file, the try-out settings name none; it
-/// warned once before), receives a record and sends it on. Its ports are
-/// this test's (the addresses are README's; its XML port a free one). A
+/// (`--state-file ""`), receives a record and sends it on, where
+/// gmond.conf says (issue 45). Its ports and gmond.conf are this test's
+/// (the addresses are README's; its XML port a free one). A
 /// state file named, in the file or on the command line, that cannot be
 /// made still stops the start.
 #[test]
@@ -228,7 +228,25 @@ fn readme_quick_look_runs_as_any_user_and_receives_and_sends() {
     let capture = common::Capture::new();
     let listen_port = free_port();
     let mut listen_at = None;
-    let mut send_host = None;
+    let mut config = None;
+    // It sends where gmond.conf's udp_send_channel says: here a gmond.conf
+    // of the test's (through the config README leaves empty), unicast to
+    // the capture (tests/gmond/quick_look.rs: the real stock one, multicast).
+    let gmond_conf = dir.path().join("gmond.conf");
+    std::fs::write(
+        &gmond_conf,
+        format!(
+            "udp_send_channel {{\n  host = 127.0.0.1\n  port = {}\n}}\n",
+            capture.port
+        ),
+    )
+    .unwrap();
+    let empty_but_gmond_conf = dir.path().join("quick-look.toml");
+    std::fs::write(
+        &empty_but_gmond_conf,
+        format!("gmond_conf = {:?}\n", gmond_conf.display().to_string()),
+    )
+    .unwrap();
     let here: Vec<String> = args
         .iter()
         .enumerate()
@@ -238,15 +256,19 @@ fn readme_quick_look_runs_as_any_user_and_receives_and_sends() {
                 listen_at = Some(host.to_string());
                 format!("{host}:{listen_port}")
             }
-            Some("--send") => {
-                let host = a.rsplit_once(':').unwrap().0;
-                send_host = Some(host.to_string());
-                format!("{host}:{}", capture.port)
+            Some("--config") => {
+                config = Some(a.to_string());
+                empty_but_gmond_conf.display().to_string()
             }
+            // The shell's "" is an empty word.
+            _ if *a == "\"\"" => String::new(),
             _ => a.to_string(),
         })
         .collect();
-    assert!(listen_at.is_some() && send_host.is_some(), "{line}");
+    assert!(
+        listen_at.is_some() && config.as_deref() == Some("/dev/null"),
+        "{line}"
+    );
     let here: Vec<String> = here
         .into_iter()
         .chain([

@@ -113,3 +113,95 @@ fn a_stopped_gateway_or_a_forbidden_socket_exits_1() {
     // Answered once it runs again.
     assert_eq!(status_json(&socket)["pid"], gw.proc.child.id());
 }
+
+/// Two users' try-out gateways on one host (no config: the try-out
+/// settings; each on ports of its own) each make their own control
+/// socket, and `status` run by each user with no config either answers
+/// from that user's gateway. (Both had /tmp/xrd2ganglia-try-out/control:
+/// the second ran without a socket, Permission denied, and its user's
+/// `status` could not ask it.) The other user's socket is not theirs to
+/// ask. In a mount namespace with a /tmp of its own, so nothing of the
+/// host's /tmp is touched.
+#[test]
+fn two_users_try_outs_each_have_their_own_control_socket() {
+    let dir = Scratch::new("try-out-users");
+    std::fs::copy(BIN, dir.path().join("xrd2ganglia")).unwrap();
+    chown_nobody(dir.path());
+    let bin = dir.path().join("xrd2ganglia");
+    // Users 65534 (nobody) and 65533: each starts a try-out, waits for
+    // its `serving`, asks `status --json`, then tries the other's socket.
+    let script = r#"
+set -u
+# The binary, from the scratch directory the new /tmp hides.
+mount --bind "${BIN%/*}" /mnt
+mount -t tmpfs -o mode=1777 tmpfs /tmp
+cp /mnt/xrd2ganglia /tmp/xrd2ganglia && chmod 0755 /tmp/xrd2ganglia
+BIN=/tmp/xrd2ganglia
+as() { u=$1; shift; setpriv --reuid="$u" --regid="$u" --clear-groups "$@"; }
+pids=""
+trap 'kill -TERM $pids 2>/dev/null' EXIT
+for u in 65534 65533; do
+  # setpriv execs the gateway: $! is its pid (stopped by it below).
+  setpriv --reuid="$u" --regid="$u" --clear-groups \
+    "$BIN" serve --listen "127.0.0.1:$1" --xml-listen "127.0.0.1:$2" >/dev/null 2>"/tmp/log-$u" &
+  pids="$pids $!"
+  shift 2
+  n=0
+  until grep -q serving "/tmp/log-$u" 2>/dev/null; do
+    n=$((n + 1)); [ "$n" -lt 500 ] || break; sleep 0.02
+  done
+done
+for u in 65534 65533; do
+  echo "== status of $u"; as "$u" "$BIN" status --json 2>&1; echo "== exit $?"
+done
+echo "== 65533 asks 65534's"; as 65533 "$BIN" status --socket /tmp/xrd2ganglia-try-out-65534/control 2>&1; echo "== exit $?"
+kill -TERM $pids; wait; trap - EXIT
+for u in 65534 65533; do echo "== log of $u"; cat "/tmp/log-$u"; done
+"#;
+    let ports: Vec<String> = (0..4).map(|_| free_port().to_string()).collect();
+    let out = Command::new("unshare")
+        .args([
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            script,
+            "sh",
+        ])
+        .args(&ports)
+        .env("BIN", &bin)
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let section = |head: &str| -> String {
+        text.split(&format!("== {head}\n"))
+            .nth(1)
+            .and_then(|s| s.split("\n== ").next())
+            .unwrap_or_else(|| panic!("no {head:?}:\n{text}"))
+            .to_string()
+    };
+    let mut pids = Vec::new();
+    for u in ["65534", "65533"] {
+        let status = section(&format!("status of {u}"));
+        let json: serde_json::Value = serde_json::from_str(status.trim())
+            .unwrap_or_else(|e| panic!("{u}'s status: {e}:\n{text}"));
+        pids.push(json["pid"].as_u64().unwrap());
+        let log = section(&format!("log of {u}"));
+        assert!(!log.contains("running without it"), "{u}:\n{log}");
+    }
+    assert_ne!(pids[0], pids[1], "both users asked one gateway:\n{text}");
+    assert!(text.contains("== exit 0\n== status of 65533"), "{text}");
+    let other = section("65533 asks 65534's");
+    assert!(
+        other.contains("permission denied") || other.contains("Permission denied"),
+        "{text}"
+    );
+    assert!(text.contains("== exit 1\n== log of 65534"), "{text}");
+}
