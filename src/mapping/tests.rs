@@ -610,3 +610,51 @@ fn nan_and_inf_are_refused_per_value() {
         assert!(m.metrics().all(|x| x.name != name), "{name} sent");
     }
 }
+
+/// Issue 42, item 1: a metric name is a file of gmetad's (`NAME.rrd`
+/// under the host's directory), so it keeps the one rule
+/// (`ganglia/path_name.rs`) whatever the template puts first: what comes
+/// before its first letter or digit is dropped. Each change is handed to
+/// the engine once, when the name is cached. (A name of nothing usable,
+/// not sent, takes a variable of only punctuation, which only a JSON
+/// record can name: `path_name`'s own table holds the fixer to it.)
+#[test]
+fn metric_names_keep_the_path_rule_whatever_the_template() {
+    let mut mapper = Mapper::new(
+        NameTemplate::parse("{site}.{var}").unwrap(),
+        NameTemplate::parse(DEFAULT_GROUP_TEMPLATE).unwrap(),
+    );
+    let mut p = SummaryParser::new();
+    let mut out = MappedRecord::default();
+    let mut renamed = |mapper: &mut Mapper| {
+        let mut all = Vec::new();
+        while let Some(r) = mapper.take_renamed() {
+            all.push(r);
+        }
+        all.into_iter().find(|(_, raw, _)| raw == "link.in")
+    };
+    for (site, want) in [
+        ("T2_X", "T2_X.link.in"),
+        ("__SummaryInfo__", "SummaryInfo__.link.in"),
+        ("..", "link.in"),
+        ("-", "link.in"),
+    ] {
+        let text = format!(
+            "<statistics pgm=\"xrootd\" site=\"{site}\"><stats id=\"link\"><in>5</in></stats></statistics>"
+        );
+        let r = p.parse(text.as_bytes()).unwrap();
+        mapper.map(&r, "10.0.0.1".parse().unwrap(), &mut out);
+        let names: Vec<&str> = out
+            .metrics()
+            .map(|m| m.name)
+            .filter(|n| n.ends_with("link.in"))
+            .collect();
+        assert_eq!(names, [want], "{site:?}");
+        let change =
+            (site != "T2_X").then(|| (path_name::Change::Leading, "link.in".into(), want.into()));
+        assert_eq!(renamed(&mut mapper), change, "{site:?}");
+        // Mapped again: the cached name, not handed over again.
+        mapper.map(&r, "10.0.0.1".parse().unwrap(), &mut out);
+        assert_eq!(renamed(&mut mapper), None);
+    }
+}
