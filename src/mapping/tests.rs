@@ -626,7 +626,7 @@ fn metric_names_keep_the_path_rule_whatever_the_template() {
     );
     let mut p = SummaryParser::new();
     let mut out = MappedRecord::default();
-    let mut renamed = |mapper: &mut Mapper| {
+    let renamed = |mapper: &mut Mapper| {
         let mut all = Vec::new();
         while let Some(r) = mapper.take_renamed() {
             all.push(r);
