@@ -1,10 +1,10 @@
 //! Issue 42, item 1: a server's own name never becomes a path of gmetad's
 //! as it is. Records with hostile `src` names (`..`, `.`,
-//! `__SummaryInfo__`, control characters, 300 bytes) and hostile sites
-//! (`cluster_by_site`), polled by a real gmetad 3.7.2 from the gateway's
-//! XML port, and sent through a real gmond it polls: every RRD gmetad
-//! writes is `rrd_rootdir/CLUSTER/HOST/METRIC.rrd` (or a summary gmetad
-//! keeps itself), each under the name the rule gives
+//! `__SummaryInfo__`, `../../x`, control characters, 300 bytes, empty)
+//! and hostile sites (`cluster_by_site`), polled by a real gmetad 3.7.2
+//! from the gateway's XML port, and sent through a real gmond it polls:
+//! every RRD gmetad writes is `rrd_rootdir/CLUSTER/HOST/METRIC.rrd` (or
+//! a summary gmetad keeps itself), each under the name the rule gives
 //! (`src/ganglia/path_name.rs`), and gmetad logs no "found extra data".
 //!
 //! Before: `src="..:1094"` had gmetad write 78 RRDs into `rrd_rootdir`
@@ -48,6 +48,8 @@ fn hostile_hosts() -> Vec<(&'static str, String, String)> {
             "srv-ok.example".into(),
             "srv-ok.example".into(),
         ),
+        // No name in `src`: the record's own `info.host` (`vm`).
+        ("127.0.9.8", "".into(), "vm".into()),
     ]
 }
 
