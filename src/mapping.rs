@@ -487,7 +487,7 @@ impl Mapper {
     ) {
         let key_str = self.entry_keys.text(key);
         let key_text_str = key_text.map(|t| self.entry_keys.text(t)).unwrap_or("");
-        let mut sanitized = var_names(&mut self.var, &mut self.catalog_name, raw, entry, key_str);
+        let replaced = var_names(&mut self.var, &mut self.catalog_name, raw, entry, key_str);
         // The cache's type after its section (`cache.rd.hits` of a memory
         // cache: `cache.rmc.rd.hits`); the catalog name stays.
         if !self.cache_type.is_empty() && self.var.starts_with("cache.") {
@@ -500,14 +500,22 @@ impl Mapper {
             .or_else(|| self.site.lookup(&self.var, &self.catalog_name));
         let parts = self.header.parts(catalog::section(&self.var), &self.var);
         self.name_buf.clear();
-        sanitized |= self.name.expand_name(&mut self.name_buf, &parts);
+        let cut = self.name.expand_name(&mut self.name_buf, &parts);
         // gmetad writes HOST/NAME.rrd: the name keeps the one rule
         // (`ganglia/path_name.rs`); nothing usable left, it is not sent.
+        // (A list key's '/' and '.' becoming '_' is how keys are named,
+        // not a change.)
         let expanded = std::mem::take(&mut self.name_buf);
-        let change = path_name::push_safe(&mut self.name_buf, &expanded, MAX_NAME);
+        let change = path_name::push_safe(&mut self.name_buf, &expanded, MAX_NAME).or(
+            match (replaced, cut) {
+                (true, _) => Some(path_name::Change::Replaced),
+                (false, true) => Some(path_name::Change::Cut),
+                (false, false) => None,
+            },
+        );
         let unusable = self.name_buf.is_empty();
+        let sanitized = change.is_some();
         if let Some(change) = change {
-            sanitized = true;
             // Bounded for a user that never takes them (dump's).
             if self.renamed.len() < MAX_RENAMED {
                 self.renamed

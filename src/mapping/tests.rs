@@ -657,4 +657,42 @@ fn metric_names_keep_the_path_rule_whatever_the_template() {
         mapper.map(&r, "10.0.0.1".parse().unwrap(), &mut out);
         assert_eq!(renamed(&mut mapper), None);
     }
+    // No real record's name is changed: every capture in tests/data
+    // (5.5 XML, 6.1 XML and JSON) maps with none handed over.
+    let mut mapper = self::mapper();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let mut mapped = 0;
+    for dir in ["records", "records-5.9"] {
+        for entry in std::fs::read_dir(root.join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            if !path.extension().is_some_and(|e| e == "xml" || e == "json") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap().replace('\n', "");
+            let Ok(r) = p.parse(text.as_bytes()) else {
+                continue;
+            };
+            mapper.map(&r, "10.0.0.1".parse().unwrap(), &mut out);
+            assert_eq!(mapper.take_renamed(), None, "{}", path.display());
+            mapped += 1;
+        }
+    }
+    assert!(mapped > 20, "{mapped} captures");
+    // Characters replaced in a variable's name are a change too.
+    let r = p
+        .parse(b"<statistics pgm=\"xrootd\"><stats id=\"x\"><bad:name>1</bad:name></stats></statistics>")
+        .unwrap();
+    mapper.map(&r, "10.0.0.1".parse().unwrap(), &mut out);
+    let mut all = Vec::new();
+    while let Some(r) = mapper.take_renamed() {
+        all.push(r);
+    }
+    assert_eq!(
+        all,
+        [(
+            path_name::Change::Replaced,
+            "x.bad:name".to_string(),
+            "xrootd.x.bad_name".to_string()
+        )]
+    );
 }
