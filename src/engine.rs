@@ -224,6 +224,31 @@ impl Engine {
         source.json_repeats_xml(tod, sets)
     }
 
+    /// Counts and logs the names of the record just mapped that were
+    /// changed for gmetad (`ganglia/path_name.rs`): its host's, once per
+    /// source and name (not per record), and its metrics' (once per name
+    /// the mapper caches).
+    fn names_changed(
+        sources: &Sources,
+        mapped: &MappedRecord,
+        mapper: &mut Mapper,
+        from: SocketAddr,
+        events: &mut Events<'_>,
+    ) {
+        let host = &mapped.host;
+        if let Some(change) = host.renamed {
+            let known = sources
+                .find(from.ip(), &mapped.program)
+                .is_some_and(|s| s.host() == host.spoof);
+            if !known {
+                events.name_changed(from, "host", &host.sent, &host.name, change);
+            }
+        }
+        while let Some((change, sent, now)) = mapper.take_renamed() {
+            events.name_changed(from, "metric", &sent, &now, change);
+        }
+    }
+
     /// A record the long way: parsed, mapped, its source's state updated,
     /// its packets built; and the template for its next report made.
     fn full_path(
@@ -242,6 +267,7 @@ impl Engine {
         };
         events.record();
         self.mapper.map(&record, from.ip(), &mut self.mapped);
+        Self::names_changed(&self.sources, &self.mapped, &mut self.mapper, from, events);
         let header = record.header();
         let stamp = header.stamp();
         let tod = stamp.tod;

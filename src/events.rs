@@ -238,6 +238,26 @@ impl<'c> Events<'c> {
         }
     }
 
+    /// A name from a record (a host's, a site's as a cluster's, a
+    /// metric's) changed to keep the rule of `ganglia/path_name.rs`: it
+    /// becomes a directory or file of gmetad's. Counted once per name
+    /// taken (a source's, a cluster's, a cached metric name), logged once
+    /// per reason per interval.
+    pub fn name_changed(
+        &mut self,
+        from: SocketAddr,
+        what: &str,
+        sent: &str,
+        now: &str,
+        change: crate::ganglia::path_name::Change,
+    ) {
+        self.counters.names_changed.fetch_add(1, Relaxed);
+        if let Some(s) = self.allow(change.as_str(), from.ip()) {
+            let sent = crate::ganglia::path_name::shown(sent);
+            tracing::warn!(%from, suppressed = %s, "{what} name {sent:?} published as {now:?}: {} (a name becomes a directory or file of gmetad's; counted as names_changed)", change.as_str());
+        }
+    }
+
     /// How many clusters are named by sites now.
     pub fn site_clusters(&self, count: usize) {
         self.counters.site_clusters.store(count as u64, Relaxed);

@@ -30,6 +30,7 @@ use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 use std::net::IpAddr;
 
 use crate::catalog::{self, Kind, MetricSpec};
+use crate::ganglia::path_name;
 use crate::ganglia::sanitize::{self, MAX_NAME, MAX_TEXT};
 use crate::ganglia::xdr::Slope;
 use crate::summary::{ListEntry, Span, SummaryRecord, Variable};
@@ -127,6 +128,9 @@ impl Metric<'_> {
         }
     }
 }
+
+/// Changed metric names a [`Mapper`] keeps for the engine to take.
+const MAX_RENAMED: usize = 64;
 
 /// The metrics of one record.
 #[derive(Default)]
@@ -279,6 +283,9 @@ pub struct Mapper {
     /// Scratch for filling the cache.
     name_buf: String,
     group_buf: String,
+    /// Metric names changed for gmetad since the engine last took them
+    /// ([`Mapper::take_renamed`]): what, the variable as sent, the name.
+    renamed: Vec<(path_name::Change, String, String)>,
 }
 
 impl Mapper {
@@ -299,7 +306,15 @@ impl Mapper {
             names: HashMap::default(),
             name_buf: String::new(),
             group_buf: String::new(),
+            renamed: Vec::new(),
         }
+    }
+
+    /// A metric name changed for gmetad (`ganglia/path_name.rs`) when
+    /// its name was cached, for the engine to count and log: what was
+    /// changed, the variable as sent, the name (empty: not sent).
+    pub fn take_renamed(&mut self) -> Option<(path_name::Change, String, String)> {
+        self.renamed.pop()
     }
 
     /// Leaves out what `filter` excludes (default: [`DEFAULT_EXCLUDE`]).
@@ -472,7 +487,7 @@ impl Mapper {
     ) {
         let key_str = self.entry_keys.text(key);
         let key_text_str = key_text.map(|t| self.entry_keys.text(t)).unwrap_or("");
-        let mut sanitized = var_names(&mut self.var, &mut self.catalog_name, raw, entry, key_str);
+        let replaced = var_names(&mut self.var, &mut self.catalog_name, raw, entry, key_str);
         // The cache's type after its section (`cache.rd.hits` of a memory
         // cache: `cache.rmc.rd.hits`); the catalog name stays.
         if !self.cache_type.is_empty() && self.var.starts_with("cache.") {
@@ -485,7 +500,28 @@ impl Mapper {
             .or_else(|| self.site.lookup(&self.var, &self.catalog_name));
         let parts = self.header.parts(catalog::section(&self.var), &self.var);
         self.name_buf.clear();
-        sanitized |= self.name.expand_name(&mut self.name_buf, &parts);
+        let cut = self.name.expand_name(&mut self.name_buf, &parts);
+        // gmetad writes HOST/NAME.rrd: the name keeps the one rule
+        // (`ganglia/path_name.rs`); nothing usable left, it is not sent.
+        // (A list key's '/' and '.' becoming '_' is how keys are named,
+        // not a change.)
+        let expanded = std::mem::take(&mut self.name_buf);
+        let change = path_name::push_safe(&mut self.name_buf, &expanded, MAX_NAME).or(
+            match (replaced, cut) {
+                (true, _) => Some(path_name::Change::Replaced),
+                (false, true) => Some(path_name::Change::Cut),
+                (false, false) => None,
+            },
+        );
+        let unusable = self.name_buf.is_empty();
+        let sanitized = change.is_some();
+        if let Some(change) = change {
+            // Bounded for a user that never takes them (dump's).
+            if self.renamed.len() < MAX_RENAMED {
+                self.renamed
+                    .push((change, raw.to_string(), self.name_buf.clone()));
+            }
+        }
         self.group_buf.clear();
         self.group.expand(&mut self.group_buf, &parts);
 
@@ -506,8 +542,9 @@ impl Mapper {
                 context: self.context,
                 name_key: name_key(&self.name_buf),
                 role: Role::of(&self.catalog_name),
-                excluded: self.filter.excludes(&self.var, &self.catalog_name)
-                    && !catalog::is_derived(&self.catalog_name),
+                excluded: unusable
+                    || (self.filter.excludes(&self.var, &self.catalog_name)
+                        && !catalog::is_derived(&self.catalog_name)),
                 text,
                 ends,
                 spec,

@@ -22,7 +22,7 @@ pub const MAX_CLUSTER_NAME: usize = 64;
 
 /// The directory gmetad keeps a cluster's summary RRDs in: no cluster may
 /// be named so (its hosts' RRDs would mix with the summary's).
-pub const SUMMARY_DIR: &str = "__SummaryInfo__";
+pub use crate::ganglia::path_name::SUMMARY_DIR;
 
 /// A rule's `name` that names each of its clusters by the record's site.
 pub const SITE_NAME: &str = "{site}";
@@ -155,9 +155,6 @@ impl Grouping {
 fn check_name(key: &str, name: &str) -> Result<(), ConfigError> {
     let why = if name.is_empty() || name.len() > MAX_CLUSTER_NAME {
         format!("must be 1 to {MAX_CLUSTER_NAME} characters")
-    } else if name.contains('/') || name.chars().any(char::is_control) {
-        "must not contain '/' or control characters (it is a directory under gmetad's rrd_rootdir)"
-            .into()
     } else {
         return check_dir_name(key, name);
     };
@@ -166,18 +163,13 @@ fn check_name(key: &str, name: &str) -> Result<(), ConfigError> {
 
 /// What no cluster's name may be, configured (`cluster_name`, a rule's)
 /// or made of a record's site ([`crate::engine::clusters::site_cluster_name`]
-/// never makes one): `.` or `..` (gmetad would write the hosts' RRDs into
-/// `rrd_rootdir` itself, or above it: it did, with `cluster_name = ".."`),
-/// or gmetad's summary directory.
+/// never makes one): whatever breaks the one rule of names gmetad makes
+/// directories of (`ganglia/path_name.rs`): blank, `.` or `..` (gmetad
+/// would write the hosts' RRDs into `rrd_rootdir` itself, or above it: it
+/// did, with `cluster_name = ".."`), gmetad's summary directory, ...
+/// Refused, never changed: a config is the admin's to fix.
 pub(super) fn check_dir_name(key: &str, name: &str) -> Result<(), ConfigError> {
-    let why = if name == "." || name == ".." {
-        "must not be '.' or '..' (it is a directory under gmetad's rrd_rootdir)".to_string()
-    } else if name.eq_ignore_ascii_case(SUMMARY_DIR) {
-        format!("{SUMMARY_DIR} is gmetad's summary directory")
-    } else {
-        return Ok(());
-    };
-    Err(bad(key, name, why))
+    crate::ganglia::path_name::check(name).map_err(|why| bad(key, name, why.as_str()))
 }
 
 /// The send channels of one `[[channel]]` list (the file's, or a

@@ -430,9 +430,11 @@ pub const KEYS: &[Key] = &[
         on_sighup: OnSighup::AtOnce,
         option: None,
         meaning: "The CLUSTER NAME of that XML: the cluster gmetad and ganglia-web show, \
-            and the directory of its RRDs; 1 to 256 characters, without `/` or control \
+            and the directory of its RRDs, so it keeps the rule of every name gmetad \
+            makes a path of ([gmetad.md](gmetad.md#names-gmetad-makes-paths-of)): 1 to \
+            128 bytes, not blank nor with white space at an end, without `/` or control \
             characters, not `.` or `..` (as no record's site can make one) nor \
-            `__SummaryInfo__` (gmetad's summary directory).",
+            `__SummaryInfo__` in any case (gmetad's summary directory).",
     },
     Key {
         name: "control_socket",

@@ -289,18 +289,20 @@ fn xml_port(
     }
     let xml_allow = networks("xml_allow", &file.xml_allow)?;
     let cluster_name = &file.cluster_name;
-    if cluster_name.is_empty()
-        || cluster_name.len() > crate::ganglia::sanitize::MAX_TEXT
-        || cluster_name.contains('/')
-        || cluster_name.chars().any(char::is_control)
-    {
-        return Err(bad(
-            "cluster_name",
-            cluster_name,
-            "must be 1 to 256 characters, without '/' or control characters (gmetad and ganglia-web use it in paths)",
-        ));
+    // The one rule of names gmetad makes directories of
+    // (`ganglia/path_name.rs`); what it says of length, '/' and control
+    // characters said as this key always said it.
+    use crate::ganglia::path_name::Unsafe;
+    match crate::ganglia::path_name::check(cluster_name) {
+        Err(Unsafe::Empty | Unsafe::TooLong | Unsafe::Slash | Unsafe::Control) => {
+            return Err(bad(
+                "cluster_name",
+                cluster_name,
+                "must be 1 to 128 bytes, without '/' or control characters (gmetad and ganglia-web use it in paths)",
+            ));
+        }
+        _ => super::clusters::check_dir_name("cluster_name", cluster_name)?,
     }
-    super::clusters::check_dir_name("cluster_name", cluster_name)?;
     Ok((xml_listen, xml_allow))
 }
 

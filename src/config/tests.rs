@@ -817,3 +817,47 @@ fn a_huge_value_is_cut_in_its_error() {
     );
     assert!(quoted.contains(" bytes left out) ... "), "{quoted}");
 }
+
+/// Issue 42, item 5 (and item 1's rule): a cluster name gmetad would make
+/// a misplaced directory of is refused naming the key, never changed:
+/// blank, white space at an end, `.`, `..`, `__SummaryInfo__` in any
+/// case, over 128 bytes (`ganglia/path_name.rs`).
+#[test]
+fn cluster_names_that_break_the_path_rule_are_refused() {
+    for (name, why) in [
+        (" ", "must not be blank"),
+        ("   ", "must not be blank"),
+        ("\u{a0}", "must not be blank"),
+        (" prod", "must not be blank"),
+        ("prod ", "must not be blank"),
+        ("..", "must not be '.' or '..'"),
+        (
+            "__SUMMARYINFO__",
+            "__SummaryInfo__ is gmetad's summary directory",
+        ),
+        ("a\u{1}b", "without '/' or control characters"),
+    ] {
+        // As TOML writes it (Rust's `{:?}` writes `\u{a0}`, TOML `\u00A0`).
+        let toml: String = name
+            .chars()
+            .map(|c| match c {
+                ' '..='~' => c.to_string(),
+                c => format!("\\u{:04X}", c as u32),
+            })
+            .collect();
+        let e = err(&format!("cluster_name = \"{toml}\""));
+        assert!(
+            e.starts_with(&format!("cluster_name = {name:?}: ")) && e.contains(why),
+            "{name:?}: {e}"
+        );
+        let e = err(&format!("[[cluster]]\nname = \"{toml}\"\nsites = [\"A\"]"));
+        assert!(
+            e.starts_with(&format!("cluster[0] {name:?}: name = {name:?}: ")),
+            "{name:?}: {e}"
+        );
+    }
+    let long = "x".repeat(129);
+    assert!(err(&format!("cluster_name = {long:?}")).contains("1 to 128 bytes"));
+    assert!(from(&format!("cluster_name = {:?}", &long[1..])).is_ok());
+    assert!(from("cluster_name = \"T2 Site\"").is_ok());
+}

@@ -1248,4 +1248,5 @@ fn a_deadline_past_the_clock_saturates() {
     );
 }
 
+mod names;
 mod pair;

@@ -30,8 +30,9 @@ use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 use crate::config::Settings;
-use crate::config::clusters::{Choice, MAX_CLUSTER_NAME, SUMMARY_DIR};
+use crate::config::clusters::{Choice, MAX_CLUSTER_NAME};
 use crate::events::Events;
+use crate::ganglia::path_name::{self, Change};
 use crate::mapping::name_key;
 
 /// A cluster other than `cluster_name`.
@@ -101,23 +102,24 @@ pub struct Placed {
     pub refused: Option<String>,
     /// Clusters named by sites now.
     pub site_clusters: usize,
+    /// The site as sent and what was changed in it to name its cluster
+    /// (`ganglia/path_name.rs`; `Unusable`: `cluster_name`).
+    pub renamed: Option<(String, Change)>,
 }
 
 /// A site's cluster name, sanitised; None when nothing is left of it.
 pub fn site_cluster_name(site: &str) -> Option<String> {
+    site_cluster_name_changed(site).0
+}
+
+/// A site's cluster name made to keep the one rule of names gmetad
+/// makes directories of (`ganglia/path_name.rs`), cut at
+/// [`MAX_CLUSTER_NAME`] (None when nothing is left of it), and what was
+/// changed.
+pub fn site_cluster_name_changed(site: &str) -> (Option<String>, Option<Change>) {
     let mut out = String::with_capacity(site.len().min(MAX_CLUSTER_NAME));
-    for c in site.chars() {
-        let keep = c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
-        if keep || !out.is_empty() {
-            if out.len() >= MAX_CLUSTER_NAME {
-                break;
-            }
-            out.push(if keep { c } else { '_' });
-        }
-    }
-    let name = out.trim_start_matches(['.', '_', '-']);
-    debug_assert!(!name.eq_ignore_ascii_case(SUMMARY_DIR));
-    (!name.is_empty()).then(|| name.to_string())
+    let change = path_name::push_safe(&mut out, site, MAX_CLUSTER_NAME);
+    ((!out.is_empty()).then_some(out), change)
 }
 
 impl ClusterNames {
@@ -127,16 +129,28 @@ impl ClusterNames {
             cluster: None,
             refused: None,
             site_clusters: 0,
+            renamed: None,
         };
         // `cluster_name` (every source, without rules or by-site) takes no lock.
         if choice == Choice::Default {
             return placed;
         }
+        // The site's name, made to keep the rule (once per placing).
+        let site_name = match choice {
+            Choice::RuleSite(_, site) | Choice::Site(site) => {
+                let (name, change) = site_cluster_name_changed(site);
+                if let Some(change) = change {
+                    placed.renamed = Some((path_name::shown(site).to_string(), change));
+                }
+                name
+            }
+            Choice::Default | Choice::Rule(_) => None,
+        };
         let mut names = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         placed.site_clusters = names.sites;
         let rules = &settings.grouping.rules;
         // A rule's name, whatever its case, is the rule's cluster.
-        let by_site = |site: &str, port: Option<u32>| match site_cluster_name(site) {
+        let by_site = |name: Option<String>, port: Option<u32>| match name {
             Some(name) => match rules
                 .iter()
                 .find(|r| !r.by_site && r.name.eq_ignore_ascii_case(&name))
@@ -149,8 +163,8 @@ impl ClusterNames {
         let named = match choice {
             Choice::Default => None,
             Choice::Rule(at) => rules.get(at).map(|r| (r.name.clone(), false, r.port)),
-            Choice::RuleSite(at, site) => rules.get(at).and_then(|r| by_site(site, r.port)),
-            Choice::Site(site) => by_site(site, None),
+            Choice::RuleSite(at, _) => rules.get(at).and_then(|r| by_site(site_name, r.port)),
+            Choice::Site(_) => by_site(site_name, None),
         };
         let Some((name, from_site, port)) = named else {
             return placed;
@@ -229,6 +243,13 @@ impl Placing<'_> {
         let choice = grouping.choose(site, from.ip(), host);
         let named = choice != crate::config::clusters::Choice::Default;
         let placed = self.names.place(choice, self.settings);
+        if let Some((sent, change)) = &placed.renamed {
+            let now = placed
+                .cluster
+                .as_ref()
+                .map_or(&*self.settings.cluster_name, |c| &c.name);
+            events.name_changed(from, "site", sent, now, *change);
+        }
         if let Some(name) = &placed.refused {
             // Counted and logged once per source refused, not per record.
             if !refused_before {

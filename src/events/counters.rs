@@ -170,6 +170,8 @@ counters! {
         "Sources put in cluster_name because max_clusters clusters named by sites existed already.";
     site_clusters: Gauge "site_clusters", "clusters", "Clusters named by sites",
         "Clusters named by records' sites (cluster_by_site) now; at most max_clusters.";
+    names_changed: Counter "names_changed", "names/s", "Names changed for gmetad",
+        "Host, site and metric names from records changed to be safe directory and file names for gmetad (logged once per reason): characters replaced, what came before the first letter or digit dropped (., .., __SummaryInfo__), cut, or nothing usable left (the address, cluster_name, or the metric not sent).";
     peer_exchanges: Counter "peer_exchanges", "exchanges/s", "Peer exchanges",
         "State exchanges with the peer gateway completed (either side asking).";
     peer_failed: Counter "peer_failed", "exchanges/s", "Peer exchanges failed",

@@ -2,6 +2,7 @@
 
 pub mod channel;
 pub mod gmond_conf;
+pub mod path_name;
 pub mod sanitize;
 pub mod xdr;
 pub mod xml;

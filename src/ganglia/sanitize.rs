@@ -5,8 +5,8 @@
 //! gmetad then drops the whole data source. It escapes string VALs, but badly
 //! (bytes >= 0x7f are mangled) and the escapes can push a METRIC element past
 //! gmond's 1023-byte line buffer, which also breaks the XML. gmetad builds RRD
-//! file paths from host and metric names, so '/' must not reach it either.
-//! gmond cuts a spoofed metric name at ':'.
+//! file paths from cluster, host and metric names: what it may take is
+//! the rule of `ganglia/path_name.rs`. gmond cuts a spoofed metric name at ':'.
 //!
 //! So: names keep only `[A-Za-z0-9._-]`, free text keeps printable ASCII
 //! minus the XML specials, and everything is length-capped. Replacements are
@@ -55,9 +55,11 @@ pub fn push_name(out: &mut String, s: &str, max: usize) -> bool {
     push_filtered(out, s, max, is_name_char)
 }
 
-/// A host name for the NAME part of a spoof string.
-pub fn push_host(out: &mut String, s: &str) -> bool {
-    push_filtered(out, s, MAX_HOST, is_name_char)
+/// A host name for the NAME part of a spoof string, made to keep the
+/// rule of [`super::path_name`] (a HOST NAME is a directory of gmetad's):
+/// returns what was changed (nothing appended: nothing usable was sent).
+pub fn push_host(out: &mut String, s: &str) -> Option<super::path_name::Change> {
+    super::path_name::push_safe(out, s, MAX_HOST)
 }
 
 /// Free text: string values, titles, descriptions, groups.

@@ -28,14 +28,10 @@ impl<'s> Names<'s> {
                 site.naming.as_str()
             ));
         }
-        if site.cluster.is_empty()
-            || site.cluster.contains('/')
-            || site.cluster.chars().any(char::is_control)
-        {
-            return Err(format!(
-                "cluster name {:?}: must be non-empty, without '/' or control characters",
-                site.cluster
-            ));
+        // `conf/cluster_NAME.json`, for a cluster the gateway can publish:
+        // its name keeps the rule of every name gmetad makes a path of.
+        if let Err(why) = crate::ganglia::path_name::check(&site.cluster) {
+            return Err(format!("cluster name {:?}: {why}", site.cluster));
         }
         let mut headers = Vec::new();
         let mut ids = Vec::new();

@@ -311,6 +311,17 @@ fn refuses_what_cannot_work() {
     s = site(&["anon"]);
     s.cluster = "a/b".into();
     assert!(generate(&s).unwrap_err().contains("cluster name"));
+    // A cluster the gateway can never publish (issue 42: the rule of
+    // `ganglia/path_name.rs`).
+    for bad in [" ", "..", "__SummaryInfo__"] {
+        s.cluster = bad.into();
+        let e = generate(&s).unwrap_err();
+        assert!(
+            e.starts_with(&format!("cluster name {bad:?}: must"))
+                || e.contains("__SummaryInfo__ is"),
+            "{e}"
+        );
+    }
     // A report may not show what the config leaves out.
     s = site(&["anon"]);
     s.filter = VarFilter {

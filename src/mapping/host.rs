@@ -1,10 +1,13 @@
 //! The host a record's metrics are filed under: `ip:name`, the name from
 //! the record's `src` (else dCache's `host` attribute, else `info.host`,
-//! else the ip), the ip from the datagram.
+//! else the ip), the ip from the datagram. The name is made to keep the
+//! rule of `ganglia/path_name.rs` (it is a directory of gmetad's): `..`,
+//! `.` or nothing usable is as no name, the ip.
 
 use std::fmt::Write as _;
 use std::net::IpAddr;
 
+use crate::ganglia::path_name::Change;
 use crate::ganglia::sanitize;
 use crate::summary::{Header, SummaryRecord};
 
@@ -17,6 +20,11 @@ pub struct HostIdentity {
     pub name: String,
     /// The IP text gmond keys the host by (colon-free, see [`ip_text`]).
     pub ip: String,
+    /// What was changed in the name sent to make it a safe directory name
+    /// for gmetad (`ganglia/path_name.rs`; `Unusable`: the IP stands in).
+    pub renamed: Option<Change>,
+    /// The name as sent, when it was changed (else empty).
+    pub sent: String,
 }
 
 /// The IP part of a spoof string. gmond splits the spoof string at its first
@@ -58,8 +66,15 @@ pub fn host_identity(
         .filter(|n| !n.is_empty())
         .or_else(|| record.get("host").filter(|n| !n.is_empty()))
         .or_else(|| record.get("info.host").filter(|n| !n.is_empty()));
+    out.renamed = None;
+    out.sent.clear();
     if let Some(name) = name {
-        sanitize::push_host(&mut out.name, name);
+        // A name that breaks the rule is changed (rarely: the copy of it
+        // kept for the log line is made only then).
+        out.renamed = sanitize::push_host(&mut out.name, name);
+        if out.renamed.is_some() {
+            out.sent.push_str(crate::ganglia::path_name::shown(name));
+        }
     }
     if out.name.is_empty() {
         out.name.push_str(&out.ip);

@@ -610,3 +610,89 @@ fn nan_and_inf_are_refused_per_value() {
         assert!(m.metrics().all(|x| x.name != name), "{name} sent");
     }
 }
+
+/// Issue 42, item 1: a metric name is a file of gmetad's (`NAME.rrd`
+/// under the host's directory), so it keeps the one rule
+/// (`ganglia/path_name.rs`) whatever the template puts first: what comes
+/// before its first letter or digit is dropped. Each change is handed to
+/// the engine once, when the name is cached. (A name of nothing usable,
+/// not sent, takes a variable of only punctuation, which only a JSON
+/// record can name: `path_name`'s own table holds the fixer to it.)
+#[test]
+fn metric_names_keep_the_path_rule_whatever_the_template() {
+    let mut mapper = Mapper::new(
+        NameTemplate::parse("{site}.{var}").unwrap(),
+        NameTemplate::parse(DEFAULT_GROUP_TEMPLATE).unwrap(),
+    );
+    let mut p = SummaryParser::new();
+    let mut out = MappedRecord::default();
+    let renamed = |mapper: &mut Mapper| {
+        let mut all = Vec::new();
+        while let Some(r) = mapper.take_renamed() {
+            all.push(r);
+        }
+        all.into_iter().find(|(_, raw, _)| raw == "link.in")
+    };
+    for (site, want) in [
+        ("T2_X", "T2_X.link.in"),
+        ("__SummaryInfo__", "SummaryInfo__.link.in"),
+        ("..", "link.in"),
+        ("-", "link.in"),
+    ] {
+        let text = format!(
+            "<statistics pgm=\"xrootd\" site=\"{site}\"><stats id=\"link\"><in>5</in></stats></statistics>"
+        );
+        let r = p.parse(text.as_bytes()).unwrap();
+        mapper.map(&r, "10.0.0.1".parse().unwrap(), &mut out);
+        let names: Vec<&str> = out
+            .metrics()
+            .map(|m| m.name)
+            .filter(|n| n.ends_with("link.in"))
+            .collect();
+        assert_eq!(names, [want], "{site:?}");
+        let change =
+            (site != "T2_X").then(|| (path_name::Change::Leading, "link.in".into(), want.into()));
+        assert_eq!(renamed(&mut mapper), change, "{site:?}");
+        // Mapped again: the cached name, not handed over again.
+        mapper.map(&r, "10.0.0.1".parse().unwrap(), &mut out);
+        assert_eq!(renamed(&mut mapper), None);
+    }
+    // No real record's name is changed: every capture in tests/data
+    // (5.5 XML, 6.1 XML and JSON) maps with none handed over.
+    let mut mapper = self::mapper();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let mut mapped = 0;
+    for dir in ["records", "records-5.9"] {
+        for entry in std::fs::read_dir(root.join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            if !path.extension().is_some_and(|e| e == "xml" || e == "json") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap().replace('\n', "");
+            let Ok(r) = p.parse(text.as_bytes()) else {
+                continue;
+            };
+            mapper.map(&r, "10.0.0.1".parse().unwrap(), &mut out);
+            assert_eq!(mapper.take_renamed(), None, "{}", path.display());
+            mapped += 1;
+        }
+    }
+    assert!(mapped > 20, "{mapped} captures");
+    // Characters replaced in a variable's name are a change too.
+    let r = p
+        .parse(b"<statistics pgm=\"xrootd\"><stats id=\"x\"><bad:name>1</bad:name></stats></statistics>")
+        .unwrap();
+    mapper.map(&r, "10.0.0.1".parse().unwrap(), &mut out);
+    let mut all = Vec::new();
+    while let Some(r) = mapper.take_renamed() {
+        all.push(r);
+    }
+    assert_eq!(
+        all,
+        [(
+            path_name::Change::Replaced,
+            "x.bad:name".to_string(),
+            "xrootd.x.bad_name".to_string()
+        )]
+    );
+}

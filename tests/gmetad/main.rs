@@ -7,5 +7,6 @@ mod clusters;
 mod federation;
 mod gmetad;
 mod gweb;
+mod names;
 mod pair;
 mod xml_port;

@@ -13,6 +13,7 @@ mod docs;
 mod dump;
 mod json;
 mod log_limits;
+mod names;
 mod no_kill_by_name;
 mod properties;
 mod records;
