@@ -82,6 +82,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::oneshot;
 
 use crate::engine::Engine;
+use crate::engine::merge::Taken;
 use crate::engine::pairing::{Entry, LastRecord};
 use crate::engine::saved::SavedSource;
 use crate::gstream::PfcTotals;
@@ -95,7 +96,7 @@ mod start;
 pub use answering::serve;
 pub use asking::keep_in_step;
 pub use link::Link;
-pub use start::{fill_table, pull};
+pub use start::pull;
 
 /// A whole exchange (connect, send, merge, answer) takes at most this.
 pub const DEADLINE: Duration = Duration::from_secs(5);
@@ -108,8 +109,10 @@ pub const FULL_EVERY: Duration = Duration::from_secs(30);
 /// The standby sends to gmond once its peer has completed no exchange
 /// for this long (five missed pushes).
 pub const STANDBY_AFTER: Duration = Duration::from_secs(10);
-/// What one source may take in a message, with `max_sources` its bound.
-pub use crate::engine::saved::BYTES_PER_SOURCE;
+/// Exchanges answered at once, whoever asks (one per address): with a
+/// frame, an entry and a batch each ([`message`]), what all peers
+/// together can make the gateway hold.
+pub const MAX_EXCHANGES: usize = 4;
 /// Requests waiting for a receive task.
 pub const ASK_QUEUE: usize = 4;
 
@@ -130,8 +133,9 @@ pub enum Ask {
     },
 }
 
-/// A source's entry merged: its state and its g-stream totals.
-type Merged = (SavedSource, Option<PfcTotals>);
+/// A source's entry merged: its state, its g-stream totals and what came
+/// of the peer's claims.
+type Merged = (SavedSource, Option<PfcTotals>, Taken);
 
 /// Answers an ask from the engine (the receive task calls it).
 pub(super) fn answer(engine: &mut Engine, ask: Ask) {
@@ -150,8 +154,11 @@ pub(super) fn answer(engine: &mut Engine, ask: Ask) {
             let _ = reply.send((entries, last));
         }
         Ask::Merge { entries, reply } => {
-            let now = Instant::now();
-            let merged = entries.iter().map(|e| engine.merge_peer(e, now)).collect();
+            let (now, now_unix) = (Instant::now(), unix_now());
+            let merged = entries
+                .iter()
+                .map(|e| engine.merge_peer(e, now, now_unix))
+                .collect();
             let _ = reply.send(merged);
         }
     }

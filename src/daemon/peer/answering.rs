@@ -11,8 +11,9 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-use super::message::{message, parse, read_message};
-use super::{DEADLINE, Link, lock, unix_now};
+use super::link::Claims;
+use super::message::{Assembler, Incoming, Item, Mode, message};
+use super::{DEADLINE, Link, MAX_EXCHANGES, lock, unix_now};
 use crate::config::Settings;
 use crate::engine::merge;
 use crate::engine::pairing::Entry;
@@ -72,6 +73,14 @@ pub async fn serve(
                 .peer_denied(local, from, "not in peer_allow");
             continue;
         }
+        if lock(&busy).len() >= MAX_EXCHANGES {
+            events.at(Instant::now()).peer_denied(
+                local,
+                from,
+                "as many exchanges as may go at once are under way",
+            );
+            continue;
+        }
         if !lock(&busy).insert(ip) {
             events.at(Instant::now()).peer_denied(
                 local,
@@ -102,50 +111,64 @@ pub async fn serve(
     }
 }
 
-/// One exchange as the answering side.
+/// One exchange as the answering side: the asker's entries are read a
+/// frame at a time and merged a batch at a time
+/// ([`super::message::Incoming`]).
 async fn answer_one(
     link: &Link,
     mut stream: TcpStream,
     events: &mut Events<'_>,
 ) -> Result<(), String> {
     let from = stream.peer_addr().map_err(|e| e.to_string())?;
-    let bytes = read_message(&mut stream, link.max_bytes)
-        .await
-        .map_err(|e| e.to_string())?;
-    let msg = parse(&bytes, link.max_counters, unix_now())?;
-    let (entries, records) = match msg.mode.as_str() {
-        "pull" => link.everything(true).await,
-        "push" | "full" => {
-            let named: HashSet<(IpAddr, String)> = msg
-                .entries
-                .iter()
-                .map(|e| (e.ip, e.program.clone()))
-                .collect();
-            let merged = link.take(msg.entries).await;
-            let mut answer: Vec<Entry> = merged
-                .into_iter()
-                .filter(|(sent, mine)| {
-                    !merge::agrees(&sent.state, &mine.state) || sent.pfc != mine.pfc
-                })
-                .map(|(_, mine)| mine)
-                .collect();
-            if msg.mode == "full" {
-                let (all, _) = link.everything(false).await;
-                answer.extend(
-                    all.into_iter()
-                        .filter(|e| !named.contains(&(e.ip, e.program.clone()))),
-                );
+    let (read, mut write) = stream.split();
+    let assembler = Assembler::new(link.max_counters, link.max_entries(), unix_now());
+    let mut incoming = Incoming::new(read, assembler);
+    let header = incoming.header().await?;
+    // The sources named (and held here after the merge), and the merged
+    // entries that differ from what was sent: both answered from this
+    // gateway's own state.
+    let mut named: HashSet<(IpAddr, String)> = HashSet::new();
+    let mut answer: Vec<Entry> = Vec::new();
+    let mut claims = Claims::default();
+    loop {
+        match incoming.next().await? {
+            Item::Entries(batch) => {
+                if !matches!(header.mode, Mode::Push | Mode::Full) {
+                    return Err(format!("entries in a {}", header.mode.as_str()));
+                }
+                let (merged, refused) = link.take(batch).await;
+                claims.add(refused);
+                for (sent, mine) in merged {
+                    named.insert((sent.ip, sent.program.clone()));
+                    if !merge::agrees(&sent.state, &mine.state) || sent.pfc != mine.pfc {
+                        answer.push(mine);
+                    }
+                }
             }
+            Item::Record(_) => return Err("records sent to the answering side".into()),
+            Item::End => break,
+        }
+    }
+    let (entries, records) = match header.mode {
+        Mode::Pull => link.everything(true).await,
+        Mode::Push => (answer, Vec::new()),
+        Mode::Full => {
+            let (all, _) = link.everything(false).await;
+            answer.extend(
+                all.into_iter()
+                    .filter(|e| !named.contains(&(e.ip, e.program.clone()))),
+            );
             (answer, Vec::new())
         }
-        other => return Err(format!("asked with {other:?}")),
+        Mode::Answer => return Err("asked with \"answer\"".into()),
     };
     let out = message(&link.header("answer"), &entries, &records);
-    stream.write_all(&out).await.map_err(|e| e.to_string())?;
-    let _ = stream.shutdown().await;
-    link.exchanged(msg.claim);
-    events
-        .at(Instant::now())
-        .peer_exchanged(from, msg.refused.lines, &msg.refused.text);
+    write.write_all(&out).await.map_err(|e| e.to_string())?;
+    let _ = write.shutdown().await;
+    link.exchanged(header.claim);
+    let refused = incoming.assembler.refused;
+    let e = events.at(Instant::now());
+    e.peer_exchanged(from, refused.lines, &refused.text);
+    e.peer_claims_refused(from, claims.refused, &claims.why);
     Ok(())
 }

@@ -152,12 +152,13 @@ fn a_peer_cannot_grow_the_waiting_sources_without_end() {
     let e = entry(RUN2, &[(1, 300, 6_000)]);
     // Taken as a newer run than none: its offset, no reading of its own.
     let kept = entry(RUN2, &[(1, 0, 6_000)]);
-    assert_eq!(saved.merge_unclaimed(ip(1), "xrootd", &e, 2), kept);
-    assert_eq!(saved.merge_unclaimed(ip(2), "xrootd", &e, 2), kept);
-    saved.merge_unclaimed(ip(3), "xrootd", &e, 2);
+    let now = 1_700_010_000;
+    assert_eq!(saved.merge_unclaimed(ip(1), "xrootd", &e, 2, now).0, kept);
+    assert_eq!(saved.merge_unclaimed(ip(2), "xrootd", &e, 2, now).0, kept);
+    saved.merge_unclaimed(ip(3), "xrootd", &e, 2, now);
     assert_eq!(saved.unclaimed(), 2);
     // One already waiting is merged still.
     let newer = entry(RUN2, &[(1, 400, 7_000)]);
-    let merged = saved.merge_unclaimed(ip(1), "xrootd", &newer, 2);
+    let (merged, _) = saved.merge_unclaimed(ip(1), "xrootd", &newer, 2, now);
     assert_eq!(merged, entry(RUN2, &[(1, 0, 7_000)]));
 }
