@@ -193,29 +193,31 @@ pub struct Taken {
 /// (the line checks only): there is nothing to hold it against.
 pub fn take(mine: &mut SavedSource, peer: &SavedSource, heard: &Heard) -> Taken {
     let mut taken = Taken::default();
+    let tos = peer.started.map_or(0, |(tos, _)| u64::from(tos));
+    let runs = compare(mine, peer);
+    if runs == Runs::PeerNewer && tos > heard.now_unix.saturating_add(CLOCK_SLACK) {
+        taken.refused = 1;
+        taken.why = Some(format!(
+            "a restart {} s in the future (tos {tos})",
+            tos - heard.now_unix
+        ));
+        return taken;
+    }
     if mine.started.is_none() && mine.counters.is_empty() {
         merge(mine, peer);
         return taken;
     }
-    if compare(mine, peer) == Runs::PeerNewer {
-        let tos = peer.started.map_or(0, |(tos, _)| u64::from(tos));
-        let why = if tos > heard.now_unix.saturating_add(CLOCK_SLACK) {
-            Some(format!(
-                "a restart {} s in the future (tos {tos})",
-                tos - heard.now_unix
-            ))
-        } else {
-            heard
-                .reported_unix
-                .filter(|&at| at > tos.saturating_add(CLOCK_SLACK))
-                .map(|at| {
-                    format!(
-                        "a restart at tos {tos} the server contradicts (it reported its run {:?} {} s later)",
-                        mine.started,
-                        at - tos
-                    )
-                })
-        };
+    if runs == Runs::PeerNewer {
+        let why = heard
+            .reported_unix
+            .filter(|&at| at > tos.saturating_add(CLOCK_SLACK))
+            .map(|at| {
+                format!(
+                    "a restart at tos {tos} the server contradicts (it reported its run {:?} {} s later)",
+                    mine.started,
+                    at - tos
+                )
+            });
         if let Some(why) = why {
             taken.refused = 1;
             taken.why = Some(why);
