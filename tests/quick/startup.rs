@@ -379,3 +379,87 @@ fn log_level_wins_over_rust_log() {
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("--log-level"), "{stderr}");
 }
+
+/// Issue 42, item 5: `peer` naming this gateway's own `peer_listen` (it
+/// pulled from itself), a name no DNS can hold (5,000 characters, a
+/// slash), and a name that does not resolve: check-config and serve
+/// refuse each, naming the key. A name that does not resolve may pass
+/// later (DNS at boot), exit 3 as a send host's; the rest exit 2.
+#[test]
+fn a_peer_that_is_this_gateway_or_no_host_is_refused() {
+    let dir = Scratch::new("peer-check");
+    let check = |peer: &str, listen: &str| {
+        let conf = dir.path().join(format!("peer-{}.toml", free_port()));
+        std::fs::write(
+            &conf,
+            format!(
+                "{QUIET}state_file = \"\"\nsend = false\nxml_listen = [\"127.0.0.1:{}\"]\npeer = \"{peer}\"\npeer_listen = [\"{listen}\"]\n",
+                free_port()
+            ),
+        )
+        .unwrap();
+        let checked = exit_of(
+            Command::new(BIN)
+                .args(["check-config", "--config"])
+                .arg(&conf),
+            dir.path(),
+        );
+        (conf, checked)
+    };
+    let port = free_port();
+    // Itself, by the address it listens on.
+    let (conf, (code, stderr)) = check(&format!("127.0.0.1:{port}"), &format!("127.0.0.1:{port}"));
+    let own = format!(
+        "xrd2ganglia: peer = \"127.0.0.1:{port}\": 127.0.0.1:{port} is this gateway's own peer_listen 127.0.0.1:{port}: peer names the other gateway"
+    );
+    assert_eq!((code, stderr.trim()), (Some(2), own.as_str()));
+    // serve's start refuses it the same, before it binds anything.
+    let (code, serve_err) = exit_of(
+        Command::new(BIN)
+            .args(["serve", "--config"])
+            .arg(&conf)
+            .args(["--listen", &format!("127.0.0.1:{}", free_port())]),
+        dir.path(),
+    );
+    assert_eq!((code, serve_err.trim()), (Some(2), own.as_str()));
+    // Itself by name, listening on every address.
+    let (_, (code, stderr)) = check(&format!("localhost:{port}"), &format!("0.0.0.0:{port}"));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!("xrd2ganglia: peer = \"localhost:{port}\": "))
+            && stderr.contains(&format!("is this gateway's own peer_listen 0.0.0.0:{port}")),
+        "{stderr}"
+    );
+    // The other gateway on this host (another port): taken.
+    let (_, (code, stderr)) = check(
+        &format!("127.0.0.1:{}", free_port()),
+        &format!("0.0.0.0:{port}"),
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    // Absurd names.
+    let long = format!("{}:8660", "a".repeat(5000));
+    for bad in [
+        long.as_str(),
+        "gw2/../x:8660",
+        "-gw2.example.org:8660",
+        "[gw2]:8660",
+    ] {
+        let (_, (code, stderr)) = check(bad, &format!("127.0.0.1:{port}"));
+        assert_eq!(code, Some(2), "{bad:.40}: {stderr}");
+        assert!(stderr.starts_with("xrd2ganglia: peer = \""), "{stderr}");
+        assert!(
+            stderr.trim_end().ends_with(
+                ": not a host name (letters, digits, '-', '_' and '.'; labels of 1 to 63, 253 in all) nor an IP address ([...] for IPv6)"
+            ),
+            "{stderr}"
+        );
+        assert!(stderr.len() < 1000, "{}", stderr.len());
+    }
+    // A name that does not resolve.
+    let (_, (code, stderr)) = check("no-such-host.invalid:8660", &format!("127.0.0.1:{port}"));
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(
+        stderr.starts_with("xrd2ganglia: peer = \"no-such-host.invalid:8660\": does not resolve ("),
+        "{stderr}"
+    );
+}
