@@ -36,10 +36,14 @@
 //! * no run known (a source saved with no start) is older than any run.
 //!
 //! Offsets only grow under the rule, so a merge never makes a counter go
-//! down; a peer that lies can at worst make values jump up, and what no
-//! xrootd can send (a tos in the future, readings of 2^63 or more, more
-//! counters than a source may have) is refused line by line, as the state
-//! file's lines are ([`super::saved::parse_line`], [`check`]).
+//! down. What no xrootd can send (a tos more than a day ahead, readings of
+//! 2^63 or more, more counters than a source may have) is refused line by
+//! line, as the state file's lines are ([`super::saved::parse_line`],
+//! [`check`]). And a peer's entry is merged only where it agrees with
+//! what this gateway heard itself ([`take`], the trust rule): the run is
+//! the server's word, and a raise is what a report this gateway missed
+//! could hold; so a peer that lies can stop helping, never make a counter
+//! jump by more than the server's own reports allow.
 
 use std::collections::BTreeMap;
 

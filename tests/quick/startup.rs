@@ -463,3 +463,130 @@ fn a_peer_that_is_this_gateway_or_no_host_is_refused() {
         "{stderr}"
     );
 }
+
+/// The peak memory of `pid` (VmHWM) and its resident memory now (VmRSS),
+/// in KiB, from /proc.
+fn memory_kib(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmHWM:"), field("VmRSS:"))
+}
+
+/// What four allowed peers flooding at once make the real gateway hold
+/// (docs/benchmarks.md, "A peer flood"): each of 127.0.0.2-5 sends, on
+/// connection after connection for 15 s, frames of 128 KiB of entries
+/// that are refused (a start a year ahead), frames of a kind it does not
+/// know, and an entry continued without end; at `max_sources` 10 and
+/// 10,000. `cargo test --release --test quick -- --ignored peer_flood
+/// --nocapture`.
+#[test]
+#[ignore = "a measurement: run it on purpose, in release"]
+fn peer_flood_memory() {
+    use std::io::Write as _;
+    for max_sources in [10, 10_000] {
+        let dir = Scratch::new("peer-flood");
+        let (xml, own) = (free_port(), free_port());
+        let conf = dir.path().join("flood.toml");
+        std::fs::write(
+            &conf,
+            format!(
+                "{QUIET}state_file = \"\"\nsend = false\nxml_listen = [\"127.0.0.1:{xml}\"]\n\
+                 peer = \"127.0.0.1:{}\"\npeer_listen = [\"127.0.0.1:{own}\"]\n\
+                 peer_allow = [\"127.0.0.0/8\"]\nmax_sources = {max_sources}\n",
+                free_port()
+            ),
+        )
+        .unwrap();
+        let mut cmd = Command::new(BIN);
+        cmd.args(["serve", "--config"])
+            .arg(&conf)
+            .args(["--listen", &format!("127.0.0.1:{}", free_port())]);
+        let log = dir.path().join("log");
+        let (child, _) = start_until(cmd, &log, "xml_listen").unwrap();
+        let pid = child.id();
+        std::thread::sleep(Duration::from_secs(1));
+        let before = memory_kib(pid);
+        let frame = |kind: u8, payload: &[u8]| {
+            let mut f = vec![kind];
+            f.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+            f.extend_from_slice(payload);
+            f
+        };
+        let mut refused = String::from("S\t10.0.0.1\txrootd\t4000000000\t1\n");
+        while refused.len() < (128 << 10) - 64 {
+            refused.push_str("C\t0000000000000001\t1\t1\n");
+        }
+        let refused = refused.into_bytes();
+        let counters = "C\t0000000000000002\t1\t1\n".repeat(5000).into_bytes();
+        let mut one = frame(b'H', b"xrd2ganglia-peer 2\tpush\t0\t1");
+        for i in 0..8 {
+            one.extend(frame(b'E', &refused));
+            one.extend(frame(b'F', &refused[..100_000 + i]));
+        }
+        one.extend(frame(b'E', b"S\t10.0.0.2\txrootd\t1700000000\t1\n"));
+        for _ in 0..40 {
+            one.extend(frame(b'+', &counters[..120_000]));
+        }
+        let until = Instant::now() + Duration::from_secs(15);
+        let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let floods: Vec<_> = (2..=5u8)
+            .map(|n| {
+                let (one, sent) = (one.clone(), sent.clone());
+                std::thread::spawn(move || {
+                    while Instant::now() < until {
+                        let s = socket2::Socket::new(
+                            socket2::Domain::IPV4,
+                            socket2::Type::STREAM,
+                            None,
+                        )
+                        .unwrap();
+                        s.bind(&std::net::SocketAddr::from(([127, 0, 0, n], 0)).into())
+                            .unwrap();
+                        if s.connect(&std::net::SocketAddr::from(([127, 0, 0, 1], own)).into())
+                            .is_err()
+                        {
+                            continue;
+                        }
+                        let mut s: std::net::TcpStream = s.into();
+                        let _ = s.write_all(&one[..5 + 28]);
+                        while Instant::now() < until && s.write_all(&one[5 + 28..]).is_ok() {
+                            sent.fetch_add(one.len() as u64, std::sync::atomic::Ordering::Relaxed);
+                        }
+                    }
+                })
+            })
+            .collect();
+        let mut peak_during = 0;
+        while Instant::now() < until {
+            peak_during = peak_during.max(memory_kib(pid).1);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        for f in floods {
+            f.join().unwrap();
+        }
+        let after = memory_kib(pid);
+        let mut doc = Vec::new();
+        let _ = std::io::Read::read_to_end(
+            &mut std::net::TcpStream::connect(("127.0.0.1", xml)).unwrap(),
+            &mut doc,
+        );
+        let (_, text) = stop(child, &log);
+        println!(
+            "max_sources {max_sources}: VmHWM {} KiB before, {} KiB after ({} MiB sent by 4 peers in 15 s); \
+             VmRSS at most {} KiB during, {} KiB after; serving: {} bytes to a poll; {} peer lines in the log",
+            before.0,
+            after.0,
+            sent.load(std::sync::atomic::Ordering::Relaxed) >> 20,
+            peak_during,
+            after.1,
+            doc.len(),
+            text.lines().filter(|l| l.contains("peer")).count()
+        );
+    }
+}
