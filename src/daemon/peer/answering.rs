@@ -124,10 +124,9 @@ async fn answer_one(
     let assembler = Assembler::new(link.max_counters, link.max_entries(), unix_now());
     let mut incoming = Incoming::new(read, assembler);
     let header = incoming.header().await?;
-    // The sources named (and held here after the merge), and the merged
-    // entries that differ from what was sent: both answered from this
-    // gateway's own state.
-    let mut named: HashSet<(IpAddr, String)> = HashSet::new();
+    // The sources named (8 bytes each, at most max_sources), and the
+    // merged entries that differ from what was sent (this gateway's own).
+    let mut named: HashSet<u64> = HashSet::new();
     let mut answer: Vec<Entry> = Vec::new();
     let mut claims = Claims::default();
     loop {
@@ -139,7 +138,7 @@ async fn answer_one(
                 let (merged, refused) = link.take(batch).await;
                 claims.add(refused);
                 for (sent, mine) in merged {
-                    named.insert((sent.ip, sent.program.clone()));
+                    named.insert(name_hash(sent.ip, &sent.program));
                     if !merge::agrees(&sent.state, &mine.state) || sent.pfc != mine.pfc {
                         answer.push(mine);
                     }
@@ -156,7 +155,7 @@ async fn answer_one(
             let (all, _) = link.everything(false).await;
             answer.extend(
                 all.into_iter()
-                    .filter(|e| !named.contains(&(e.ip, e.program.clone()))),
+                    .filter(|e| !named.contains(&name_hash(e.ip, &e.program))),
             );
             (answer, Vec::new())
         }
@@ -171,4 +170,12 @@ async fn answer_one(
     e.peer_exchanged(from, refused.lines, &refused.text);
     e.peer_claims_refused(from, claims.refused, &claims.why);
     Ok(())
+}
+
+/// A source's name, hashed: what a full exchange's answer leaves out.
+fn name_hash(ip: IpAddr, program: &str) -> u64 {
+    let mut key = ip.to_string().into_bytes();
+    key.push(b' ');
+    key.extend_from_slice(program.as_bytes());
+    crate::fnv::hash(&key)
 }
