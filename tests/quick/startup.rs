@@ -523,8 +523,9 @@ fn peer_flood_memory() {
             refused.push_str("C\t0000000000000001\t1\t1\n");
         }
         let refused = refused.into_bytes();
-        let counters = "C\t0000000000000002\t1\t1\n".repeat(5000).into_bytes();
-        let mut one = frame(b'H', b"xrd2ganglia-peer 2\tpush\t0\t1");
+        let counters = "C\t0000000000000002\t1\t1\n".repeat(5300).into_bytes();
+        let header = frame(b'H', b"xrd2ganglia-peer 2\tpush\t0\t1");
+        let mut one = Vec::new();
         for i in 0..8 {
             one.extend(frame(b'E', &refused));
             one.extend(frame(b'F', &refused[..100_000 + i]));
@@ -537,7 +538,7 @@ fn peer_flood_memory() {
         let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let floods: Vec<_> = (2..=5u8)
             .map(|n| {
-                let (one, sent) = (one.clone(), sent.clone());
+                let (header, one, sent) = (header.clone(), one.clone(), sent.clone());
                 std::thread::spawn(move || {
                     while Instant::now() < until {
                         let s = socket2::Socket::new(
@@ -554,8 +555,8 @@ fn peer_flood_memory() {
                             continue;
                         }
                         let mut s: std::net::TcpStream = s.into();
-                        let _ = s.write_all(&one[..5 + 28]);
-                        while Instant::now() < until && s.write_all(&one[5 + 28..]).is_ok() {
+                        let _ = s.write_all(&header);
+                        while Instant::now() < until && s.write_all(&one).is_ok() {
                             sent.fetch_add(one.len() as u64, std::sync::atomic::Ordering::Relaxed);
                         }
                     }
@@ -577,6 +578,14 @@ fn peer_flood_memory() {
             &mut doc,
         );
         let (_, text) = stop(child, &log);
+        let mut kinds: std::collections::BTreeMap<String, usize> = Default::default();
+        for l in text.lines().filter(|l| l.contains("peer")) {
+            let at = l.find("peer").unwrap_or(0);
+            *kinds.entry(l[at..].chars().take(70).collect()).or_default() += 1;
+        }
+        for (k, n) in kinds.iter().take(8) {
+            println!("  {n} x {k}");
+        }
         println!(
             "max_sources {max_sources}: VmHWM {} KiB before, {} KiB after ({} MiB sent by 4 peers in 15 s); \
              VmRSS at most {} KiB during, {} KiB after; serving: {} bytes to a poll; {} peer lines in the log",

@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 use ipnet::IpNet;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 use super::link::Claims;
-use super::message::{Assembler, Incoming, Item, Mode, message};
+use super::message::{Assembler, Incoming, Item, Mode, Refused, message};
 use super::{DEADLINE, Link, MAX_EXCHANGES, lock, unix_now};
 use crate::config::Settings;
 use crate::engine::merge;
@@ -55,9 +55,22 @@ pub async fn serve(
     let allow = allowed(&settings).await;
     let busy: Arc<Mutex<HashSet<IpAddr>>> = Arc::default();
     let mut events = Events::new(&counters, settings.log_interval);
+    // Each exchange's outcome, logged here: one rate limit for them all.
+    let (done_tx, mut done_rx) = mpsc::channel::<(SocketAddr, Outcome)>(MAX_EXCHANGES);
     loop {
         let (stream, from) = tokio::select! {
             _ = stop.changed() => break,
+            Some((from, outcome)) = done_rx.recv() => {
+                let e = events.at(Instant::now());
+                match outcome {
+                    Ok(done) => {
+                        e.peer_exchanged(from, done.refused.lines, &done.refused.text);
+                        e.peer_claims_refused(from, done.claims.refused, &done.claims.why);
+                    }
+                    Err(why) => e.peer_failed(from, &why),
+                }
+                continue;
+            }
             a = listener.accept() => match a {
                 Ok(a) => a,
                 Err(_) => {
@@ -89,24 +102,13 @@ pub async fn serve(
             );
             continue;
         }
-        let (link, counters, busy, log_interval) = (
-            link.clone(),
-            counters.clone(),
-            busy.clone(),
-            settings.log_interval,
-        );
+        let (link, busy, done_tx) = (link.clone(), busy.clone(), done_tx.clone());
         tokio::spawn(async move {
-            let mut events = Events::new(&counters, log_interval);
-            let done = tokio::time::timeout(DEADLINE, answer_one(&link, stream, &mut events)).await;
-            let failed = match done {
-                Ok(Ok(())) => None,
-                Ok(Err(e)) => Some(e),
-                Err(_) => Some(format!("not done within {} s", DEADLINE.as_secs())),
-            };
-            if let Some(e) = failed {
-                events.at(Instant::now()).peer_failed(from, &e);
-            }
+            let done = tokio::time::timeout(DEADLINE, answer_one(&link, stream)).await;
+            let outcome =
+                done.unwrap_or_else(|_| Err(format!("not done within {} s", DEADLINE.as_secs())));
             lock(&busy).remove(&ip);
+            let _ = done_tx.send((from, outcome)).await;
         });
     }
 }
@@ -114,12 +116,7 @@ pub async fn serve(
 /// One exchange as the answering side: the asker's entries are read a
 /// frame at a time and merged a batch at a time
 /// ([`super::message::Incoming`]).
-async fn answer_one(
-    link: &Link,
-    mut stream: TcpStream,
-    events: &mut Events<'_>,
-) -> Result<(), String> {
-    let from = stream.peer_addr().map_err(|e| e.to_string())?;
+async fn answer_one(link: &Link, mut stream: TcpStream) -> Outcome {
     let (read, mut write) = stream.split();
     let assembler = Assembler::new(link.max_counters, link.max_entries(), unix_now());
     let mut incoming = Incoming::new(read, assembler);
@@ -165,11 +162,19 @@ async fn answer_one(
     write.write_all(&out).await.map_err(|e| e.to_string())?;
     let _ = write.shutdown().await;
     link.exchanged(header.claim);
-    let refused = incoming.assembler.refused;
-    let e = events.at(Instant::now());
-    e.peer_exchanged(from, refused.lines, &refused.text);
-    e.peer_claims_refused(from, claims.refused, &claims.why);
-    Ok(())
+    Ok(Done {
+        refused: incoming.assembler.refused,
+        claims,
+    })
+}
+
+/// What came of an exchange answered: done (with what of it was
+/// refused), or why it failed.
+type Outcome = Result<Done, String>;
+
+struct Done {
+    refused: Refused,
+    claims: Claims,
 }
 
 /// A source's name, hashed: what a full exchange's answer leaves out.
