@@ -139,6 +139,16 @@ pub fn exit_code(outcome: Outcome) -> ExitCode {
     ExitCode::from(code)
 }
 
+/// What `peer` fails at ([`xrd2ganglia::config::check_peer`]): a name
+/// that does not resolve yet may pass (exit 3), the rest is the config's.
+pub fn peer_error((e, may_pass): (xrd2ganglia::config::ConfigError, bool)) -> StartError {
+    if may_pass {
+        StartError::Channels(io::Error::other(e.to_string()))
+    } else {
+        StartError::Config(e)
+    }
+}
+
 impl StartError {
     /// Whether starting again may succeed with the same config: a send
     /// host that does not resolve (yet: DNS at boot), an address that

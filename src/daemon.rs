@@ -298,16 +298,11 @@ impl Pairing {
             let serve = peer::serve(listener, link, settings, counters, stop.clone());
             tasks.push(tokio::spawn(serve));
         }
-        let records = peer::pull(&link, settings, counters).await;
-        if let (Some(records), Some(table)) = (&records, table) {
-            peer::fill_table(records, settings, store.state(), table);
-        }
+        let records = peer::pull(&link, settings, counters, table.as_deref()).await;
         // A peer that had heard no one (it is starting too) leaves the
         // table empty: then the state file's sources are waited for, as
         // without a peer.
-        let pulled = records
-            .as_ref()
-            .is_some_and(|r| !r.is_empty() || store.state().unclaimed() == 0);
+        let pulled = records.is_some_and(|r| r > 0 || store.state().unclaimed() == 0);
         let pairing = Pairing { link, asks, pulled };
         (Some(pairing), tasks)
     }

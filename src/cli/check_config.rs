@@ -17,6 +17,7 @@ pub fn run(config: &ConfigArgs, log_level: Option<&str>) -> Outcome {
     log_filter(log_level, "warn")?;
     init_logging(log_filter(None, "warn")?);
     let settings = config.load()?;
+    xrd2ganglia::config::check_peer(&settings).map_err(super::peer_error)?;
     serve::open_channels(&settings)?;
     // A closed pipe (`| head`) is not an error worth a panic.
     let _ = write!(std::io::stdout().lock(), "{settings}");

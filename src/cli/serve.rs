@@ -27,6 +27,7 @@ use crate::ConfigArgs;
 pub fn run(config: ConfigArgs, log_level: Option<&str>) -> Outcome {
     init_logging(log_filter(log_level, "info")?);
     let mut settings = config.load()?;
+    config::check_peer(&settings).map_err(super::peer_error)?;
     // Owned before anything is bound or read: a second gateway on the same
     // file is refused before it can save over the first one's sources.
     // Held until the process exits (the kernel releases it on any exit).

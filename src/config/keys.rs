@@ -464,7 +464,10 @@ pub const KEYS: &[Key] = &[
             so both publish the same value for every metric whatever either missed. At \
             start the gateway pulls its peer's state and last records before its XML \
             port listens, and answers gmetad's first poll whole. Needs `peer_listen`. \
-            The name is resolved at each exchange.",
+            The name is resolved at each exchange; `check-config` and the start refuse one \
+            that is this gateway's own `peer_listen` (0.0.0.0 or :: there: any address of \
+            this host), one that is no host name nor IP address, and one that does not \
+            resolve (exit 3). What of the peer's word is taken: docs/pair.md.",
     },
     Key {
         name: "peer_listen",

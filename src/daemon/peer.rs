@@ -1,41 +1,45 @@
 //! Two gateways of a pair exchange their counter state (`peer`,
 //! `peer_listen`), so both publish the same value for every metric of
 //! every server whatever either missed. The merge rule and why the two
-//! diverge without it: [`crate::engine::merge`].
+//! diverge without it: [`crate::engine::merge`]; what of a peer's word is
+//! taken (the trust rule): [`crate::engine::merge::take`].
 //!
 //! **What is exchanged.** Each source's entry, as the state file writes it
 //! (`S` and `C` lines, read with the state file's own line checks: one
-//! definition), each XCache's g-stream totals (`P` lines: the directive
+//! definition), each XCache's g-stream totals (a `P` line: the directive
 //! `xrootd.mongstream ... send` takes one destination, a second `send`
 //! replaces the first (`XrdXrootdConfig.cc`, `xmongs`), so only one
 //! gateway of a pair hears them), and for a starting peer each source's
-//! last record.
-//! Text over TCP, one exchange per connection: the asking side sends a
-//! header, its entries and a `.` line; the answering side merges them and
-//! answers with a header, its entries that differ from the ones it was
-//! sent (so both hold the merged entry after one round trip), and for a
-//! full exchange every entry the asker did not name, then a `.` line.
+//! last record. One exchange per connection: the asking side sends a
+//! message, the answering side merges its entries as they come and
+//! answers with its entries that differ from the ones it was sent (so
+//! both hold the merged entry after one round trip), and for a full
+//! exchange every entry the asker did not name.
+//!
+//! A message is frames ([`message`]): a kind byte, a 4-byte big-endian
+//! length, at most [`message::MAX_FRAME`] (128 KiB) of payload.
 //!
 //! ```text
-//! xrd2ganglia-peer 1 <pull|push|full> <standby 0|1> <number drawn at start>
-//! S <ip> <program> <tos> <pid>
-//! C <key> <last reading> <offset>
-//! P <ip> <program> <stod> <files> <bytes hit> <bytes missed> <bytes bypassed>
-//! R <ip> <age ms> <length>      (answers to a pull: the record's bytes follow)
-//! .
+//! H  xrd2ganglia-peer 2 <pull|push|full|answer> <standby 0|1> <number drawn at start>
+//! E  S <ip> <program> <tos> <pid>          an entry: its S line and C lines
+//!    C <key> <last reading> <offset> ...   (tab-separated, newline-ended)
+//! +  C ...                                 more C lines of the entry before
+//! P  P <stod> <files> <hit> <miss> <bypass>  the entry's g-stream totals
+//! R  <ip> <age ms>\n<the record's bytes>   a last record (answers to a pull)
+//! .                                        the end
 //! ```
 //!
 //! **When.** (1) At start, before the XML port listens and before any
 //! datagram is read (they wait in the socket's buffer, [`DEADLINE`] at
 //! most): a pull of the peer's every entry and last record, merged into
-//! the state file's; the records are fed through an engine of their own
-//! into the XML table (at their age: a host's TN is what the peer's was),
-//! so the first document is what the peer's is and the port listens at
-//! once ([`super::xml_port::Warmup`]; a peer that had heard no one, as
-//! when both start together, leaves the port to wait for the state file's
-//! sources as without a peer). The peer's exchanges are answered from the
-//! state file meanwhile, so two gateways that start together do not wait
-//! on each other. (2) Every second, the entries whose
+//! the state file's; the records are fed as they come through an engine
+//! of their own into the XML table (at their age: a host's TN is what the
+//! peer's was), so the first document is what the peer's is and the port
+//! listens at once ([`super::xml_port::Warmup`]; a peer that had heard no
+//! one, as when both start together, leaves the port to wait for the
+//! state file's sources as without a peer). The peer's exchanges are
+//! answered from the state file meanwhile, so two gateways that start
+//! together do not wait on each other. (2) Every second, the entries whose
 //! run or offsets changed (a source new to an engine, a restart, a reset
 //! or a wrap: [`Engine::peer_entries`](crate::engine::Engine::peer_entries)),
 //! or an empty push every [`PING_EVERY`] to tell the peer this one is up.
@@ -46,18 +50,27 @@
 //! source no engine has is merged into the saved state, and claimed from
 //! there when first heard.
 //!
-//! **Bounded.** A whole exchange has [`DEADLINE`]; a message at most
-//! `max_sources` x [`BYTES_PER_SOURCE`]; one exchange at a time per
-//! address; connections from outside `peer_allow` (by default what
-//! `peer` resolves to at start) are closed. Every entry is checked on its
-//! own, as the state file's are ([`crate::engine::saved::read_entries`], then
-//! [`crate::engine::merge::check`]): a bad one is refused, counted and named, the others
-//! are taken; a header, record or end that cannot be read ends the
-//! exchange. Sources no engine has wait at most `max_sources`. Whatever
-//! the peer sends, offsets only grow (the rule is a max), so it cannot
-//! make a counter go down, nor stop the gateway: it costs a counted,
-//! rate-limited log line. A failed push is not retried: what it carried
-//! goes with the next full exchange.
+//! **Bounded before parsing.** A frame's length is checked before a byte
+//! of it is read; entries are merged a batch of at most
+//! [`message::BATCH_BYTES`] (512 KiB) of frames at a time; a message of
+//! more entries than `max_sources` is cut there; an entry of more
+//! counters than `max_metrics_per_source` is refused whole as its frames
+//! come. So one exchange holds at most a frame (128 KiB), the entry being
+//! assembled (`max_metrics_per_source` x 59 bytes: 295 KB at the default
+//! 5,000) and a batch (512 KiB of text, its entries parsed), whatever the
+//! message's length and whatever `max_sources` is; at most
+//! [`MAX_EXCHANGES`] are answered at once (one per address) and one is
+//! asked, so all peers together make the gateway hold at most 5 times
+//! that, about 5 MB. A whole exchange has [`DEADLINE`]; connections from
+//! outside `peer_allow` (by default what `peer` resolves to at start)
+//! are closed. Every entry is checked on its own, as the state file's are
+//! ([`crate::engine::saved::read_entries`], then
+//! [`crate::engine::merge::check`]), then against what this gateway heard
+//! itself ([`crate::engine::merge::take`]): a bad line or claim is
+//! refused, counted and named, the rest is taken; a header, frame or
+//! record that cannot be read ends the exchange. Sources no engine has
+//! wait at most `max_sources`. A failed push is not retried: what it
+//! carried goes with the next full exchange.
 //!
 //! **One gmond, two gateways** (`send = true` on both): one sends, the
 //! other stands by (`peer_standby`). The standby hears, counts, merges and
@@ -73,8 +86,9 @@
 //! the standby decision ([`Link`]); `peer/asking.rs`: an exchange asked,
 //! the pushes ([`keep_in_step`]); `peer/answering.rs`: the peer port and
 //! an exchange answered ([`serve`]); `peer/start.rs`: the start-up pull
-//! and the XML table filled from it ([`pull`], [`fill_table`]);
-//! `peer/message.rs`: the messages, written and read.
+//! and the XML table filled from it as the records come ([`pull`]);
+//! `peer/message.rs`: the frames, written and read (and how to add a
+//! kind of information).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -82,6 +96,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::oneshot;
 
 use crate::engine::Engine;
+use crate::engine::merge::Taken;
 use crate::engine::pairing::{Entry, LastRecord};
 use crate::engine::saved::SavedSource;
 use crate::gstream::PfcTotals;
@@ -89,13 +104,13 @@ use crate::gstream::PfcTotals;
 mod answering;
 mod asking;
 mod link;
-mod message;
+pub mod message;
 mod start;
 
 pub use answering::serve;
 pub use asking::keep_in_step;
 pub use link::Link;
-pub use start::{fill_table, pull};
+pub use start::pull;
 
 /// A whole exchange (connect, send, merge, answer) takes at most this.
 pub const DEADLINE: Duration = Duration::from_secs(5);
@@ -108,8 +123,10 @@ pub const FULL_EVERY: Duration = Duration::from_secs(30);
 /// The standby sends to gmond once its peer has completed no exchange
 /// for this long (five missed pushes).
 pub const STANDBY_AFTER: Duration = Duration::from_secs(10);
-/// What one source may take in a message, with `max_sources` its bound.
-pub use crate::engine::saved::BYTES_PER_SOURCE;
+/// Exchanges answered at once, whoever asks (one per address): with a
+/// frame, an entry and a batch each ([`message`]), what all peers
+/// together can make the gateway hold.
+pub const MAX_EXCHANGES: usize = 4;
 /// Requests waiting for a receive task.
 pub const ASK_QUEUE: usize = 4;
 
@@ -130,8 +147,9 @@ pub enum Ask {
     },
 }
 
-/// A source's entry merged: its state and its g-stream totals.
-type Merged = (SavedSource, Option<PfcTotals>);
+/// A source's entry merged: its state, its g-stream totals and what came
+/// of the peer's claims.
+type Merged = (SavedSource, Option<PfcTotals>, Taken);
 
 /// Answers an ask from the engine (the receive task calls it).
 pub(super) fn answer(engine: &mut Engine, ask: Ask) {
@@ -150,8 +168,11 @@ pub(super) fn answer(engine: &mut Engine, ask: Ask) {
             let _ = reply.send((entries, last));
         }
         Ask::Merge { entries, reply } => {
-            let now = Instant::now();
-            let merged = entries.iter().map(|e| engine.merge_peer(e, now)).collect();
+            let (now, now_unix) = (Instant::now(), unix_now());
+            let merged = entries
+                .iter()
+                .map(|e| engine.merge_peer(e, now, now_unix))
+                .collect();
             let _ = reply.send(merged);
         }
     }

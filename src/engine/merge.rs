@@ -36,10 +36,14 @@
 //! * no run known (a source saved with no start) is older than any run.
 //!
 //! Offsets only grow under the rule, so a merge never makes a counter go
-//! down; a peer that lies can at worst make values jump up, and what no
-//! xrootd can send (a tos in the future, readings of 2^63 or more, more
-//! counters than a source may have) is refused line by line, as the state
-//! file's lines are ([`super::saved::parse_line`], [`check`]).
+//! down. What no xrootd can send (a tos more than a day ahead, readings of
+//! 2^63 or more, more counters than a source may have) is refused line by
+//! line, as the state file's lines are ([`super::saved::parse_line`],
+//! [`check`]). And a peer's entry is merged only where it agrees with
+//! what this gateway heard itself ([`take`], the trust rule): the run is
+//! the server's word, and a raise is what a report this gateway missed
+//! could hold; so a peer that lies can stop helping, never make a counter
+//! jump by more than the server's own reports allow.
 
 use std::collections::BTreeMap;
 
@@ -127,6 +131,151 @@ pub fn merge(mine: &mut SavedSource, peer: &SavedSource) {
     if runs == Runs::PeerNewer {
         mine.started = peer.started;
     }
+}
+
+/// How far after now a peer may place a run's start (`tos`): a server's
+/// clock ahead of this gateway's by more than this is taken for a lie.
+pub const CLOCK_SLACK: u64 = 300;
+
+/// The least a raise may be, whatever the counter publishes: one wrap of
+/// a C `int` counter ([`super::series`]).
+pub const RAISE_FLOOR: u64 = 1 << 32;
+
+/// What this gateway itself knows of a source, against which a peer's
+/// entry is checked ([`take`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Heard {
+    /// Now, in Unix seconds.
+    pub now_unix: u64,
+    /// When the server last reported to this gateway (Unix seconds), if
+    /// it has since this gateway started: its run is then the server's
+    /// word, never the peer's.
+    pub reported_unix: Option<u64>,
+    /// Something happened since the peer last raised it that the peer may
+    /// know more of: this gateway first took the source (heard it, or
+    /// read it) since its start, saw a restart, a reset or a wrap, or
+    /// missed a report. A raise is taken only then.
+    pub may_raise: bool,
+}
+
+/// What came of a peer's entry ([`take`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Taken {
+    /// Claims refused: the entry's run (one), or each counter raised by
+    /// more than this gateway's own reports allow.
+    pub refused: usize,
+    /// Why the first was refused.
+    pub why: Option<String>,
+    /// The peer's newer run is not merged yet: the server has not reported
+    /// it to this gateway, and nothing it heard says it cannot be true.
+    pub waiting: bool,
+    /// A counter's published value was raised.
+    pub raised: bool,
+}
+
+/// The trust rule: merges a peer's entry into mine ([`merge`]) only where
+/// it is consistent with what this gateway heard itself (`heard`):
+///
+/// 1. **The run is the server's word.** For a source the server reports
+///    to this gateway, a peer's other run is never merged; a newer one is
+///    refused if it cannot be true (a start more than [`CLOCK_SLACK`]
+///    ahead of now, or the server reported my run to me more than
+///    [`CLOCK_SLACK`] after that start), else it waits for the server's
+///    own report, which brings the restart (the entries are then of one
+///    run). For a source not heard since this gateway started, a newer
+///    run is taken if its start is not more than [`CLOCK_SLACK`] ahead.
+/// 2. **A raise is what a missed report could hold.** A counter's
+///    published value (reading + offset) goes up in a merge only by what
+///    the server counted in reports this gateway missed: the last reading
+///    before a restart or reset, or a wrap. So it is taken only while
+///    `heard.may_raise`, and by at most what the counter publishes here
+///    now (the reports missed cannot have counted more than all those
+///    heard) or [`RAISE_FLOOR`], whichever is larger. A counter raised by
+///    more is merged as if the peer had not named it, and counted.
+///
+/// An entry of a source this gateway holds nothing of is taken as it is
+/// (the line checks only): there is nothing to hold it against.
+pub fn take(mine: &mut SavedSource, peer: &SavedSource, heard: &Heard) -> Taken {
+    let mut taken = Taken::default();
+    let tos = peer.started.map_or(0, |(tos, _)| u64::from(tos));
+    let runs = compare(mine, peer);
+    if runs == Runs::PeerNewer && tos > heard.now_unix.saturating_add(CLOCK_SLACK) {
+        taken.refused = 1;
+        taken.why = Some(format!(
+            "a restart {} s in the future (tos {tos})",
+            tos - heard.now_unix
+        ));
+        return taken;
+    }
+    if mine.started.is_none() && mine.counters.is_empty() {
+        merge(mine, peer);
+        return taken;
+    }
+    if runs == Runs::PeerNewer {
+        let why = heard
+            .reported_unix
+            .filter(|&at| at > tos.saturating_add(CLOCK_SLACK))
+            .map(|at| {
+                format!(
+                    "a restart at tos {tos} the server contradicts (it reported its run {:?} {} s later)",
+                    mine.started,
+                    at - tos
+                )
+            });
+        if let Some(why) = why {
+            taken.refused = 1;
+            taken.why = Some(why);
+            return taken;
+        }
+        if heard.reported_unix.is_some() {
+            taken.waiting = true;
+            return taken;
+        }
+    }
+    let mut merged = mine.clone();
+    merge(&mut merged, peer);
+    let before: BTreeMap<u64, u64> = mine
+        .counters
+        .iter()
+        .map(|&(key, raw, off)| (key, raw.saturating_add(off)))
+        .collect();
+    let mut refused_keys = Vec::new();
+    for &(key, raw, off) in &merged.counters {
+        let before = before.get(&key).copied().unwrap_or(0);
+        let raise = raw.saturating_add(off).saturating_sub(before);
+        if raise == 0 {
+            continue;
+        }
+        let allowed = before.max(RAISE_FLOOR);
+        if heard.may_raise && raise <= allowed {
+            taken.raised = true;
+            continue;
+        }
+        refused_keys.push(key);
+        if taken.why.is_none() {
+            taken.why = Some(if heard.may_raise {
+                format!(
+                    "counter {key:016x} raised by {raise}, more than the {allowed} its own reports allow"
+                )
+            } else {
+                format!(
+                    "counter {key:016x} raised by {raise} with no report missed, restart, reset or wrap here since the last raise"
+                )
+            });
+        }
+    }
+    if !refused_keys.is_empty() {
+        taken.refused = refused_keys.len();
+        refused_keys.sort_unstable();
+        let mut trusted = peer.clone();
+        trusted
+            .counters
+            .retain(|c| refused_keys.binary_search(&c.0).is_err());
+        merged = mine.clone();
+        merge(&mut merged, &trusted);
+    }
+    *mine = merged;
+    taken
 }
 
 /// Whether two entries publish the same: the same run and the same offset

@@ -9,6 +9,7 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use super::Engine;
+use super::merge::Taken;
 use super::saved::SavedSource;
 use crate::gstream::PfcTotals;
 
@@ -67,18 +68,24 @@ impl Engine {
     }
 
     /// Merges a peer's entry into the source it names, if this engine has
-    /// it: Some(the merged entry and g-stream totals), else None.
+    /// it, where it agrees with what this engine heard of the source
+    /// ([`super::merge::take`]): Some(the merged entry, g-stream totals
+    /// and what came of the peer's claims), else None. `now_unix` is now
+    /// in Unix seconds.
     pub fn merge_peer(
         &mut self,
         entry: &Entry,
         now: Instant,
-    ) -> Option<(SavedSource, Option<PfcTotals>)> {
+        now_unix: u64,
+    ) -> Option<(SavedSource, Option<PfcTotals>, Taken)> {
         let now_s = self.clock.secs(now);
         let cap = self.settings.max_metrics_per_source;
         let source = self
             .sources
             .of_ip_mut(entry.ip)
             .find(|s| s.program() == entry.program)?;
-        Some(source.merge_peer(&entry.state, entry.pfc.as_ref(), now_s, cap))
+        let ago = now.saturating_duration_since(source.last_seen()).as_secs();
+        let times = (now_s, now_unix, now_unix.saturating_sub(ago));
+        Some(source.merge_peer(&entry.state, entry.pfc.as_ref(), times, cap))
     }
 }

@@ -62,11 +62,11 @@ const HEADER: &str = "xrd2ganglia-state 1";
 /// u64::MAX.
 pub const MAX_COUNTER: u64 = 1 << 63;
 
-/// What one source may take as text, in the state file or a peer message:
-/// with `max_sources`, the most of either that is read. A real source's
-/// entry is ~3 KB (a loaded data server has 82 counters) and its last
-/// record, which a peer's pull adds, 2-5 KB; an entry of 5,000 counters
-/// would be ~200 KB.
+/// What one source may take as text in the state file: with
+/// `max_sources`, the most of it that is read (a peer's message is framed
+/// and bounded on its own: `crate::daemon::peer::message`). A real
+/// source's entry is ~3 KB (a loaded data server has 82 counters); an
+/// entry of 5,000 counters would be ~200 KB.
 pub const BYTES_PER_SOURCE: usize = 16 << 10;
 
 /// Linux's highest pid (`PID_MAX_LIMIT`, include/linux/threads.h: 4M on

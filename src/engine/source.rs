@@ -98,6 +98,10 @@ pub(super) struct Source {
     /// Its run or a counter offset changed since the peer was last told
     /// (new to this engine, a restart, a reset or a wrap).
     peer_dirty: bool,
+    /// Something happened since the peer last raised it that the peer
+    /// may know more of (the above, told; or a report missed): a raise
+    /// may be taken ([`super::merge::take`]).
+    peer_window: bool,
 }
 
 impl Source {
@@ -138,6 +142,7 @@ impl Source {
             cluster_epoch: u32::MAX,
             cluster_refused: false,
             peer_dirty: true,
+            peer_window: true,
         }
     }
 
@@ -227,27 +232,39 @@ impl Source {
     /// cleared).
     pub(super) fn tell_peer(&mut self, changed_only: bool) -> bool {
         if changed_only {
-            std::mem::take(&mut self.peer_dirty)
+            let dirty = std::mem::take(&mut self.peer_dirty);
+            self.peer_window |= dirty;
+            dirty
         } else {
             true
         }
     }
 
-    /// Merges a peer's entry and g-stream totals into its own
-    /// ([`super::merge`]); returns what it holds then.
+    /// Merges a peer's entry and g-stream totals into its own, where they
+    /// agree with what it heard ([`super::merge::take`]: `reported_unix`,
+    /// when the server last reported to it); returns what it holds then
+    /// and what came of the peer's claims.
     pub(super) fn merge_peer(
         &mut self,
         state: &SavedSource,
         pfc: Option<&PfcTotals>,
-        now_s: u32,
+        (now_s, now_unix, reported_unix): (u32, u64, u64),
         cap: usize,
-    ) -> (SavedSource, Option<PfcTotals>) {
+    ) -> (SavedSource, Option<PfcTotals>, super::merge::Taken) {
         let mut mine = self.saved();
-        super::merge::merge(&mut mine, state);
+        let heard = super::merge::Heard {
+            now_unix,
+            reported_unix: (self.reports > 0).then_some(reported_unix),
+            may_raise: self.peer_window || self.peer_dirty,
+        };
+        let taken = super::merge::take(&mut mine, state, &heard);
+        if !taken.waiting {
+            self.peer_window = false;
+        }
         self.absorb(&mine, now_s, cap);
         let tos = self.started.map(|(tos, _)| tos);
         super::merge::merge_pfc(&mut self.pfc, pfc, tos);
-        (mine, self.pfc)
+        (mine, self.pfc, taken)
     }
 
     /// Whether its cluster is to be chosen (again): none chosen under the
@@ -342,6 +359,10 @@ impl Source {
             .filter(|g| *g >= Duration::from_millis(500) && *g <= Duration::from_secs(86_400))
             .map(|g| g.as_secs_f64().round() as u32);
         if let Some(gap) = gap {
+            // A report missed: the peer may have heard what it held.
+            if self.interval.is_some_and(|i| gap > i + i / 2) {
+                self.peer_window = true;
+            }
             match self.interval {
                 Some(known) if gap > known => {
                     self.slower_gaps += 1;

@@ -175,11 +175,13 @@ counters! {
     peer_exchanges: Counter "peer_exchanges", "exchanges/s", "Peer exchanges",
         "State exchanges with the peer gateway completed (either side asking).";
     peer_failed: Counter "peer_failed", "exchanges/s", "Peer exchanges failed",
-        "State exchanges with the peer that failed: refused, timed out, too big or not the exchange's text.";
+        "State exchanges with the peer that failed: refused, timed out, cut at their bound (a frame over 128 KiB, more entries than max_sources) or not the exchange.";
     peer_denied: Counter "peer_denied", "connections/s", "Peer connections denied",
-        "Connections to peer_listen from outside peer_allow (or while that address had an exchange going), closed at once.";
+        "Connections to peer_listen from outside peer_allow (or while that address had an exchange going, or 4 exchanges were), closed at once.";
     peer_refused_entries: Counter "peer_refused_entries", "lines/s", "Peer lines refused",
         "Lines of the peer's entries refused, checked as the state file's (a start in the future, a counter of 2^63 or more, ...); the rest is taken.";
+    peer_refused_claims: Counter "peer_refused_claims", "claims/s", "Peer claims refused",
+        "The peer's claims refused as inconsistent with what this gateway heard itself: a restart the server did not report (a start in the future, or contradicted by the server's later reports), or a counter raised by more than the server's own reports allow. The rest of the entry is taken.";
     xml_hosts_evicted: Counter "xml_hosts_evicted", "hosts/s", "XML hosts evicted",
         "Hosts the XML table forgot to stay within max_sources, the longest silent first.";
 }

@@ -49,6 +49,23 @@ impl Events<'_> {
         }
     }
 
+    /// `refused` of the peer's claims in one exchange refused by the trust
+    /// rule ([`crate::engine::merge::take`]), the first named in `why`.
+    pub fn peer_claims_refused(&mut self, peer: SocketAddr, refused: usize, why: &str) {
+        if refused == 0 {
+            return;
+        }
+        self.counters
+            .peer_refused_claims
+            .fetch_add(refused as u64, Relaxed);
+        if let Some(s) = self.allow("peer_refused_claims", peer.ip()) {
+            tracing::warn!(
+                suppressed = %s,
+                "peer {peer}: {why} (counted as peer_refused_claims; the rest was taken)"
+            );
+        }
+    }
+
     /// An exchange with the peer that failed; nothing of it was taken
     /// but the entries already merged.
     pub fn peer_failed(&mut self, peer: SocketAddr, e: &dyn std::fmt::Display) {

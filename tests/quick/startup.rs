@@ -438,3 +438,223 @@ fn the_log_is_plain_text_and_under_systemd_carries_each_lines_priority() {
         );
     }
 }
+
+/// Issue 42, item 5: `peer` naming this gateway's own `peer_listen` (it
+/// pulled from itself), a name no DNS can hold (5,000 characters, a
+/// slash), and a name that does not resolve: check-config and serve
+/// refuse each, naming the key. A name that does not resolve may pass
+/// later (DNS at boot), exit 3 as a send host's; the rest exit 2.
+#[test]
+fn a_peer_that_is_this_gateway_or_no_host_is_refused() {
+    let dir = Scratch::new("peer-check");
+    let check = |peer: &str, listen: &str| {
+        let conf = dir.path().join(format!("peer-{}.toml", free_port()));
+        std::fs::write(
+            &conf,
+            format!(
+                "{QUIET}state_file = \"\"\nsend = false\nxml_listen = [\"127.0.0.1:{}\"]\npeer = \"{peer}\"\npeer_listen = [\"{listen}\"]\n",
+                free_port()
+            ),
+        )
+        .unwrap();
+        let checked = exit_of(
+            Command::new(BIN)
+                .args(["check-config", "--config"])
+                .arg(&conf),
+            dir.path(),
+        );
+        (conf, checked)
+    };
+    let port = free_port();
+    // Itself, by the address it listens on.
+    let (conf, (code, stderr)) = check(&format!("127.0.0.1:{port}"), &format!("127.0.0.1:{port}"));
+    let own = format!(
+        "xrd2ganglia: peer = \"127.0.0.1:{port}\": 127.0.0.1:{port} is this gateway's own peer_listen 127.0.0.1:{port}: peer names the other gateway"
+    );
+    assert_eq!((code, stderr.trim()), (Some(2), own.as_str()));
+    // serve's start refuses it the same, before it binds anything.
+    let (code, serve_err) = exit_of(
+        Command::new(BIN)
+            .args(["serve", "--config"])
+            .arg(&conf)
+            .args(["--listen", &format!("127.0.0.1:{}", free_port())]),
+        dir.path(),
+    );
+    assert_eq!((code, serve_err.trim()), (Some(2), own.as_str()));
+    // Itself by name, listening on every address.
+    let (_, (code, stderr)) = check(&format!("localhost:{port}"), &format!("0.0.0.0:{port}"));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!("xrd2ganglia: peer = \"localhost:{port}\": "))
+            && stderr.contains(&format!("is this gateway's own peer_listen 0.0.0.0:{port}")),
+        "{stderr}"
+    );
+    // The other gateway on this host (another port): taken.
+    let (_, (code, stderr)) = check(
+        &format!("127.0.0.1:{}", free_port()),
+        &format!("0.0.0.0:{port}"),
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    // Absurd names.
+    let long = format!("{}:8660", "a".repeat(5000));
+    for bad in [
+        long.as_str(),
+        "gw2/../x:8660",
+        "-gw2.example.org:8660",
+        "[gw2]:8660",
+    ] {
+        let (_, (code, stderr)) = check(bad, &format!("127.0.0.1:{port}"));
+        assert_eq!(code, Some(2), "{bad:.40}: {stderr}");
+        assert!(stderr.starts_with("xrd2ganglia: peer = \""), "{stderr}");
+        assert!(
+            stderr.trim_end().ends_with(
+                ": not a host name (letters, digits, '-', '_' and '.'; labels of 1 to 63, 253 in all) nor an IP address ([...] for IPv6)"
+            ),
+            "{stderr}"
+        );
+        assert!(stderr.len() < 1000, "{}", stderr.len());
+    }
+    // A name that does not resolve.
+    let (_, (code, stderr)) = check("no-such-host.invalid:8660", &format!("127.0.0.1:{port}"));
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(
+        stderr.starts_with("xrd2ganglia: peer = \"no-such-host.invalid:8660\": does not resolve ("),
+        "{stderr}"
+    );
+}
+
+/// The peak memory of `pid` (VmHWM) and its resident memory now (VmRSS),
+/// in KiB, from /proc.
+fn memory_kib(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmHWM:"), field("VmRSS:"))
+}
+
+/// What four allowed peers flooding at once make the real gateway hold
+/// (docs/benchmarks.md, "A peer flood"): each of 127.0.0.2-5 sends, on
+/// connection after connection for 15 s, frames of 128 KiB of entries
+/// that are refused (a start a year ahead), frames of a kind it does not
+/// know, and an entry continued without end; at `max_sources` 10 and
+/// 10,000. `cargo test --release --test quick -- --ignored peer_flood
+/// --nocapture`.
+#[test]
+#[ignore = "a measurement: run it on purpose, in release"]
+fn peer_flood_memory() {
+    use std::io::Write as _;
+    for max_sources in [10, 10_000] {
+        let dir = Scratch::new("peer-flood");
+        let (xml, own) = (free_port(), free_port());
+        let conf = dir.path().join("flood.toml");
+        std::fs::write(
+            &conf,
+            format!(
+                "{QUIET}state_file = \"\"\nsend = false\nxml_listen = [\"127.0.0.1:{xml}\"]\n\
+                 peer = \"127.0.0.1:{}\"\npeer_listen = [\"127.0.0.1:{own}\"]\n\
+                 peer_allow = [\"127.0.0.0/8\"]\nmax_sources = {max_sources}\n",
+                free_port()
+            ),
+        )
+        .unwrap();
+        let mut cmd = Command::new(BIN);
+        cmd.args(["serve", "--config"])
+            .arg(&conf)
+            .args(["--listen", &format!("127.0.0.1:{}", free_port())]);
+        let log = dir.path().join("log");
+        let (child, _) = start_until(cmd, &log, "xml_listen").unwrap();
+        let pid = child.id();
+        std::thread::sleep(Duration::from_secs(1));
+        let before = memory_kib(pid);
+        let frame = |kind: u8, payload: &[u8]| {
+            let mut f = vec![kind];
+            f.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+            f.extend_from_slice(payload);
+            f
+        };
+        let mut refused = String::from("S\t10.0.0.1\txrootd\t4000000000\t1\n");
+        while refused.len() < (128 << 10) - 64 {
+            refused.push_str("C\t0000000000000001\t1\t1\n");
+        }
+        let refused = refused.into_bytes();
+        let counters = "C\t0000000000000002\t1\t1\n".repeat(5300).into_bytes();
+        let header = frame(b'H', b"xrd2ganglia-peer 2\tpush\t0\t1");
+        let mut one = Vec::new();
+        for i in 0..8 {
+            one.extend(frame(b'E', &refused));
+            one.extend(frame(b'F', &refused[..100_000 + i]));
+        }
+        one.extend(frame(b'E', b"S\t10.0.0.2\txrootd\t1700000000\t1\n"));
+        for _ in 0..40 {
+            one.extend(frame(b'+', &counters[..120_000]));
+        }
+        let until = Instant::now() + Duration::from_secs(15);
+        let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let floods: Vec<_> = (2..=5u8)
+            .map(|n| {
+                let (header, one, sent) = (header.clone(), one.clone(), sent.clone());
+                std::thread::spawn(move || {
+                    while Instant::now() < until {
+                        let s = socket2::Socket::new(
+                            socket2::Domain::IPV4,
+                            socket2::Type::STREAM,
+                            None,
+                        )
+                        .unwrap();
+                        s.bind(&std::net::SocketAddr::from(([127, 0, 0, n], 0)).into())
+                            .unwrap();
+                        if s.connect(&std::net::SocketAddr::from(([127, 0, 0, 1], own)).into())
+                            .is_err()
+                        {
+                            continue;
+                        }
+                        let mut s: std::net::TcpStream = s.into();
+                        let _ = s.write_all(&header);
+                        while Instant::now() < until && s.write_all(&one).is_ok() {
+                            sent.fetch_add(one.len() as u64, std::sync::atomic::Ordering::Relaxed);
+                        }
+                    }
+                })
+            })
+            .collect();
+        let mut peak_during = 0;
+        while Instant::now() < until {
+            peak_during = peak_during.max(memory_kib(pid).1);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        for f in floods {
+            f.join().unwrap();
+        }
+        let after = memory_kib(pid);
+        let mut doc = Vec::new();
+        let _ = std::io::Read::read_to_end(
+            &mut std::net::TcpStream::connect(("127.0.0.1", xml)).unwrap(),
+            &mut doc,
+        );
+        let (_, text) = stop(child, &log);
+        let mut kinds: std::collections::BTreeMap<String, usize> = Default::default();
+        for l in text.lines().filter(|l| l.contains("peer")) {
+            let at = l.find("peer").unwrap_or(0);
+            *kinds.entry(l[at..].chars().take(70).collect()).or_default() += 1;
+        }
+        for (k, n) in kinds.iter().take(8) {
+            println!("  {n} x {k}");
+        }
+        println!(
+            "max_sources {max_sources}: VmHWM {} KiB before, {} KiB after ({} MiB sent by 4 peers in 15 s); \
+             VmRSS at most {} KiB during, {} KiB after; serving: {} bytes to a poll; {} peer lines in the log",
+            before.0,
+            after.0,
+            sent.load(std::sync::atomic::Ordering::Relaxed) >> 20,
+            peak_during,
+            after.1,
+            doc.len(),
+            text.lines().filter(|l| l.contains("peer")).count()
+        );
+    }
+}

@@ -9,10 +9,11 @@ use std::time::{Duration, Instant};
 use ipnet::IpNet;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
-use super::message::{message, parse, read_message};
-use super::{DEADLINE, Link, lock, unix_now};
+use super::link::Claims;
+use super::message::{Assembler, Incoming, Item, Mode, Refused, message};
+use super::{DEADLINE, Link, MAX_EXCHANGES, lock, unix_now};
 use crate::config::Settings;
 use crate::engine::merge;
 use crate::engine::pairing::Entry;
@@ -54,9 +55,22 @@ pub async fn serve(
     let allow = allowed(&settings).await;
     let busy: Arc<Mutex<HashSet<IpAddr>>> = Arc::default();
     let mut events = Events::new(&counters, settings.log_interval);
+    // Each exchange's outcome, logged here: one rate limit for them all.
+    let (done_tx, mut done_rx) = mpsc::channel::<(SocketAddr, Outcome)>(MAX_EXCHANGES);
     loop {
         let (stream, from) = tokio::select! {
             _ = stop.changed() => break,
+            Some((from, outcome)) = done_rx.recv() => {
+                let e = events.at(Instant::now());
+                match outcome {
+                    Ok(done) => {
+                        e.peer_exchanged(from, done.refused.lines, &done.refused.text);
+                        e.peer_claims_refused(from, done.claims.refused, &done.claims.why);
+                    }
+                    Err(why) => e.peer_failed(from, &why),
+                }
+                continue;
+            }
             a = listener.accept() => match a {
                 Ok(a) => a,
                 Err(_) => {
@@ -72,6 +86,14 @@ pub async fn serve(
                 .peer_denied(local, from, "not in peer_allow");
             continue;
         }
+        if lock(&busy).len() >= MAX_EXCHANGES {
+            events.at(Instant::now()).peer_denied(
+                local,
+                from,
+                "as many exchanges as may go at once are under way",
+            );
+            continue;
+        }
         if !lock(&busy).insert(ip) {
             events.at(Instant::now()).peer_denied(
                 local,
@@ -80,72 +102,85 @@ pub async fn serve(
             );
             continue;
         }
-        let (link, counters, busy, log_interval) = (
-            link.clone(),
-            counters.clone(),
-            busy.clone(),
-            settings.log_interval,
-        );
+        let (link, busy, done_tx) = (link.clone(), busy.clone(), done_tx.clone());
         tokio::spawn(async move {
-            let mut events = Events::new(&counters, log_interval);
-            let done = tokio::time::timeout(DEADLINE, answer_one(&link, stream, &mut events)).await;
-            let failed = match done {
-                Ok(Ok(())) => None,
-                Ok(Err(e)) => Some(e),
-                Err(_) => Some(format!("not done within {} s", DEADLINE.as_secs())),
-            };
-            if let Some(e) = failed {
-                events.at(Instant::now()).peer_failed(from, &e);
-            }
+            let done = tokio::time::timeout(DEADLINE, answer_one(&link, stream)).await;
+            let outcome =
+                done.unwrap_or_else(|_| Err(format!("not done within {} s", DEADLINE.as_secs())));
             lock(&busy).remove(&ip);
+            let _ = done_tx.send((from, outcome)).await;
         });
     }
 }
 
-/// One exchange as the answering side.
-async fn answer_one(
-    link: &Link,
-    mut stream: TcpStream,
-    events: &mut Events<'_>,
-) -> Result<(), String> {
-    let from = stream.peer_addr().map_err(|e| e.to_string())?;
-    let bytes = read_message(&mut stream, link.max_bytes)
-        .await
-        .map_err(|e| e.to_string())?;
-    let msg = parse(&bytes, link.max_counters, unix_now())?;
-    let (entries, records) = match msg.mode.as_str() {
-        "pull" => link.everything(true).await,
-        "push" | "full" => {
-            let named: HashSet<(IpAddr, String)> = msg
-                .entries
-                .iter()
-                .map(|e| (e.ip, e.program.clone()))
-                .collect();
-            let merged = link.take(msg.entries).await;
-            let mut answer: Vec<Entry> = merged
-                .into_iter()
-                .filter(|(sent, mine)| {
-                    !merge::agrees(&sent.state, &mine.state) || sent.pfc != mine.pfc
-                })
-                .map(|(_, mine)| mine)
-                .collect();
-            if msg.mode == "full" {
-                let (all, _) = link.everything(false).await;
-                answer.extend(
-                    all.into_iter()
-                        .filter(|e| !named.contains(&(e.ip, e.program.clone()))),
-                );
+/// One exchange as the answering side: the asker's entries are read a
+/// frame at a time and merged a batch at a time
+/// ([`super::message::Incoming`]).
+async fn answer_one(link: &Link, mut stream: TcpStream) -> Outcome {
+    let (read, mut write) = stream.split();
+    let assembler = Assembler::new(link.max_counters, link.max_entries(), unix_now());
+    let mut incoming = Incoming::new(read, assembler);
+    let header = incoming.header().await?;
+    // The sources named (8 bytes each, at most max_sources), and the
+    // merged entries that differ from what was sent (this gateway's own).
+    let mut named: HashSet<u64> = HashSet::new();
+    let mut answer: Vec<Entry> = Vec::new();
+    let mut claims = Claims::default();
+    loop {
+        match incoming.next().await? {
+            Item::Entries(batch) => {
+                if !matches!(header.mode, Mode::Push | Mode::Full) {
+                    return Err(format!("entries in a {}", header.mode.as_str()));
+                }
+                let (merged, refused) = link.take(batch).await;
+                claims.add(refused);
+                for (sent, mine) in merged {
+                    named.insert(name_hash(sent.ip, &sent.program));
+                    if !merge::agrees(&sent.state, &mine.state) || sent.pfc != mine.pfc {
+                        answer.push(mine);
+                    }
+                }
             }
+            Item::Record(_) => return Err("records sent to the answering side".into()),
+            Item::End => break,
+        }
+    }
+    let (entries, records) = match header.mode {
+        Mode::Pull => link.everything(true).await,
+        Mode::Push => (answer, Vec::new()),
+        Mode::Full => {
+            let (all, _) = link.everything(false).await;
+            answer.extend(
+                all.into_iter()
+                    .filter(|e| !named.contains(&name_hash(e.ip, &e.program))),
+            );
             (answer, Vec::new())
         }
-        other => return Err(format!("asked with {other:?}")),
+        Mode::Answer => return Err("asked with \"answer\"".into()),
     };
     let out = message(&link.header("answer"), &entries, &records);
-    stream.write_all(&out).await.map_err(|e| e.to_string())?;
-    let _ = stream.shutdown().await;
-    link.exchanged(msg.claim);
-    events
-        .at(Instant::now())
-        .peer_exchanged(from, msg.refused.lines, &msg.refused.text);
-    Ok(())
+    write.write_all(&out).await.map_err(|e| e.to_string())?;
+    let _ = write.shutdown().await;
+    link.exchanged(header.claim);
+    Ok(Done {
+        refused: incoming.assembler.refused,
+        claims,
+    })
+}
+
+/// What came of an exchange answered: done (with what of it was
+/// refused), or why it failed.
+type Outcome = Result<Done, String>;
+
+struct Done {
+    refused: Refused,
+    claims: Claims,
+}
+
+/// A source's name, hashed: what a full exchange's answer leaves out.
+fn name_hash(ip: IpAddr, program: &str) -> u64 {
+    let mut key = ip.to_string().into_bytes();
+    key.push(b' ');
+    key.extend_from_slice(program.as_bytes());
+    crate::fnv::hash(&key)
 }

@@ -10,21 +10,24 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
-use super::message::{message, parse, read_message};
+use super::link::Claims;
+use super::message::{Assembler, Incoming, Item, Mode, message};
 use super::{DEADLINE, FULL_EVERY, Link, PING_EVERY, PUSH_EVERY, unix_now};
 use crate::config::Settings;
 use crate::engine::pairing::{Entry, LastRecord};
 use crate::events::{Counters, Events};
 
 /// One exchange as the asking side: sends `entries` in `mode`, merges the
-/// answer. The peer's records (a pull) are returned.
+/// answer a batch at a time as it comes; the peer's records (a pull's
+/// answer) go to `records` as they come. How many records came.
 pub(super) async fn ask(
     link: &Link,
     peer: &str,
     mode: &str,
     entries: &[Entry],
+    records: &mut (dyn FnMut(LastRecord) + Send),
     events: &mut Events<'_>,
-) -> Result<Vec<LastRecord>, (SocketAddr, String)> {
+) -> Result<usize, (SocketAddr, String)> {
     let unknown = SocketAddr::from(([0, 0, 0, 0], 0));
     let exchange = async {
         let addrs: Vec<SocketAddr> = tokio::net::lookup_host(peer)
@@ -37,35 +40,59 @@ pub(super) async fn ask(
                 Ok(mut s) => {
                     let out = message(&link.header(mode), entries, &[]);
                     s.write_all(&out).await.map_err(|e| (addr, e.to_string()))?;
-                    let bytes = read_message(&mut s, link.max_bytes)
+                    let got = take_answer(link, s, records, events)
                         .await
-                        .map_err(|e| (addr, e.to_string()))?;
-                    return Ok((addr, bytes));
+                        .map_err(|e| (addr, e))?;
+                    return Ok(got);
                 }
                 Err(e) => last_error = (addr, format!("connect: {e}")),
             }
         }
         Err(last_error)
     };
-    let (addr, bytes) = tokio::time::timeout(DEADLINE, exchange)
+    tokio::time::timeout(DEADLINE, exchange)
         .await
         .map_err(|_| {
             (
                 unknown,
                 format!("no answer within {} s", DEADLINE.as_secs()),
             )
-        })??;
-    let msg = parse(&bytes, link.max_counters, unix_now()).map_err(|e| (addr, e))?;
-    if msg.mode != "answer" {
-        return Err((addr, format!("answered with {:?}", msg.mode)));
+        })?
+}
+
+/// The answer to an exchange, read a frame at a time and merged a batch
+/// at a time.
+async fn take_answer(
+    link: &Link,
+    mut stream: TcpStream,
+    records: &mut (dyn FnMut(LastRecord) + Send),
+    events: &mut Events<'_>,
+) -> Result<usize, String> {
+    let addr = stream.peer_addr().map_err(|e| e.to_string())?;
+    let assembler = Assembler::new(link.max_counters, link.max_entries(), unix_now());
+    let mut incoming = Incoming::new(&mut stream, assembler);
+    let header = incoming.header().await?;
+    if header.mode != Mode::Answer {
+        return Err(format!("answered with {:?}", header.mode.as_str()));
     }
-    let records = msg.records;
-    link.take(msg.entries).await;
-    link.exchanged(msg.claim);
-    events
-        .at(Instant::now())
-        .peer_exchanged(addr, msg.refused.lines, &msg.refused.text);
-    Ok(records)
+    let mut claims = Claims::default();
+    let mut count = 0;
+    loop {
+        match incoming.next().await? {
+            Item::Entries(batch) => claims.add(link.take(batch).await.1),
+            Item::Record(r) => {
+                count += 1;
+                records(r);
+            }
+            Item::End => break,
+        }
+    }
+    link.exchanged(header.claim);
+    let refused = incoming.assembler.refused;
+    let e = events.at(Instant::now());
+    e.peer_exchanged(addr, refused.lines, &refused.text);
+    e.peer_claims_refused(addr, claims.refused, &claims.why);
+    Ok(count)
 }
 
 /// Pushes changed entries every [`PUSH_EVERY`] (an empty push every
@@ -104,7 +131,7 @@ pub async fn keep_in_step(
                 return false;
             }
             let mode = if full { "full" } else { "push" };
-            match ask(&link, &peer, mode, &entries, &mut events).await {
+            match ask(&link, &peer, mode, &entries, &mut |_| {}, &mut events).await {
                 Ok(_) => {}
                 // Tried again at the next tick; what changed meanwhile goes
                 // with the next full exchange.

@@ -9,7 +9,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::{mpsc, oneshot};
 
 use super::message::HEADER;
-use super::{Ask, BYTES_PER_SOURCE, Merged, STANDBY_AFTER, lock};
+use super::{Ask, Merged, STANDBY_AFTER, lock};
 use crate::config::Settings;
 use crate::engine::pairing::{Entry, LastRecord};
 use crate::engine::saved::SavedState;
@@ -22,7 +22,6 @@ pub struct Link {
     /// start-up pull, only the saved state is asked and merged into.
     engines_running: AtomicBool,
     pub(super) saved: Arc<SavedState>,
-    pub(super) max_bytes: usize,
     pub(super) max_counters: usize,
     max_sources: usize,
     /// This one claims standby; the number it drew at start.
@@ -48,10 +47,6 @@ impl Link {
             engines,
             engines_running: AtomicBool::new(false),
             saved,
-            max_bytes: settings
-                .max_sources
-                .saturating_mul(BYTES_PER_SOURCE)
-                .max(1 << 20),
             max_counters: settings.max_metrics_per_source,
             max_sources: settings.max_sources,
             standby: settings.peer_standby,
@@ -66,6 +61,12 @@ impl Link {
     /// The receive tasks run: asks go to them from now on.
     pub fn engines_run(&self) {
         self.engines_running.store(true, Relaxed);
+    }
+
+    /// The most entries a message may carry: a peer naming more sources
+    /// than this gateway may keep is not heard past them.
+    pub(super) fn max_entries(&self) -> usize {
+        self.max_sources
     }
 
     /// The engines to ask (none before they run).
@@ -171,8 +172,9 @@ impl Link {
     /// Merges the peer's entries: into the engine that has each source,
     /// else into the saved state (which keeps no g-stream totals: they
     /// come with the next exchange once a receive task has the source).
-    /// The entries sent and merged, in order.
-    pub(super) async fn take(&self, entries: Vec<Entry>) -> Vec<(Entry, Entry)> {
+    /// The entries sent and merged, in order, and the claims refused
+    /// ([`crate::engine::merge::take`]).
+    pub(super) async fn take(&self, entries: Vec<Entry>) -> (Vec<(Entry, Entry)>, Claims) {
         let entries = Arc::new(entries);
         let mut merged: Vec<Option<Merged>> = vec![None; entries.len()];
         for engine in self.engines() {
@@ -191,16 +193,23 @@ impl Link {
                 }
             }
         }
-        entries
+        let mut claims = Claims::default();
+        let now_unix = super::unix_now();
+        let pairs = entries
             .iter()
             .zip(merged)
             .map(|(e, m)| {
-                let (state, pfc) = m.unwrap_or_else(|| {
-                    let state =
-                        self.saved
-                            .merge_unclaimed(e.ip, &e.program, &e.state, self.max_sources);
-                    (state, None)
+                let (state, pfc, taken) = m.unwrap_or_else(|| {
+                    let (state, taken) = self.saved.merge_unclaimed(
+                        e.ip,
+                        &e.program,
+                        &e.state,
+                        self.max_sources,
+                        now_unix,
+                    );
+                    (state, None, taken)
                 });
+                claims.note(e, taken);
                 let merged = Entry {
                     ip: e.ip,
                     program: e.program.clone(),
@@ -209,7 +218,32 @@ impl Link {
                 };
                 (e.clone(), merged)
             })
-            .collect()
+            .collect();
+        (pairs, claims)
+    }
+}
+
+/// The peer's claims refused in one exchange: how many, the first named.
+#[derive(Debug, Default)]
+pub struct Claims {
+    pub refused: usize,
+    pub why: String,
+}
+
+impl Claims {
+    /// Adds another batch's.
+    pub fn add(&mut self, other: Claims) {
+        self.refused += other.refused;
+        if self.why.is_empty() {
+            self.why = other.why;
+        }
+    }
+
+    fn note(&mut self, e: &Entry, taken: crate::engine::merge::Taken) {
+        self.refused += taken.refused;
+        if let (true, Some(why)) = (self.why.is_empty(), taken.why) {
+            self.why = format!("{} {}: {why}", e.ip, e.program);
+        }
     }
 }
 

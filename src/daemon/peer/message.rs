@@ -1,67 +1,413 @@
-//! The exchange's messages: what a peer sends, written and read
-//! (the format is in [`super`]'s doc), and where one ends on the wire.
+//! The exchange's messages: one definition of what a message holds
+//! ([`Kind`]), written ([`Writer`]) and read a frame at a time
+//! ([`Incoming`], [`Assembler`]); the format is in [`super`]'s doc.
+//!
+//! **Framed, bounded before parsing.** A message is a run of frames, each
+//! a kind byte, a 4-byte big-endian length and at most [`MAX_FRAME`] bytes
+//! of payload; a longer length ends the exchange before a byte of it is
+//! read. Entries are assembled from their frames, checked and handed on
+//! in batches of at most [`BATCH_BYTES`] of frames (merged as they come),
+//! so what one exchange holds is a frame, the entry being assembled (at
+//! most `max_metrics_per_source` counters) and one batch, whatever the
+//! message's length; a message of more entries than `max_sources` is
+//! cut there.
+//!
+//! **Adding a kind of information** (a new frame kind): a variant of
+//! [`Kind`] with its byte, a method of [`Writer`] that writes it, and an
+//! arm of [`Assembler::frame`] that checks it and yields an [`Item`]. A
+//! gateway that does not know a kind skips its frames, counted with the
+//! refused lines (a newer peer), and takes the rest.
 
 use std::fmt::Write as _;
 use std::io;
 use std::net::IpAddr;
 use std::time::Duration;
 
-use tokio::io::AsyncReadExt;
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::engine::merge;
 use crate::engine::pairing::{Entry, LastRecord};
 use crate::engine::saved;
 use crate::gstream::PfcTotals;
 
-/// The first field of every message's header.
-pub(super) const HEADER: &str = "xrd2ganglia-peer 1";
+/// The first field of every message's header: the exchange and its version.
+pub(super) const HEADER: &str = "xrd2ganglia-peer 2";
 
-/// A message, read.
-#[derive(Debug, Default)]
+/// The most bytes a frame's payload may have (a record of 64 KiB and its
+/// line fit; an entry longer than this goes in several frames).
+pub const MAX_FRAME: usize = 128 << 10;
+
+/// Entries are handed on for merging once their frames reach this.
+pub const BATCH_BYTES: usize = 512 << 10;
+
+/// Longest datagram a record frame carries (a UDP datagram's most).
+const MAX_RECORD: usize = 65_536;
+
+/// The most bytes of one `C` line (`C`, 16 hex digits, two numbers below
+/// 2^63, tabs and newline): with `max_metrics_per_source`, an entry's most.
+const C_LINE_MAX: usize = 2 + 16 + 1 + 19 + 1 + 19 + 1;
+
+/// A frame's kind: its first byte on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The message's first frame: `HEADER`, mode, standby claim, number
+    /// (tab-separated text).
+    Header,
+    /// A source's entry: its `S` line and its `C` lines, as the state
+    /// file writes them (the first of them, if they do not fit a frame).
+    Entry,
+    /// More `C` lines of the entry just before.
+    More,
+    /// The g-stream totals of the entry just before: one `P` line.
+    Totals,
+    /// A source's last record (answers to a pull): `ip`, tab, age in ms,
+    /// newline, then the datagram's bytes.
+    Record,
+    /// The message's end (no payload).
+    End,
+}
+
+impl Kind {
+    const ALL: [Kind; 6] = [
+        Kind::Header,
+        Kind::Entry,
+        Kind::More,
+        Kind::Totals,
+        Kind::Record,
+        Kind::End,
+    ];
+
+    pub fn byte(self) -> u8 {
+        match self {
+            Kind::Header => b'H',
+            Kind::Entry => b'E',
+            Kind::More => b'+',
+            Kind::Totals => b'P',
+            Kind::Record => b'R',
+            Kind::End => b'.',
+        }
+    }
+
+    fn of(byte: u8) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.byte() == byte)
+    }
+}
+
+/// A message's mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Everything, and the last records (a starting gateway).
+    Pull,
+    /// Changed entries (or none: the asker is up).
+    Push,
+    /// Every entry.
+    Full,
+    /// What the answering side sends back.
+    Answer,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Pull => "pull",
+            Mode::Push => "push",
+            Mode::Full => "full",
+            Mode::Answer => "answer",
+        }
+    }
+
+    fn parse(text: &str) -> Option<Mode> {
+        [Mode::Pull, Mode::Push, Mode::Full, Mode::Answer]
+            .into_iter()
+            .find(|m| m.as_str() == text)
+    }
+}
+
+/// A message's header, read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    pub mode: Mode,
+    /// The sender's standby claim and the number it drew at its start.
+    pub claim: (bool, u64),
+}
+
+/// A message, read whole (tests and measurements; the exchange reads a
+/// frame at a time, [`Incoming`]).
+#[cfg(test)]
+#[derive(Debug)]
 pub struct Message {
-    pub mode: String,
+    pub mode: Mode,
     pub claim: (bool, u64),
     pub entries: Vec<Entry>,
     pub records: Vec<LastRecord>,
-    /// Lines and entries refused: how many, and what the first were.
     pub refused: Refused,
 }
 
 /// What of a message was refused.
 #[derive(Debug, Default)]
 pub struct Refused {
-    /// Lines refused (each of a refused entry counted).
+    /// Lines refused (each of a refused entry counted), and frames of a
+    /// kind this gateway does not know.
     pub lines: usize,
     /// The first few, with why.
     pub text: String,
 }
 
-/// Writes entries as the state file does, then their g-stream totals
-/// (`P` lines, which the state file does not keep).
-fn write_entries(out: &mut String, entries: &[Entry]) {
-    for e in entries {
-        saved::write_source(out, e.ip, &e.program, e.state.started);
-        for &(key, raw, off) in &e.state.counters {
-            saved::write_counter(out, key, raw, off);
-        }
-    }
-    for e in entries {
-        if let Some(p) = &e.pfc {
-            let _ = writeln!(
-                out,
-                "P\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
-                e.ip, e.program, p.stod, p.files, p.bytes_hit, p.bytes_miss, p.bytes_bypass
-            );
+impl Refused {
+    fn note(&mut self, lines: usize, why: impl FnOnce() -> String) {
+        self.lines += lines;
+        if self.text.is_empty() {
+            self.text = why();
         }
     }
 }
 
-/// A `P` line's fields after the `P`: whose totals, and the totals; None
-/// if they cannot be true (a start more than a day ahead, a sum of 2^63 or
-/// more).
-fn read_pfc<'a>(fields: &[&'a str], now_unix: u64) -> Option<(IpAddr, &'a str, PfcTotals)> {
-    let [ip, program, stod, files, hit, miss, bypass] = fields else {
+/// Writes a message's frames.
+pub struct Writer {
+    out: Vec<u8>,
+}
+
+impl Writer {
+    /// A message with this header (`header_text`: [`HEADER`], mode,
+    /// standby, number, tab-separated; a newline at its end is dropped).
+    pub fn new(header_text: &str) -> Writer {
+        let mut w = Writer { out: Vec::new() };
+        w.frame(Kind::Header, header_text.trim_end_matches('\n').as_bytes());
+        w
+    }
+
+    fn frame(&mut self, kind: Kind, payload: &[u8]) {
+        debug_assert!(payload.len() <= MAX_FRAME);
+        self.out.push(kind.byte());
+        self.out
+            .extend_from_slice(&(payload.len() as u32).to_be_bytes());
+        self.out.extend_from_slice(payload);
+    }
+
+    /// A source's entry: its `S` line and `C` lines in as many frames as
+    /// they need, then its g-stream totals.
+    pub fn entry(&mut self, e: &Entry) {
+        let mut text = String::new();
+        saved::write_source(&mut text, e.ip, &e.program, e.state.started);
+        let mut kind = Kind::Entry;
+        for &(key, raw, off) in &e.state.counters {
+            if text.len() + C_LINE_MAX > MAX_FRAME {
+                self.frame(kind, text.as_bytes());
+                text.clear();
+                kind = Kind::More;
+            }
+            saved::write_counter(&mut text, key, raw, off);
+        }
+        self.frame(kind, text.as_bytes());
+        if let Some(p) = &e.pfc {
+            let mut line = String::new();
+            let _ = writeln!(
+                line,
+                "P\t{}\t{}\t{}\t{}\t{}",
+                p.stod, p.files, p.bytes_hit, p.bytes_miss, p.bytes_bypass
+            );
+            self.frame(Kind::Totals, line.as_bytes());
+        }
+    }
+
+    /// A source's last record (one longer than a datagram is left out).
+    pub fn record(&mut self, r: &LastRecord) {
+        if r.datagram.len() > MAX_RECORD {
+            return;
+        }
+        let mut payload = format!("{}\t{}\n", r.ip, r.age.as_millis()).into_bytes();
+        payload.extend_from_slice(&r.datagram);
+        self.frame(Kind::Record, &payload);
+    }
+
+    /// The message's bytes, its end frame written.
+    pub fn end(mut self) -> Vec<u8> {
+        self.frame(Kind::End, &[]);
+        self.out
+    }
+}
+
+/// A message's bytes: header, entries, records (the oldest first: a
+/// starting peer feeds them in that order), end.
+pub(super) fn message(header: &str, entries: &[Entry], records: &[LastRecord]) -> Vec<u8> {
+    let mut w = Writer::new(header);
+    for e in entries {
+        w.entry(e);
+    }
+    let mut ordered: Vec<&LastRecord> = records.iter().collect();
+    ordered.sort_by_key(|r| std::cmp::Reverse(r.age));
+    for r in ordered {
+        w.record(r);
+    }
+    w.end()
+}
+
+/// What a message's frames yield, in order.
+#[derive(Debug)]
+pub enum Item {
+    /// Checked entries, to merge ([`BATCH_BYTES`] of frames at most).
+    Entries(Vec<Entry>),
+    /// A source's last record.
+    Record(LastRecord),
+    /// The message's end.
+    End,
+}
+
+/// Turns a message's frames (after its header) into checked entries and
+/// records: every entry checked on its own, as the state file's
+/// ([`saved::read_entries`], then [`merge::check`]); a bad one is refused,
+/// counted and named, the others are taken. A frame that cannot be read
+/// as its kind ends the message.
+pub struct Assembler {
+    max_counters: usize,
+    max_entries: usize,
+    limits: saved::Limits,
+    /// The entry being assembled: its text and totals, or None when
+    /// refused already for its length (its further frames are skipped).
+    pending: Option<(Option<String>, Option<PfcTotals>)>,
+    batch: Vec<Entry>,
+    batch_bytes: usize,
+    entries: usize,
+    pub refused: Refused,
+}
+
+impl Assembler {
+    /// At most `max_counters` counters an entry, `max_entries` entries a
+    /// message; a start checked against `now_unix`.
+    pub fn new(max_counters: usize, max_entries: usize, now_unix: u64) -> Assembler {
+        Assembler {
+            max_counters,
+            max_entries,
+            limits: saved::Limits { now_unix },
+            pending: None,
+            batch: Vec::new(),
+            batch_bytes: 0,
+            entries: 0,
+            refused: Refused::default(),
+        }
+    }
+
+    /// The most bytes an entry's text may take.
+    fn entry_max(&self) -> usize {
+        self.max_counters
+            .saturating_add(2)
+            .saturating_mul(C_LINE_MAX)
+            + 256
+    }
+
+    /// Takes one frame (after the header); what it completes goes to `out`.
+    pub fn frame(&mut self, kind: u8, payload: &[u8], out: &mut Vec<Item>) -> Result<(), String> {
+        match Kind::of(kind) {
+            Some(Kind::Entry) => {
+                self.finish()?;
+                self.entries += 1;
+                if self.entries > self.max_entries {
+                    return Err(format!(
+                        "more than {} entries (max_sources)",
+                        self.max_entries
+                    ));
+                }
+                let text = std::str::from_utf8(payload).map_err(|_| "an entry that is not text")?;
+                self.pending = Some((Some(text.to_string()), None));
+                self.batch_bytes += payload.len();
+            }
+            Some(Kind::More) => {
+                let max = self.entry_max();
+                let Some((text, _)) = &mut self.pending else {
+                    return Err("counters under no entry".into());
+                };
+                let more = std::str::from_utf8(payload).map_err(|_| "an entry that is not text")?;
+                if let Some(t) = text {
+                    if t.len() + more.len() > max {
+                        let lines = t.lines().count() + more.lines().count();
+                        self.refused.note(lines, || {
+                            "an entry with more counters than max_metrics_per_source".into()
+                        });
+                        *text = None;
+                    } else {
+                        t.push_str(more);
+                        self.batch_bytes += payload.len();
+                    }
+                } else {
+                    self.refused.lines += more.lines().count();
+                }
+            }
+            Some(Kind::Totals) => {
+                let Some((_, pfc)) = &mut self.pending else {
+                    return Err("totals under no entry".into());
+                };
+                let line = std::str::from_utf8(payload).map_err(|_| "totals that are not text")?;
+                let fields: Vec<&str> = line.trim_end_matches('\n').split('\t').collect();
+                match read_pfc(&fields, self.limits.now_unix) {
+                    Some(totals) => *pfc = Some(totals),
+                    None => self
+                        .refused
+                        .note(1, || "g-stream totals that cannot be true".into()),
+                }
+            }
+            Some(Kind::Record) => {
+                self.finish()?;
+                self.flush(out);
+                out.push(Item::Record(read_record(payload)?));
+            }
+            Some(Kind::End) => {
+                self.finish()?;
+                self.flush(out);
+                out.push(Item::End);
+            }
+            Some(Kind::Header) => return Err("a second header".into()),
+            None => self.refused.note(1, || {
+                format!("a frame of a kind this version does not know ({kind:#04x}), skipped")
+            }),
+        }
+        if self.batch_bytes >= BATCH_BYTES {
+            self.flush(out);
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self, out: &mut Vec<Item>) {
+        if !self.batch.is_empty() {
+            out.push(Item::Entries(std::mem::take(&mut self.batch)));
+        }
+        self.batch_bytes = 0;
+    }
+
+    /// The entry assembled so far, checked: into the batch, or refused.
+    fn finish(&mut self) -> Result<(), String> {
+        let Some((text, pfc)) = self.pending.take() else {
+            return Ok(());
+        };
+        let Some(text) = text else {
+            return Ok(());
+        };
+        let read = saved::read_entries(&text, 1, self.limits);
+        if !read.skipped.is_empty() {
+            let skipped = &read.skipped;
+            self.refused.note(skipped.lines, || skipped.to_string());
+        }
+        for e in read.entries {
+            if let Err(why) = merge::check(&e.source, self.max_counters) {
+                self.refused.note(1 + e.source.counters.len(), || {
+                    format!("{} {}: {why}", e.ip, e.program)
+                });
+                continue;
+            }
+            self.batch.push(Entry {
+                ip: e.ip,
+                program: e.program,
+                state: e.source,
+                pfc,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A `P` line: its totals; None if they cannot be true (a start more than
+/// a day ahead, a sum of 2^63 or more).
+fn read_pfc(fields: &[&str], now_unix: u64) -> Option<PfcTotals> {
+    let ["P", stod, files, hit, miss, bypass] = fields else {
         return None;
     };
     let number = |t: &str| t.parse::<u64>().ok().filter(|&n| n < saved::MAX_COUNTER);
@@ -69,178 +415,55 @@ fn read_pfc<'a>(fields: &[&'a str], now_unix: u64) -> Option<(IpAddr, &'a str, P
         .parse::<u32>()
         .ok()
         .filter(|&t| u64::from(t) <= now_unix.saturating_add(saved::START_SLACK))?;
-    let totals = PfcTotals {
+    Some(PfcTotals {
         stod,
         files: number(files)?,
         bytes_hit: number(hit)?,
         bytes_miss: number(miss)?,
         bytes_bypass: number(bypass)?,
         bad_records: 0,
+    })
+}
+
+/// A record frame's payload.
+fn read_record(payload: &[u8]) -> Result<LastRecord, String> {
+    let bad = || "a record frame that cannot be read".to_string();
+    let end = payload.iter().position(|&b| b == b'\n').ok_or_else(bad)?;
+    let line = std::str::from_utf8(&payload[..end]).map_err(|_| bad())?;
+    let (ip, age) = line.split_once('\t').ok_or_else(bad)?;
+    let (Ok(ip), Ok(age)) = (ip.parse::<IpAddr>(), age.parse::<u64>()) else {
+        return Err(bad());
     };
-    Some((ip.parse().ok()?, program, totals))
+    let datagram = payload[end + 1..].to_vec();
+    if datagram.len() > MAX_RECORD {
+        return Err(bad());
+    }
+    Ok(LastRecord {
+        ip,
+        age: Duration::from_millis(age.min(86_400_000)),
+        datagram,
+    })
 }
 
-/// A message's bytes: header, entries, records, end.
-pub(super) fn message(header: &str, entries: &[Entry], records: &[LastRecord]) -> Vec<u8> {
-    let mut text = String::from(header);
-    write_entries(&mut text, entries);
-    let mut bytes = text.into_bytes();
-    for r in records {
-        let mut line = String::new();
-        let _ = writeln!(
-            line,
-            "R\t{}\t{}\t{}",
-            r.ip,
-            r.age.as_millis(),
-            r.datagram.len()
-        );
-        bytes.extend_from_slice(line.as_bytes());
-        bytes.extend_from_slice(&r.datagram);
-        bytes.push(b'\n');
+/// A message's header frame.
+fn read_header(kind: u8, payload: &[u8]) -> Result<Header, String> {
+    if kind != Kind::Header.byte() {
+        return Err("not the peer exchange (no header frame)".into());
     }
-    bytes.extend_from_slice(b".\n");
-    bytes
-}
-
-/// Reads a message (complete: its `.` line seen). Its `S` and `C` lines
-/// are read as the state file's are ([`saved::read_entries`]: every line
-/// checked on its own, a bad one refused and named, the others kept), and
-/// an entry with more counters than a source may have is refused whole;
-/// a header, record or end that cannot be read fails the whole message.
-pub fn parse(bytes: &[u8], max_counters: usize, now_unix: u64) -> Result<Message, String> {
-    let (header, mut at) = line_at(bytes, 0).ok_or("no header line")?;
-    let mut msg = read_header(header)?;
-    // The entries: every line up to the first totals, record or the end.
-    let start = at;
-    loop {
-        let (line, next) = line_at(bytes, at).ok_or("cut off before its end")?;
-        if line == b"." || line.starts_with(b"R\t") || line.starts_with(b"P\t") {
-            break;
-        }
-        at = next;
-    }
-    let text = std::str::from_utf8(&bytes[start..at]).map_err(|_| "entries that are not text")?;
-    take_entries(&mut msg, text, max_counters, now_unix);
-    // The g-stream totals, each with its entry.
-    while let Some((line, next)) = line_at(bytes, at).filter(|(l, _)| l.starts_with(b"P\t")) {
-        at = next;
-        let line = std::str::from_utf8(line).map_err(|_| "a totals line that is not text")?;
-        take_totals(&mut msg, line, now_unix);
-    }
-    // The records, then the end.
-    loop {
-        let (line, next) = line_at(bytes, at).ok_or("cut off before its end")?;
-        at = next;
-        if line == b"." {
-            return Ok(msg);
-        }
-        at = take_record(&mut msg, line, bytes, at)?;
-    }
-}
-
-/// The line that starts at `at` (without its newline), and where the next
-/// one starts; None if no newline ends it.
-fn line_at(bytes: &[u8], at: usize) -> Option<(&[u8], usize)> {
-    let rest = bytes.get(at..)?;
-    let end = rest.iter().position(|&b| b == b'\n')?;
-    Some((&rest[..end], at + end + 1))
-}
-
-/// A message's header: the exchange's own, with a known mode.
-fn read_header(header: &[u8]) -> Result<Message, String> {
-    let header = std::str::from_utf8(header).map_err(|_| "a header that is not text")?;
+    let header = std::str::from_utf8(payload).map_err(|_| "a header that is not text")?;
     let fields: Vec<&str> = header.split('\t').collect();
     let [HEADER, mode, standby, drawn] = fields.as_slice() else {
         return Err(format!(
-            "not the peer exchange (header {:?})",
+            "not this version of the peer exchange (header {:?}, this is {HEADER:?})",
             truncate(header)
         ));
     };
-    if !matches!(*mode, "pull" | "push" | "full" | "answer") {
-        return Err(format!("unknown mode {:?}", truncate(mode)));
-    }
+    let mode = Mode::parse(mode).ok_or_else(|| format!("unknown mode {:?}", truncate(mode)))?;
     let claim = (
         *standby == "1",
         drawn.parse().map_err(|_| "a header without its number")?,
     );
-    Ok(Message {
-        mode: (*mode).to_string(),
-        claim,
-        ..Message::default()
-    })
-}
-
-/// The `S` and `C` lines: each entry checked as the state file's, and
-/// against what a source may have.
-fn take_entries(msg: &mut Message, text: &str, max_counters: usize, now_unix: u64) {
-    let read = saved::read_entries(text, 2, saved::Limits { now_unix });
-    msg.refused.lines = read.skipped.lines;
-    if !read.skipped.is_empty() {
-        msg.refused.text = read.skipped.to_string();
-    }
-    for e in read.entries {
-        if let Err(why) = merge::check(&e.source, max_counters) {
-            msg.refused.lines += 1 + e.source.counters.len();
-            if msg.refused.text.is_empty() {
-                msg.refused.text = format!("{} {}: {why}", e.ip, e.program);
-            }
-            continue;
-        }
-        msg.entries.push(Entry {
-            ip: e.ip,
-            program: e.program,
-            state: e.source,
-            pfc: None,
-        });
-    }
-}
-
-/// A `P` line: its totals go with their entry, or it is refused.
-fn take_totals(msg: &mut Message, line: &str, now_unix: u64) {
-    let fields: Vec<&str> = line.split('\t').collect();
-    match read_pfc(&fields[1..], now_unix) {
-        Some((ip, program, totals)) => {
-            if let Some(e) = msg
-                .entries
-                .iter_mut()
-                .find(|e| e.ip == ip && e.program == program)
-            {
-                e.pfc = Some(totals);
-            }
-        }
-        None => {
-            msg.refused.lines += 1;
-            if msg.refused.text.is_empty() {
-                msg.refused.text = "g-stream totals that cannot be true".into();
-            }
-        }
-    }
-}
-
-/// An `R` line and the record's bytes that follow it (at `at`); returns
-/// where the next line starts.
-fn take_record(msg: &mut Message, line: &[u8], bytes: &[u8], at: usize) -> Result<usize, String> {
-    let line = std::str::from_utf8(line).map_err(|_| "a record line that is not text")?;
-    let fields: Vec<&str> = line.split('\t').collect();
-    let ["R", ip, age, len] = fields.as_slice() else {
-        return Err(format!("cannot read {:?}", truncate(line)));
-    };
-    let (Ok(ip), Ok(age), Ok(len)) = (
-        ip.parse::<IpAddr>(),
-        age.parse::<u64>(),
-        len.parse::<usize>(),
-    ) else {
-        return Err(format!("cannot read {:?}", truncate(line)));
-    };
-    if len > 65536 || bytes.len() < at + len + 1 || bytes[at + len] != b'\n' {
-        return Err("a record cut off or too long".into());
-    }
-    msg.records.push(LastRecord {
-        ip,
-        age: Duration::from_millis(age.min(86_400_000)),
-        datagram: bytes[at..at + len].to_vec(),
-    });
-    Ok(at + len + 1)
+    Ok(Header { mode, claim })
 }
 
 fn truncate(line: &str) -> &str {
@@ -251,57 +474,135 @@ fn truncate(line: &str) -> &str {
     &line[..end]
 }
 
-/// Reads one message from `stream`: at most `max` bytes, until its `.`
-/// line (the caller bounds the time).
-pub(super) async fn read_message(stream: &mut TcpStream, max: usize) -> io::Result<Vec<u8>> {
-    let mut buf = Vec::new();
-    let mut chunk = vec![0u8; 64 << 10];
-    loop {
-        let n = stream.read(&mut chunk).await?;
-        if n == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "closed before the end of its message",
-            ));
+/// A frame's kind and length, checked against [`MAX_FRAME`] before its
+/// payload is read.
+fn frame_head(head: [u8; 5]) -> Result<(u8, usize), String> {
+    let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
+    if &head == b"xrd2g" {
+        return Err(format!(
+            "a peer speaking version 1 of the exchange (text): this is {HEADER:?}; run one version on both"
+        ));
+    }
+    if len > MAX_FRAME {
+        return Err(format!(
+            "a frame of {len} bytes, more than the {MAX_FRAME} a frame may have"
+        ));
+    }
+    Ok((head[0], len))
+}
+
+/// A message read from a stream a frame at a time: at most [`MAX_FRAME`]
+/// bytes of it held, and what its entries make ([`Assembler`]).
+pub struct Incoming<R> {
+    stream: R,
+    frame: Vec<u8>,
+    pub assembler: Assembler,
+    items: std::collections::VecDeque<Item>,
+    ended: bool,
+}
+
+impl<R: AsyncRead + Unpin> Incoming<R> {
+    pub fn new(stream: R, assembler: Assembler) -> Incoming<R> {
+        Incoming {
+            stream,
+            frame: Vec::new(),
+            assembler,
+            items: Default::default(),
+            ended: false,
         }
-        buf.extend_from_slice(&chunk[..n]);
-        if buf.len() > max {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!(
-                    "more than {max} bytes (max_sources x {})",
-                    super::BYTES_PER_SOURCE
-                ),
-            ));
-        }
-        if buf.ends_with(b"\n.\n") && complete(&buf) {
-            return Ok(buf);
+    }
+
+    async fn next_frame(&mut self) -> Result<u8, String> {
+        let mut head = [0u8; 5];
+        self.stream
+            .read_exact(&mut head)
+            .await
+            .map_err(|e| closed(&e))?;
+        let (kind, len) = frame_head(head)?;
+        self.frame.resize(len, 0);
+        self.stream
+            .read_exact(&mut self.frame)
+            .await
+            .map_err(|e| closed(&e))?;
+        Ok(kind)
+    }
+
+    /// The message's header (its first frame).
+    pub async fn header(&mut self) -> Result<Header, String> {
+        let kind = self.next_frame().await?;
+        read_header(kind, &self.frame)
+    }
+
+    /// What comes next; [`Item::End`] once, at the message's end.
+    pub async fn next(&mut self) -> Result<Item, String> {
+        loop {
+            if let Some(item) = self.items.pop_front() {
+                if matches!(item, Item::End) {
+                    self.ended = true;
+                }
+                return Ok(item);
+            }
+            if self.ended {
+                return Ok(Item::End);
+            }
+            let kind = self.next_frame().await?;
+            let mut out = Vec::new();
+            self.assembler.frame(kind, &self.frame, &mut out)?;
+            self.items.extend(out);
+            // A frame's room is not kept past the most it needs.
+            self.frame.shrink_to(MAX_FRAME);
         }
     }
 }
 
-/// Whether `buf` is a whole message: its `.` line is the last line, not
-/// the bytes of a record (which are skipped by their length).
-fn complete(buf: &[u8]) -> bool {
+fn closed(e: &io::Error) -> String {
+    if e.kind() == io::ErrorKind::UnexpectedEof {
+        "closed before the end of its message".into()
+    } else {
+        e.to_string()
+    }
+}
+
+/// Reads a whole message from its bytes (tests and measurements).
+#[cfg(test)]
+pub fn parse(bytes: &[u8], max_counters: usize, now_unix: u64) -> Result<Message, String> {
     let mut at = 0;
-    while let Some(end) = buf[at..].iter().position(|&b| b == b'\n') {
-        let line = &buf[at..at + end];
-        at += end + 1;
-        if line == b"." {
-            return at == buf.len();
-        }
-        if let Some(rest) = line.strip_prefix(b"R\t") {
-            let len = rest
-                .rsplit(|&b| b == b'\t')
-                .next()
-                .and_then(|l| std::str::from_utf8(l).ok()?.parse::<usize>().ok());
-            match len {
-                Some(len) if at + len < buf.len() => at += len + 1,
-                _ => return false,
+    let mut next = || -> Result<(u8, &[u8]), String> {
+        let head: [u8; 5] = bytes
+            .get(at..at + 5)
+            .and_then(|h| h.try_into().ok())
+            .ok_or("closed before the end of its message")?;
+        let (kind, len) = frame_head(head)?;
+        let payload = bytes
+            .get(at + 5..at + 5 + len)
+            .ok_or("closed before the end of its message")?;
+        at += 5 + len;
+        Ok((kind, payload))
+    };
+    let (kind, payload) = next()?;
+    let header = read_header(kind, payload)?;
+    let mut asm = Assembler::new(max_counters, usize::MAX, now_unix);
+    let (mut entries, mut records) = (Vec::new(), Vec::new());
+    loop {
+        let (kind, payload) = next()?;
+        let mut out = Vec::new();
+        asm.frame(kind, payload, &mut out)?;
+        for item in out {
+            match item {
+                Item::Entries(e) => entries.extend(e),
+                Item::Record(r) => records.push(r),
+                Item::End => {
+                    return Ok(Message {
+                        mode: header.mode,
+                        claim: header.claim,
+                        entries,
+                        records,
+                        refused: asm.refused,
+                    });
+                }
             }
         }
     }
-    false
 }
 
 #[cfg(test)]
@@ -310,28 +611,53 @@ mod tests {
 
     const NOW: u64 = 1_800_000_000;
 
+    /// A message of these frames (kind, payload), a header first.
+    fn frames(header: &str, frames: &[(u8, &[u8])]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut put = |kind: u8, payload: &[u8]| {
+            out.push(kind);
+            out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+            out.extend_from_slice(payload);
+        };
+        put(b'H', header.as_bytes());
+        for (kind, payload) in frames {
+            put(*kind, payload);
+        }
+        out
+    }
+
     /// Each bad line is refused on its own, as in the state file; the good
-    /// entries of the same message are taken; a record is read by its length.
+    /// entries of the same message are taken; a record is read whole.
     #[test]
     fn what_no_xrootd_sends_is_refused_line_by_line() {
-        let text = format!(
-            "{HEADER}\tpush\t1\t42\n\
-             S\t10.0.0.1\txrootd\t{}\t1\n\
-             C\t0000000000000001\t1\t5\n\
-             S\t10.0.0.2\txrootd\t1700000000\t77\n\
-             C\t0000000000000001\t18446744073709551615\t0\n\
-             C\t0000000000000002\t9223372036854775808\t0\n\
-             C\t0000000000000003\t7\t9\n\
-             S\t10.0.0.3\txrootd\t1700000000\t77\n\
-             C\t0000000000000001\t1\t1\n\
-             C\t0000000000000002\t1\t1\n\
-             C\t0000000000000003\t1\t1\n\
-             R\t10.0.0.2\t1500\t4\n<a\n>\n\
-             .\n",
+        let future = format!(
+            "S\t10.0.0.1\txrootd\t{}\t1\nC\t0000000000000001\t1\t5\n",
             NOW + 86_400 + 1
         );
-        let msg = parse(text.as_bytes(), 2, NOW).unwrap();
-        assert_eq!((msg.mode.as_str(), msg.claim), ("push", (true, 42)));
+        let text = frames(
+            &format!("{HEADER}\tpush\t1\t42"),
+            &[
+                (b'E', future.as_bytes()),
+                (
+                    b'E',
+                    b"S\t10.0.0.2\txrootd\t1700000000\t77\n\
+                      C\t0000000000000001\t18446744073709551615\t0\n\
+                      C\t0000000000000002\t9223372036854775808\t0\n",
+                ),
+                (b'+', b"C\t0000000000000003\t7\t9\n"),
+                (
+                    b'E',
+                    b"S\t10.0.0.3\txrootd\t1700000000\t77\n\
+                      C\t0000000000000001\t1\t1\n\
+                      C\t0000000000000002\t1\t1\n\
+                      C\t0000000000000003\t1\t1\n",
+                ),
+                (b'R', b"10.0.0.2\t1500\n<a\n>"),
+                (b'.', b""),
+            ],
+        );
+        let msg = parse(&text, 2, NOW).unwrap();
+        assert_eq!((msg.mode, msg.claim), (Mode::Push, (true, 42)));
         // 10.0.0.1: a start more than a day ahead (its C line with it);
         // 10.0.0.2: two readings of 2^63 or more, its third counter kept;
         // 10.0.0.3: three counters where two may be.
@@ -351,33 +677,102 @@ mod tests {
         assert_eq!(msg.records[0].age, Duration::from_millis(1500));
     }
 
-    /// A record whose bytes end in a `.` line does not end the message.
+    /// A record whose bytes hold an end frame's bytes does not end the
+    /// message: it is read by its length.
     #[test]
-    fn a_message_ends_at_its_own_end_line() {
-        let whole = b"xrd2ganglia-peer 1\tanswer\t0\t1\nR\t10.0.0.1\t0\t3\na\n.\n.\n";
-        assert!(complete(whole));
-        assert!(!complete(&whole[..whole.len() - 2]));
-        let msg = parse(whole, 10, NOW).unwrap();
-        assert_eq!(msg.records[0].datagram, b"a\n.");
+    fn a_message_ends_at_its_own_end_frame() {
+        let whole = frames(
+            "xrd2ganglia-peer 2\tanswer\t0\t1",
+            &[(b'R', b"10.0.0.1\t0\na\n.\x00\x00\x00\x00"), (b'.', b"")],
+        );
+        assert!(parse(&whole[..whole.len() - 5], 10, NOW).is_err());
+        let msg = parse(&whole, 10, NOW).unwrap();
+        assert_eq!(msg.records[0].datagram, b"a\n.\x00\x00\x00\x00");
     }
 
     #[test]
     fn a_message_that_is_not_the_exchange_fails_whole() {
+        let header = "xrd2ganglia-peer 2\tpush\t0\t1";
         for bad in [
-            &b"GET / HTTP/1.0\r\n\r\n.\n"[..],
-            b"xrd2ganglia-peer 1\tpush\t0\t1\nS\t10.0.0.1\txrootd\t1\t1\n",
-            b"xrd2ganglia-peer 1\tpush\t0\t1\nR\t10.0.0.1\t0\t99\nshort\n.\n",
-            b"xrd2ganglia-peer 1\tshout\t0\t1\n.\n",
-            b"xrd2ganglia-peer 1\tpush\t0\t1\n.\nQ\n",
+            b"GET / HTTP/1.0\r\n\r\n".to_vec(),
+            // Version 1 (text).
+            b"xrd2ganglia-peer 1\tpush\t0\t1\n.\n".to_vec(),
+            // No end.
+            frames(header, &[(b'E', b"S\t10.0.0.1\txrootd\t1\t1\n")]),
+            // A record frame that is no record.
+            frames(header, &[(b'R', b"short"), (b'.', b"")]),
+            frames("xrd2ganglia-peer 2\tshout\t0\t1", &[(b'.', b"")]),
+            // Counters under no entry.
+            frames(
+                header,
+                &[(b'+', b"C\t0000000000000001\t1\t1\n"), (b'.', b"")],
+            ),
         ] {
-            let r = parse(bad, 10, NOW);
-            // The last one: its end comes first; what follows is not read.
-            if bad.ends_with(b"Q\n") {
-                assert!(r.is_ok());
-                continue;
-            }
-            assert!(r.is_err(), "{:?}", String::from_utf8_lossy(bad));
+            assert!(
+                parse(&bad, 10, NOW).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(&bad)
+            );
         }
+        // Its end comes first; what follows is not read.
+        let mut after = frames(header, &[(b'.', b"")]);
+        after.extend_from_slice(b"Q");
+        assert!(parse(&after, 10, NOW).is_ok());
+    }
+
+    /// A frame longer than [`MAX_FRAME`] ends the message at its 5 bytes,
+    /// before any of it is read; a frame of a kind this version does not
+    /// know loses only itself.
+    #[test]
+    fn a_frame_is_bounded_before_it_is_read_and_an_unknown_kind_skipped() {
+        let mut huge = frames("xrd2ganglia-peer 2\tpush\t0\t1", &[]);
+        huge.push(b'E');
+        huge.extend_from_slice(&(MAX_FRAME as u32 + 1).to_be_bytes());
+        let err = parse(&huge, 10, NOW).unwrap_err();
+        assert!(err.contains("more than the 131072"), "{err}");
+        let msg = parse(
+            &frames(
+                "xrd2ganglia-peer 2\tpush\t0\t1",
+                &[
+                    (b'F', b"10.0.0.1\t3"),
+                    (b'E', b"S\t10.0.0.1\txrootd\t1700000000\t7\n"),
+                    (b'.', b""),
+                ],
+            ),
+            10,
+            NOW,
+        )
+        .unwrap();
+        assert_eq!(msg.entries.len(), 1);
+        assert_eq!(msg.refused.lines, 1);
+        assert!(msg.refused.text.contains("0x46"), "{}", msg.refused.text);
+    }
+
+    /// An entry of more counters than fit a frame goes in several, and is
+    /// read back whole; one with more than a source may have is refused
+    /// whole however it is cut.
+    #[test]
+    fn an_entry_longer_than_a_frame_is_written_in_several() {
+        let counters: Vec<(u64, u64, u64)> = (1..=5000).map(|k| (k, k * 7, k * 11)).collect();
+        let e = Entry {
+            ip: "10.0.0.9".parse().unwrap(),
+            program: "xrootd".into(),
+            state: saved::SavedSource {
+                started: Some((1_700_000_000, 42)),
+                counters,
+            },
+            pfc: None,
+        };
+        let bytes = message(
+            "xrd2ganglia-peer 2\tfull\t0\t1",
+            std::slice::from_ref(&e),
+            &[],
+        );
+        let msg = parse(&bytes, 5000, NOW).unwrap();
+        assert_eq!(msg.entries, [e]);
+        let msg = parse(&bytes, 4999, NOW).unwrap();
+        assert!(msg.entries.is_empty());
+        assert_eq!(msg.refused.lines, 5001, "{}", msg.refused.text);
     }
 }
 
@@ -429,7 +824,7 @@ mod cost {
         let mut records = Vec::new();
         gw1.engine.last_records(now, &mut records);
         let counters: usize = entries.iter().map(|e| e.state.counters.len()).sum();
-        let header = "xrd2ganglia-peer 1\tfull\t0\t1\n";
+        let header = "xrd2ganglia-peer 2\tfull\t0\t1";
         let rounds = 20;
         let t = Instant::now();
         let mut full = Vec::new();
@@ -442,7 +837,7 @@ mod cost {
             let msg = parse(&full, 5000, unix_now()).unwrap();
             assert_eq!(msg.entries.len(), entries.len());
             for e in &msg.entries {
-                assert!(gw2.engine.merge_peer(e, now).is_some());
+                assert!(gw2.engine.merge_peer(e, now, unix_now()).is_some());
             }
         }
         let take = t.elapsed() / rounds;

@@ -237,30 +237,66 @@ fn the_xml_port_refuses_until_the_peer_pull_is_over() {
     drop(silent);
 }
 
+/// A message of the exchange as a peer frames it (`docs/pair.md`; written
+/// here by hand, as a hostile peer would): a header frame, then `frames`
+/// (kind, payload).
+fn framed(header: &str, frames: &[(u8, &[u8])]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut put = |kind: u8, payload: &[u8]| {
+        out.push(kind);
+        out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+        out.extend_from_slice(payload);
+    };
+    put(b'H', header.as_bytes());
+    for (kind, payload) in frames {
+        put(*kind, payload);
+    }
+    out
+}
+
 /// What a lying peer answers, one lie per exchange, in turn.
 fn lie(round: usize) -> Option<Vec<u8>> {
-    let header = "xrd2ganglia-peer 1\tanswer\t0\t1\n";
+    lie_as(round, "answer")
+}
+
+/// The same lies, in a message of `mode`.
+fn lie_as(round: usize, mode: &str) -> Option<Vec<u8>> {
+    let header = &format!("xrd2ganglia-peer 2\t{mode}\t0\t1");
     match round % 4 {
         // Not the exchange at all.
         0 => Some(b"\x00\xffGET / HTTP/1.0\r\n\r\n.\n".to_vec()),
-        // Far more than max_sources x 16 KiB (and no end).
+        // A frame far longer than a frame may be (and no end).
         1 => {
-            let mut m = header.as_bytes().to_vec();
-            let line = "C\t0000000000000001\t1\t1\n";
-            m.extend(line.repeat(3 << 20 >> 5).into_bytes());
+            let mut m = framed(header, &[]);
+            m.push(b'E');
+            m.extend_from_slice(&(3u32 << 20).to_be_bytes());
+            m.extend(
+                "C\t0000000000000001\t1\t1\n"
+                    .repeat(3 << 20 >> 5)
+                    .into_bytes(),
+            );
             Some(m)
         }
         // Entries no xrootd makes: a start an hour and more ahead, a
         // counter above 2^62; and one with a line that is no counter.
-        2 => Some(
-            format!(
-                "{header}S\t127.0.0.1\txrootd\t{}\t1\nC\t0000000000000001\t1\t5\n\
-                 S\t127.0.0.1\txrootd\t1700000000\t77\nC\t0000000000000001\t18446744073709551615\t0\n\
-                 S\t127.0.0.2\txrootd\t1700000000\t77\nC\tnot-hex\t1\t1\n.\n",
+        2 => {
+            let ahead = format!(
+                "S\t127.0.0.1\txrootd\t{}\t1\nC\t0000000000000001\t1\t5\n",
                 unix_now() + 100_000
-            )
-            .into_bytes(),
-        ),
+            );
+            Some(framed(
+                header,
+                &[
+                    (b'E', ahead.as_bytes()),
+                    (
+                        b'E',
+                        b"S\t127.0.0.1\txrootd\t1700000000\t77\nC\t0000000000000001\t18446744073709551615\t0\n",
+                    ),
+                    (b'E', b"S\t127.0.0.2\txrootd\t1700000000\t77\nC\tnot-hex\t1\t1\n"),
+                    (b'.', b""),
+                ],
+            ))
+        }
         // Silence, past the deadline.
         _ => None,
     }
@@ -277,13 +313,7 @@ fn unix_now() -> u64 {
 fn liar_asks(to: SocketAddr) {
     for round in [0, 2] {
         let mut s = TcpStream::connect(to).unwrap();
-        let mut m = lie(round).unwrap();
-        if round == 2 {
-            m = String::from_utf8(m)
-                .unwrap()
-                .replace("\tanswer\t", "\tpush\t")
-                .into_bytes();
-        }
+        let m = lie_as(round, "push").unwrap();
         let _ = s.write_all(&m);
         let mut out = Vec::new();
         let _ = s.read_to_end(&mut out);
@@ -498,4 +528,176 @@ fn a_pair_restarted_together_waits_for_the_saved_sources() {
     assert_eq!(link_in(&gw2, "127.0.0.1").as_deref(), Some("5100"));
     gw1.stop();
     gw2.stop();
+}
+
+/// One exchange with the gateway at `to`, as a peer: `message` sent, the
+/// whole answer read (until the gateway closes).
+fn exchange(to: SocketAddr, message: &[u8]) -> Vec<u8> {
+    let mut s = TcpStream::connect(to).unwrap();
+    s.set_read_timeout(Some(DEADLINE * 2)).unwrap();
+    let _ = s.write_all(message);
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    out
+}
+
+/// The frames of a message: (kind, payload).
+fn frames_of(mut bytes: &[u8]) -> Vec<(u8, Vec<u8>)> {
+    let mut out = Vec::new();
+    while bytes.len() >= 5 {
+        let len = u32::from_be_bytes(bytes[1..5].try_into().unwrap()) as usize;
+        out.push((bytes[0], bytes[5..5 + len].to_vec()));
+        bytes = &bytes[5 + len..];
+    }
+    out
+}
+
+/// Waits for the gateway's exchanges with the peer to reach `n`.
+fn exchanges(gw: &Running, n: u64) {
+    wait_for("the exchange", WITHIN, || {
+        (gw.counters.snapshot().peer_exchanges >= n).then_some(())
+    });
+}
+
+/// Issue 42, item 2: a hostile peer (this test, speaking the exchange)
+/// pushes an offset of 2^63-1-10^8 for the server's `xrootd.link.in`,
+/// then a fake restart (a start an hour ahead, pid 1). The gateway hears
+/// the server itself: the published value does not move, at once or at
+/// the server's next report, and both claims are counted.
+#[test]
+fn a_hostile_peers_spike_and_fake_restart_move_nothing() {
+    let own = peer_listener();
+    let own_addr = own.local_addr().unwrap();
+    // The peer's own port refuses: the start-up pull fails at once.
+    let gw = Bound::paired(own, free_address()).start();
+    gw.send_as("127.0.0.1", &link_record(77, 63_081_435));
+    wait_for("the record", WITHIN, || (records(&gw) == 1).then_some(()));
+    assert_eq!(link_in(&gw, "127.0.0.1").as_deref(), Some("63081435"));
+    // What the gateway holds of the server, asked as its peer would.
+    let answer = exchange(
+        own_addr,
+        &framed("xrd2ganglia-peer 2\tpull\t0\t1", &[(b'.', b"")]),
+    );
+    let entry = frames_of(&answer)
+        .into_iter()
+        .find(|(k, _)| *k == b'E')
+        .map(|(_, p)| String::from_utf8(p).unwrap())
+        .expect("the server's entry");
+    let mut lines = entry.lines();
+    let s_line = lines.next().unwrap().to_string();
+    let program = s_line.split('\t').nth(2).unwrap().to_string();
+    let key = lines
+        .map(|l| l.split('\t').collect::<Vec<_>>())
+        .find(|f| f[2] == "63081435")
+        .map(|f| f[1].to_string())
+        .expect("xrootd.link.in's counter");
+    // The spike: the same run, an offset of 2^63-1-10^8.
+    let spike = (1u64 << 63) - 1 - 100_000_000;
+    let push = |entry: String| {
+        exchange(
+            own_addr,
+            &framed(
+                "xrd2ganglia-peer 2\tpush\t0\t1",
+                &[(b'E', entry.as_bytes()), (b'.', b"")],
+            ),
+        )
+    };
+    push(format!("{s_line}\nC\t{key}\t63081435\t{spike}\n"));
+    exchanges(&gw, 2);
+    assert_eq!(link_in(&gw, "127.0.0.1").as_deref(), Some("63081435"));
+    // The fake restart: a start an hour ahead, pid 1.
+    let fake = format!(
+        "S\t127.0.0.1\t{program}\t{}\t1\nC\t{key}\t63081435\t0\n",
+        unix_now() + 3600
+    );
+    push(fake);
+    exchanges(&gw, 3);
+    assert_eq!(link_in(&gw, "127.0.0.1").as_deref(), Some("63081435"));
+    // The server's next report: its own value, no jump.
+    gw.send_as("127.0.0.1", &link_record(77, 63_090_000));
+    wait_for("the next record", WITHIN, || {
+        (records(&gw) == 2).then_some(())
+    });
+    assert_eq!(link_in(&gw, "127.0.0.1").as_deref(), Some("63090000"));
+    let (_, counted) = gw.stop();
+    assert_eq!(counted.peer_refused_claims, 2, "{counted:?}");
+    assert_eq!(counted.peer_refused_entries, 0, "{counted:?}");
+}
+
+/// Issue 42, item 4: one connection sending a frame far longer than a
+/// frame may be is cut at its 5 bytes; one sending entries without end is
+/// cut past `max_sources` of them; one sending an entry without end is
+/// refused that entry. Each is counted, and the gateway keeps serving
+/// its XML port and an honest exchange meanwhile.
+#[test]
+fn a_peer_message_without_end_is_cut_at_its_bound() {
+    let own = peer_listener();
+    let own_addr = own.local_addr().unwrap();
+    let gw = Bound::paired(own, free_address()).start();
+    gw.send_as("127.0.0.1", &link_record(77, 5000));
+    wait_for("the record", WITHIN, || (records(&gw) == 1).then_some(()));
+    let failed = || gw.counters.snapshot().peer_failed;
+    let before = failed();
+    // A frame of 4 GiB - 1 announced: cut before any of it is read.
+    let mut huge = framed("xrd2ganglia-peer 2\tpush\t0\t1", &[]);
+    huge.push(b'E');
+    huge.extend_from_slice(&u32::MAX.to_be_bytes());
+    huge.extend(std::iter::repeat_n(b'C', 1 << 20));
+    assert!(exchange(own_addr, &huge).is_empty());
+    wait_for("the cut", WITHIN, || (failed() > before).then_some(()));
+    // Entries without end, from a writer thread (the gateway reads them
+    // as they come and cuts the exchange past max_sources = 10).
+    let mut s = TcpStream::connect(own_addr).unwrap();
+    s.write_all(&framed("xrd2ganglia-peer 2\tpush\t0\t1", &[]))
+        .unwrap();
+    let mut sent = 0usize;
+    let mut cut = false;
+    for i in 0..100_000u32 {
+        let e = format!(
+            "S\t10.{}.{}.{}\txrootd\t1700000000\t7\nC\t0000000000000001\t1\t1\n",
+            i >> 16,
+            (i >> 8) & 255,
+            i & 255
+        );
+        if s.write_all(&framed_frame(b'E', e.as_bytes())).is_err() {
+            cut = true;
+            break;
+        }
+        sent += 1;
+    }
+    assert!(cut, "not cut after {sent} entries");
+    wait_for("the second cut", WITHIN, || {
+        (failed() > before + 1).then_some(())
+    });
+    // One entry without end: 10,000 frames of counters, more than
+    // max_metrics_per_source; refused whole, the exchange goes on.
+    let mut m = framed(
+        "xrd2ganglia-peer 2\tpush\t0\t1",
+        &[(b'E', b"S\t10.9.9.9\txrootd\t1700000000\t7\n")],
+    );
+    let lines = "C\t0000000000000001\t1\t1\n".repeat(4000);
+    for _ in 0..10 {
+        m.extend(framed_frame(b'+', lines.as_bytes()));
+    }
+    m.extend(framed_frame(b'.', b""));
+    let answer = exchange(own_addr, &m);
+    assert_eq!(frames_of(&answer).first().map(|f| f.0), Some(b'H'));
+    let counted = gw.counters.snapshot();
+    assert!(counted.peer_refused_entries >= 40_000, "{counted:?}");
+    // Still serving: gmetad's poll, and an honest empty push.
+    assert_eq!(link_in(&gw, "127.0.0.1").as_deref(), Some("5000"));
+    let ok = exchange(
+        own_addr,
+        &framed("xrd2ganglia-peer 2\tpush\t0\t1", &[(b'.', b"")]),
+    );
+    assert_eq!(frames_of(&ok).last().map(|f| f.0), Some(b'.'));
+    gw.stop();
+}
+
+/// One frame: kind, length, payload.
+fn framed_frame(kind: u8, payload: &[u8]) -> Vec<u8> {
+    let mut out = vec![kind];
+    out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    out.extend_from_slice(payload);
+    out
 }

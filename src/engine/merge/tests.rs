@@ -152,12 +152,187 @@ fn a_peer_cannot_grow_the_waiting_sources_without_end() {
     let e = entry(RUN2, &[(1, 300, 6_000)]);
     // Taken as a newer run than none: its offset, no reading of its own.
     let kept = entry(RUN2, &[(1, 0, 6_000)]);
-    assert_eq!(saved.merge_unclaimed(ip(1), "xrootd", &e, 2), kept);
-    assert_eq!(saved.merge_unclaimed(ip(2), "xrootd", &e, 2), kept);
-    saved.merge_unclaimed(ip(3), "xrootd", &e, 2);
+    let now = 1_700_010_000;
+    assert_eq!(saved.merge_unclaimed(ip(1), "xrootd", &e, 2, now).0, kept);
+    assert_eq!(saved.merge_unclaimed(ip(2), "xrootd", &e, 2, now).0, kept);
+    saved.merge_unclaimed(ip(3), "xrootd", &e, 2, now);
     assert_eq!(saved.unclaimed(), 2);
     // One already waiting is merged still.
     let newer = entry(RUN2, &[(1, 400, 7_000)]);
-    let merged = saved.merge_unclaimed(ip(1), "xrootd", &newer, 2);
+    let (merged, _) = saved.merge_unclaimed(ip(1), "xrootd", &newer, 2, now);
     assert_eq!(merged, entry(RUN2, &[(1, 0, 7_000)]));
+}
+
+// The trust rule ([`take`]), case by case: each case of docs/pair.md's
+// "What happens when" table still merges; what a lying peer claims is
+// refused and counted.
+
+const NOW: u64 = 1_700_010_000;
+
+/// What a gateway that hears the server knows: it reported `ago` s ago.
+fn live(ago: u64, may_raise: bool) -> Heard {
+    Heard {
+        now_unix: NOW,
+        reported_unix: Some(NOW - ago),
+        may_raise,
+    }
+}
+
+/// What a gateway knows of a source it has not heard since its start
+/// (its state file's entry, or nothing).
+fn saved(may_raise: bool) -> Heard {
+    Heard {
+        now_unix: NOW,
+        reported_unix: None,
+        may_raise,
+    }
+}
+
+/// Takes `peer` into a copy of `mine`.
+fn taken(mine: &SavedSource, peer: &SavedSource, heard: Heard) -> (SavedSource, Taken) {
+    let mut m = mine.clone();
+    let t = take(&mut m, peer, &heard);
+    (m, t)
+}
+
+/// Table, first row: gw1 killed. Both held the same: nothing moves,
+/// nothing is refused.
+#[test]
+fn trust_a_peer_that_agrees_changes_nothing() {
+    let e = entry(RUN2, &[(1, 300, 6_000)]);
+    let (m, t) = taken(&e, &e, live(2, true));
+    assert_eq!((m, t), (e, Taken::default()));
+}
+
+/// Table, second and fifth rows: gw1 back with its state file (or
+/// restarted at once, an upgrade), pulling gw2's before it hears anyone.
+/// gw2 saw a 32-bit wrap meanwhile (+2^32): taken, once.
+#[test]
+fn trust_a_gateway_back_with_its_state_takes_what_it_missed_once() {
+    let gw1 = entry(RUN1, &[(1, 4_000_000_000, 0), (2, 9, 0)]);
+    let gw2 = entry(RUN1, &[(1, 5_000, 1 << 32), (2, 9, 0)]);
+    let (m, t) = taken(&gw1, &gw2, saved(true));
+    assert_eq!(m, entry(RUN1, &[(1, 4_000_000_000, 1 << 32), (2, 9, 0)]));
+    assert_eq!((t.refused, t.raised), (0, true));
+    // Its stopped server's entry, and one both hold alike: as they were.
+    let stopped = entry(RUN1, &[(1, 77, 0)]);
+    assert_eq!(taken(&stopped, &stopped, saved(true)).0, stopped);
+}
+
+/// Table, third row: a server restarted while gw1 was down. gw1's state
+/// file has run 1 at 5,000; gw2 heard run 1 to 6,000, then run 2. gw1,
+/// having heard nothing since its start, takes run 2 and offset 6,000
+/// (a raise of 1,000 over its own end, 5,000: less than it publishes).
+#[test]
+fn trust_a_restart_missed_while_down_is_taken() {
+    let gw1 = entry(RUN1, &[(1, 5_000, 0)]);
+    let gw2 = entry(RUN2, &[(1, 300, 6_000)]);
+    let (m, t) = taken(&gw1, &gw2, saved(true));
+    assert_eq!(m, entry(RUN2, &[(1, 0, 6_000)]));
+    assert_eq!(t.refused, 0);
+}
+
+/// Table, fourth row: a fresh machine (no state file) holds nothing of
+/// the server: the peer's history is taken whole, however large.
+#[test]
+fn trust_a_fresh_gateway_takes_the_whole_history() {
+    let blank = entry(None, &[]);
+    let gw2 = entry(RUN2, &[(1, 400, 6_000_000_000_000)]);
+    let (m, t) = taken(&blank, &gw2, saved(true));
+    assert_eq!(m, entry(RUN2, &[(1, 0, 6_000_000_000_000)]));
+    assert_eq!(t, Taken::default());
+}
+
+/// Table, sixth row (both into one gmond, after they diverged): gw1 lost
+/// run 1's last datagram (6,000) before the restart; both heard run 2.
+/// gw1's offset is 5,000, gw2's 6,000: the restart opened gw1's window
+/// and 1,000 is less than the 5,100 gw1 publishes, so it is taken. Had
+/// gw2's push come before gw1 heard the restart itself, it waits (not
+/// merged, not refused) for the server's own report.
+#[test]
+fn trust_a_datagram_lost_before_a_restart_is_made_good() {
+    let gw1 = entry(RUN2, &[(1, 100, 5_000)]);
+    let gw2 = entry(RUN2, &[(1, 100, 6_000)]);
+    let (m, t) = taken(&gw1, &gw2, live(2, true));
+    assert_eq!(m, entry(RUN2, &[(1, 100, 6_000)]));
+    assert_eq!((t.refused, t.raised), (0, true));
+    // Before gw1 heard the restart: run 1 here, reported 2 s ago.
+    let before = entry(RUN1, &[(1, 5_000, 0)]);
+    let gw2_now = entry(Some((NOW as u32 - 1, 78)), &[(1, 100, 6_000)]);
+    let (m, t) = taken(&before, &gw2_now, live(2, true));
+    assert_eq!(m, before);
+    assert_eq!((t.refused, t.waiting), (0, true));
+}
+
+/// Issue 42: one push with an offset of 2^63-1-10^8 moved a server's
+/// `xrootd.ds.link.in` from 63,081,435 to 9.2e18. Refused, counted, and
+/// the entry's other counters are still taken.
+#[test]
+fn trust_a_spiking_offset_is_refused_and_counted() {
+    let spike = (1u64 << 63) - 1 - 100_000_000;
+    let gw = entry(RUN1, &[(1, 63_081_435, 0), (2, 10, 100)]);
+    let liar = entry(RUN1, &[(1, 63_081_435, spike), (2, 10, 150)]);
+    for heard in [live(2, true), live(2, false), saved(true)] {
+        let (m, t) = taken(&gw, &liar, heard);
+        assert_eq!(m.counters[0], (1, 63_081_435, 0), "{heard:?}");
+        assert!(t.refused >= 1, "{heard:?}");
+        assert!(t.why.as_deref().unwrap().contains("raised by"), "{t:?}");
+    }
+    // In a window, the honest raise of counter 2 (50) is taken beside it.
+    let (m, t) = taken(&gw, &liar, live(2, true));
+    assert_eq!(m, entry(RUN1, &[(1, 63_081_435, 0), (2, 10, 150)]));
+    assert_eq!(t.refused, 1);
+}
+
+/// Issue 42: a fake restart (a tos in the future, pid 1) was adopted and
+/// the counter jumped by its whole value. Refused and counted, whether
+/// the gateway hears the server or not; a restart in the past that the
+/// server's later reports contradict is refused too.
+#[test]
+fn trust_a_fake_restart_is_refused_and_counted() {
+    let gw = entry(RUN1, &[(1, 63_081_435, 0)]);
+    let fake = entry(Some((NOW as u32 + 3_600, 1)), &[(1, 63_081_435, 0)]);
+    for heard in [live(2, true), saved(true)] {
+        let (m, t) = taken(&gw, &fake, heard);
+        assert_eq!(m, gw);
+        assert_eq!(t.refused, 1);
+        assert!(t.why.as_deref().unwrap().contains("in the future"), "{t:?}");
+    }
+    // A restart an hour ago; the server reported run 1 to me 2 s ago.
+    let past = entry(Some((NOW as u32 - 3_600, 1)), &[(1, 5, 0)]);
+    let (m, t) = taken(&gw, &past, live(2, true));
+    assert_eq!(m, gw);
+    assert_eq!(t.refused, 1);
+    assert!(t.why.as_deref().unwrap().contains("contradicts"), "{t:?}");
+}
+
+/// A peer cannot ratchet a counter up a little at a time: outside a
+/// window (no report missed, no restart, reset or wrap here since the last
+/// raise) any raise is refused; a source not heard since the start is
+/// raised once.
+#[test]
+fn trust_a_raise_needs_something_this_gateway_missed() {
+    let gw = entry(RUN1, &[(1, 5_000, 1_000)]);
+    let more = entry(RUN1, &[(1, 5_000, 1_010)]);
+    let (m, t) = taken(&gw, &more, live(2, false));
+    assert_eq!((m, t.refused), (gw.clone(), 1));
+    let saved_state = crate::engine::saved::SavedState::default();
+    let ip = std::net::IpAddr::from([10, 0, 0, 1]);
+    saved_state.merge_unclaimed(ip, "xrootd", &gw, 10, NOW);
+    let (first, t1) = saved_state.merge_unclaimed(ip, "xrootd", &more, 10, NOW);
+    assert_eq!((first.counters[0].2, t1.refused), (1_010, 0));
+    let again = entry(RUN1, &[(1, 5_000, 1_020)]);
+    let (second, t2) = saved_state.merge_unclaimed(ip, "xrootd", &again, 10, NOW);
+    assert_eq!((second.counters[0].2, t2.refused), (1_010, 1));
+}
+
+/// A fake restart of a source this gateway holds nothing of yet is
+/// refused too: its first report would otherwise be taken for a restart
+/// and continue from the peer's readings.
+#[test]
+fn trust_a_run_in_the_future_is_refused_even_where_nothing_is_held() {
+    let blank = entry(None, &[]);
+    let fake = entry(Some((NOW as u32 + 3_600, 1)), &[(1, 63_081_435, 0)]);
+    let (m, t) = taken(&blank, &fake, saved(true));
+    assert_eq!((m, t.refused), (blank, 1));
 }

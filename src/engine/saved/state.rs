@@ -10,6 +10,8 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Instant, SystemTime};
 
+use crate::engine::merge::{Heard, Taken};
+
 use super::{HEADER, Limits, SavedSource, Skipped, read_entries, write_counter, write_source};
 
 /// What was read and not claimed yet, and what the engines handed in last.
@@ -19,6 +21,9 @@ pub struct SavedState {
     parts: Mutex<Vec<String>>,
     /// When the last source was claimed (the XML port's warm-up).
     last_claim: Mutex<Option<Instant>>,
+    /// Unclaimed sources a peer raised since the start: once each
+    /// ([`crate::engine::merge::take`]).
+    raised: Mutex<HashSet<(IpAddr, String)>>,
 }
 
 impl SavedState {
@@ -73,8 +78,10 @@ impl SavedState {
         if map.is_empty() {
             return None;
         }
-        let claimed = map.remove(&(ip, program.to_string()));
+        let key = (ip, program.to_string());
+        let claimed = map.remove(&key);
         if claimed.is_some() {
+            lock(&self.raised).remove(&key);
             *lock(&self.last_claim) = Some(now);
         }
         claimed
@@ -85,25 +92,38 @@ impl SavedState {
         *lock(&self.last_claim)
     }
 
-    /// Merges a peer's entry of a source no engine has claimed
-    /// ([`crate::engine::merge`]); returns the merged entry. A source new to it is
-    /// kept only while fewer than `bound` wait (a peer cannot grow it, nor
-    /// the state file, without end).
+    /// Merges a peer's entry of a source no engine has claimed, where it
+    /// agrees with what this gateway holds of it
+    /// ([`crate::engine::merge::take`]: no report heard since the start;
+    /// one raise per source), at `now_unix`; returns the merged entry and
+    /// what came of the peer's claims. A source new to it is kept only
+    /// while fewer than `bound` wait (a peer cannot grow it, nor the state
+    /// file, without end).
     pub fn merge_unclaimed(
         &self,
         ip: IpAddr,
         program: &str,
         peer: &SavedSource,
         bound: usize,
-    ) -> SavedSource {
+        now_unix: u64,
+    ) -> (SavedSource, Taken) {
         let mut map = lock(&self.unclaimed);
         let key = (ip, program.to_string());
         if map.len() >= bound && !map.contains_key(&key) {
-            return peer.clone();
+            return (peer.clone(), Taken::default());
         }
-        let mine = map.entry(key).or_default();
-        crate::engine::merge::merge(mine, peer);
-        mine.clone()
+        let mut raised = lock(&self.raised);
+        let heard = Heard {
+            now_unix,
+            reported_unix: None,
+            may_raise: !raised.contains(&key),
+        };
+        let mine = map.entry(key.clone()).or_default();
+        let taken = crate::engine::merge::take(mine, peer, &heard);
+        if taken.raised {
+            raised.insert(key);
+        }
+        (mine.clone(), taken)
     }
 
     /// Every unclaimed entry (for a peer).
