@@ -335,6 +335,13 @@ fn spawn_tasks(
         ),
         None => (None, Vec::new(), false),
     };
+    // The peer's entries go to the engines from before they hear anyone
+    // (their asks wait in each task's queue until it runs): merged into
+    // the saved state meanwhile, an entry would lie there beside the
+    // engine's own source once that source is heard.
+    if let Some(link) = &link {
+        link.engines_run();
+    }
     for (part, socket) in sockets.reports.into_iter().enumerate() {
         let socket = UdpSocket::from_std(socket)?;
         let requests = (!sockets.requests.is_empty()).then(|| {
@@ -386,7 +393,6 @@ fn spawn_tasks(
     );
     tasks.push(tokio::spawn(watch));
     if let Some(link) = &link {
-        link.engines_run();
         let (link, settings, counters) = (link.clone(), settings.clone(), counters.clone());
         let step = peer::keep_in_step(link, settings, counters, stop.clone());
         tasks.push(tokio::spawn(step));

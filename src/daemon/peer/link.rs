@@ -133,15 +133,38 @@ impl Link {
 
     /// Every entry this gateway holds (engines and unclaimed), and for a
     /// pull its last records.
+    ///
+    /// A source both an engine and the saved state hold (the peer's entry
+    /// went to the saved state while the engine was hearing the source for
+    /// the first time) is the engine's: the saved entry is taken out and
+    /// merged into the engine, so it is neither sent twice nor written to
+    /// the state file over the engine's newer one.
     pub(super) async fn everything(&self, records: bool) -> (Vec<Entry>, Vec<LastRecord>) {
         let (mut entries, last) = self.ask_entries(false, records).await;
+        let held: std::collections::HashSet<(std::net::IpAddr, String)> =
+            entries.iter().map(|e| (e.ip, e.program.clone())).collect();
+        let mut both = Vec::new();
         for ((ip, program), state) in self.saved.unclaimed_entries() {
+            if held.contains(&(ip, program.clone())) {
+                if let Some(state) = self.saved.take_unclaimed(ip, &program) {
+                    both.push(Entry {
+                        ip,
+                        program,
+                        state,
+                        pfc: None,
+                    });
+                }
+                continue;
+            }
             entries.push(Entry {
                 ip,
                 program,
                 state,
                 pfc: None,
             });
+        }
+        if !both.is_empty() {
+            let _ = self.take(both).await;
         }
         (entries, last)
     }

@@ -126,6 +126,18 @@ impl SavedState {
         (mine.clone(), taken)
     }
 
+    /// Takes out the unclaimed entry of a source an engine holds already
+    /// (a peer's entry merged here while the engine first heard the
+    /// source), not counted as a claim.
+    pub fn take_unclaimed(&self, ip: IpAddr, program: &str) -> Option<SavedSource> {
+        let key = (ip, program.to_string());
+        let taken = lock(&self.unclaimed).remove(&key);
+        if taken.is_some() {
+            lock(&self.raised).remove(&key);
+        }
+        taken
+    }
+
     /// Every unclaimed entry (for a peer).
     pub fn unclaimed_entries(&self) -> Vec<((IpAddr, String), SavedSource)> {
         lock(&self.unclaimed)
