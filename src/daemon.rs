@@ -159,8 +159,9 @@ pub struct Reload {
 
 /// Runs the gateway on already-bound sockets until `shutdown` completes,
 /// then stops receiving (handling what is already queued on the sockets),
-/// sends what is queued for at most `drain_timeout`, writes the state file
-/// and returns. Each [`Reload`] received replaces the settings and senders
+/// sends what is queued for at most `drain_timeout`, writes the state file,
+/// lets the XML ports (closed at the stop) finish the documents being
+/// written, for at most `drain_timeout` from the stop too, and returns. Each [`Reload`] received replaces the settings and senders
 /// of every receive task between two datagrams (the old senders drain
 /// meanwhile); the sockets stay open, so nothing arriving meanwhile is lost
 /// (it waits in the socket buffer).
@@ -190,7 +191,7 @@ pub async fn run(
         paused.clone(),
     );
     let (in_force_tx, in_force) = watch::channel(Arc::new(first));
-    let mut tasks = spawn_tasks(
+    let (mut tasks, xml_ports) = spawn_tasks(
         sockets, &settings, &store, &table, &in_force, &counters, &stop, pairing,
     )?;
     tasks.extend(peer_tasks);
@@ -222,10 +223,15 @@ pub async fn run(
     for t in tasks {
         let _ = t.await;
     }
+    // The XML ports finish the documents being written meanwhile (for at
+    // most `drain_timeout` from the stop, as the senders).
     stop_sending(senders, retired, stopping, drain_timeout, &counters).await;
     // Every receive task has handed in its final state.
     if let Err(e) = store.save() {
         state_file::warn_unwritable(&store, &e);
+    }
+    for t in xml_ports {
+        let _ = t.await;
     }
     tracing::info!("stopped; counters: {}", counters.snapshot());
     Ok(())
@@ -315,7 +321,8 @@ impl Pairing {
 
 /// Starts a task per socket: the receive tasks (each with its engine and
 /// its part of the saved state), the request listeners, the XML port, the
-/// peer exchange, the state file's writer and the self-metrics.
+/// peer exchange, the state file's writer and the self-metrics; the XML
+/// ports' tasks apart (at a stop they finish the documents being written).
 #[allow(clippy::too_many_arguments)]
 fn spawn_tasks(
     sockets: Sockets,
@@ -326,9 +333,10 @@ fn spawn_tasks(
     counters: &Arc<Counters>,
     stop: &watch::Receiver<bool>,
     pairing: Option<Pairing>,
-) -> io::Result<Vec<tokio::task::JoinHandle<()>>> {
+) -> io::Result<(Tasks, Tasks)> {
     let fds: Vec<RawFd> = sockets.reports.iter().map(|s| s.as_raw_fd()).collect();
     let mut tasks = Vec::new();
+    let mut xml_ports = Vec::new();
     let mut request_queues = Vec::new();
     let mut ask_queues = Vec::new();
     let cluster_names = Arc::new(crate::engine::clusters::ClusterNames::default());
@@ -379,7 +387,7 @@ fn spawn_tasks(
             counters,
             stop,
         };
-        tasks.extend(ports.map(|(rule, listener)| port.spawn(rule, listener, peer)));
+        xml_ports.extend(ports.map(|(rule, listener)| port.spawn(rule, listener, peer)));
     }
     // The kernel's drops at the listening sockets: warned of, and in `status`.
     let drops = Arc::new(drops::DropWatch::new(KernelDrops::new(&fds)));
@@ -414,7 +422,7 @@ fn spawn_tasks(
         stop.clone(),
     );
     tasks.push(tokio::spawn(report));
-    Ok(tasks)
+    Ok((tasks, xml_ports))
 }
 
 /// What each XML port's task (the gateway's and each rule's) is given.

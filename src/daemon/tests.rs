@@ -365,6 +365,13 @@ impl Running {
         (took, self.counters.snapshot())
     }
 
+    /// Fires the shutdown (as SIGTERM does) without waiting for `run`.
+    fn ask_stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+
     /// Applies `config` (sending to `to`) as SIGHUP does; returns once
     /// `run` has it (not once it is in effect).
     fn reload(&self, config: &str, to: &[SocketAddr]) {
@@ -1254,3 +1261,57 @@ fn a_deadline_past_the_clock_saturates() {
 }
 
 mod pair;
+
+/// Issue 43, item 4: a stop (SIGTERM) while a document is being read
+/// closes the port at once (a new poll is refused) and finishes the
+/// document: the reader, which reads on only once the port refuses it,
+/// gets it whole and well-formed. (Before, the stop aborted every writer:
+/// gmetad logged `XML_ParseBuffer() error ... no element found`.)
+#[test]
+fn a_stop_finishes_the_document_being_read_and_refuses_new_polls() {
+    const SERVERS: usize = 200;
+    let mut gw = Bound::new(
+        "stats_interval = 0\nself_metrics_interval = 0\ndrain_timeout = 120\n",
+        &[],
+        true,
+        None,
+    )
+    .start();
+    let xml = gw.xml.unwrap();
+    for i in 0..SERVERS {
+        gw.send_as(&server_ip(i), &server_record(i));
+    }
+    let expected: Vec<String> = {
+        let mut v: Vec<String> = (0..SERVERS).map(|i| format!("ds{i}.example.org")).collect();
+        v.sort();
+        v
+    };
+    wait_for(
+        "every server in the document",
+        Duration::from_secs(20),
+        || (host_names(&gw.poll_from("127.0.0.1:0")) == expected).then_some(()),
+    );
+    // A poll begun: its first bytes read, the rest (megabytes, far more
+    // than the socket buffers hold) still to be written.
+    let mut s = TcpStream::connect(xml).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut doc = vec![0u8; 4096];
+    s.read_exact(&mut doc).unwrap();
+    gw.ask_stop();
+    // The port is closed: a new poll is refused.
+    wait_for("the XML port to refuse a poll", WITHIN, || {
+        matches!(TcpStream::connect(xml), Err(e) if e.kind() == io::ErrorKind::ConnectionRefused)
+            .then_some(())
+    });
+    // The document being read is finished.
+    s.read_to_end(&mut doc).unwrap();
+    let doc = String::from_utf8(doc).unwrap();
+    assert!(
+        doc.ends_with("</GANGLIA_XML>\n"),
+        "cut at {} bytes",
+        doc.len()
+    );
+    assert!(doc.len() > 4_000_000, "{} bytes", doc.len());
+    assert_eq!(host_names(&doc), expected);
+    gw.stop();
+}

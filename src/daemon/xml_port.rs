@@ -426,9 +426,24 @@ pub(super) async fn serve(
             },
         );
     }
-    // Documents finished meanwhile still count; the others are cut short.
-    while let Ok(outcome) = done.try_recv() {
-        conns.finished(outcome, local, &mut events);
+    // A stop: the port closes (a new poll is refused, and gmetad moves on
+    // to the next address of its data_source), and the documents being
+    // written are finished, for at most `drain_timeout` from the stop: a
+    // document cut short is an XML error and an empty row in gmetad
+    // (issue 43, item 4). What is not finished by then is cut (reset).
+    drop(listener);
+    let drain = in_force.borrow().settings.drain_timeout;
+    let deadline = tokio::time::Instant::from_std(super::after(Instant::now(), drain));
+    while !conns.by_id.is_empty() {
+        tokio::select! {
+            Some(outcome) = done.recv() => conns.finished(outcome, local, &mut events),
+            _ = tokio::time::sleep_until(deadline) => break,
+        }
+    }
+    if !conns.by_id.is_empty() {
+        events
+            .at(Instant::now())
+            .xml_cut_at_stop(local, conns.by_id.len(), drain);
     }
     for c in conns.by_id.values() {
         c.task.abort();
