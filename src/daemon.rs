@@ -375,6 +375,12 @@ fn spawn_tasks(
         let listen = requests::listen(socket, queues, counters.clone(), log_interval, stop.clone());
         tasks.push(tokio::spawn(listen));
     }
+    // The gateway's own host, in the table before the XML ports listen.
+    let self_metrics = self_metrics::SelfMetrics::start(
+        counters.clone(),
+        KernelDrops::new(&fds),
+        in_force.clone(),
+    );
     if let Some(table) = table {
         let ports = sockets.xml.into_iter().map(|l| (None, l));
         let ports = ports.chain(sockets.rule_xml.into_iter().map(|(p, l)| (Some(p), l)));
@@ -415,13 +421,7 @@ fn spawn_tasks(
         let save = state_file::save_every(store.clone(), stop.clone(), settings.state_interval);
         tasks.push(tokio::spawn(save));
     }
-    let report = self_metrics::report(
-        counters.clone(),
-        KernelDrops::new(&fds),
-        in_force.clone(),
-        stop.clone(),
-    );
-    tasks.push(tokio::spawn(report));
+    tasks.push(tokio::spawn(self_metrics.run(stop.clone())));
     Ok((tasks, xml_ports))
 }
 

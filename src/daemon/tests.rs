@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::receive::answer;
 use super::sender::Outbox;
-use super::{InForce, Reload, Sockets, bind, open_channels, run, xml_port};
+use super::{InForce, Reload, Sockets, bind, open_channels, run, self_metrics, xml_port};
 use crate::config::{FileConfig, Overrides, Settings, validate};
 use crate::engine::answer::{ANSWER_HOLDOFF, MetricRequest, Request};
 use crate::engine::tests::Harness;
@@ -1313,5 +1313,38 @@ fn a_stop_finishes_the_document_being_read_and_refuses_new_polls() {
     );
     assert!(doc.len() > 4_000_000, "{} bytes", doc.len());
     assert_eq!(host_names(&doc), expected);
+    gw.stop();
+}
+
+/// Issue 43, item 6: the gateway's own host is in its first document (it
+/// was sent first `self_metrics_interval` after the start, 60 s: after a
+/// failover to a fresh gateway the `xrd2ganglia.*` summaries read 0), with
+/// its counters' metrics, as rates.
+#[test]
+fn the_gateways_own_host_is_in_its_first_document() {
+    let gw = Bound::new(
+        "stats_interval = 0\nself_metrics_interval = 60\n",
+        &[],
+        true,
+        None,
+    )
+    .start();
+    let doc = gw.poll_from("127.0.0.1:0");
+    let own = self_metrics::own_host_name(&crate::ganglia::local_hostname());
+    let parsed = parse(&doc);
+    let host = parsed
+        .descendants()
+        .find(|n| n.has_tag_name("HOST") && n.attribute("NAME") == Some(own.as_str()))
+        .unwrap_or_else(|| panic!("no HOST {own} in the first document: {doc}"));
+    let metric = |name: &str| {
+        host.children()
+            .find(|m| m.has_tag_name("METRIC") && m.attribute("NAME") == Some(name))
+            .and_then(|m| Some((m.attribute("VAL")?, m.attribute("SLOPE")?)))
+    };
+    assert_eq!(
+        metric("xrd2ganglia.xml_polls"),
+        Some(("0", "both")),
+        "{doc}"
+    );
     gw.stop();
 }
