@@ -29,7 +29,8 @@
 //! gateway's own metrics; [`control`] answers `xrd2ganglia status` (the
 //! receive tasks hand it their sources between two datagrams); [`peer`]
 //! keeps two gateways of a pair in step (counter state, XCache totals,
-//! the standby's sending); [`bind`] binds every socket.
+//! the standby's sending); [`recover`] reads back the last values
+//! published (`recover_from`) at start; [`bind`] binds every socket.
 
 use std::future::Future;
 use std::io;
@@ -176,6 +177,8 @@ pub async fn run(
     let settings = Arc::new(settings);
     let table = (!sockets.xml.is_empty()).then(|| Arc::new(HostTable::new(table_cap(&settings))));
     let store = Arc::new(open_state(&settings, &counters));
+    // The last values published (`recover_from`), before any record.
+    recover::recover(&settings, store.state()).await;
     let (stop_tx, stop) = watch::channel(false);
     let (pairing, peer_tasks) =
         Pairing::start(&settings, &store, &table, &counters, &mut sockets, &stop).await;
@@ -523,6 +526,7 @@ mod pacer;
 pub mod peer;
 mod queue;
 mod receive;
+mod recover;
 pub mod requests;
 mod retire;
 pub mod self_metrics;

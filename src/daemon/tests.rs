@@ -1458,3 +1458,63 @@ fn polls_stay_whole_while_two_other_addresses_churn_connections() {
     );
     gw.stop();
 }
+
+/// The VAL of metric `name` of host `host` in a document.
+fn metric_val(doc: &str, host: &str, name: &str) -> Option<String> {
+    let parsed = parse(doc);
+    let h = parsed
+        .descendants()
+        .find(|n| n.has_tag_name("HOST") && n.attribute("NAME") == Some(host))?;
+    h.children()
+        .find(|m| m.has_tag_name("METRIC") && m.attribute("NAME") == Some(name))
+        .and_then(|m| m.attribute("VAL"))
+        .map(str::to_string)
+}
+
+/// Issue 43, `recover_from`: a gateway started without state (both of a
+/// pair lost, a fresh machine) reads the last values published from a
+/// gmond-style XML port (here another gateway's, which writes what gmetad's
+/// xml_port would hold) and publishes no counter below them: the xrootd
+/// that restarted while its offset was lost goes on from 5200, not from a
+/// bare 250 (a drop gmetad draws as a wrap). Its XML port listens only
+/// once that server has reported again: gmetad's first document has it.
+#[test]
+fn a_gateway_without_state_continues_from_the_values_recovered() {
+    let host = "ds1.example.org";
+    // What was published: the xrootd restarted once (offset 5000).
+    let old = Bound::new(PLAIN, &[], true, None).start();
+    old.send_as("127.0.0.1", &link_record(77, 5000));
+    old.send_as("127.0.0.1", &link_record(78, 200));
+    let published = wait_for("5200 published", WITHIN, || {
+        let doc = old.poll_from("127.0.0.1:0");
+        let v = metric_val(&doc, host, "xrootd.link.in")?;
+        (v == "5200").then_some(v)
+    });
+    assert_eq!(published, "5200");
+    // The fresh gateway, no state file.
+    let config = format!("{PLAIN}recover_from = [\"{}\"]\n", old.xml.unwrap());
+    let fresh = Bound::new(&config, &[], true, None).start();
+    // Its port does not listen before the server has reported again.
+    let refused = fresh.try_poll_from("127.0.0.1:0");
+    assert_eq!(
+        refused.map_err(|e| e.kind()),
+        Err(io::ErrorKind::ConnectionRefused)
+    );
+    fresh.send_as("127.0.0.1", &link_record(78, 250));
+    let doc = fresh.poll_from("127.0.0.1:0");
+    // The first document: the host, its counter at the floor (what the
+    // counter gained while no gateway counted it is not known).
+    assert_eq!(
+        metric_val(&doc, host, "xrootd.link.in").as_deref(),
+        Some("5200"),
+        "{doc}"
+    );
+    // And on from there, with the server's own increase.
+    fresh.send_as("127.0.0.1", &link_record(78, 300));
+    wait_for("5250 published", WITHIN, || {
+        let doc = fresh.poll_from("127.0.0.1:0");
+        (metric_val(&doc, host, "xrootd.link.in")? == "5250").then_some(())
+    });
+    fresh.stop();
+    old.stop();
+}

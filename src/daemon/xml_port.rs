@@ -157,7 +157,7 @@ impl Warmup {
     /// For a gateway started at `started` with `saved` (the state file's
     /// sources, claimed as they report), waiting at most `max`.
     pub fn new(saved: Arc<SavedState>, started: Instant, max: Duration) -> Warmup {
-        let until = if saved.unclaimed() == 0 {
+        let until = if saved.awaited() == 0 {
             started
         } else {
             started + max
@@ -188,7 +188,7 @@ impl Warmup {
         if now >= self.until {
             return None;
         }
-        let left = self.saved.unclaimed();
+        let left = self.saved.awaited();
         if left == 0 {
             // Counted from the last claim, not from now: the first poll
             // after every source reported is answered.
@@ -220,10 +220,10 @@ impl Warmup {
                 "the peer's state was pulled"
             } else if !waited {
                 "nothing to wait for"
-            } else if self.saved.unclaimed() > 0 {
-                "warmup_max passed before every source the state file named reported"
+            } else if self.saved.awaited() > 0 {
+                "warmup_max passed before every source the state file or recover_from named reported"
             } else {
-                "every source the state file named reported again"
+                "every source the state file or recover_from named reported again"
             },
         )
     }

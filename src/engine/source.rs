@@ -98,6 +98,10 @@ pub(super) struct Source {
     /// Its run or a counter offset changed since the peer was last told
     /// (new to this engine, a restart, a reset or a wrap).
     peer_dirty: bool,
+    /// The last values published of its host's counters, by name key
+    /// (read at start from `recover_from`): none of its counters is sent
+    /// below them ([`series::MetricState::floor`]). Its first record only.
+    pub(super) floors: Option<Arc<saved::Floors>>,
 }
 
 impl Source {
@@ -138,6 +142,7 @@ impl Source {
             cluster_epoch: u32::MAX,
             cluster_refused: false,
             peer_dirty: true,
+            floors: None,
         }
     }
 

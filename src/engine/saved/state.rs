@@ -7,7 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
 use super::{HEADER, Limits, SavedSource, Skipped, read_entries, write_counter, write_source};
@@ -19,7 +19,16 @@ pub struct SavedState {
     parts: Mutex<Vec<String>>,
     /// When the last source was claimed (the XML port's warm-up).
     last_claim: Mutex<Option<Instant>>,
+    /// The last values published, by server address (`recover_from`).
+    floors: Mutex<HashMap<IpAddr, Arc<Floors>>>,
+    /// The addresses of `floors` not heard from since the start (the XML
+    /// port's warm-up waits for them as for unclaimed sources).
+    floors_unheard: Mutex<HashSet<IpAddr>>,
 }
+
+/// A host's last values published, by metric name key: what none of its
+/// counters is sent below ([`crate::engine::series::MetricState::floor`]).
+pub type Floors = HashMap<u64, u64>;
 
 impl SavedState {
     /// The state a file's text holds (an empty text is an empty state),
@@ -65,6 +74,33 @@ impl SavedState {
     /// Sources read and not claimed yet.
     pub fn unclaimed(&self) -> usize {
         lock(&self.unclaimed).len()
+    }
+
+    /// What the XML port's warm-up waits for: sources read and not
+    /// claimed yet, and server addresses recovered
+    /// ([`set_floors`](Self::set_floors)) not heard from yet.
+    pub fn awaited(&self) -> usize {
+        self.unclaimed() + lock(&self.floors_unheard).len()
+    }
+
+    /// The last values published of each server address's host, read at
+    /// start (`recover_from`): from now on, what a source of that address
+    /// first sends is never below them.
+    pub fn set_floors(&self, floors: HashMap<IpAddr, Floors>) {
+        *lock(&self.floors_unheard) = floors.keys().copied().collect();
+        *lock(&self.floors) = floors
+            .into_iter()
+            .map(|(ip, f)| (ip, Arc::new(f)))
+            .collect();
+    }
+
+    /// The floors of a source of `ip` now heard from for the first time.
+    pub fn floors_of(&self, ip: IpAddr, now: Instant) -> Option<Arc<Floors>> {
+        let floors = lock(&self.floors).get(&ip).cloned()?;
+        if lock(&self.floors_unheard).remove(&ip) {
+            *lock(&self.last_claim) = Some(now);
+        }
+        Some(floors)
     }
 
     /// The saved state of a source now heard from for the first time, at `now`.
