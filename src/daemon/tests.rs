@@ -1350,12 +1350,21 @@ fn the_gateways_own_host_is_in_its_first_document() {
 }
 
 /// A connection from `from` to `to`, closed at once (a reset when
-/// `reset`, else a FIN), as many times as it can until `stop`; how many.
+/// `reset`, else a FIN), 1,000 times a second (at most) until `stop`; how
+/// many. (Paced as the issue's flood was, 4,000 a second from four of
+/// these: unpaced, four busy threads would slow the quick tier's other
+/// tests.)
 fn churn(from: &str, to: SocketAddr, reset: bool, stop: Arc<AtomicBool>) -> u64 {
     use socket2::{Domain, Socket, Type};
     let from: SocketAddr = format!("{from}:0").parse().unwrap();
-    let mut n = 0;
+    let began = Instant::now();
+    let (mut n, mut tried) = (0, 0u64);
     while !stop.load(Ordering::Relaxed) {
+        let due = began + Duration::from_micros(1000 * tried);
+        tried += 1;
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
         let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
         // The port chosen at connect, by the whole 4-tuple: the closed
         // ones' TIME-WAIT does not run the address out of ports.
@@ -1393,6 +1402,9 @@ fn poll_whole(xml: SocketAddr) -> io::Result<String> {
 /// Issue 42, item 6: connect-and-close floods from two other allowed
 /// addresses (about 4,000 a second cut or emptied 3-5 of 18 polls) leave
 /// every poll from gmetad's address whole: fairness between addresses.
+/// (On this machine the code before the change kept them whole too; the
+/// eviction it got wrong is `xml_port`'s
+/// `a_full_port_makes_room_at_the_busiest_address_not_at_a_lone_poll`.)
 #[test]
 fn polls_stay_whole_while_two_other_addresses_churn_connections() {
     const SERVERS: usize = 100;
