@@ -1530,3 +1530,44 @@ fn a_gateway_without_state_continues_from_the_values_recovered() {
     fresh.stop();
     old.stop();
 }
+
+/// Issue 43, item 2's failover with the peer link down: a gateway back
+/// with its (stale) state file, its peer unreachable, finds that a server
+/// restarted while it was away. Its saved offset is older than what the
+/// other gateway published since (gmetad stored 8100); `recover_from`
+/// (here the other gateway's port, standing for gmetad's) is the other
+/// witness: it publishes 8100, not 5150 (a drop gmetad draws as a wrap).
+#[test]
+fn a_gateway_back_with_stale_state_does_not_publish_below_what_was_stored() {
+    let host = "ds1.example.org";
+    let dir = Scratch::new("stale");
+    let state = dir.0.join("state");
+    // gw1 hears 5000 and stops (its state file says so).
+    let gw1 = Bound::new(PLAIN, &[], true, Some(&state)).start();
+    gw1.send_as("127.0.0.1", &link_record(77, 5000));
+    wait_for("5000 published", WITHIN, || {
+        let doc = gw1.poll_from("127.0.0.1:0");
+        (metric_val(&doc, host, "xrootd.link.in")? == "5000").then_some(())
+    });
+    gw1.stop();
+    // gw2 goes on: 8000, then the server restarts (8100).
+    let gw2 = Bound::new(PLAIN, &[], true, None).start();
+    gw2.send_as("127.0.0.1", &link_record(77, 8000));
+    gw2.send_as("127.0.0.1", &link_record(78, 100));
+    wait_for("8100 published", WITHIN, || {
+        let doc = gw2.poll_from("127.0.0.1:0");
+        (metric_val(&doc, host, "xrootd.link.in")? == "8100").then_some(())
+    });
+    // gw1 back on its state file, no peer to ask.
+    let config = format!("{PLAIN}recover_from = [\"{}\"]\n", gw2.xml.unwrap());
+    let gw1 = Bound::new(&config, &[], true, Some(&state)).start();
+    gw1.send_as("127.0.0.1", &link_record(78, 150));
+    let doc = gw1.poll_from("127.0.0.1:0");
+    assert_eq!(
+        metric_val(&doc, host, "xrootd.link.in").as_deref(),
+        Some("8100"),
+        "{doc}"
+    );
+    gw1.stop();
+    gw2.stop();
+}
