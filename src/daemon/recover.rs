@@ -15,7 +15,7 @@
 //! **What it trusts**: the ports the admin listed, for one thing only: a
 //! lower bound of each counter of the hosts of the gateway's own clusters
 //! (`cluster_name`, the `[[cluster]]` rules' names; any cluster with
-//! site-named clusters), by the host's `IP` and the metric's name. A value
+//! site-named clusters), by the host's `IP` and `NAME` and the metric's name. A value
 //! can only raise a counter's offset to it, never lower one; the values
 //! of hosts and metrics the gateway never publishes are never used.
 //!
@@ -36,7 +36,7 @@ use std::time::Duration;
 use tokio::io::AsyncReadExt;
 
 use crate::config::Settings;
-use crate::engine::saved::{Floors, MAX_COUNTER, SavedState};
+use crate::engine::saved::{FloorHost, Floors, MAX_COUNTER, SavedState};
 use crate::poll::Cluster;
 
 /// The whole exchange with one port, at most.
@@ -51,7 +51,7 @@ pub(super) async fn recover(settings: &Settings, saved: &SavedState) {
     if settings.recover_from.is_empty() {
         return;
     }
-    let mut floors: HashMap<IpAddr, Floors> = HashMap::new();
+    let mut floors: HashMap<FloorHost, Floors> = HashMap::new();
     for addr in &settings.recover_from {
         let read = match tokio::time::timeout(DEADLINE, fetch(addr)).await {
             Ok(r) => r,
@@ -109,7 +109,11 @@ struct Taken {
 
 /// Takes the hosts of the gateway's own clusters into `floors` (the
 /// highest value of each metric wins), checked one by one.
-fn take(clusters: &[Cluster], settings: &Settings, floors: &mut HashMap<IpAddr, Floors>) -> Taken {
+fn take(
+    clusters: &[Cluster],
+    settings: &Settings,
+    floors: &mut HashMap<FloorHost, Floors>,
+) -> Taken {
     let grouping = &settings.grouping;
     let site_named = grouping.by_site || grouping.rules.iter().any(|r| r.by_site);
     let own = |name: &str| {
@@ -123,15 +127,15 @@ fn take(clusters: &[Cluster], settings: &Settings, floors: &mut HashMap<IpAddr, 
             if host.name.starts_with(super::self_metrics::OWN_HOST_PREFIX) {
                 continue;
             }
-            let Ok(ip) = host.ip.parse::<IpAddr>().map(|ip| ip.to_canonical()) else {
+            let Some(key) = floor_host(&host.ip, &host.name) else {
                 taken.hosts_skipped += 1;
                 continue;
             };
-            if floors.len() >= settings.max_sources && !floors.contains_key(&ip) {
+            if floors.len() >= settings.max_sources && !floors.contains_key(&key) {
                 taken.hosts_skipped += 1;
                 continue;
             }
-            let of_host = floors.entry(ip).or_default();
+            let of_host = floors.entry(key).or_default();
             taken.hosts += 1;
             for m in &host.metrics {
                 let Some(v) = counter_reading(&m.value) else {
@@ -150,6 +154,23 @@ fn take(clusters: &[Cluster], settings: &Settings, floors: &mut HashMap<IpAddr, 
         }
     }
     taken
+}
+
+/// A host's server address and NAME, as the gateway names it: `IP` as the
+/// gateway writes it (the real address) or as gmond does (its spoof
+/// string's, IPv6 with `-` for `:`), and NAME without the `@ADDRESS` the
+/// second of two servers with one name gets.
+fn floor_host(ip: &str, name: &str) -> Option<FloorHost> {
+    let addr = ip
+        .parse::<IpAddr>()
+        .or_else(|_| ip.replace('-', ":").parse::<IpAddr>())
+        .ok()?
+        .to_canonical();
+    let name = match name.rsplit_once('@') {
+        Some((n, suffix)) if suffix == ip || suffix.replace('-', ":") == ip => n,
+        _ => name,
+    };
+    (!name.is_empty()).then(|| (addr, name.to_string()))
 }
 
 /// A value as a counter reading: decimal digits, or a decimal fraction
@@ -210,15 +231,36 @@ mod tests {
             }
         );
         let key = |n: &str| crate::mapping::name_key(n);
-        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let host = |s: &str, n: &str| (s.parse::<IpAddr>().unwrap(), n.to_string());
         assert_eq!(
-            floors[&ip("10.0.0.1")],
+            floors[&host("10.0.0.1", "ds1")],
             HashMap::from([(key("xrootd.link.in"), 500)])
         );
         assert_eq!(
-            floors[&ip("10.0.0.3")],
+            floors[&host("10.0.0.3", "ds3")],
             HashMap::from([(key("xrootd.link.out"), 9)])
         );
-        assert!(!floors.contains_key(&ip("10.0.0.9")));
+        assert_eq!(floors.len(), 2);
+    }
+
+    #[test]
+    fn hosts_are_named_as_the_gateway_names_them() {
+        let v4 = "10.0.0.1".parse::<IpAddr>().unwrap();
+        let v6 = "2001:db8::1".parse::<IpAddr>().unwrap();
+        assert_eq!(floor_host("10.0.0.1", "ds1"), Some((v4, "ds1".into())));
+        // The second server with one name, renamed.
+        assert_eq!(
+            floor_host("10.0.0.1", "ds1@10.0.0.1"),
+            Some((v4, "ds1".into()))
+        );
+        assert_eq!(floor_host("10.0.0.1", "a@b"), Some((v4, "a@b".into())));
+        // gmond's IP for an IPv6 sender.
+        assert_eq!(floor_host("2001-db8--1", "ds6"), Some((v6, "ds6".into())));
+        assert_eq!(
+            floor_host("::ffff:10.0.0.1", "ds1"),
+            Some((v4, "ds1".into()))
+        );
+        assert_eq!(floor_host("x", "ds1"), None);
+        assert_eq!(floor_host("10.0.0.1", ""), None);
     }
 }
