@@ -29,7 +29,8 @@
 //! gateway's own metrics; [`control`] answers `xrd2ganglia status` (the
 //! receive tasks hand it their sources between two datagrams); [`peer`]
 //! keeps two gateways of a pair in step (counter state, XCache totals,
-//! the standby's sending); [`bind`] binds every socket.
+//! the standby's sending); [`recover`] reads back the last values
+//! published (`recover_from`) at start; [`bind`] binds every socket.
 
 use std::future::Future;
 use std::io;
@@ -159,8 +160,9 @@ pub struct Reload {
 
 /// Runs the gateway on already-bound sockets until `shutdown` completes,
 /// then stops receiving (handling what is already queued on the sockets),
-/// sends what is queued for at most `drain_timeout`, writes the state file
-/// and returns. Each [`Reload`] received replaces the settings and senders
+/// sends what is queued for at most `drain_timeout`, writes the state file,
+/// lets the XML ports (closed at the stop) finish the documents being
+/// written, for at most `drain_timeout` from the stop too, and returns. Each [`Reload`] received replaces the settings and senders
 /// of every receive task between two datagrams (the old senders drain
 /// meanwhile); the sockets stay open, so nothing arriving meanwhile is lost
 /// (it waits in the socket buffer).
@@ -175,6 +177,8 @@ pub async fn run(
     let settings = Arc::new(settings);
     let table = (!sockets.xml.is_empty()).then(|| Arc::new(HostTable::new(table_cap(&settings))));
     let store = Arc::new(open_state(&settings, &counters));
+    // The last values published (`recover_from`), before any record.
+    recover::recover(&settings, store.state()).await;
     let (stop_tx, stop) = watch::channel(false);
     let (pairing, peer_tasks) =
         Pairing::start(&settings, &store, &table, &counters, &mut sockets, &stop).await;
@@ -190,7 +194,7 @@ pub async fn run(
         paused.clone(),
     );
     let (in_force_tx, in_force) = watch::channel(Arc::new(first));
-    let mut tasks = spawn_tasks(
+    let (mut tasks, xml_ports) = spawn_tasks(
         sockets, &settings, &store, &table, &in_force, &counters, &stop, pairing,
     )?;
     tasks.extend(peer_tasks);
@@ -222,10 +226,15 @@ pub async fn run(
     for t in tasks {
         let _ = t.await;
     }
+    // The XML ports finish the documents being written meanwhile (for at
+    // most `drain_timeout` from the stop, as the senders).
     stop_sending(senders, retired, stopping, drain_timeout, &counters).await;
     // Every receive task has handed in its final state.
     if let Err(e) = store.save() {
         state_file::warn_unwritable(&store, &e);
+    }
+    for t in xml_ports {
+        let _ = t.await;
     }
     tracing::info!("stopped; counters: {}", counters.snapshot());
     Ok(())
@@ -310,7 +319,8 @@ impl Pairing {
 
 /// Starts a task per socket: the receive tasks (each with its engine and
 /// its part of the saved state), the request listeners, the XML port, the
-/// peer exchange, the state file's writer and the self-metrics.
+/// peer exchange, the state file's writer and the self-metrics; the XML
+/// ports' tasks apart (at a stop they finish the documents being written).
 #[allow(clippy::too_many_arguments)]
 fn spawn_tasks(
     sockets: Sockets,
@@ -321,9 +331,10 @@ fn spawn_tasks(
     counters: &Arc<Counters>,
     stop: &watch::Receiver<bool>,
     pairing: Option<Pairing>,
-) -> io::Result<Vec<tokio::task::JoinHandle<()>>> {
+) -> io::Result<(Tasks, Tasks)> {
     let fds: Vec<RawFd> = sockets.reports.iter().map(|s| s.as_raw_fd()).collect();
     let mut tasks = Vec::new();
+    let mut xml_ports = Vec::new();
     let mut request_queues = Vec::new();
     let mut ask_queues = Vec::new();
     let cluster_names = Arc::new(crate::engine::clusters::ClusterNames::default());
@@ -369,6 +380,12 @@ fn spawn_tasks(
         let listen = requests::listen(socket, queues, counters.clone(), log_interval, stop.clone());
         tasks.push(tokio::spawn(listen));
     }
+    // The gateway's own host, in the table before the XML ports listen.
+    let self_metrics = self_metrics::SelfMetrics::start(
+        counters.clone(),
+        KernelDrops::new(&fds),
+        in_force.clone(),
+    );
     if let Some(table) = table {
         let ports = sockets.xml.into_iter().map(|l| (None, l));
         let ports = ports.chain(sockets.rule_xml.into_iter().map(|(p, l)| (Some(p), l)));
@@ -381,7 +398,7 @@ fn spawn_tasks(
             counters,
             stop,
         };
-        tasks.extend(ports.map(|(rule, listener)| port.spawn(rule, listener, peer)));
+        xml_ports.extend(ports.map(|(rule, listener)| port.spawn(rule, listener, peer)));
     }
     // The kernel's drops at the listening sockets: warned of, and in `status`.
     let drops = Arc::new(drops::DropWatch::new(KernelDrops::new(&fds)));
@@ -417,14 +434,8 @@ fn spawn_tasks(
         let save = state_file::save_every(store.clone(), stop.clone(), settings.state_interval);
         tasks.push(tokio::spawn(save));
     }
-    let report = self_metrics::report(
-        counters.clone(),
-        KernelDrops::new(&fds),
-        in_force.clone(),
-        stop.clone(),
-    );
-    tasks.push(tokio::spawn(report));
-    Ok(tasks)
+    tasks.push(tokio::spawn(self_metrics.run(stop.clone())));
+    Ok((tasks, xml_ports))
 }
 
 /// What each XML port's task (the gateway's and each rule's) is given.
@@ -531,6 +542,7 @@ mod pacer;
 pub mod peer;
 mod queue;
 mod receive;
+mod recover;
 pub mod requests;
 mod retire;
 pub mod self_metrics;

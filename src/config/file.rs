@@ -107,6 +107,7 @@ pub struct FileConfig {
     pub peer_allow: Vec<String>,
     pub peer_standby: bool,
     pub warmup_max: u64,
+    pub recover_from: Vec<String>,
     /// Whether the file names `state_file` (not a key: known from the
     /// text, for `serve`: a state file the file names must be usable, the
     /// built-in default may be passed over where it cannot be made).
@@ -159,6 +160,7 @@ impl Default for FileConfig {
             peer_allow: Vec::new(),
             peer_standby: false,
             warmup_max: DEFAULT_WARMUP_MAX,
+            recover_from: Vec::new(),
             state_file_given: false,
             cluster_by_site: false,
             max_clusters: DEFAULT_MAX_CLUSTERS,

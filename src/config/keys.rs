@@ -513,6 +513,21 @@ pub const KEYS: &[Key] = &[
             so it polls the next address of its `data_source` (a part of the cluster \
             would read as a drop of its summed counters).",
     },
+    Key {
+        name: "recover_from",
+        value: "list of HOST:PORT",
+        absent: Absent::Default,
+        on_sighup: OnSighup::Restart("it applies at the start only"),
+        option: None,
+        meaning: "gmond-style XML ports (gmetad's `xml_port`, 8651, or a gmond's \
+            `tcp_accept_channel`) read once at start for the last values published of \
+            the gateway's own clusters: no counter of a server whose history the gateway \
+            lacks (no state file, a fresh machine, both gateways of a pair lost) is \
+            published below what gmetad last stored, and the XML port listens once every \
+            host read has reported again (or after `warmup_max`). Each port: 10 s to \
+            answer, at most 256 MiB; a value that is not a counter reading is skipped \
+            alone (docs/pair.md).",
+    },
     // ---- clusters (docs/clusters.md): keep these together ----
     Key {
         name: "cluster_by_site",

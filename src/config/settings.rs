@@ -103,6 +103,8 @@ pub struct Settings {
     pub peer_listen: Vec<SocketAddr>,
     /// Who may exchange (empty: what `peer` resolves to at start).
     pub peer_allow: Vec<IpNet>,
+    /// gmond-style XML ports read at start for the last values published.
+    pub recover_from: Vec<String>,
     /// This one stands by when both send to one gmond.
     pub peer_standby: bool,
     /// Without a peer, the XML port listens after this at most.
@@ -189,10 +191,28 @@ pub fn validate(
         peer,
         peer_listen,
         peer_allow,
+        recover_from: recover_from(&file)?,
         peer_standby: file.peer_standby,
         warmup_max: secs(file.warmup_max),
         effective: file,
     })
+}
+
+/// `recover_from`: each a HOST:PORT.
+fn recover_from(file: &FileConfig) -> Result<Vec<String>, ConfigError> {
+    for p in &file.recover_from {
+        let port = p.rsplit_once(':').map(|(h, port)| (h, port.parse::<u16>()));
+        if !matches!(port, Some((h, Ok(port))) if !h.is_empty() && h.len() <= 255 && port != 0)
+            || p.chars().any(|c| c.is_control() || c.is_whitespace())
+        {
+            return Err(bad(
+                "recover_from",
+                p,
+                "not a HOST:PORT (gmetad's xml_port or a gmond's tcp_accept_channel)",
+            ));
+        }
+    }
+    Ok(file.recover_from.clone())
 }
 
 /// `peer`, `peer_listen` and `peer_allow`.

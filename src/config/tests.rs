@@ -861,3 +861,29 @@ fn cluster_names_that_break_the_path_rule_are_refused() {
     assert!(from(&format!("cluster_name = {:?}", &long[1..])).is_ok());
     assert!(from("cluster_name = \"T2 Site\"").is_ok());
 }
+
+/// `recover_from`: each entry a HOST:PORT, refused by name otherwise.
+#[test]
+fn recover_from_takes_host_port_entries_only() {
+    let ok = from("recover_from = [\"gmetad.example.org:8651\", \"127.0.0.1:8649\"]").unwrap();
+    assert_eq!(
+        ok.recover_from,
+        ["gmetad.example.org:8651", "127.0.0.1:8649"]
+    );
+    assert!(from("").unwrap().recover_from.is_empty());
+    for bad in [
+        "gmetad",
+        "gmetad:0",
+        ":8651",
+        "gmetad:86510",
+        "gm etad:8651",
+    ] {
+        assert_eq!(
+            err(&format!("recover_from = [{bad:?}]")),
+            format!(
+                "recover_from = {bad:?}: not a HOST:PORT (gmetad's xml_port or a gmond's tcp_accept_channel)"
+            ),
+            "{bad}"
+        );
+    }
+}

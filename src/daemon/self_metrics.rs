@@ -38,49 +38,92 @@ use crate::proc_udp;
 
 use super::InForce;
 
-/// Logs the counters every `stats_interval` and sends them to Ganglia as
-/// the gateway's own metrics every `self_metrics_interval` (zero: never),
-/// until `stop`.
-pub(super) async fn report(
+/// The gateway's own metrics, from the start: [`SelfMetrics::start`] sends
+/// the first report at once (before the XML port listens), then
+/// [`SelfMetrics::run`] logs the counters every `stats_interval` and sends
+/// them every `self_metrics_interval` (zero: never), until `stop`.
+pub(super) struct SelfMetrics {
     counters: Arc<Counters>,
     drops: KernelDrops,
     in_force: watch::Receiver<Arc<InForce>>,
-    mut stop: watch::Receiver<bool>,
-) {
-    let (log_every, send_every) = {
-        let s = &in_force.borrow().settings;
-        (s.stats_interval, s.self_metrics_interval)
-    };
-    let mut log_tick = tokio::time::interval(or_never(log_every));
-    let mut send_tick = tokio::time::interval(or_never(send_every));
-    log_tick.tick().await;
-    send_tick.tick().await;
-    let mut reporter = SelfReporter::new(&crate::ganglia::local_hostname(), Instant::now());
-    let self_ip = local_ip();
-    let mut batch = PacketBatch::default();
-    let events = Events::new(&counters, in_force.borrow().settings.log_interval);
-    let mut metadata_at: Option<Instant> = None;
-    let tmax = ((send_every.as_secs_f64() * 1.5).ceil() as u32).max(1);
-    loop {
-        tokio::select! {
-            _ = stop.changed() => break,
-            _ = log_tick.tick() => {
-                super::set_queue(&counters, &in_force.borrow().outbox);
-                let kernel = drops.read().map(|d| d.to_string()).unwrap_or_else(|| "unknown".into());
-                tracing::info!("counters: {} kernel_drops={kernel}", counters.snapshot());
-            }
-            _ = send_tick.tick() => {
-                let now_in_force = in_force.borrow().clone();
-                let (now, s) = (Instant::now(), &now_in_force.settings);
-                super::set_queue(&counters, &now_in_force.outbox);
-                let with_metadata = metadata_at.is_none_or(|t| t.elapsed() >= s.metadata_interval);
-                if with_metadata {
-                    metadata_at = Some(now);
+    reporter: SelfReporter,
+    self_ip: IpAddr,
+    batch: PacketBatch,
+    metadata_at: Option<Instant>,
+    tmax: u32,
+}
+
+impl SelfMetrics {
+    /// Sends the first report, at once: the gateway's own host is in its
+    /// first document and reaches gmond at the start (issue 43, item 6:
+    /// a fresh gateway had none for `self_metrics_interval`, so after a
+    /// failover to it the cluster's `xrd2ganglia.*` summaries read 0).
+    /// Its counters' rates are 0 (nothing counted yet).
+    pub(super) fn start(
+        counters: Arc<Counters>,
+        drops: KernelDrops,
+        in_force: watch::Receiver<Arc<InForce>>,
+    ) -> SelfMetrics {
+        let send_every = in_force.borrow().settings.self_metrics_interval;
+        let mut me = SelfMetrics {
+            counters,
+            drops,
+            in_force,
+            reporter: SelfReporter::new(&crate::ganglia::local_hostname(), Instant::now()),
+            self_ip: local_ip(),
+            batch: PacketBatch::default(),
+            metadata_at: None,
+            tmax: ((send_every.as_secs_f64() * 1.5).ceil() as u32).max(1),
+        };
+        if !send_every.is_zero() {
+            me.send();
+        }
+        me
+    }
+
+    /// One report: the counters now, metadata with it when due.
+    fn send(&mut self) {
+        let now_in_force = self.in_force.borrow().clone();
+        let (now, s) = (Instant::now(), &now_in_force.settings);
+        super::set_queue(&self.counters, &now_in_force.outbox);
+        let with_metadata = self
+            .metadata_at
+            .is_none_or(|t| t.elapsed() >= s.metadata_interval);
+        if with_metadata {
+            self.metadata_at = Some(now);
+        }
+        let snapshot = self.counters.snapshot();
+        let report = Report {
+            snap: &snapshot,
+            drops: self.drops.read(),
+            at: now,
+        };
+        let batch = &mut self.batch;
+        self.reporter
+            .encode(batch, &report, with_metadata, self.tmax, s.dmax);
+        let events = Events::new(&self.counters, s.log_interval);
+        now_in_force.deliver(batch, self.self_ip, now, &events);
+    }
+
+    pub(super) async fn run(mut self, mut stop: watch::Receiver<bool>) {
+        let (log_every, send_every) = {
+            let s = &self.in_force.borrow().settings;
+            (s.stats_interval, s.self_metrics_interval)
+        };
+        let mut log_tick = tokio::time::interval(or_never(log_every));
+        let mut send_tick = tokio::time::interval(or_never(send_every));
+        log_tick.tick().await;
+        // The first report was sent at the start.
+        send_tick.tick().await;
+        loop {
+            tokio::select! {
+                _ = stop.changed() => break,
+                _ = log_tick.tick() => {
+                    super::set_queue(&self.counters, &self.in_force.borrow().outbox);
+                    let kernel = self.drops.read().map(|d| d.to_string()).unwrap_or_else(|| "unknown".into());
+                    tracing::info!("counters: {} kernel_drops={kernel}", self.counters.snapshot());
                 }
-                let snapshot = counters.snapshot();
-                let report = Report { snap: &snapshot, drops: drops.read(), at: now };
-                reporter.encode(&mut batch, &report, with_metadata, tmax, s.dmax);
-                now_in_force.deliver(&batch, self_ip, now, &events);
+                _ = send_tick.tick() => self.send(),
             }
         }
     }

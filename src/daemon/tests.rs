@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::receive::answer;
 use super::sender::Outbox;
-use super::{InForce, Reload, Sockets, bind, open_channels, run, xml_port};
+use super::{InForce, Reload, Sockets, bind, open_channels, run, self_metrics, xml_port};
 use crate::config::{FileConfig, Overrides, Settings, validate};
 use crate::engine::answer::{ANSWER_HOLDOFF, MetricRequest, Request};
 use crate::engine::tests::Harness;
@@ -363,6 +363,13 @@ impl Running {
         let returned = returned.unwrap_or_else(|e| panic!("run failed: {e}"));
         let took = returned.saturating_duration_since(asked);
         (took, self.counters.snapshot())
+    }
+
+    /// Fires the shutdown (as SIGTERM does) without waiting for `run`.
+    fn ask_stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
     }
 
     /// Applies `config` (sending to `to`) as SIGHUP does; returns once
@@ -1250,3 +1257,313 @@ fn a_deadline_past_the_clock_saturates() {
 
 mod names;
 mod pair;
+
+/// Issue 43, item 4: a stop (SIGTERM) while a document is being read
+/// closes the port at once (a new poll is refused) and finishes the
+/// document: the reader, which reads on only once the port refuses it,
+/// gets it whole and well-formed. (Before, the stop aborted every writer:
+/// gmetad logged `XML_ParseBuffer() error ... no element found`.)
+#[test]
+fn a_stop_finishes_the_document_being_read_and_refuses_new_polls() {
+    const SERVERS: usize = 200;
+    let mut gw = Bound::new(
+        "stats_interval = 0\nself_metrics_interval = 0\ndrain_timeout = 120\n",
+        &[],
+        true,
+        None,
+    )
+    .start();
+    let xml = gw.xml.unwrap();
+    for i in 0..SERVERS {
+        gw.send_as(&server_ip(i), &server_record(i));
+    }
+    let expected: Vec<String> = {
+        let mut v: Vec<String> = (0..SERVERS).map(|i| format!("ds{i}.example.org")).collect();
+        v.sort();
+        v
+    };
+    wait_for(
+        "every server in the document",
+        Duration::from_secs(20),
+        || (host_names(&gw.poll_from("127.0.0.1:0")) == expected).then_some(()),
+    );
+    // A poll begun: its first bytes read, the rest (megabytes, far more
+    // than the socket buffers hold) still to be written.
+    let mut s = TcpStream::connect(xml).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut doc = vec![0u8; 4096];
+    s.read_exact(&mut doc).unwrap();
+    gw.ask_stop();
+    // The port is closed: a new poll is refused.
+    wait_for("the XML port to refuse a poll", WITHIN, || {
+        matches!(TcpStream::connect(xml), Err(e) if e.kind() == io::ErrorKind::ConnectionRefused)
+            .then_some(())
+    });
+    // The document being read is finished.
+    s.read_to_end(&mut doc).unwrap();
+    let doc = String::from_utf8(doc).unwrap();
+    assert!(
+        doc.ends_with("</GANGLIA_XML>\n"),
+        "cut at {} bytes",
+        doc.len()
+    );
+    assert!(doc.len() > 4_000_000, "{} bytes", doc.len());
+    assert_eq!(host_names(&doc), expected);
+    gw.stop();
+}
+
+/// Issue 43, item 6: the gateway's own host is in its first document (it
+/// was sent first `self_metrics_interval` after the start, 60 s: after a
+/// failover to a fresh gateway the `xrd2ganglia.*` summaries read 0), with
+/// its counters' metrics, as rates.
+#[test]
+fn the_gateways_own_host_is_in_its_first_document() {
+    let gw = Bound::new(
+        "stats_interval = 0\nself_metrics_interval = 60\n",
+        &[],
+        true,
+        None,
+    )
+    .start();
+    let doc = gw.poll_from("127.0.0.1:0");
+    let own = self_metrics::own_host_name(&crate::ganglia::local_hostname());
+    let parsed = parse(&doc);
+    let host = parsed
+        .descendants()
+        .find(|n| n.has_tag_name("HOST") && n.attribute("NAME") == Some(own.as_str()))
+        .unwrap_or_else(|| panic!("no HOST {own} in the first document: {doc}"));
+    let metric = |name: &str| {
+        host.children()
+            .find(|m| m.has_tag_name("METRIC") && m.attribute("NAME") == Some(name))
+            .and_then(|m| Some((m.attribute("VAL")?, m.attribute("SLOPE")?)))
+    };
+    assert_eq!(
+        metric("xrd2ganglia.xml_polls"),
+        Some(("0", "both")),
+        "{doc}"
+    );
+    gw.stop();
+}
+
+/// A connection from `from` to `to`, closed at once (a reset when
+/// `reset`, else a FIN), 1,000 times a second (at most) until `stop`; how
+/// many. (Paced as the issue's flood was, 4,000 a second from four of
+/// these: unpaced, four busy threads would slow the quick tier's other
+/// tests.)
+fn churn(from: &str, to: SocketAddr, reset: bool, stop: Arc<AtomicBool>) -> u64 {
+    use socket2::{Domain, Socket, Type};
+    let from: SocketAddr = format!("{from}:0").parse().unwrap();
+    let began = Instant::now();
+    let (mut n, mut tried) = (0, 0u64);
+    while !stop.load(Ordering::Relaxed) {
+        let due = began + Duration::from_micros(1000 * tried);
+        tried += 1;
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+        let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+        // The port chosen at connect, by the whole 4-tuple: the closed
+        // ones' TIME-WAIT does not run the address out of ports.
+        let on = 1i32;
+        // SAFETY: setsockopt reads an int of the size given.
+        unsafe {
+            libc::setsockopt(
+                std::os::fd::AsRawFd::as_raw_fd(&s),
+                libc::IPPROTO_IP,
+                libc::IP_BIND_ADDRESS_NO_PORT,
+                (&on as *const i32).cast(),
+                std::mem::size_of::<i32>() as libc::socklen_t,
+            );
+        }
+        s.bind(&from.into()).unwrap();
+        if reset {
+            s.set_linger(Some(Duration::ZERO)).unwrap();
+        }
+        if s.connect(&to.into()).is_ok() {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// One poll from 127.0.0.1: what it read, or how it failed.
+fn poll_whole(xml: SocketAddr) -> io::Result<String> {
+    let mut s = TcpStream::connect(xml)?;
+    s.set_read_timeout(Some(Duration::from_secs(60)))?;
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf)?;
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// Issue 42, item 6: connect-and-close floods from two other allowed
+/// addresses (about 4,000 a second cut or emptied 3-5 of 18 polls) leave
+/// every poll from gmetad's address whole: fairness between addresses.
+/// (On this machine the code before the change kept them whole too; the
+/// eviction it got wrong is `xml_port`'s
+/// `a_full_port_makes_room_at_the_busiest_address_not_at_a_lone_poll`.)
+#[test]
+fn polls_stay_whole_while_two_other_addresses_churn_connections() {
+    const SERVERS: usize = 100;
+    const POLLS: usize = 18;
+    xml_port::raise_open_files_limit();
+    let gw = Bound::new(
+        "stats_interval = 0\nself_metrics_interval = 0\n",
+        &[],
+        true,
+        None,
+    )
+    .start();
+    let xml = gw.xml.unwrap();
+    for i in 0..SERVERS {
+        gw.send_as(&server_ip(i), &server_record(i));
+    }
+    let expected: Vec<String> = {
+        let mut v: Vec<String> = (0..SERVERS).map(|i| format!("ds{i}.example.org")).collect();
+        v.sort();
+        v
+    };
+    wait_for(
+        "every server in the document",
+        Duration::from_secs(20),
+        || (host_names(&gw.poll_from("127.0.0.1:0")) == expected).then_some(()),
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let flood: Vec<_> = [("127.0.0.2", false), ("127.0.0.3", true)]
+        .into_iter()
+        .flat_map(|(from, reset)| [(from, reset), (from, !reset)])
+        .map(|(from, reset)| {
+            let stop = stop.clone();
+            std::thread::spawn(move || churn(from, xml, reset, stop))
+        })
+        .collect();
+    // The flood under way: the gateway has evicted some of its connections.
+    wait_for(
+        "the flood to fill its addresses' slots",
+        Duration::from_secs(30),
+        || {
+            let c = &gw.counters;
+            let closed =
+                c.xml_dropped.load(Ordering::Relaxed) + c.xml_evicted.load(Ordering::Relaxed);
+            (closed > 1000).then_some(())
+        },
+    );
+    let mut cut = Vec::new();
+    let began = Instant::now();
+    for i in 0..POLLS {
+        match poll_whole(xml) {
+            Ok(doc) if doc.ends_with("</GANGLIA_XML>\n") && host_names(&doc) == expected => {}
+            Ok(doc) => cut.push(format!("poll {i}: {} bytes", doc.len())),
+            Err(e) => cut.push(format!("poll {i}: {e}")),
+        }
+    }
+    let took = began.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    let churned: u64 = flood.into_iter().map(|t| t.join().unwrap()).sum();
+    let snap = gw.counters.snapshot();
+    assert!(
+        cut.is_empty(),
+        "{cut:?} ({churned} connections churned in {took:?}; {snap:?})"
+    );
+    gw.stop();
+}
+
+/// The VAL of metric `name` of host `host` in a document.
+fn metric_val(doc: &str, host: &str, name: &str) -> Option<String> {
+    let parsed = parse(doc);
+    let h = parsed
+        .descendants()
+        .find(|n| n.has_tag_name("HOST") && n.attribute("NAME") == Some(host))?;
+    h.children()
+        .find(|m| m.has_tag_name("METRIC") && m.attribute("NAME") == Some(name))
+        .and_then(|m| m.attribute("VAL"))
+        .map(str::to_string)
+}
+
+/// Issue 43, `recover_from`: a gateway started without state (both of a
+/// pair lost, a fresh machine) reads the last values published from a
+/// gmond-style XML port (here another gateway's, which writes what gmetad's
+/// xml_port would hold) and publishes no counter below them: the xrootd
+/// that restarted while its offset was lost goes on from 5200, not from a
+/// bare 250 (a drop gmetad draws as a wrap). Its XML port listens only
+/// once that server has reported again: gmetad's first document has it.
+#[test]
+fn a_gateway_without_state_continues_from_the_values_recovered() {
+    let host = "ds1.example.org";
+    // What was published: the xrootd restarted once (offset 5000).
+    let old = Bound::new(PLAIN, &[], true, None).start();
+    old.send_as("127.0.0.1", &link_record(77, 5000));
+    old.send_as("127.0.0.1", &link_record(78, 200));
+    let published = wait_for("5200 published", WITHIN, || {
+        let doc = old.poll_from("127.0.0.1:0");
+        let v = metric_val(&doc, host, "xrootd.link.in")?;
+        (v == "5200").then_some(v)
+    });
+    assert_eq!(published, "5200");
+    // The fresh gateway, no state file.
+    let config = format!("{PLAIN}recover_from = [\"{}\"]\n", old.xml.unwrap());
+    let fresh = Bound::new(&config, &[], true, None).start();
+    // Its port does not listen before the server has reported again.
+    let refused = fresh.try_poll_from("127.0.0.1:0");
+    assert_eq!(
+        refused.map_err(|e| e.kind()),
+        Err(io::ErrorKind::ConnectionRefused)
+    );
+    fresh.send_as("127.0.0.1", &link_record(78, 250));
+    let doc = fresh.poll_from("127.0.0.1:0");
+    // The first document: the host, its counter at the floor (what the
+    // counter gained while no gateway counted it is not known).
+    assert_eq!(
+        metric_val(&doc, host, "xrootd.link.in").as_deref(),
+        Some("5200"),
+        "{doc}"
+    );
+    // And on from there, with the server's own increase.
+    fresh.send_as("127.0.0.1", &link_record(78, 300));
+    wait_for("5250 published", WITHIN, || {
+        let doc = fresh.poll_from("127.0.0.1:0");
+        (metric_val(&doc, host, "xrootd.link.in")? == "5250").then_some(())
+    });
+    fresh.stop();
+    old.stop();
+}
+
+/// Issue 43, item 2's failover with the peer link down: a gateway back
+/// with its (stale) state file, its peer unreachable, finds that a server
+/// restarted while it was away. Its saved offset is older than what the
+/// other gateway published since (gmetad stored 8100); `recover_from`
+/// (here the other gateway's port, standing for gmetad's) is the other
+/// witness: it publishes 8100, not 5150 (a drop gmetad draws as a wrap).
+#[test]
+fn a_gateway_back_with_stale_state_does_not_publish_below_what_was_stored() {
+    let host = "ds1.example.org";
+    let dir = Scratch::new("stale");
+    let state = dir.0.join("state");
+    // gw1 hears 5000 and stops (its state file says so).
+    let gw1 = Bound::new(PLAIN, &[], true, Some(&state)).start();
+    gw1.send_as("127.0.0.1", &link_record(77, 5000));
+    wait_for("5000 published", WITHIN, || {
+        let doc = gw1.poll_from("127.0.0.1:0");
+        (metric_val(&doc, host, "xrootd.link.in")? == "5000").then_some(())
+    });
+    gw1.stop();
+    // gw2 goes on: 8000, then the server restarts (8100).
+    let gw2 = Bound::new(PLAIN, &[], true, None).start();
+    gw2.send_as("127.0.0.1", &link_record(77, 8000));
+    gw2.send_as("127.0.0.1", &link_record(78, 100));
+    wait_for("8100 published", WITHIN, || {
+        let doc = gw2.poll_from("127.0.0.1:0");
+        (metric_val(&doc, host, "xrootd.link.in")? == "8100").then_some(())
+    });
+    // gw1 back on its state file, no peer to ask.
+    let config = format!("{PLAIN}recover_from = [\"{}\"]\n", gw2.xml.unwrap());
+    let gw1 = Bound::new(&config, &[], true, Some(&state)).start();
+    gw1.send_as("127.0.0.1", &link_record(78, 150));
+    let doc = gw1.poll_from("127.0.0.1:0");
+    assert_eq!(
+        metric_val(&doc, host, "xrootd.link.in").as_deref(),
+        Some("8100"),
+        "{doc}"
+    );
+    gw1.stop();
+    gw2.stop();
+}

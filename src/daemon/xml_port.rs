@@ -19,10 +19,20 @@
 //!   never cut) from the table, writes it when the socket is writable,
 //!   renders the next. A client that does not read holds no thread and no
 //!   slot another needs; every connection progresses at its client's pace.
+//! * **Fairness between addresses.** The writing is shared between client
+//!   addresses, not connections: one piece of one connection of an
+//!   address is rendered and written at a time (its address's turn, let
+//!   go while it waits for its client), so an address that opens
+//!   connection after connection gets the share one connection gets. A
+//!   client that has closed costs no rendering (the first piece is the
+//!   prologue alone, a reset is looked for before each piece). Issue 42:
+//!   connect-and-close floods from two addresses must leave a third
+//!   address's polls whole.
 //! * Connections are capped ([`MAX_CONNECTIONS`], and [`MAX_PER_ADDRESS`]
 //!   per client address), and a slot for a new poll always exists: a new
-//!   connection over a cap closes the connection (of its address, or of
-//!   all) that has made the least progress ([`Progress::order`]): first
+//!   connection over a cap closes the connection (of its address, or, all
+//!   taken, of the address holding the most: never the one poll of a
+//!   quiet address) that has made the least progress ([`Progress::order`]): first
 //!   one that has not shown it reads (taken 256 KiB, more than the socket
 //!   buffers hold for a client that reads nothing) and waits for its
 //!   client (its socket full), the longest waiting first. A poller
@@ -70,7 +80,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::task::AbortHandle;
 
 use crate::engine::saved::SavedState;
@@ -147,7 +157,7 @@ impl Warmup {
     /// For a gateway started at `started` with `saved` (the state file's
     /// sources, claimed as they report), waiting at most `max`.
     pub fn new(saved: Arc<SavedState>, started: Instant, max: Duration) -> Warmup {
-        let until = if saved.unclaimed() == 0 {
+        let until = if saved.awaited() == 0 {
             started
         } else {
             started + max
@@ -178,7 +188,7 @@ impl Warmup {
         if now >= self.until {
             return None;
         }
-        let left = self.saved.unclaimed();
+        let left = self.saved.awaited();
         if left == 0 {
             // Counted from the last claim, not from now: the first poll
             // after every source reported is answered.
@@ -210,10 +220,10 @@ impl Warmup {
                 "the peer's state was pulled"
             } else if !waited {
                 "nothing to wait for"
-            } else if self.saved.unclaimed() > 0 {
-                "warmup_max passed before every source the state file named reported"
+            } else if self.saved.awaited() > 0 {
+                "warmup_max passed before every source the state file or recover_from named reported"
             } else {
-                "every source the state file named reported again"
+                "every source the state file or recover_from named reported again"
             },
         )
     }
@@ -263,22 +273,75 @@ struct Connection {
     task: AbortHandle,
 }
 
-/// The connections being served, by number.
+/// The connections being served, by number, and each client address's
+/// count and turn.
 #[derive(Default)]
 struct Connections {
     by_id: HashMap<u64, Connection>,
     next: u64,
+    by_address: HashMap<IpAddr, Address>,
+}
+
+/// A client address's connections: how many, and its turn to write.
+struct Address {
+    count: usize,
+    /// One piece of one of the address's documents is rendered and
+    /// written at a time: the writing is shared between addresses, not
+    /// between connections ([`write_document`]).
+    turn: Arc<Semaphore>,
 }
 
 impl Connections {
     fn per_address(&self, ip: IpAddr) -> usize {
-        self.by_id.values().filter(|c| c.peer.ip() == ip).count()
+        self.by_address.get(&ip).map_or(0, |a| a.count)
     }
 
-    /// Closes the connection (of `ip`, or of any address) that made the
-    /// least progress ([`Progress::order`]). Returns its client.
+    /// The turn of `ip`'s connections ([`Address::turn`]).
+    fn turn(&mut self, ip: IpAddr) -> Arc<Semaphore> {
+        let a = self.by_address.entry(ip).or_insert_with(|| Address {
+            count: 0,
+            turn: Arc::new(Semaphore::new(1)),
+        });
+        a.turn.clone()
+    }
+
+    /// A connection taken in (its address's turn taken first).
+    fn add(&mut self, id: u64, c: Connection) {
+        self.by_address
+            .entry(c.peer.ip())
+            .or_insert_with(|| Address {
+                count: 0,
+                turn: Arc::new(Semaphore::new(1)),
+            })
+            .count += 1;
+        self.by_id.insert(id, c);
+    }
+
+    /// A connection gone (finished or evicted), if it was still here.
+    fn remove(&mut self, id: u64) -> Option<Connection> {
+        let c = self.by_id.remove(&id)?;
+        let ip = c.peer.ip();
+        if let Some(a) = self.by_address.get_mut(&ip) {
+            a.count -= 1;
+            if a.count == 0 {
+                self.by_address.remove(&ip);
+            }
+        }
+        Some(c)
+    }
+
+    /// The address holding the most connections (the one to give one
+    /// up when all are taken).
+    fn busiest(&self) -> Option<IpAddr> {
+        self.by_address
+            .iter()
+            .max_by_key(|(_, a)| a.count)
+            .map(|(ip, _)| *ip)
+    }
+
     /// Room for a new connection from `ip`: a slot of its address, then
-    /// one of all, each taken from the one with the least progress.
+    /// one of all (given up by the address holding the most), each taken
+    /// from the one with the least progress ([`Progress::order`]).
     fn make_room(&mut self, ip: IpAddr, local: SocketAddr, events: &mut Events<'_>) {
         if self.per_address(ip) >= MAX_PER_ADDRESS
             && let Some(old) = self.evict_least_progress(Some(ip))
@@ -287,8 +350,11 @@ impl Connections {
                 .at(Instant::now())
                 .xml_evicted(local, old, "a new connection from its address");
         }
+        // All taken: the address holding the most gives one up, so that
+        // addresses that open connection after connection close their
+        // own, not an address's one poll (fairness between addresses).
         if self.by_id.len() >= MAX_CONNECTIONS
-            && let Some(old) = self.evict_least_progress(None)
+            && let Some(old) = self.evict_least_progress(self.busiest())
         {
             events
                 .at(Instant::now())
@@ -296,12 +362,13 @@ impl Connections {
         }
     }
 
-    /// An accept that failed: out of descriptors, one is freed (its task
+    /// An accept that failed: out of descriptors, one is freed (of the
+    /// address holding the most; its task
     /// drops its socket when the runtime next runs it) to try again at once.
     async fn accept_failed(&mut self, e: &io::Error, local: SocketAddr, events: &mut Events<'_>) {
         events.at(Instant::now()).xml_accept_failed(local, e);
         if is_out_of_descriptors(e) {
-            match self.evict_least_progress(None) {
+            match self.evict_least_progress(self.busiest()) {
                 Some(old) => {
                     events
                         .at(Instant::now())
@@ -322,7 +389,7 @@ impl Connections {
         local: SocketAddr,
         events: &mut Events<'_>,
     ) {
-        if self.by_id.remove(&id).is_some() {
+        if self.remove(id).is_some() {
             match outcome {
                 Ok(w) => events.xml_polled(w.hosts, w.renamed),
                 Err(e) => events.at(Instant::now()).xml_unfinished(local, peer, &e),
@@ -336,7 +403,7 @@ impl Connections {
             .iter()
             .filter(|(_, c)| ip.is_none_or(|ip| c.peer.ip() == ip))
             .min_by_key(|(id, c)| c.progress.order(**id))?;
-        let c = self.by_id.remove(&id)?;
+        let c = self.remove(id)?;
         c.task.abort();
         Some(c.peer)
     }
@@ -414,10 +481,11 @@ pub(super) async fn serve(
             began,
             progress: progress.clone(),
             table: table.clone(),
+            turn: conns.turn(peer.ip()),
             done: done_tx.clone(),
         };
         let task = tokio::spawn(writer.run(stream, settings)).abort_handle();
-        conns.by_id.insert(
+        conns.add(
             id,
             Connection {
                 peer,
@@ -426,9 +494,24 @@ pub(super) async fn serve(
             },
         );
     }
-    // Documents finished meanwhile still count; the others are cut short.
-    while let Ok(outcome) = done.try_recv() {
-        conns.finished(outcome, local, &mut events);
+    // A stop: the port closes (a new poll is refused, and gmetad moves on
+    // to the next address of its data_source), and the documents being
+    // written are finished, for at most `drain_timeout` from the stop: a
+    // document cut short is an XML error and an empty row in gmetad
+    // (issue 43, item 4). What is not finished by then is cut (reset).
+    drop(listener);
+    let drain = in_force.borrow().settings.drain_timeout;
+    let deadline = tokio::time::Instant::from_std(super::after(Instant::now(), drain));
+    while !conns.by_id.is_empty() {
+        tokio::select! {
+            Some(outcome) = done.recv() => conns.finished(outcome, local, &mut events),
+            _ = tokio::time::sleep_until(deadline) => break,
+        }
+    }
+    if !conns.by_id.is_empty() {
+        events
+            .at(Instant::now())
+            .xml_cut_at_stop(local, conns.by_id.len(), drain);
     }
     for c in conns.by_id.values() {
         c.task.abort();
@@ -445,6 +528,8 @@ struct Writer {
     began: Instant,
     progress: Arc<Progress>,
     table: Arc<HostTable>,
+    /// Its address's turn to write ([`Address::turn`]).
+    turn: Arc<Semaphore>,
     /// Where the outcome goes (to the accept loop).
     done: mpsc::UnboundedSender<Outcome>,
 }
@@ -477,8 +562,8 @@ impl Writer {
             stream,
             &self.table,
             &cluster,
-            STALL_TIMEOUT,
-            POLL_DEADLINE,
+            (STALL_TIMEOUT, POLL_DEADLINE),
+            &self.turn,
             took,
         )
         .await;
@@ -521,22 +606,49 @@ fn is_out_of_descriptors(e: &io::Error) -> bool {
 
 /// Writes the document to one client as its socket takes it, a piece at a
 /// time, and closes; `took` hears of every write the socket took (the
-/// bytes), and of every wait for the client (None).
+/// bytes), and of every wait for the client (None). `limits`: the stall
+/// timeout and the whole-document deadline.
+///
+/// Each piece is rendered and written in its address's `turn` (one piece
+/// of one connection of the address at a time), let go before any wait
+/// for the client: an address that opens connection after connection
+/// shares the writing with every other address as one connection does,
+/// however many it opens (issue 42, item 6: about 4,000 connect-and-close
+/// a second from two addresses cut 3-5 of 18 polls from a third). A client
+/// that has closed its connection costs no rendering: the first piece is
+/// the prologue alone, and a reset is looked for before each piece.
 async fn write_document(
     stream: TcpStream,
     table: &HostTable,
     cluster: &ClusterInfo<'_>,
-    stall: Duration,
-    deadline: Duration,
+    (stall, deadline): (Duration, Duration),
+    turn: &Semaphore,
     mut took: impl FnMut(Option<usize>),
 ) -> io::Result<Written> {
     let started = Instant::now();
     let mut taken = 0u64;
-    let mut render = table.render(Instant::now());
+    let mut render = None;
     let mut out = Vec::with_capacity(2 * PIECE);
     loop {
+        // Never closed: `turn` lives as long as its address's connections.
+        let my_turn = turn.acquire().await.ok();
+        // Gone (reset: before its first piece, or by the piece before,
+        // as a closed socket answers data): nothing more to render for it.
+        // (A FIN is not gone: a client may close its side and read.)
+        match stream.try_read(&mut [0u8; 1]) {
+            Err(e) if e.kind() != io::ErrorKind::WouldBlock => return Err(e),
+            _ => {}
+        }
+        // The first piece is the prologue alone (a constant): a client
+        // that has closed answers it with a reset before any host is
+        // rendered for it.
+        let (render, piece) = match &mut render {
+            Some(r) => (r, PIECE),
+            None => (render.insert(table.render(Instant::now())), 1),
+        };
         out.clear();
-        let done = render.fill(cluster, &mut out, PIECE);
+        let done = render.fill(cluster, &mut out, piece);
+        let mut my_turn = my_turn;
         let mut rest = &out[..];
         while !rest.is_empty() {
             // Each wait for the client is at most `stall`, and never past
@@ -563,7 +675,9 @@ async fn write_document(
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) => return Err(e),
             }
-            // The socket is full: waiting for the client, not for us.
+            // The socket is full: waiting for the client, not for us; the
+            // address's turn goes to its next connection meanwhile.
+            my_turn = None;
             took(None);
             let wait = stall.min(left);
             match tokio::time::timeout(wait, stream.writable()).await {
@@ -578,6 +692,7 @@ async fn write_document(
                 Err(_) => {}
             }
         }
+        drop(my_turn);
         if done {
             break;
         }
@@ -589,7 +704,7 @@ async fn write_document(
     let sock = socket2::SockRef::from(&stream);
     let _ = sock.set_linger(None);
     let _ = sock.shutdown(Shutdown::Write);
-    Ok(render.written())
+    Ok(render.map(|r| r.written()).unwrap_or_default())
 }
 
 #[cfg(test)]
@@ -613,7 +728,8 @@ mod tests {
         rt.block_on(async {
             server.set_nonblocking(true)?;
             let stream = TcpStream::from_std(server)?;
-            write_document(stream, table, cluster, stall, deadline, |_| ()).await
+            let turn = Semaphore::new(1);
+            write_document(stream, table, cluster, (stall, deadline), &turn, |_| ()).await
         })
     }
 
@@ -715,5 +831,51 @@ mod tests {
         assert_eq!((w.hosts, text.len()), (4000, w.bytes));
         assert!(w.bytes > 20_000_000, "{}", w.bytes);
         assert!(text.ends_with("</GANGLIA_XML>\n"));
+    }
+
+    /// A connection from `ip` that has taken `bytes`, its client waiting
+    /// or not, on a task that does nothing.
+    fn connection(ip: [u8; 4], bytes: u64, waiting: bool) -> Connection {
+        let task = tokio::spawn(std::future::pending::<()>()).abort_handle();
+        Connection {
+            peer: SocketAddr::from((ip, 40000)),
+            progress: Arc::new(Progress {
+                at_ms: AtomicU64::new(0),
+                bytes: AtomicU64::new(bytes),
+                waiting: AtomicBool::new(waiting),
+            }),
+            task,
+        }
+    }
+
+    /// Issue 42, item 6: with every slot taken by connections of a few
+    /// churning addresses, a new one closes a connection of the address
+    /// holding the most, never the one poll of another address, even a
+    /// poll not run yet (before, the least progress of all went: that
+    /// poll, the newest connection with nothing taken).
+    #[tokio::test]
+    async fn a_full_port_makes_room_at_the_busiest_address_not_at_a_lone_poll() {
+        let counters = Counters::default();
+        let mut events = Events::new(&counters, Duration::from_secs(60));
+        let local = SocketAddr::from(([127, 0, 0, 1], 8649));
+        let mut conns = Connections::default();
+        // 255 churned connections, just accepted (nothing taken, not
+        // waiting): 64 from each of three addresses, 63 from a fourth.
+        for id in 0..255u64 {
+            let ip = [127, 0, 0, 2 + (id / 64) as u8];
+            conns.add(id, connection(ip, 0, false));
+        }
+        // gmetad's poll, the newest, not run yet.
+        conns.add(255, connection([127, 0, 0, 1], 0, false));
+        // A new connection from the fourth address (63 of its own).
+        let new = IpAddr::from([127, 0, 0, 5]);
+        conns.make_room(new, local, &mut events);
+        assert_eq!(conns.by_id.len(), 255);
+        assert!(conns.by_id.contains_key(&255), "the lone poll was closed");
+        assert_eq!(conns.per_address(IpAddr::from([127, 0, 0, 1])), 1);
+        assert_eq!(conns.per_address(new), 63);
+        let busiest = (2..5).map(|a| conns.per_address(IpAddr::from([127, 0, 0, a])));
+        assert_eq!(busiest.sum::<usize>(), 191);
+        assert_eq!(counters.xml_evicted.load(Relaxed), 1);
     }
 }

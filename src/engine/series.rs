@@ -113,6 +113,21 @@ impl MetricState {
         raw.saturating_add(self.offset)
     }
 
+    /// A floor: the counter, as its last reading sends it, is never below
+    /// `floor` (the last value published for it, read at start from
+    /// `recover_from`: what gmetad stored). Raises the offset as far as
+    /// needed, at most; true when it did. What the counter gained while
+    /// no gateway counted it is not known, and not made up: it continues
+    /// from the floor.
+    pub fn floor(&mut self, floor: u64) -> bool {
+        let sent = self.last_raw.saturating_add(self.offset);
+        if sent >= floor {
+            return false;
+        }
+        self.offset = self.offset.saturating_add(floor - sent);
+        true
+    }
+
     /// The program restarted: its counters count from zero again.
     pub fn restart(&mut self) {
         self.offset = self.offset.saturating_add(self.last_raw);

@@ -102,6 +102,10 @@ pub(super) struct Source {
     /// may know more of (the above, told; or a report missed): a raise
     /// may be taken ([`super::merge::take`]).
     peer_window: bool,
+    /// The last values published of its host's counters, by name key
+    /// (read at start from `recover_from`): none of its counters is sent
+    /// below them ([`series::MetricState::floor`]). Its first record only.
+    pub(super) floors: Option<Arc<saved::Floors>>,
 }
 
 impl Source {
@@ -143,6 +147,7 @@ impl Source {
             cluster_refused: false,
             peer_dirty: true,
             peer_window: true,
+            floors: None,
         }
     }
 

@@ -157,7 +157,7 @@ counters! {
     xml_denied: Counter "xml_denied", "connections/s", "XML polls denied",
         "Connections to xml_listen from outside xml_allow, closed at once.";
     xml_dropped: Counter "xml_dropped", "polls/s", "XML polls dropped",
-        "Documents abandoned: the client took nothing for 10 s or was not done in 120 s.";
+        "Documents abandoned: the client took nothing for 10 s or was not done in 120 s, or at a stop not done within drain_timeout.";
     xml_evicted: Counter "xml_evicted", "connections/s", "XML connections evicted",
         "Connections on xml_listen closed to make room for a new one (or a file descriptor): the one that made the least progress (see docs/gmetad.md).";
     xml_accept_failed: Counter "xml_accept_failed", "errors/s", "XML accepts failed",

@@ -142,6 +142,16 @@ impl Events<'_> {
         }
     }
 
+    /// At a stop, `count` documents not finished within `drain_timeout`
+    /// (`drain`), cut short (logged each time: once per stop).
+    pub fn xml_cut_at_stop(&self, local: SocketAddr, count: usize, drain: Duration) {
+        self.counters.xml_dropped.fetch_add(count as u64, Relaxed);
+        tracing::warn!(
+            "xml_listen {local}: stopping: {count} documents not finished within drain_timeout ({} s) cut short (counted as xml_dropped)",
+            drain.as_secs_f64()
+        );
+    }
+
     /// A connection to the control socket answered with an error (not
     /// the request, too long, too slow, too many at once).
     pub fn control_rejected(&mut self, path: &std::path::Path, why: &str) {

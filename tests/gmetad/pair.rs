@@ -602,3 +602,105 @@ fn two_gateways_into_one_gmond_never_show_a_counter_going_down() {
         "gmond showed counters going down: {decreases:?}"
     );
 }
+
+/// Issue 43, item 3: both gateways of a pair lost at once, state files
+/// included (a power cut with state on a local disk, a reinstall), after
+/// s1 and s2 restarted (their offsets, 5e9 and 6e9, above 2^32, lived only
+/// in the gateways). Both come back with `recover_from` naming gmetad's
+/// own xml_port: no row of any host or summary RRD may exceed twice the
+/// true rate (before: every restarted server went back to its raw counter,
+/// 21-23x, 3.0e11x host and 4.0e10x summary above 2^32), and no host may
+/// drop out of the summary (each gateway's port stays closed until every
+/// host gmetad knew has reported again: a missing host is a drop of the
+/// summary, drawn as a wrap, and fails the same check).
+#[test]
+fn both_gateways_lost_at_once_continue_from_what_gmetad_stored() {
+    let dir = Scratch::new("pair-lost");
+    let mut gw1 = Member::new("gw1", dir.path(), None);
+    let mut gw2 = Member::new("gw2", dir.path(), None);
+    pair(&mut gw1, &mut gw2, false);
+    let fleet = Fleet::new([gw1.port, gw2.port]);
+    gw1.start();
+    gw2.start();
+    let gmetad = Gmetad::start_sources(&[gw1.xml_port, gw2.xml_port], STEP);
+    let summary_in = gmetad.summary_rrd_path(CLUSTER, "xrootd.link.in");
+    let stop = AtomicBool::new(false);
+    let updates = Mutex::new(Vec::new());
+    let mut lost_at = 0;
+    let mut end = 0;
+    std::thread::scope(|scope| {
+        let flags = [&fleet.stop, &stop];
+        let _stop = StopOnDrop(&flags);
+        scope.spawn(|| fleet.run());
+        gmetad.wait_for_rrd(&summary_in, Duration::from_secs(40));
+        scope.spawn(|| watch_updates(&gmetad, &summary_in, &stop, &updates));
+        // s1 and s2 restart: their counters go on from the gateways'
+        // offsets, which gmetad stores (two updates after).
+        fleet.with(0, Server::restart);
+        fleet.with(1, Server::restart);
+        let t = unix_now();
+        gmetad.wait_for_update(&summary_in, t + 2 * STEP, Duration::from_secs(40));
+        // Both lost at once, with their state.
+        gw1.kill();
+        gw2.kill();
+        gw1.forget_state();
+        gw2.forget_state();
+        let recover = format!("recover_from = [\"127.0.0.1:{}\"]\n", gmetad.xml_port);
+        gw1.extra.push_str(&recover);
+        gw2.extra.push_str(&recover);
+        lost_at = unix_now();
+        gw1.start();
+        gw2.start();
+        // Five of gmetad's updates after.
+        gmetad.wait_for_update(&summary_in, lost_at + 5 * STEP, Duration::from_secs(90));
+        fleet.stop.store(true, Ordering::Relaxed);
+        end = unix_now();
+        stop.store(true, Ordering::Relaxed);
+    });
+    let updates = updates.into_inner().unwrap();
+    let rates: Vec<f64> = fleet
+        .servers
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|s| s.in_rate)
+        .collect();
+    let mut failures = Vec::new();
+    let mut worst: BTreeMap<&str, (f64, String)> = BTreeMap::new();
+    let start = lost_at - 2 * STEP;
+    let mut check =
+        |kind: &'static str, name: String, rows: Vec<(u64, Option<f64>)>, truth: f64| {
+            let r = worst_ratio(&rows, lost_at, end + STEP, |_| truth);
+            if r > 2.0 {
+                failures.push(format!("{name}: {r:.3e} x the true rate: {rows:?}"));
+            }
+            let e = worst.entry(kind).or_insert((0.0, String::new()));
+            if r > e.0 {
+                *e = (r, name);
+            }
+        };
+    for (metric, k) in [("xrootd.link.in", 1.0), ("xrootd.link.out", 2.0)] {
+        for (i, rate) in rates.iter().enumerate() {
+            let host = format!("s{}.pair.example", i + 1);
+            let rows = gmetad.fetch(&gmetad.rrd_path(CLUSTER, &host, metric), start, end + STEP);
+            check("host", format!("{host} {metric}"), rows, rate * k);
+        }
+        let rows = gmetad.fetch(&gmetad.summary_rrd_path(CLUSTER, metric), start, end + STEP);
+        check(
+            "summary",
+            format!("summary {metric}"),
+            rows,
+            k * rates.iter().sum::<f64>(),
+        );
+    }
+    let pause = longest_pause(&updates, lost_at, end);
+    let shown: Vec<String> = worst
+        .iter()
+        .map(|(k, (r, name))| format!("{r:.2} {k} ({name})"))
+        .collect();
+    eprintln!(
+        "| both lost at once (state files too), back with recover_from | {pause} s | {} |",
+        shown.join(", ")
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

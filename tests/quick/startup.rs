@@ -658,3 +658,61 @@ fn peer_flood_memory() {
         );
     }
 }
+
+/// Issue 43, item 4, through the real signal: SIGTERM while gmetad reads
+/// a document closes the XML port at once (a new poll is refused) and
+/// finishes the document; the process then exits 0. Before, the document
+/// was cut (gmetad: `XML_ParseBuffer() error ... no element found`).
+#[test]
+fn sigterm_finishes_the_document_being_read() {
+    use std::io::Read;
+    use std::net::TcpStream;
+    const SERVERS: usize = 150;
+    let xml_port = free_port();
+    let mut gw = Gateway::start_xml(
+        free_port(),
+        xml_port,
+        None,
+        &format!("{QUIET}state_file = \"\"\ndrain_timeout = 120\n"),
+    );
+    let record = String::from_utf8(common::fixture("ds_loaded.xml")).unwrap();
+    for i in 0..SERVERS {
+        let rec = record.replace("src=\"vm:", &format!("src=\"ds{i}.example:"));
+        gw.send_as(
+            &format!("127.0.{}.{}", 20 + i / 200, 1 + i % 200),
+            rec.as_bytes(),
+        );
+    }
+    let hosts = |doc: &str| doc.matches("<HOST ").count();
+    wait_until("every server in the document", || {
+        hosts(&common::read_xml(xml_port)) == SERVERS
+    });
+    // A poll begun: its first bytes read, megabytes still to come.
+    let mut s = TcpStream::connect(("127.0.0.1", xml_port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut doc = vec![0u8; 4096];
+    s.read_exact(&mut doc).unwrap();
+    let pid = gw.proc.child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    wait_until("the XML port to refuse a poll", || {
+        matches!(TcpStream::connect(("127.0.0.1", xml_port)),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused)
+    });
+    s.read_to_end(&mut doc).unwrap();
+    let doc = String::from_utf8(doc).unwrap();
+    assert!(
+        doc.ends_with("</GANGLIA_XML>\n"),
+        "cut at {} bytes",
+        doc.len()
+    );
+    assert_eq!(hosts(&doc), SERVERS);
+    let log = gw.proc.log_text();
+    let status = exit_within_10s(&mut gw.proc.child, || log.clone());
+    assert!(status.success(), "{status:?}: {}", gw.proc.log_text());
+}

@@ -49,6 +49,9 @@ struct Args {
     /// Other connections on the XML port in the hostile run
     #[arg(long, value_name = "N", default_value_t = 1000)]
     hostile: usize,
+    /// Connect-and-close per second from two other addresses in the hostile run's churn phase (0: none)
+    #[arg(long, value_name = "N", default_value_t = 4000.0)]
+    churn: f64,
     /// Hosts in the hostile run's document
     #[arg(long, value_name = "N", default_value_t = 500)]
     hostile_servers: usize,
@@ -169,6 +172,7 @@ impl Options {
         self.down = self.down.min(Duration::from_secs(3));
         self.hostile = self.hostile.min(200);
         self.hostile_servers = self.hostile_servers.min(100);
+        self.churn = self.churn.min(500.0);
     }
 }
 
@@ -186,6 +190,7 @@ impl Args {
             xml_rps: self.xml_rps,
             hostile: self.hostile,
             hostile_servers: self.hostile_servers,
+            churn: self.churn,
             only: self.only,
             gmond_runs: self
                 .gmond_runs

@@ -7,7 +7,9 @@
 //! every host, the gateway's RSS (and its peak), the kernel's TCP memory
 //! (/proc/net/sockstat, every socket of the machine: the hostile clients'
 //! receive buffers too) and the connections the gateway closed to make
-//! room (`xml_evicted`).
+//! room (`xml_evicted`). A third phase (issue 42, item 6): two other
+//! loopback addresses (127.0.0.2 and 127.0.0.3) connect and close as fast
+//! as `churn` a second, while gmetad's polls come from 127.0.0.1.
 
 use std::io::Read;
 use std::net::TcpStream;
@@ -28,6 +30,9 @@ pub const POLL_TARGET: f64 = 2.0;
 #[derive(Clone, Debug, Default)]
 pub struct Phase {
     pub hostile: usize,
+    /// Connect-and-close from two other addresses, per second (what
+    /// the churning threads did).
+    pub churn: f64,
     /// Seconds from connect to the last byte, per poll that got the
     /// whole document.
     pub polls: Vec<f64>,
@@ -86,7 +91,7 @@ fn poll(port: u16) -> (f64, Result<Xml, String>) {
 
 /// `servers` hosts, polled `polls` times alone and with `hostile`
 /// connections on the port.
-pub fn run(bin: &Path, servers: usize, hostile: usize, polls: usize) -> HostileRun {
+pub fn run(bin: &Path, servers: usize, hostile: usize, churn: f64, polls: usize) -> HostileRun {
     let mut out = HostileRun {
         servers,
         ..HostileRun::default()
@@ -181,8 +186,74 @@ pub fn run(bin: &Path, servers: usize, hostile: usize, polls: usize) -> HostileR
     }
     p.hostile = hostile;
     out.phases.push(p);
+    if churn > 0.0 {
+        let stop = Arc::new(AtomicBool::new(false));
+        let began = Instant::now();
+        let threads: Vec<_> = ["127.0.0.2", "127.0.0.3", "127.0.0.2", "127.0.0.3"]
+            .iter()
+            .enumerate()
+            .map(|(i, from)| {
+                let (stop, from) = (stop.clone(), from.to_string());
+                thread::spawn(move || churn_from(&from, port, churn / 4.0, i % 2 == 1, &stop))
+            })
+            .collect();
+        // The flood under way before the first poll.
+        thread::sleep(Duration::from_secs(1));
+        let mut p = phase(0);
+        stop.store(true, Ordering::Relaxed);
+        let made: u64 = threads.into_iter().map(|t| t.join().unwrap_or(0)).sum();
+        p.churn = made as f64 / began.elapsed().as_secs_f64();
+        out.phases.push(p);
+    }
     gw.stop();
     out
+}
+
+/// Connects from `from` to the gateway's port and closes at once (a reset
+/// when `reset`, else a FIN), `rate` times a second (at most: as fast as
+/// it can), until `stop`; how many connections it made.
+fn churn_from(from: &str, port: u16, rate: f64, reset: bool, stop: &AtomicBool) -> u64 {
+    use socket2::{Domain, Socket, Type};
+    use std::net::SocketAddr;
+    let (Ok(from), Ok(to)) = (
+        format!("{from}:0").parse::<SocketAddr>(),
+        format!("127.0.0.1:{port}").parse::<SocketAddr>(),
+    ) else {
+        return 0;
+    };
+    let began = Instant::now();
+    let mut made = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let due = began + Duration::from_secs_f64(made as f64 / rate);
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            thread::sleep(wait);
+        }
+        let Ok(s) = Socket::new(Domain::IPV4, Type::STREAM, None) else {
+            continue;
+        };
+        // The port chosen at connect, by the whole 4-tuple: the closed
+        // ones' TIME-WAIT does not run the address out of ports.
+        let on = 1i32;
+        // SAFETY: setsockopt reads an int of the size given.
+        unsafe {
+            libc::setsockopt(
+                std::os::fd::AsRawFd::as_raw_fd(&s),
+                libc::IPPROTO_IP,
+                libc::IP_BIND_ADDRESS_NO_PORT,
+                (&on as *const i32).cast(),
+                std::mem::size_of::<i32>() as libc::socklen_t,
+            );
+        }
+        if s.bind(&from.into()).is_err() {
+            continue;
+        }
+        if reset {
+            let _ = s.set_linger(Some(Duration::ZERO));
+        }
+        let _ = s.connect(&to.into());
+        made += 1;
+    }
+    made
 }
 
 fn figures(polls: &[f64]) -> Option<(f64, f64, f64)> {
@@ -197,12 +268,13 @@ impl HostileRun {
         println!(
             "gmetad's polls with hostile clients on the XML port: {} hosts ({} bytes), \
              the other connections from gmetad's own address, half never reading, half \
-             reading a byte a second",
+             reading a byte a second; then (churn) two other addresses connecting and \
+             closing at once, gmetad's polls from a third",
             self.servers, self.doc_bytes
         );
         println!(
             "{:>8} {:>7} {:>9} {:>9} {:>9} {:>10} {:>10} {:>12} {:>9}",
-            "hostile",
+            "others",
             "polls",
             "min s",
             "median s",
@@ -216,7 +288,11 @@ impl HostileRun {
             let (min, median, max) = figures(&p.polls).unwrap_or((f64::NAN, f64::NAN, f64::NAN));
             println!(
                 "{:>8} {:>7} {:>9.3} {:>9.3} {:>9.3} {:>10} {:>10} {:>12} {:>9}",
-                p.hostile,
+                if p.churn > 0.0 {
+                    format!("{:.0}/s", p.churn)
+                } else {
+                    p.hostile.to_string()
+                },
                 format!(
                     "{}{}",
                     p.polls.len(),
@@ -258,8 +334,9 @@ impl HostileRun {
             }
             if p.failed > 0 || p.polls.is_empty() {
                 out.push(format!(
-                    "hostile: with {} other connections, {} polls failed, {} whole",
+                    "hostile: with {} other connections ({:.0}/s churned), {} polls failed, {} whole",
                     p.hostile,
+                    p.churn,
                     p.failed,
                     p.polls.len()
                 ));

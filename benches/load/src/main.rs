@@ -108,6 +108,7 @@ struct Options {
     xml_rps: f64,
     hostile: usize,
     hostile_servers: usize,
+    churn: f64,
     only: Vec<String>,
     gmond_runs: Vec<String>,
     gateway_conf: String,
@@ -248,7 +249,13 @@ fn tool_runs(bin: &Path, records: &Records, o: &Options, report: &mut Report) {
     if o.runs("hostile") {
         let t = Instant::now();
         let polls = if o.smoke { 3 } else { 20 };
-        report.hostile = Some(hostile::run(bin, o.hostile_servers, o.hostile, polls));
+        report.hostile = Some(hostile::run(
+            bin,
+            o.hostile_servers,
+            o.hostile,
+            o.churn,
+            polls,
+        ));
         println!("load: hostile took {:.1} s", t.elapsed().as_secs_f64());
     }
 }

@@ -7,7 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
 use crate::engine::merge::{Heard, Taken};
@@ -24,7 +24,20 @@ pub struct SavedState {
     /// Unclaimed sources a peer raised since the start: once each
     /// ([`crate::engine::merge::take`]).
     raised: Mutex<HashSet<(IpAddr, String)>>,
+    /// The last values published, by host (`recover_from`).
+    floors: Mutex<HashMap<FloorHost, Arc<Floors>>>,
+    /// The hosts of `floors` not heard from since the start (the XML
+    /// port's warm-up waits for them as for unclaimed sources).
+    floors_unheard: Mutex<HashSet<FloorHost>>,
 }
+
+/// A host's last values published, by metric name key: what none of its
+/// counters is sent below ([`crate::engine::series::MetricState::floor`]).
+pub type Floors = HashMap<u64, u64>;
+
+/// A host of `recover_from`'s document: its server's address and NAME (two
+/// servers behind one address are two hosts).
+pub type FloorHost = (IpAddr, String);
 
 impl SavedState {
     /// The state a file's text holds (an empty text is an empty state),
@@ -70,6 +83,35 @@ impl SavedState {
     /// Sources read and not claimed yet.
     pub fn unclaimed(&self) -> usize {
         lock(&self.unclaimed).len()
+    }
+
+    /// What the XML port's warm-up waits for: sources read and not
+    /// claimed yet, and hosts recovered ([`set_floors`](Self::set_floors))
+    /// not heard from yet.
+    pub fn awaited(&self) -> usize {
+        self.unclaimed() + lock(&self.floors_unheard).len()
+    }
+
+    /// The last values published of each host, read at start
+    /// (`recover_from`): from now on, what a source of that host first
+    /// sends is never below them.
+    pub fn set_floors(&self, floors: HashMap<FloorHost, Floors>) {
+        *lock(&self.floors_unheard) = floors.keys().cloned().collect();
+        *lock(&self.floors) = floors
+            .into_iter()
+            .map(|(ip, f)| (ip, Arc::new(f)))
+            .collect();
+    }
+
+    /// The floors of a source of host `name` at `ip` now heard from for
+    /// the first time.
+    pub fn floors_of(&self, ip: IpAddr, name: &str, now: Instant) -> Option<Arc<Floors>> {
+        let key = (ip, name.to_string());
+        let floors = lock(&self.floors).get(&key).cloned()?;
+        if lock(&self.floors_unheard).remove(&key) {
+            *lock(&self.last_claim) = Some(now);
+        }
+        Some(floors)
     }
 
     /// The saved state of a source now heard from for the first time, at `now`.

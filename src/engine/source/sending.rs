@@ -62,6 +62,8 @@ impl Source {
             metadata += m;
             values += v;
         }
+        // Floors hold for the first record after the start only.
+        self.floors = None;
         (metadata, values, capped)
     }
 
@@ -215,8 +217,17 @@ impl Source {
             // The value as last sent: the state stays as the record left it.
             series::sent_text(state, text, counting, &mut number)
         } else {
-            let value =
+            let mut value =
                 series::counter_text(state, text, counting, &mut number, &mut self.peer_dirty);
+            // Its floor, on the first record after the start (recover_from).
+            let floor = self.floors.as_ref().and_then(|f| f.get(&m.name_key));
+            if counting != Counting::None
+                && series::parse_u64(text).is_some()
+                && floor.is_some_and(|&f| state.floor(f))
+            {
+                self.peer_dirty = true;
+                value = series::sent_text(state, text, counting, &mut number);
+            }
             if !state.admit(value, now_s, settings.value_heartbeat, metadata) {
                 return (u64::from(metadata), 0);
             }

@@ -113,6 +113,7 @@ impl Sources {
             if let Some(kept) = saved.and_then(|s| s.claim(ip, program, now)) {
                 source.restore(kept, now_s);
             }
+            source.floors = saved.and_then(|s| s.floors_of(ip, &mapped.host.name, now));
         }
         let tmax = announced_tmax(source.observe(now, settings.tmax), settings);
         let restarted = source.note_start(tos, pid);
