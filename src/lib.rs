@@ -64,6 +64,7 @@
 pub mod catalog;
 pub mod config;
 pub mod daemon;
+pub mod detailed;
 pub mod dump;
 pub mod engine;
 pub mod events;
