@@ -111,8 +111,11 @@ pub enum Body<'d> {
     },
     /// `f`: the records after the time record.
     Files(Records<'d>),
-    /// `=` and the codes nothing is made of (`i`, `r`, `t`, ...): read for
-    /// the sequence only.
+    /// `=`: the server's identification, `userid` then (after a newline)
+    /// `&site=..&port=..&inst=..&pgm=..&ver=..`.
+    Ident { info: &'d [u8] },
+    /// The codes nothing is made of (`i`, `r`, `t`, ...): read for the
+    /// sequence only.
     Other,
 }
 
@@ -209,6 +212,14 @@ pub fn decode(datagram: &[u8]) -> Result<Packet<'_>, Error> {
             }
         }
         b'f' => Body::Files(Records::new(&datagram[HEADER_LEN..])?),
+        b'=' => {
+            if len < MAP_LEN {
+                return Err(Error::Truncated { len, need: MAP_LEN });
+            }
+            Body::Ident {
+                info: until_nul(&datagram[MAP_LEN..]),
+            }
+        }
         _ => Body::Other,
     };
     Ok(Packet { header, body })
@@ -275,6 +286,9 @@ pub struct Records<'d> {
     pub t_end: u32,
 }
 
+/// A record's type, flag, id and bytes (its header included).
+type RawRecord<'d> = (u8, u8, u32, &'d [u8]);
+
 const IS_CLOSE: u8 = 0;
 const IS_OPEN: u8 = 1;
 const IS_TIME: u8 = 2;
@@ -306,7 +320,7 @@ impl<'d> Records<'d> {
 
     /// The next record's type, flag, id and bytes (header included).
     #[inline]
-    fn next_raw(&mut self) -> Option<Result<(u8, u8, u32, &'d [u8]), Error>> {
+    fn next_raw(&mut self) -> Option<Result<RawRecord<'d>, Error>> {
         if self.rest.is_empty() {
             return None;
         }
@@ -446,6 +460,26 @@ impl<'d> Auth<'d> {
     }
 }
 
+/// What tells a server apart from others of its address across its
+/// restarts: a hash of the `port` and `inst` of its `=` packet's text.
+pub fn server_ident(info: &[u8]) -> u64 {
+    let srvinfo = match info.iter().position(|&b| b == b'\n') {
+        Some(i) => &info[i + 1..],
+        None => info,
+    };
+    let field = |key: &[u8]| {
+        srvinfo
+            .split(|&b| b == b'&')
+            .find_map(|f| f.strip_prefix(key))
+            .unwrap_or_default()
+    };
+    let mut text = Vec::with_capacity(64);
+    text.extend_from_slice(field(b"port="));
+    text.push(b'&');
+    text.extend_from_slice(field(b"inst="));
+    crate::fnv::hash(&text)
+}
+
 /// The parts of a `userid` (`prot/user.pid:sid@host`) this gateway uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct UserId<'d> {
@@ -492,8 +526,15 @@ impl<'d> UserId<'d> {
 }
 
 /// A host name's domain: without its first label; an IPv4 or bracketed
-/// IPv6 address, or a one-label name, as it is.
+/// IPv6 address, or a one-label name, as it is (an IPv4-mapped address,
+/// `[::ffff:10.1.2.3]` as xrootd writes IPv4 clients, as its IPv4 one).
 pub fn domain_of(host: &[u8]) -> &[u8] {
+    if let Some(v4) = host
+        .strip_prefix(b"[::ffff:")
+        .and_then(|h| h.strip_suffix(b"]"))
+    {
+        return v4;
+    }
     if host.first() == Some(&b'[') || host.iter().all(|b| b.is_ascii_digit() || *b == b'.') {
         return host;
     }
@@ -504,4 +545,4 @@ pub fn domain_of(host: &[u8]) -> &[u8] {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
