@@ -469,3 +469,32 @@ fn server_runs_are_bounded() {
             .is_none()
     );
 }
+
+/// gmond's metadata request for the xrootd's host is answered with the
+/// detailed metrics too, each value as last sent.
+#[test]
+fn a_metadata_request_answers_the_detailed_metrics_too() {
+    let mut r = Harness::new(&format!(
+        "{CONFIG}metadata_requests = [\"127.0.0.1:8650\"]\n"
+    ));
+    let entries = capture();
+    let mut next = 0;
+    let sent = feed_until_summary(&mut r, &entries, &mut next);
+    let host = r
+        .packets()
+        .into_iter()
+        .find_map(|p| match p {
+            crate::ganglia::xdr::Packet::Value { id, .. } => Some(id.host.into_owned()),
+            _ => None,
+        })
+        .unwrap();
+    let request = super::super::answer::MetricRequest {
+        host,
+        name: "xrootd.det.detailed.vo.atlas.bytes_read".into(),
+    };
+    let at = r.at(100);
+    assert!(r.engine.answer(&request, at));
+    let answered = detailed_values(&r);
+    assert_eq!(answered, sent);
+    assert_eq!(v(&answered, "vo.atlas.bytes_written"), 10_496_000);
+}
