@@ -226,7 +226,7 @@ impl<'c> Events<'c> {
     pub fn monitoring_ignored(&mut self, from: SocketAddr, kind: gstream::Kind) {
         self.counters.monitoring_ignored.fetch_add(1, Relaxed);
         if let Some(s) = self.allow("monitoring", from.ip()) {
-            tracing::info!(%from, suppressed = %s, "{kind} ignored: only pfc's g-stream (and summary records) become metrics");
+            tracing::info!(%from, suppressed = %s, "{kind} ignored: only summary records, pfc's g-stream and the detailed stream's logins and file events become metrics");
         }
     }
 
