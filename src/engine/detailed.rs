@@ -34,7 +34,7 @@
 //! gateway restarts ([`super::series`]). The gauges (files open, users)
 //! are counted per name, `other` taking the rest.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
@@ -259,6 +259,11 @@ pub(crate) struct Server {
     files: BTreeMap<u32, OpenFile>,
     lists: [List; LISTS],
     last_heard: Instant,
+    /// The metrics this run's totals have gone out as (their name keys):
+    /// the first time, the counter continues from what was sent before
+    /// (another run, or another gateway process) instead of taking this
+    /// run's reading, which starts from 0, as its own.
+    counted: HashSet<u64>,
     /// Packets lost, by the sequence numbers.
     pub lost: u64,
 }
@@ -293,6 +298,7 @@ impl Server {
                 List::new(user_cap),
             ],
             last_heard: now,
+            counted: HashSet::new(),
             lost: 0,
         }
     }
@@ -636,7 +642,7 @@ impl Detailed {
         let (Some((tos, _)), Some(naming)) = (source.started(), source.naming()) else {
             return (0, 0);
         };
-        let Some(server) = self.servers.get(&(ip, tos)) else {
+        let Some(server) = self.servers.get_mut(&(ip, tos)) else {
             return (0, 0);
         };
         self.keys.clear();
@@ -671,6 +677,9 @@ impl Detailed {
             let Some((at, due)) = found else {
                 continue;
             };
+            if !answering && server.counted.insert(m.name_key) {
+                source.restart_metric(at);
+            }
             let (m, v) = source.append_metric(batch, at, &m, due, now_s, settings);
             metadata += m;
             values += v;

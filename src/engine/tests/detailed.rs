@@ -498,3 +498,45 @@ fn a_metadata_request_answers_the_detailed_metrics_too() {
     assert_eq!(answered, sent);
     assert_eq!(v(&answered, "vo.atlas.bytes_written"), 10_496_000);
 }
+
+/// A gateway restart in the middle of an xrootd run: the new gateway's
+/// reading of the run starts from 0, and the counters go on from what the
+/// state file says was sent. The first packet the new gateway hears holds
+/// bytes already (a file of a user who logged in before it started: its
+/// path makes it dteam's): 5,000,000 read after the restart go on from
+/// the 3,000,000 sent before, to 8,000,000, not back to 5,000,000.
+#[test]
+fn counters_go_on_through_a_gateway_restart() {
+    use super::super::saved::SavedState;
+    let entries = capture();
+    let mut first = Harness::new(CONFIG);
+    first
+        .engine
+        .keep_state(Arc::new(SavedState::from_text("").unwrap()), 0);
+    let mut next = 0;
+    let run1 = feed_until_summary(&mut first, &entries, &mut next);
+    assert_eq!(v(&run1, "vo.dteam.bytes_read"), 3_000_000);
+    first.engine.hand_in_state();
+    let text = first.engine.saved.as_ref().unwrap().0.to_text();
+
+    let mut second = Harness::new(CONFIG);
+    second
+        .engine
+        .keep_state(Arc::new(SavedState::from_text(&text).unwrap()), 0);
+    let summary = entries
+        .iter()
+        .find(|e| e.datagram.starts_with(b"<"))
+        .unwrap();
+    second.feed_at(&summary.datagram, summary.from, second.at(1));
+    // The same xrootd run (its stod), from its address.
+    let mut s = Stream::default();
+    let mut p = s.files(&[open(101, 100, "/data/f5m"), close(101, 5_000_000, 0)]);
+    p[4..8].copy_from_slice(&1_795_896_130u32.to_be_bytes());
+    second.feed(p, "127.0.0.1:53000", 3);
+    let after = detailed_values(&second);
+    assert_eq!(v(&after, "vo.dteam.bytes_read"), 8_000_000);
+    assert_eq!(v(&after, "vo.dteam.files_opened"), 3);
+    // The protocol of an unknown login: other, from 0 on (it had nothing).
+    assert_eq!(v(&after, "protocol.other.bytes_read"), 5_000_000);
+    assert_eq!(second.snapshot().detailed_unmatched, 1);
+}
