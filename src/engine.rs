@@ -4,7 +4,8 @@
 //! per receive task; tests and `dump` drive it with chosen instants.
 //!
 //! Per datagram ([`Engine::datagram`]): the allow list, then what it is
-//! (an XCache g-stream, [`xcache`]; other monitoring, ignored; a summary
+//! (a packet of the detailed stream, by its first byte, [`detailed`]; an
+//! XCache g-stream, [`xcache`]; other monitoring, ignored; a summary
 //! record), then for a record either the source's template, if the record
 //! is its last one with new numbers ([`template`]), or the full path:
 //! [`summary`](crate::summary) -> [`mapping`](crate::mapping) -> the
