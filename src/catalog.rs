@@ -148,6 +148,12 @@ pub fn is_from_gstream(var: &str) -> bool {
     var.starts_with("pfc.")
 }
 
+/// Variables made from the detailed stream (src/engine/detailed.rs), not
+/// sent in any summary record.
+pub fn is_from_detailed(var: &str) -> bool {
+    var.starts_with("detailed.")
+}
+
 pub const DERIVED_CPU_USR: &str = "proc.cpu.usr";
 pub const DERIVED_CPU_SYS: &str = "proc.cpu.sys";
 pub const DERIVED_CPU_TOTAL: &str = "proc.cpu.total";
@@ -1444,6 +1450,180 @@ pub static CATALOG: &[MetricSpec] = &[
         "bytes/s",
         "XCache bytes past the cache",
         "Bytes XCache read from the origin without caching them: b_bypass of its g-stream."
+    ),
+    // detailed: not a section of the summary record but xrootd's detailed
+    // monitoring stream (`xrootd.monitor ... fstat ... user`), whose logins,
+    // opens, closes and disconnects the gateway adds up per server instance
+    // (src/detailed.rs, src/engine/detailed.rs) and sends with that
+    // xrootd's metrics, per entry of four lists: VO, protocol, client domain
+    // and (when a site turns it on) user.
+    spec!(
+        "detailed.vo.i.bytes_read",
+        Counter64,
+        "bytes/s",
+        "Bytes read by VO",
+        "Bytes read from files (read and readv), by VO, from the close and transfer records of the detailed stream."
+    ),
+    spec!(
+        "detailed.vo.i.bytes_written",
+        Counter64,
+        "bytes/s",
+        "Bytes written by VO",
+        "Bytes written to files, by VO, as the detailed stream counts them (docs/detailed.md: page checksums, HTTP PUT)."
+    ),
+    spec!(
+        "detailed.vo.i.files_opened",
+        Counter64,
+        "opens/s",
+        "Files opened by VO",
+        "Files opened, by VO: open records of the detailed stream."
+    ),
+    spec!(
+        "detailed.vo.i.files_closed",
+        Counter64,
+        "closes/s",
+        "Files closed by VO",
+        "Files closed, by VO (forced closes at disconnect included): close records of the detailed stream."
+    ),
+    spec!(
+        "detailed.vo.i.files_open",
+        Gauge64,
+        "files",
+        "Files open by VO",
+        "Files open now, by VO: opened and not closed yet."
+    ),
+    spec!(
+        "detailed.vo.i.users",
+        Gauge64,
+        "users",
+        "Users connected by VO",
+        "Users logged in now, by VO: logins not disconnected yet."
+    ),
+    spec!(
+        "detailed.protocol.i.bytes_read",
+        Counter64,
+        "bytes/s",
+        "Bytes read by protocol",
+        "Bytes read from files (read and readv), by transfer protocol, from the close and transfer records of the detailed stream."
+    ),
+    spec!(
+        "detailed.protocol.i.bytes_written",
+        Counter64,
+        "bytes/s",
+        "Bytes written by protocol",
+        "Bytes written to files, by transfer protocol, as the detailed stream counts them (docs/detailed.md: page checksums, HTTP PUT)."
+    ),
+    spec!(
+        "detailed.protocol.i.files_opened",
+        Counter64,
+        "opens/s",
+        "Files opened by protocol",
+        "Files opened, by transfer protocol: open records of the detailed stream."
+    ),
+    spec!(
+        "detailed.protocol.i.files_closed",
+        Counter64,
+        "closes/s",
+        "Files closed by protocol",
+        "Files closed, by transfer protocol (forced closes at disconnect included): close records of the detailed stream."
+    ),
+    spec!(
+        "detailed.protocol.i.files_open",
+        Gauge64,
+        "files",
+        "Files open by protocol",
+        "Files open now, by transfer protocol: opened and not closed yet."
+    ),
+    spec!(
+        "detailed.protocol.i.users",
+        Gauge64,
+        "users",
+        "Users connected by protocol",
+        "Users logged in now, by transfer protocol: logins not disconnected yet."
+    ),
+    spec!(
+        "detailed.domain.i.bytes_read",
+        Counter64,
+        "bytes/s",
+        "Bytes read by client domain",
+        "Bytes read from files (read and readv), by client domain, from the close and transfer records of the detailed stream."
+    ),
+    spec!(
+        "detailed.domain.i.bytes_written",
+        Counter64,
+        "bytes/s",
+        "Bytes written by client domain",
+        "Bytes written to files, by client domain, as the detailed stream counts them (docs/detailed.md: page checksums, HTTP PUT)."
+    ),
+    spec!(
+        "detailed.domain.i.files_opened",
+        Counter64,
+        "opens/s",
+        "Files opened by client domain",
+        "Files opened, by client domain: open records of the detailed stream."
+    ),
+    spec!(
+        "detailed.domain.i.files_closed",
+        Counter64,
+        "closes/s",
+        "Files closed by client domain",
+        "Files closed, by client domain (forced closes at disconnect included): close records of the detailed stream."
+    ),
+    spec!(
+        "detailed.domain.i.files_open",
+        Gauge64,
+        "files",
+        "Files open by client domain",
+        "Files open now, by client domain: opened and not closed yet."
+    ),
+    spec!(
+        "detailed.domain.i.users",
+        Gauge64,
+        "users",
+        "Users connected by client domain",
+        "Users logged in now, by client domain: logins not disconnected yet."
+    ),
+    spec!(
+        "detailed.user.i.bytes_read",
+        Counter64,
+        "bytes/s",
+        "Bytes read by user",
+        "Bytes read from files (read and readv), by user, from the close and transfer records of the detailed stream."
+    ),
+    spec!(
+        "detailed.user.i.bytes_written",
+        Counter64,
+        "bytes/s",
+        "Bytes written by user",
+        "Bytes written to files, by user, as the detailed stream counts them (docs/detailed.md: page checksums, HTTP PUT)."
+    ),
+    spec!(
+        "detailed.user.i.files_opened",
+        Counter64,
+        "opens/s",
+        "Files opened by user",
+        "Files opened, by user: open records of the detailed stream."
+    ),
+    spec!(
+        "detailed.user.i.files_closed",
+        Counter64,
+        "closes/s",
+        "Files closed by user",
+        "Files closed, by user (forced closes at disconnect included): close records of the detailed stream."
+    ),
+    spec!(
+        "detailed.user.i.files_open",
+        Gauge64,
+        "files",
+        "Files open by user",
+        "Files open now, by user: opened and not closed yet."
+    ),
+    spec!(
+        "detailed.user.i.users",
+        Gauge64,
+        "users",
+        "Users connected by user",
+        "Users logged in now, by user: logins not disconnected yet."
     ),
     // ssi: the scalable service interface (XrdSsiStats). SSI sends
     // `<mdb>N</mdb</rsp>`; the parser closes both elements.

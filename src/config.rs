@@ -33,7 +33,9 @@ pub use file::{
     DEFAULT_LISTEN, DEFAULT_SEND_BURST, DEFAULT_SEND_RATE, DEFAULT_STATE_FILE, DEFAULT_XML_ALLOW,
     FileConfig, KEYS, Key, METRIC_KEYS, MetricConfig, OnSighup, restart_keys, waits_for_restart,
 };
-pub use settings::{ControlSocket, DEFAULT_SEND, Overrides, Settings, check_peer, validate};
+pub use settings::{
+    ControlSocket, DEFAULT_SEND, DetailedSettings, Overrides, Settings, check_peer, validate,
+};
 
 /// Read when `--config` is not given, if it exists.
 pub const DEFAULT_CONFIG: &str = "/etc/xrd2ganglia/xrd2ganglia.toml";

@@ -4,7 +4,8 @@
 //! per receive task; tests and `dump` drive it with chosen instants.
 //!
 //! Per datagram ([`Engine::datagram`]): the allow list, then what it is
-//! (an XCache g-stream, [`xcache`]; other monitoring, ignored; a summary
+//! (a packet of the detailed stream, by its first byte, [`detailed`]; an
+//! XCache g-stream, [`xcache`]; other monitoring, ignored; a summary
 //! record), then for a record either the source's template, if the record
 //! is its last one with new numbers ([`template`]), or the full path:
 //! [`summary`](crate::summary) -> [`mapping`](crate::mapping) -> the
@@ -22,6 +23,7 @@
 pub mod answer;
 pub mod clock;
 pub mod clusters;
+mod detailed;
 pub mod merge;
 pub mod packets;
 pub mod pairing;
@@ -37,6 +39,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::config::Settings;
+use crate::detailed as wire;
 use crate::events::Events;
 use crate::gstream;
 use crate::mapping::{MappedRecord, Mapper};
@@ -73,6 +76,8 @@ pub struct Engine {
     saved: Option<(Arc<SavedState>, usize)>,
     /// XCache g-stream totals: the waiting ones, and scratch to map them.
     xcache: xcache::Totals,
+    /// The detailed stream's state per xrootd run ([`detailed`]).
+    detailed: detailed::Detailed,
     /// Which of a source's metrics an answer to gmond has sent.
     answered: Vec<bool>,
     /// Senders outside `allow`, and senders of rejected datagrams, for
@@ -111,6 +116,7 @@ impl Engine {
             fast_path_hits: 0,
             saved: None,
             xcache: xcache::Totals::default(),
+            detailed: detailed::Detailed::default(),
             answered: Vec::new(),
             refused: AddressTally::default(),
             rejected: AddressTally::default(),
@@ -176,6 +182,10 @@ impl Engine {
         if !allowed(&self.settings, from.ip()) {
             events.denied(from);
             self.refused.note(from.ip(), now);
+            return &self.batch;
+        }
+        if wire::is_detailed(datagram) {
+            self.take_detailed(datagram, from, now, events);
             return &self.batch;
         }
         match gstream::read(datagram) {
@@ -335,6 +345,19 @@ impl Engine {
         // Its XCache totals, if it sent any, after its record's metrics.
         self.xcache
             .report(&mut self.batch, &mut self.mapper, source, now_s, s, events);
+        // Its detailed stream's, if it sends one.
+        if !self.detailed.is_empty() {
+            let (metadata, values) = self.detailed.append(
+                &mut self.batch,
+                &mut self.mapper,
+                source,
+                from.ip(),
+                now_s,
+                s,
+                false,
+            );
+            events.sent(metadata, values);
+        }
     }
 
     /// The fast path: the datagram matches the template of a source of its
@@ -369,6 +392,18 @@ impl Engine {
         events.sent(0, values);
         self.xcache
             .report(&mut self.batch, &mut self.mapper, source, now_s, s, events);
+        if !self.detailed.is_empty() {
+            let (metadata, values) = self.detailed.append(
+                &mut self.batch,
+                &mut self.mapper,
+                source,
+                from.ip(),
+                now_s,
+                s,
+                false,
+            );
+            events.sent(metadata, values);
+        }
         self.fast_path_hits += 1;
         true
     }
@@ -400,6 +435,53 @@ impl Engine {
         source.head(&mut self.batch);
         self.xcache
             .report(&mut self.batch, &mut self.mapper, source, now_s, s, events);
+    }
+
+    /// A detailed-stream datagram ([`crate::detailed`]): into its xrootd
+    /// run's state ([`detailed`]), whose metrics then go out with that
+    /// server's, if it has sent a summary record here.
+    fn take_detailed(
+        &mut self,
+        datagram: &[u8],
+        from: SocketAddr,
+        now: Instant,
+        events: &mut Events<'_>,
+    ) {
+        let packet = match wire::decode(datagram) {
+            Ok(p) => p,
+            Err(e) => {
+                self.rejected.note(from.ip(), now);
+                return events.detailed_failed(from, datagram.len(), &e);
+            }
+        };
+        let header = packet.header;
+        let taken = matches!(packet.body, wire::Body::User { .. } | wire::Body::Files(_));
+        let s = &*self.settings;
+        let before = self.detailed.servers();
+        let mut dropped = 0;
+        let (tally, bad) =
+            self.detailed
+                .take(packet, from, now, &s.detailed, s.max_sources, &mut dropped);
+        events.detailed_servers(before, self.detailed.servers());
+        events.detailed_evicted(from, tally.evicted + dropped as u64);
+        events.detailed_lost(from, tally.lost);
+        if !taken {
+            // `=`, and the streams nothing is made of: read for their
+            // sequence numbers only.
+            return events.monitoring_ignored(from, gstream::Kind::Packet(header.code));
+        }
+        events.detailed(from, tally.records, tally.unmatched, bad.as_ref());
+        let now_s = self.clock.secs(now);
+        self.detailed.report_after_packet(
+            &mut self.batch,
+            &mut self.mapper,
+            &mut self.sources,
+            from.ip(),
+            header.stod,
+            now_s,
+            s,
+            events,
+        );
     }
 
     /// Turns the template fast path off (or on again): for `dump` and for

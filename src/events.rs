@@ -153,11 +153,80 @@ impl<'c> Events<'c> {
         }
     }
 
+    /// A detailed-stream datagram that cannot be read (a rejected datagram).
+    pub fn detailed_failed(&mut self, from: SocketAddr, len: usize, err: &crate::detailed::Error) {
+        self.counters.parse_errors.fetch_add(1, Relaxed);
+        if let Some(s) = self.allow(err.reason(), from.ip()) {
+            tracing::warn!(%from, bytes = len, suppressed = %s, "datagram rejected: {err}");
+        }
+    }
+
+    /// A detailed-stream packet taken, with what it did; `bad` when its
+    /// f-stream records ended at one that does not fit (those before it
+    /// were taken).
+    pub fn detailed(
+        &mut self,
+        from: SocketAddr,
+        records: u64,
+        unmatched: u64,
+        bad: Option<&crate::detailed::Error>,
+    ) {
+        let c = self.counters;
+        c.detailed_packets.fetch_add(1, Relaxed);
+        c.detailed_records.fetch_add(records, Relaxed);
+        if unmatched > 0 {
+            c.detailed_unmatched.fetch_add(unmatched, Relaxed);
+            if let Some(s) = self.allow("detailed unmatched", from.ip()) {
+                tracing::info!(%from, unmatched, suppressed = %s, "detailed stream records of logins or files never announced (or announced again): counted under other; counted as detailed_unmatched");
+            }
+        }
+        if let Some(err) = bad {
+            c.parse_errors.fetch_add(1, Relaxed);
+            if let Some(s) = self.allow(err.reason(), from.ip()) {
+                tracing::warn!(%from, suppressed = %s, "detailed stream records left out: {err} (the records before it were taken)");
+            }
+        }
+    }
+
+    /// Detailed-stream packets of a server lost on the way (a gap in its
+    /// sequence numbers).
+    pub fn detailed_lost(&mut self, from: SocketAddr, lost: u64) {
+        if lost == 0 {
+            return;
+        }
+        self.counters.detailed_lost.fetch_add(lost, Relaxed);
+        if let Some(s) = self.allow("detailed lost", from.ip()) {
+            tracing::warn!(%from, lost, suppressed = %s, "detailed stream packets lost (a gap in the sequence numbers): what they said is not counted; counted as detailed_lost");
+        }
+    }
+
+    /// Logins, open files or xrootd runs forgotten at their bound
+    /// (`detailed_max_logins`, `max_sources`).
+    pub fn detailed_evicted(&mut self, from: SocketAddr, count: u64) {
+        if count == 0 {
+            return;
+        }
+        self.counters.detailed_evicted.fetch_add(count, Relaxed);
+        if let Some(s) = self.allow("detailed evicted", from.ip()) {
+            tracing::warn!(%from, count, suppressed = %s, "detailed stream: logins or open files over detailed_max_logins (or xrootd runs over max_sources) forgotten, the oldest first; counted as detailed_evicted");
+        }
+    }
+
+    /// How many xrootd runs one engine keeps detailed state for changed.
+    pub fn detailed_servers(&self, before: usize, after: usize) {
+        let c = &self.counters.detailed_servers;
+        if after > before {
+            c.fetch_add((after - before) as u64, Relaxed);
+        } else {
+            c.fetch_sub((before - after) as u64, Relaxed);
+        }
+    }
+
     /// xrootd monitoring data the gateway has no use for.
     pub fn monitoring_ignored(&mut self, from: SocketAddr, kind: gstream::Kind) {
         self.counters.monitoring_ignored.fetch_add(1, Relaxed);
         if let Some(s) = self.allow("monitoring", from.ip()) {
-            tracing::info!(%from, suppressed = %s, "{kind} ignored: only pfc's g-stream (and summary records) become metrics");
+            tracing::info!(%from, suppressed = %s, "{kind} ignored: only summary records, pfc's g-stream and the detailed stream's logins and file events become metrics");
         }
     }
 

@@ -18,7 +18,7 @@
 //!   packet its metadata's fields or its value, beside the bytes for
 //!   gmond); answers to gmond's requests; counter state to save. Built on the pure parts:
 //!   [`summary`] (a record -> flat variables), [`gstream`] (XCache's
-//!   g-stream), [`mapping`] (variables -> named, typed metrics, with the
+//!   g-stream), [`detailed`] (the detailed stream's packets), [`mapping`] (variables -> named, typed metrics, with the
 //!   [`catalog`] of known variables), [`ganglia`] (gmond's packets and
 //!   XML, channels, gmond.conf), [`config`] and [`events`].
 //!
@@ -65,6 +65,7 @@
 pub mod catalog;
 pub mod config;
 pub mod daemon;
+pub mod detailed;
 pub mod dump;
 pub mod engine;
 pub mod events;

@@ -209,11 +209,17 @@ impl MappedRecord {
     /// are `names`: the number written as the value, as the same digits
     /// in a record would be.
     fn push_count(&mut self, names: &CachedNames, name: &str, n: u64) {
+        self.push_count_keyed(names, name, n, false);
+    }
+
+    /// [`push_count`](Self::push_count), of a list entry when `keyed` (its
+    /// key then goes in the title).
+    fn push_count_keyed(&mut self, names: &CachedNames, name: &str, n: u64, keyed: bool) {
         let kind = names.spec.map(|s| s.kind);
         self.push_value(
             names,
             name,
-            false,
+            keyed,
             |a| convert_count(a, kind, n),
             || n.to_string(),
         );
@@ -387,6 +393,45 @@ impl Mapper {
                 out.excluded.push(j as u32);
             } else {
                 out.push_count(names, name, n);
+            }
+        }
+    }
+
+    /// Maps counts of list entries a server sent apart from its records
+    /// (the detailed stream's totals per VO, protocol, client domain), as
+    /// [`map_counts`](Self::map_counts) does: `keys[i]` is entry `i`'s key
+    /// (sanitised as an oss path's `lp` is), each count is (entry, catalog
+    /// name `list.i.field`, count).
+    pub fn map_keyed_counts(
+        &mut self,
+        (pgm, ins, site): (Option<&str>, Option<&str>, Option<&str>),
+        keys: &[&str],
+        counts: &[(usize, &'static str, u64)],
+        out: &mut MappedRecord,
+    ) {
+        out.clear();
+        self.set_cache_type(None);
+        self.set_header(pgm, ins, site, out);
+        self.entry_keys.set(keys);
+        for (j, &(index, catalog_name, n)) in counts.iter().enumerate() {
+            let Some((list, field)) = catalog_name.split_once(".i.") else {
+                continue;
+            };
+            let entry = ListEntry {
+                index,
+                list,
+                id: "",
+                field,
+            };
+            let (key, key_text) = self.entry_keys.of(Some(entry));
+            let at = self.names_of(catalog_name, Some(entry), key, key_text);
+            let Some(names) = self.names.get(&at) else {
+                continue;
+            };
+            if names.excluded {
+                out.excluded.push(j as u32);
+            } else {
+                out.push_count_keyed(names, catalog_name, n, true);
             }
         }
     }

@@ -108,6 +108,13 @@ pub struct FileConfig {
     pub peer_standby: bool,
     pub warmup_max: u64,
     pub recover_from: Vec<String>,
+    pub detailed_vo_paths: Vec<String>,
+    pub detailed_max_vos: usize,
+    pub detailed_max_protocols: usize,
+    pub detailed_max_domains: usize,
+    pub detailed_per_user: bool,
+    pub detailed_max_users: usize,
+    pub detailed_max_logins: usize,
     /// Whether the file names `state_file` (not a key: known from the
     /// text, for `serve`: a state file the file names must be usable, the
     /// built-in default may be passed over where it cannot be made).
@@ -161,6 +168,13 @@ impl Default for FileConfig {
             peer_standby: false,
             warmup_max: DEFAULT_WARMUP_MAX,
             recover_from: Vec::new(),
+            detailed_vo_paths: Vec::new(),
+            detailed_max_vos: 10,
+            detailed_max_protocols: 4,
+            detailed_max_domains: 10,
+            detailed_per_user: false,
+            detailed_max_users: 10,
+            detailed_max_logins: 100_000,
             state_file_given: false,
             cluster_by_site: false,
             max_clusters: DEFAULT_MAX_CLUSTERS,

@@ -528,6 +528,79 @@ pub const KEYS: &[Key] = &[
             answer, at most 256 MiB; a value that is not a counter reading is skipped \
             alone (docs/pair.md).",
     },
+    // ---- the detailed stream (docs/detailed.md): keep these together ----
+    Key {
+        name: "detailed_vo_paths",
+        value: "list of \"PATH_PREFIX=VO\"",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "The detailed stream's VO of a file whose user's login names neither an \
+            organisation (`o=`) nor a group (`g=`): the VO of the longest prefix of its \
+            path here (`[\"/store/=cms\", \"/atlas/=atlas\"]`); none matching: `other`. \
+            Paths come with `xrootd.monitor ... fstat lfn`. A reload applies it to files \
+            opened after it.",
+    },
+    Key {
+        name: "detailed_max_vos",
+        value: "count",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "At most this many VOs per server named in the detailed stream's \
+            metrics (`detailed.vo.NAME.*`); the rest count as `other` (docs/detailed.md \
+            says which are named). 0: only `other`. The `detailed_max_*` keys are taken \
+            by each xrootd run when first heard from: a reload applies them to runs \
+            after it.",
+    },
+    Key {
+        name: "detailed_max_protocols",
+        value: "count",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "At most this many transfer protocols (`xroot`, `http`, ...) per server \
+            named in the detailed stream's metrics; the rest count as `other`.",
+    },
+    Key {
+        name: "detailed_max_domains",
+        value: "count",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "At most this many client domains per server named in the detailed \
+            stream's metrics, those that move the most bytes; the rest count as `other`.",
+    },
+    Key {
+        name: "detailed_per_user",
+        value: "true or false",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "Sends the detailed stream's metrics per user too (`detailed.user.NAME.*`, \
+            at most `detailed_max_users` names). User names are personal data, and \
+            ganglia-web pages are often public: off unless a site turns it on.",
+    },
+    Key {
+        name: "detailed_max_users",
+        value: "count",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "With `detailed_per_user`: at most this many users per server named, those \
+            that move the most bytes; the rest count as `other`.",
+    },
+    Key {
+        name: "detailed_max_logins",
+        value: "count",
+        absent: Absent::Default,
+        on_sighup: OnSighup::AtOnce,
+        option: None,
+        meaning: "At most this many logins, and as many open files, kept per xrootd run \
+            from its detailed stream; beyond, the oldest is forgotten (counted: \
+            `detailed_evicted`), so lost disconnects or a flood of logins cannot grow \
+            the gateway.",
+    },
     // ---- clusters (docs/clusters.md): keep these together ----
     Key {
         name: "cluster_by_site",

@@ -109,6 +109,8 @@ pub struct Settings {
     pub peer_standby: bool,
     /// Without a peer, the XML port listens after this at most.
     pub warmup_max: Duration,
+    /// The detailed stream's names and bounds (`detailed_*`).
+    pub detailed: DetailedSettings,
     /// The file as it takes effect: defaults filled in, the command line
     /// applied, the channels resolved (what `check-config` prints).
     pub effective: FileConfig,
@@ -194,6 +196,7 @@ pub fn validate(
         recover_from: recover_from(&file)?,
         peer_standby: file.peer_standby,
         warmup_max: secs(file.warmup_max),
+        detailed: detailed(&file)?,
         effective: file,
     })
 }
@@ -213,6 +216,56 @@ fn recover_from(file: &FileConfig) -> Result<Vec<String>, ConfigError> {
         }
     }
     Ok(file.recover_from.clone())
+}
+
+/// The detailed stream's names and bounds (`detailed_*` keys).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DetailedSettings {
+    /// (path prefix, VO), longest prefix first.
+    pub vo_paths: Vec<(String, String)>,
+    pub max_vos: usize,
+    pub max_protocols: usize,
+    pub max_domains: usize,
+    pub per_user: bool,
+    pub max_users: usize,
+    pub max_logins: usize,
+}
+
+impl DetailedSettings {
+    /// The VO `detailed_vo_paths` gives a file's path.
+    pub fn vo_of_path(&self, path: &[u8]) -> Option<&str> {
+        self.vo_paths
+            .iter()
+            .find(|(prefix, _)| path.starts_with(prefix.as_bytes()))
+            .map(|(_, vo)| vo.as_str())
+    }
+}
+
+/// `detailed_vo_paths` (each `PREFIX=VO`, both non-empty) and the bounds.
+fn detailed(file: &FileConfig) -> Result<DetailedSettings, ConfigError> {
+    let mut vo_paths = Vec::new();
+    for rule in &file.detailed_vo_paths {
+        match rule.rsplit_once('=') {
+            Some((prefix, vo)) if !prefix.is_empty() && !vo.trim().is_empty() => {
+                vo_paths.push((prefix.to_string(), vo.trim().to_string()));
+            }
+            _ => {
+                return Err(ConfigError(format!(
+                    "detailed_vo_paths = {rule:?}: not PATH_PREFIX=VO"
+                )));
+            }
+        }
+    }
+    vo_paths.sort_by_key(|(prefix, _)| std::cmp::Reverse(prefix.len()));
+    Ok(DetailedSettings {
+        vo_paths,
+        max_vos: file.detailed_max_vos,
+        max_protocols: file.detailed_max_protocols,
+        max_domains: file.detailed_max_domains,
+        per_user: file.detailed_per_user,
+        max_users: file.detailed_max_users,
+        max_logins: file.detailed_max_logins,
+    })
 }
 
 /// `peer`, `peer_listen` and `peer_allow`.

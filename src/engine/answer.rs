@@ -23,6 +23,7 @@ use crate::config::Settings;
 use crate::mapping::{MappedRecord, Mapper};
 use crate::summary::SummaryParser;
 
+use super::detailed::Detailed;
 use super::packets::PacketBatch;
 use super::source::{Source, Sources};
 use super::xcache::Totals;
@@ -136,6 +137,7 @@ impl Engine {
             mapped: &mut self.mapped,
             batch: &mut self.batch,
             xcache: &mut self.xcache,
+            detailed: &mut self.detailed,
             answered: &mut self.answered,
             settings: &self.settings,
             now_s: self.clock.secs(now),
@@ -151,6 +153,7 @@ struct Answering<'e> {
     mapped: &'e mut MappedRecord,
     batch: &'e mut PacketBatch,
     xcache: &'e mut Totals,
+    detailed: &'e mut Detailed,
     /// Which of the source's metrics the answer has sent.
     answered: &'e mut Vec<bool>,
     settings: &'e Settings,
@@ -188,6 +191,8 @@ impl Answering<'_> {
         let (batch, mapper) = (&mut *self.batch, &mut *self.mapper);
         self.xcache
             .append(batch, mapper, source, self.now_s, settings, true);
+        self.detailed
+            .append(batch, mapper, source, ip, self.now_s, settings, true);
         true
     }
 }

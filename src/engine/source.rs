@@ -227,6 +227,17 @@ impl Source {
         self.pfc.get_or_insert_default().add(early);
     }
 
+    /// The gateway's own count behind metric `at` (the detailed stream's
+    /// totals of an xrootd run this engine had not heard from) starts from
+    /// 0: the counter continues from what was last sent (after a gateway
+    /// restart, from the state file's).
+    pub(super) fn restart_metric(&mut self, at: usize) {
+        if let Some(state) = self.states.get_mut(at) {
+            state.restart();
+            self.peer_dirty = true;
+        }
+    }
+
     /// Its template goes (the fast path turned off, or a new one to make).
     pub(super) fn forget_template(&mut self) {
         self.template = None;

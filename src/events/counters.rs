@@ -182,6 +182,18 @@ counters! {
         "Lines of the peer's entries refused, checked as the state file's (a start in the future, a counter of 2^63 or more, ...); the rest is taken.";
     peer_refused_claims: Counter "peer_refused_claims", "claims/s", "Peer claims refused",
         "The peer's claims refused as inconsistent with what this gateway heard itself: a restart the server did not report (a start in the future, or contradicted by the server's later reports), or a counter raised by more than the server's own reports allow. The rest of the entry is taken.";
+    detailed_packets: Counter "detailed_packets", "datagrams/s", "Detailed stream packets",
+        "Packets of xrootd's detailed monitoring stream taken (u logins, f file events; see docs/detailed.md).";
+    detailed_records: Counter "detailed_records", "records/s", "Detailed stream records",
+        "Records of f packets of the detailed stream read (opens, closes, transfers, disconnects).";
+    detailed_lost: Counter "detailed_lost", "packets/s", "Detailed stream packets lost",
+        "Detailed stream packets lost on the way, by the gaps in each server's sequence numbers (the f-stream's and the other packets').";
+    detailed_unmatched: Counter "detailed_unmatched", "records/s", "Detailed records unmatched",
+        "Detailed stream records naming a login or file never announced (a close of a file never opened: its bytes count as other) or announced again.";
+    detailed_evicted: Counter "detailed_evicted", "entries/s", "Detailed entries forgotten",
+        "Logins and open files forgotten at detailed_max_logins, and xrootd runs at max_sources.";
+    detailed_servers: Gauge "detailed_servers", "servers", "Detailed stream servers",
+        "xrootd runs whose detailed stream the gateway keeps state for now.";
     xml_hosts_evicted: Counter "xml_hosts_evicted", "hosts/s", "XML hosts evicted",
         "Hosts the XML table forgot to stay within max_sources, the longest silent first.";
 }

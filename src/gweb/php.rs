@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::names::Names;
-use super::reports::{COLORS, ListReport, PerServer, Pgm};
+use super::reports::{COLORS, ListReport, PerServer, Pgm, Style};
 use super::{JsonReport, units};
 
 /// A PHP single-quoted string literal.
@@ -174,7 +174,7 @@ pub(super) fn php_report(r: &ListReport, names: &Names<'_>) -> String {
     let vlabel = units(&r.fields[0].catalog_name());
     format!(
         r#"<?php
-/* {name}: {title}, one line per list entry.
+/* {name}: {title}, {shape} per list entry.
  * Written by `xrd2ganglia gweb`; run it again rather than editing this.
  * ganglia-web calls graph_{name}() with $rrd_dir set to the host's RRD
  * directory, or in cluster context to __SummaryInfo__ (the site's sums).
@@ -215,7 +215,7 @@ function graph_{name}(&$rrdtool_graph)
             // As graph.php writes JSON reports' series: its CSV and JSON
             // export read them back in this form.
             $series .= "DEF:'$id'='$file':'sum':AVERAGE "
-                . "LINE2:'$id'#" . $colors[$n % count($colors)] . ":'$label $shown' ";
+                . {draw} . $colors[$n % count($colors)] . ":'$label $shown' ";
             $n++;
         }}
     }}
@@ -232,6 +232,14 @@ function graph_{name}(&$rrdtool_graph)
 "#,
         title = php_str(r.title),
         vlabel = php_str(vlabel),
+        draw = match r.style {
+            Style::Line => "\"LINE2:'$id'#\"",
+            Style::Stack => "(($n === 0) ? 'AREA' : 'STACK') . \":'$id'#\"",
+        },
+        shape = match r.style {
+            Style::Line => "one line",
+            Style::Stack => "stacked, one area",
+        },
     )
 }
 

@@ -92,6 +92,8 @@ pub struct ListReport {
     pub key: &'static str,
     pub title: &'static str,
     pub fields: &'static [ListField],
+    /// Line (each entry on its own) or Stack (parts of one whole).
+    pub style: Style,
 }
 
 const fn x(var: &'static str, label: &'static str) -> Series {
@@ -257,24 +259,68 @@ pub const REPORTS: &[Report] = &[
 ];
 
 /// After [`REPORTS`], in this order.
-pub const LIST_REPORTS: &[ListReport] = &[ListReport {
-    key: "space",
-    title: "Free space",
-    fields: &[
-        ListField {
-            pgm: Pgm::Xrootd,
-            list: "oss.paths",
-            field: "free",
-            label: "path",
-        },
-        ListField {
-            pgm: Pgm::Xrootd,
-            list: "oss.space",
-            field: "free",
-            label: "space",
-        },
-    ],
-}];
+pub const LIST_REPORTS: &[ListReport] = &[
+    ListReport {
+        key: "space",
+        title: "Free space",
+        style: Style::Line,
+        fields: &[
+            ListField {
+                pgm: Pgm::Xrootd,
+                list: "oss.paths",
+                field: "free",
+                label: "path",
+            },
+            ListField {
+                pgm: Pgm::Xrootd,
+                list: "oss.space",
+                field: "free",
+                label: "space",
+            },
+        ],
+    },
+    // The detailed stream (src/engine/detailed.rs): what each VO, and
+    // each protocol, read and wrote, stacked: the total is what the
+    // servers moved.
+    ListReport {
+        key: "vo_bytes",
+        title: "Bytes by VO",
+        style: Style::Stack,
+        fields: &[
+            ListField {
+                pgm: Pgm::Xrootd,
+                list: "detailed.vo",
+                field: "bytes_read",
+                label: "read",
+            },
+            ListField {
+                pgm: Pgm::Xrootd,
+                list: "detailed.vo",
+                field: "bytes_written",
+                label: "written",
+            },
+        ],
+    },
+    ListReport {
+        key: "protocol_bytes",
+        title: "Bytes by protocol",
+        style: Style::Stack,
+        fields: &[
+            ListField {
+                pgm: Pgm::Xrootd,
+                list: "detailed.protocol",
+                field: "bytes_read",
+                label: "read",
+            },
+            ListField {
+                pgm: Pgm::Xrootd,
+                list: "detailed.protocol",
+                field: "bytes_written",
+                label: "written",
+            },
+        ],
+    },
+];
 
 /// The legend format of a count (connections): a plain number with two
 /// decimals, never an SI prefix. ganglia-web prints every series of a

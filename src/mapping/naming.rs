@@ -295,6 +295,22 @@ impl EntryKeys {
         }
     }
 
+    /// The keys of entries given as they are (not read from a record):
+    /// entry `i`'s key is `keys[i]`, sanitised as a record's keys are.
+    pub(super) fn set(&mut self, keys: &[&str]) {
+        self.keys.clear();
+        self.texts.clear();
+        self.arena.clear();
+        for k in keys {
+            let start = self.arena.len();
+            push_key(&mut self.arena, k);
+            self.keys.push(Some(span_from(&self.arena, start)));
+            let start = self.arena.len();
+            sanitize::push_text(&mut self.arena, k, 64);
+            self.texts.push(Some(span_from(&self.arena, start)));
+        }
+    }
+
     /// The key of the entry a variable is in, as a name component and as
     /// shown in titles.
     #[inline]

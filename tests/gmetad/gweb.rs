@@ -62,7 +62,7 @@ fn the_shipped_files_are_what_gweb_writes_for_the_shipped_config() {
     }
     // It says what it wrote, one path a line.
     let listed = String::from_utf8(o.stdout).unwrap();
-    assert_eq!(listed.lines().count(), 14, "{listed}");
+    assert_eq!(listed.lines().count(), 16, "{listed}");
     // PHP's own parser accepts the PHP report.
     for (name, _) in written.iter().filter(|(n, _)| n.ends_with(".php")) {
         let lint = Command::new("php")
@@ -184,6 +184,57 @@ fn data(name: &str) -> Vec<u8> {
     std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 const CLUSTER: &str = "XRootD";
+
+/// The detailed stream of ds.example's xrootd (its `stod` is its record's
+/// `tos`) in round `round`: two logins (sss in group atlas over xroot,
+/// group cms over http), a file each opened and closed, both gone.
+/// Every round adds, per round, 3,000,000 bytes read and 1,000,000
+/// written for atlas (xroot), 2,000,000 and 500,000 for cms (http).
+fn detailed(round: u64) -> Vec<Vec<u8>> {
+    const STOD: u32 = 1_795_303_118;
+    let packet = |code: u8, pseq: u64, body: &[u8]| {
+        let mut p = vec![code, pseq as u8];
+        p.extend_from_slice(&((8 + body.len()) as u16).to_be_bytes());
+        p.extend_from_slice(&STOD.to_be_bytes());
+        p.extend_from_slice(body);
+        p
+    };
+    let rec = |kind: u8, flag: u8, id: u32, body: &[u8]| {
+        let mut r = vec![kind, flag];
+        r.extend_from_slice(&((8 + body.len()) as u16).to_be_bytes());
+        r.extend_from_slice(&id.to_be_bytes());
+        r.extend_from_slice(body);
+        r
+    };
+    let base = 1 + 10 * round as u32;
+    let mut out = Vec::new();
+    let mut files = rec(2, 1, 0, &[0; 16]);
+    for (i, (prot, group, read, written)) in [
+        ("xroot", "atlas", 3_000_000u64, 1_000_000u64),
+        ("http", "cms", 2_000_000, 500_000),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (user, file) = (base + 2 * i as u32, base + 2 * i as u32 + 1);
+        let mut login = user.to_be_bytes().to_vec();
+        login.extend_from_slice(
+            format!("{prot}/u{user}.1:2@client.example.org\n&p=sss&n=u{user}&h=client.example.org&o=&r=&g={group}&m=").as_bytes(),
+        );
+        out.push(packet(b'u', 2 * round + i as u64, &login));
+        let mut open = 0u64.to_be_bytes().to_vec();
+        open.extend_from_slice(&user.to_be_bytes());
+        open.extend_from_slice(b"/f\0\0");
+        files.extend(rec(1, 1, file, &open));
+        let mut close = read.to_be_bytes().to_vec();
+        close.extend_from_slice(&0u64.to_be_bytes());
+        close.extend_from_slice(&written.to_be_bytes());
+        files.extend(rec(0, 0, file, &close));
+        files.extend(rec(4, 0, user, &[]));
+    }
+    out.push(packet(b'f', round, &files));
+    out
+}
 
 /// Counters that advance every round, by section and tag: each by what
 /// the capture holds, plus `step` for those a busier server would move too
@@ -318,6 +369,7 @@ fn site(rounds: u64) -> Replayed {
         ("pfc.example", "xrootd.pfc.bytes_hit"),
         ("rmc.example", "xrootd.cache.rmc.rd.hits"),
         ("spaces.example", "xrootd.oss.space.public.free"),
+        ("ds.example", "xrootd.detailed.vo.atlas.bytes_read"),
     ];
     let start = replay::unix_now();
     for round in 0..rounds {
@@ -327,6 +379,9 @@ fn site(rounds: u64) -> Replayed {
             }
         }
         gw.send_as(GSTREAM.0, &data(GSTREAM.1));
+        for d in detailed(round) {
+            gw.send_as("127.0.9.1", &d);
+        }
         if round == 0 {
             // gmetad has every server before the next round: each later
             // round is a step of their graphs, however late gmetad's first
@@ -419,21 +474,51 @@ fn shipped_reports() -> Vec<Shipped> {
                 .split(", ")
                 .map(|c| rgb(c.trim_matches('\'')))
                 .collect();
-            // A path's legend is the path: `/`, not its key `_`.
-            let labels = [
-                "path /",
-                "path /mem",
-                "space fast",
-                "space legacy",
-                "space public",
-            ];
+            // A path's legend is the path: `/`, not its key `_`. The
+            // detailed stream's reports: the VOs and protocols of the
+            // replay's logins, and `other`, read then written, stacked.
+            let (labels, stacked): (&[&str], bool) = match name.as_str() {
+                "xrootd_space_report" => (
+                    &[
+                        "path /",
+                        "path /mem",
+                        "space fast",
+                        "space legacy",
+                        "space public",
+                    ],
+                    false,
+                ),
+                "xrootd_vo_bytes_report" => (
+                    &[
+                        "read atlas",
+                        "read cms",
+                        "read other",
+                        "written atlas",
+                        "written cms",
+                        "written other",
+                    ],
+                    true,
+                ),
+                "xrootd_protocol_bytes_report" => (
+                    &[
+                        "read http",
+                        "read other",
+                        "read xroot",
+                        "written http",
+                        "written other",
+                        "written xroot",
+                    ],
+                    true,
+                ),
+                other => panic!("a list report the test does not know: {other}"),
+            };
             (
                 labels
                     .iter()
                     .zip(palette)
                     .map(|(l, c)| (l.to_string(), c))
                     .collect(),
-                false,
+                stacked,
             )
         };
         reports.push(Shipped {
@@ -443,7 +528,7 @@ fn shipped_reports() -> Vec<Shipped> {
         });
     }
     reports.sort_by(|a, b| a.name.cmp(&b.name));
-    assert_eq!(reports.len(), 11);
+    assert_eq!(reports.len(), 13);
     reports
 }
 
@@ -632,7 +717,12 @@ fn every_shipped_report_renders_through_graph_php_with_its_series() {
         // capture, a gauge drawn at 0) and XCache's bytes past its cache
         // (0 in every file_close record of the captures).
         for (label, v) in &series {
-            if !label.ends_with("queued jobs") && label != "past the cache" {
+            // The detailed stream's `other`: every login of the replay
+            // has its VO and protocol named.
+            if !label.ends_with("queued jobs")
+                && label != "past the cache"
+                && !label.ends_with(" other")
+            {
                 assert!(
                     v.iter().any(|x| *x > 0.0),
                     "{name} (cluster): {label} is 0 throughout: {v:?}"
@@ -756,6 +846,23 @@ fn every_shipped_report_renders_through_graph_php_with_its_series() {
         (4.98..=7.02).contains(&rounds) && (rounds - rounds.round()).abs() < 0.02,
         "ds.example read {ds_in} bytes in the graph: {rounds} rounds of {per_round}"
     );
+    // The detailed stream: what the replay's logins moved, per VO and
+    // per protocol, in whole rounds as the summary's counters.
+    for (report, label, per_round) in [
+        ("xrootd_vo_bytes_report", "read atlas", 3_000_000.0),
+        ("xrootd_vo_bytes_report", "written cms", 500_000.0),
+        ("xrootd_protocol_bytes_report", "read http", 2_000_000.0),
+        ("xrootd_protocol_bytes_report", "written xroot", 1_000_000.0),
+    ] {
+        let moved = total(
+            &format!("c={CLUSTER}&h=ds.example&g={report}&z=medium&{window}"),
+            label,
+        ) / per_round;
+        assert!(
+            (moved - rounds).abs() < 0.02,
+            "{report} {label}: {moved} rounds, the summary's link.in {rounds}"
+        );
+    }
     let site_in = total(
         &format!("c={CLUSTER}&g=xrootd_throughput_report&z=medium&{window}"),
         "in",

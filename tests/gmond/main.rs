@@ -8,6 +8,7 @@
 
 mod beyond_gmetric;
 mod delivery;
+mod detailed;
 mod gmond;
 mod hostile;
 mod json;

@@ -74,6 +74,11 @@ pub const RANGES: &[Range] = &[
     // An hour: gmetad's RRD heartbeat at its default step is 120 s.
     seconds("warmup_max", 0, 3600, Some("at once")),
     count("max_clusters", 1, 10_000_000),
+    count("detailed_max_vos", 0, 1000),
+    count("detailed_max_protocols", 0, 1000),
+    count("detailed_max_domains", 0, 1000),
+    count("detailed_max_users", 0, 1000),
+    count("detailed_max_logins", 1, 10_000_000),
 ];
 
 /// The range of every number key of [`CHANNEL_KEYS`](super::CHANNEL_KEYS) (`[[channel]]` and

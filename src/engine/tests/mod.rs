@@ -23,6 +23,7 @@ use crate::ganglia::xdr::{self, Packet, Slope, Value, decode};
 
 mod clusters;
 mod continuity;
+mod detailed;
 mod eviction;
 mod fast_path;
 pub(crate) mod requests;
