@@ -200,9 +200,17 @@ impl Gateway {
         g
     }
 
-    /// The gateway's XML document, as text.
+    /// The gateway's XML document, as text. The port listens once the
+    /// gateway can answer a whole document (its warm-up, after "serving"
+    /// is logged): a poll waits for its "listening" line first, as
+    /// gmetad's refused poll is followed by another.
     pub fn xml_text(&self) -> String {
-        read_xml(self.xml_port.expect("a gateway started with an XML port"))
+        let port = self.xml_port.expect("a gateway started with an XML port");
+        let line = format!("xml_listen 127.0.0.1:{port}: listening");
+        wait_for("the XML port listening", Duration::from_secs(30), || {
+            self.proc.log_text().contains(&line).then_some(())
+        });
+        read_xml(port)
     }
 
     /// The gateway's XML document, parsed (panics if not well-formed).
