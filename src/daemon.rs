@@ -227,6 +227,7 @@ pub async fn run(
     if let Err(e) = store.save() {
         state_file::warn_unwritable(&store, &e);
     }
+    lock_wait::log();
     tracing::info!("stopped; counters: {}", counters.snapshot());
     Ok(())
 }
@@ -526,6 +527,7 @@ pub mod bind;
 pub mod control;
 pub mod drops;
 pub mod follow;
+pub mod lock_wait;
 mod pacer;
 pub mod peer;
 mod queue;

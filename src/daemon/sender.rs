@@ -183,7 +183,7 @@ impl Outbox {
                 continue;
             }
             let (conflated, was_empty) = {
-                let mut state = lane.lock();
+                let mut state = super::lock_wait::LANE.lock(&lane.state);
                 let was_empty = state.queue.is_empty();
                 (state.queue.push_batch(batch, now), was_empty)
             };

@@ -88,6 +88,7 @@ mod hostile;
 mod mmsg;
 mod pair;
 mod poll;
+mod stall;
 mod xml;
 
 /// The records replayed, round robin over the simulated servers: an idle and
@@ -244,6 +245,12 @@ fn tool_runs(bin: &Path, records: &Records, o: &Options, report: &mut Report) {
         let t = Instant::now();
         report.xml = Some(xml::run(bin, servers, rps, sustain));
         println!("load: xml took {:.1} s", t.elapsed().as_secs_f64());
+    }
+    if o.named("stall") {
+        let t = Instant::now();
+        let servers = if o.smoke { 200 } else { o.gmond_servers };
+        stall::run(bin, servers, o.sustain).print();
+        println!("load: stall took {:.1} s", t.elapsed().as_secs_f64());
     }
     if o.runs("hostile") {
         let t = Instant::now();
