@@ -34,7 +34,8 @@
 //! of packet (a value, a metadata resend, a metadata or a host that gmond
 //! has not seen) costs gmond's CPU: `cost.rs`; a federation's sites
 //! sharded over ports of the gateway, and over real gmetads under a top
-//! gmetad: `federation.rs`.
+//! gmetad: `federation.rs`; the longest time a receive task waited for a
+//! lock while a send queue drains and the XML port is polled: `stall.rs`.
 //!
 //! A crate of its own (the tests do not compile it), measuring the
 //! gateway built beside it (`under_test.rs`): `cargo build --release
