@@ -66,20 +66,23 @@ mod tests {
         let m = Mutex::new(0);
         *wait.lock(&m) += 1;
         assert_eq!(wait.0.load(Relaxed), 0, "not held: no wait");
-        let (held, release) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
+        // Held by another thread: the wait lasts until it lets go.
+        let held = std::sync::Barrier::new(2);
+        let (go, release) = std::sync::mpsc::channel::<()>();
         std::thread::scope(|s| {
-            s.spawn(|| {
+            let (m, held) = (&m, &held);
+            s.spawn(move || {
                 let _g = m.lock().unwrap();
                 held.wait();
-                // Held until the other thread is about to wait (and a bit).
-                release.wait();
-                std::thread::sleep(std::time::Duration::from_millis(20));
+                let _ = release.recv();
             });
             held.wait();
-            release.wait();
-            *wait.lock(&m) += 1;
+            assert!(m.try_lock().is_err(), "held");
+            drop(go);
+            *wait.wait(m) += 1;
         });
         assert_eq!(*m.lock().unwrap(), 2);
         assert!(wait.0.load(Relaxed) > 0);
+        assert_eq!(wait.longest_us(), wait.0.load(Relaxed) / 1000);
     }
 }
