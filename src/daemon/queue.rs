@@ -586,6 +586,15 @@ mod tests {
         assert!(big > KEEP_SLOTS * 4 * 300, "{big}");
         assert_eq!(drain(&mut q, usize::MAX).len(), KEEP_SLOTS * 8);
         assert!(q.footprint() < big / 2, "{} of {big}", q.footprint());
+        // The burst's buffers are handed out to be freed once the lane's
+        // lock is let go, and only once.
+        let freed = q.take_freed().expect("the burst's buffers");
+        assert!(freed.arena.capacity() > KEEP_BYTES);
+        assert!(freed.slots.capacity() >= KEEP_SLOTS * 4);
+        let mut trimmed = false;
+        freed.give_back(|| trimmed = true);
+        assert!(trimmed);
+        assert!(q.take_freed().is_none());
         // Values replaced over and over: the arena does not grow with them.
         for round in 0..10_000u64 {
             for m in 0..10 {
@@ -596,6 +605,8 @@ mod tests {
         assert_eq!(q.len(), 10);
         let out = drain(&mut q, usize::MAX);
         assert!(out.iter().all(|p| p == &[b'x'; 200]));
+        // A drain within what the queue keeps frees nothing.
+        assert!(q.take_freed().is_none());
         assert!(!q.push(key(1, 1), PacketKind::Value, b"again", t));
         assert_eq!(q.clear(), 1);
         assert!(q.is_empty());
