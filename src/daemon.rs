@@ -236,6 +236,7 @@ pub async fn run(
     for t in xml_ports {
         let _ = t.await;
     }
+    lock_wait::log();
     tracing::info!("stopped; counters: {}", counters.snapshot());
     Ok(())
 }
@@ -538,6 +539,7 @@ pub mod bind;
 pub mod control;
 pub mod drops;
 pub mod follow;
+pub mod lock_wait;
 mod pacer;
 pub mod peer;
 mod queue;

@@ -11,6 +11,18 @@
 //! than with the hash map, and a sorted list's binary search cost 40%
 //! more (docs/benchmarks.md).
 //!
+//! Kept hand-written rather than `hashbrown::HashTable<u32>` (issue 46),
+//! which does the same job (slots of positions, probed by a hash the
+//! caller gives): its control byte per slot and 16 trailing ones make
+//! 5 bytes a slot where this has 4, in two indexes per (host, metric),
+//! and that crossed the 200 bytes per (host, metric) an XML port may
+//! cost. Both builds alternated on 2026-11-28 (commit 904622d and the
+//! same with this file on `HashTable<u32>`, a folded multiply as its
+//! hash), `cargo run --release -p xrd2ganglia-load -- --gateway BIN
+//! --only memory,xml`, 920,000 pairs, resident bytes per pair: with an
+//! XML port 197 and 197 here, 201 and 201 with hashbrown; without, 141 and 141
+//! here, 143 and 143 with hashbrown (docs/benchmarks.md, "Issue 46").
+//!
 //! The keys are stable hashes of names a sender chooses; the slot is
 //! taken from the key times an odd multiplier drawn per process, so a
 //! sender cannot pick names that pile up in one run of slots.

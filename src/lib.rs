@@ -48,7 +48,10 @@
 //!    on this host reads (`daemon/follow.rs`), else paced by a token
 //!    bucket; when and how much is `daemon/pacer.rs`'s decision, a function
 //!    of the time, gmond's queue level and the send queue (no socket, no
-//!    clock), and the thread only waits and sends.
+//!    clock), and the thread only waits and sends. It holds the lane's
+//!    lock (which the receive tasks queue under) only to take packets: a
+//!    drained burst's memory is freed and the heap trimmed after it lets
+//!    go (`daemon/lock_wait.rs` notes the longest wait of a receive task).
 //!
 //! With `xml_listen`, step 1 also hands the batch to `daemon/table.rs`,
 //! which takes what the batch says of each packet (no packet decoded) and

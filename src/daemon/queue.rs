@@ -73,6 +73,32 @@ pub struct SendQueue {
     line: VecDeque<u32>,
     index: HashMap<SlotKey, u32, foldhash::fast::RandomState>,
     packets: usize,
+    /// What the last drain took out for the caller to free once it has
+    /// let go of the lock the queue is behind ([`take_freed`](Self::take_freed)).
+    freed: Option<Box<Freed>>,
+}
+
+/// A drained queue's burst-sized buffers, taken out under the lane lock
+/// and freed (and the heap trimmed) after it is released: freeing them and
+/// `malloc_trim` are slow calls (munmap, madvise over the whole heap), and
+/// a receive task that queues to the lane meanwhile must not wait on them.
+#[derive(Default)]
+pub struct Freed {
+    arena: Vec<u8>,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    line: VecDeque<u32>,
+    index: HashMap<SlotKey, u32, foldhash::fast::RandomState>,
+}
+
+impl Freed {
+    /// Frees the buffers, then hands the freed memory back to the system
+    /// with `trim` ([`give_back_memory`] in the daemon). Call with no lock
+    /// held.
+    pub fn give_back(self: Box<Self>, trim: impl FnOnce()) {
+        drop(self);
+        trim();
+    }
 }
 
 impl Default for SendQueue {
@@ -94,6 +120,7 @@ impl SendQueue {
             line: VecDeque::new(),
             index: HashMap::default(),
             packets: 0,
+            freed: None,
         }
     }
 
@@ -341,27 +368,35 @@ impl SendQueue {
     }
 
     /// Nothing is pending: the arena starts over, and what only a burst
-    /// needed is freed.
+    /// needed is set aside to be freed ([`take_freed`](Self::take_freed)).
+    /// Swapped for buffers of the kept size, not shrunk in place: a
+    /// realloc of a large block is a syscall (mremap), and the caller
+    /// holds the lane lock.
     fn drained(&mut self) {
         self.arena.clear();
         self.garbage = 0;
-        let mut freed = false;
         if self.arena.capacity() > KEEP_BYTES {
-            self.arena.shrink_to(KEEP_BYTES);
-            freed = true;
+            let arena = std::mem::replace(&mut self.arena, Vec::with_capacity(KEEP_BYTES));
+            self.freed.get_or_insert_default().arena = arena;
         }
         if self.slots.len() > KEEP_SLOTS {
             self.slots.clear();
             self.free.clear();
-            self.slots.shrink_to(KEEP_SLOTS);
-            self.free.shrink_to(KEEP_SLOTS);
-            self.index.shrink_to(KEEP_SLOTS);
-            self.line.shrink_to(KEEP_SLOTS);
-            freed = true;
+            let freed = self.freed.get_or_insert_default();
+            freed.slots = std::mem::replace(&mut self.slots, Vec::with_capacity(KEEP_SLOTS));
+            freed.free = std::mem::replace(&mut self.free, Vec::with_capacity(KEEP_SLOTS));
+            freed.line = std::mem::replace(&mut self.line, VecDeque::with_capacity(KEEP_SLOTS));
+            freed.index = std::mem::replace(
+                &mut self.index,
+                HashMap::with_capacity_and_hasher(KEEP_SLOTS, Default::default()),
+            );
         }
-        if freed {
-            give_back_memory();
-        }
+    }
+
+    /// The buffers the last drain set aside, if any: to be freed with
+    /// [`Freed::give_back`] once the lock the queue is behind is released.
+    pub fn take_freed(&mut self) -> Option<Box<Freed>> {
+        self.freed.take()
     }
 }
 
@@ -372,7 +407,8 @@ fn span_bytes(arena: &[u8], span: ArenaSpan) -> &[u8] {
 /// Returns freed heap memory to the system: glibc keeps what a burst freed
 /// (its mmap threshold grows with the blocks it frees), so a gateway that
 /// once queued a site's first reports would keep that memory for good.
-fn give_back_memory() {
+/// Walks the whole heap: called with no lane lock held ([`Freed`]).
+pub fn give_back_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only releases free memory of the allocator.
     unsafe {
@@ -550,6 +586,15 @@ mod tests {
         assert!(big > KEEP_SLOTS * 4 * 300, "{big}");
         assert_eq!(drain(&mut q, usize::MAX).len(), KEEP_SLOTS * 8);
         assert!(q.footprint() < big / 2, "{} of {big}", q.footprint());
+        // The burst's buffers are handed out to be freed once the lane's
+        // lock is let go, and only once.
+        let freed = q.take_freed().expect("the burst's buffers");
+        assert!(freed.arena.capacity() > KEEP_BYTES);
+        assert!(freed.slots.capacity() >= KEEP_SLOTS * 4);
+        let mut trimmed = false;
+        freed.give_back(|| trimmed = true);
+        assert!(trimmed);
+        assert!(q.take_freed().is_none());
         // Values replaced over and over: the arena does not grow with them.
         for round in 0..10_000u64 {
             for m in 0..10 {
@@ -560,6 +605,8 @@ mod tests {
         assert_eq!(q.len(), 10);
         let out = drain(&mut q, usize::MAX);
         assert!(out.iter().all(|p| p == &[b'x'; 200]));
+        // A drain within what the queue keeps frees nothing.
+        assert!(q.take_freed().is_none());
         assert!(!q.push(key(1, 1), PacketKind::Value, b"again", t));
         assert_eq!(q.clear(), 1);
         assert!(q.is_empty());

@@ -47,7 +47,7 @@ use crate::ganglia::channel::{SendChannel, Sent};
 
 use super::follow::GmondQueue;
 use super::pacer::{BUCKET_PRICES, Decision, Pace, Pacer, QueueState};
-use super::queue::{Outgoing, Prices, SendQueue};
+use super::queue::{Outgoing, Prices, SendQueue, give_back_memory};
 use crate::engine::clusters;
 use crate::engine::packets::{ForgottenHost, PacketBatch};
 
@@ -84,6 +84,30 @@ impl Lane {
             deadline: state.deadline,
             copy_due: resends.and_then(Resends::next_due),
         }
+    }
+
+    /// Moves packets for one send from the queue to `out` ([`take`]);
+    /// if that drained the queue, frees what only the burst needed and
+    /// calls `trim` after the lock is released: a receive task queueing
+    /// to this lane meanwhile does not wait on either.
+    fn take(
+        &self,
+        resends: Option<&mut Resends>,
+        budget: usize,
+        prices: Prices,
+        now: Instant,
+        out: &mut Outgoing,
+        trim: impl FnOnce(),
+    ) -> (usize, usize) {
+        let (taken, freed) = {
+            let mut state = self.lock();
+            let taken = take(&mut state.queue, resends, budget, prices, now, out);
+            (taken, state.queue.take_freed())
+        };
+        if let Some(freed) = freed {
+            freed.give_back(trim);
+        }
+        taken
     }
 
     /// Waits until a packet is queued or a stop is set, or until `until`.
@@ -159,7 +183,7 @@ impl Outbox {
                 continue;
             }
             let (conflated, was_empty) = {
-                let mut state = lane.lock();
+                let mut state = super::lock_wait::LANE.lock(&lane.state);
                 let was_empty = state.queue.is_empty();
                 (state.queue.push_batch(batch, now), was_empty)
             };
@@ -194,7 +218,13 @@ impl Outbox {
     /// (`max_sources`), from every channel; counts them.
     pub fn forget(&self, hosts: &[ForgottenHost], events: &Events<'_>) {
         for lane in &self.lanes {
-            let dropped = lane.lock().queue.forget_hosts(hosts);
+            let (dropped, freed) = {
+                let mut state = lane.lock();
+                (state.queue.forget_hosts(hosts), state.queue.take_freed())
+            };
+            if let Some(freed) = freed {
+                freed.give_back(give_back_memory);
+            }
             events.forgotten_unsent(dropped);
         }
     }
@@ -443,17 +473,14 @@ fn send_loop(lane: &Lane, pace: Pace, mut mode: Mode, counters: &Counters, log_i
         match step.decision {
             Decision::Send { budget, prices } => {
                 out.clear();
-                let (spent, fresh) = {
-                    let mut state = lane.lock();
-                    take(
-                        &mut state.queue,
-                        resends.as_mut(),
-                        budget,
-                        prices,
-                        now,
-                        &mut out,
-                    )
-                };
+                let (spent, fresh) = lane.take(
+                    resends.as_mut(),
+                    budget,
+                    prices,
+                    now,
+                    &mut out,
+                    give_back_memory,
+                );
                 pacer.sent(spent);
                 let failed = send(&lane.channel, &out, &mut events);
                 events.packets_out(out.len() - failed, out.len() - fresh);
@@ -466,7 +493,13 @@ fn send_loop(lane: &Lane, pace: Pace, mut mode: Mode, counters: &Counters, log_i
             }
             Decision::Idle(until) => lane.idle(until),
             Decision::GiveUp => {
-                let unsent = lane.lock().queue.clear();
+                let (unsent, freed) = {
+                    let mut state = lane.lock();
+                    (state.queue.clear(), state.queue.take_freed())
+                };
+                if let Some(freed) = freed {
+                    freed.give_back(give_back_memory);
+                }
                 events.unsent_at_stop(label, unsent);
                 return;
             }

@@ -153,6 +153,12 @@ impl HostTable {
         shard.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// `shard` for a receive task: its wait, if any, is noted
+    /// ([`super::lock_wait`]).
+    fn shard_to_take(&self, host_key: u64) -> MutexGuard<'_, Shard> {
+        super::lock_wait::SHARD.lock(&self.shards[(host_key % SHARDS as u64) as usize])
+    }
+
     /// A new cap (`max_sources` changed at a reload): a lower one evicts
     /// down to it with the next batch taken in.
     pub fn set_max_hosts(&self, max_hosts: usize) {
@@ -183,7 +189,7 @@ impl HostTable {
         let mut evicted = 0;
         let mut reserved = false;
         let new_key = first.host ^ cluster;
-        if !self.shard(new_key).contains_key(&new_key) {
+        if !self.shard_to_take(new_key).contains_key(&new_key) {
             evicted = self.reserve();
             reserved = true;
         }
@@ -196,7 +202,7 @@ impl HostTable {
             Item::Metadata(_) => key.metric != heartbeat,
             Item::Value(_) | Item::Started(_) => true,
         };
-        let mut shard = self.shard(new_key);
+        let mut shard = self.shard_to_take(new_key);
         let host = if batch.items().any(|(key, item)| its(key, &item)) {
             self.host(&mut shard, (new_key, id, ip, now_s), batch, &mut reserved)
         } else {

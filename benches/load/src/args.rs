@@ -64,7 +64,7 @@ struct Args {
     /// The gateway binary of the gmond runs (an older build, for a before/after comparison) [default: the one under test]
     #[arg(long, value_name = "PATH")]
     gateway_bin: Option<PathBuf>,
-    /// Runs to do: raw,serve,rates,parse,chain,memory,gmond,xml,hostile,poll,cost,pair,federation [default: every one but poll, cost, pair and federation: those run only when named, and never in the smoke; pair: --gmond-servers servers every 15 s to a pair of gateways and one alone, --sustain SECS measured, then a failover; about 2 minutes]
+    /// Runs to do: raw,serve,rates,parse,chain,memory,gmond,xml,hostile,poll,cost,pair,federation,stall [default: every one but poll, cost, pair, federation and stall: those run only when named, and never in the smoke; stall: --gmond-servers servers' reports all at once each second, then 500/s, into a gateway with an XML port read every second, for --sustain SECS: the longest time a receive task waited for a send lane's or an XML table shard's lock (the gateway's debug line at stop); pair: --gmond-servers servers every 15 s to a pair of gateways and one alone, --sustain SECS measured, then a failover; about 2 minutes]
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     only: Vec<String>,
     /// Runs of the cost run, a fresh gmond each

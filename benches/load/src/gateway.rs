@@ -127,17 +127,37 @@ impl Gateway {
         extra: &str,
     ) -> Gateway {
         Gateway::start_config(bin, |_, port| {
-            format!(
-                "listen = [\"127.0.0.1:{port}\"]\n\
-                 metadata_interval = 1800\nstats_interval = {stats_interval}\nself_metrics_interval = 0\n\
-                 max_send_rate = 0\nfollow_gmond_queue = false\nresend_after = 0\nrecv_buffer = 33554432\nmax_sources = 20000\nstate_file = \"\"\n{extra}\n\
-                 [[channel]]\nhost = \"127.0.0.1\"\nport = {sink_port}\n"
-            )
+            Gateway::throughput_config(port, sink_port, stats_interval, extra)
         })
+    }
+
+    /// The throughput runs' config: listening on `port`, sending to the
+    /// sink unpaced, `extra` top-level settings.
+    pub(crate) fn throughput_config(
+        port: u16,
+        sink_port: u16,
+        stats_interval: u32,
+        extra: &str,
+    ) -> String {
+        format!(
+            "listen = [\"127.0.0.1:{port}\"]\n\
+             metadata_interval = 1800\nstats_interval = {stats_interval}\nself_metrics_interval = 0\n\
+             max_send_rate = 0\nfollow_gmond_queue = false\nresend_after = 0\nrecv_buffer = 33554432\nmax_sources = 20000\nstate_file = \"\"\n{extra}\n\
+             [[channel]]\nhost = \"127.0.0.1\"\nport = {sink_port}\n"
+        )
     }
 
     /// `serve` with the config `config(its temp dir, its listen port)`.
     pub(crate) fn start_config(bin: &Path, config: impl FnOnce(&Path, u16) -> String) -> Gateway {
+        Gateway::start_config_logging(bin, "info", config)
+    }
+
+    /// `start_config` with the log filter `log_level`.
+    pub(crate) fn start_config_logging(
+        bin: &Path,
+        log_level: &str,
+        config: impl FnOnce(&Path, u16) -> String,
+    ) -> Gateway {
         let dir = Scratch::new("gw");
         let port = free_port();
         let conf = dir.0.join("xrd2ganglia.toml");
@@ -155,7 +175,7 @@ impl Gateway {
         let mut child = Command::new(bin)
             .args(["serve", "--config"])
             .arg(&conf)
-            .args(["--log-level", "info"])
+            .args(["--log-level", log_level])
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::null())

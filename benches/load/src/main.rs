@@ -34,7 +34,8 @@
 //! of packet (a value, a metadata resend, a metadata or a host that gmond
 //! has not seen) costs gmond's CPU: `cost.rs`; a federation's sites
 //! sharded over ports of the gateway, and over real gmetads under a top
-//! gmetad: `federation.rs`.
+//! gmetad: `federation.rs`; the longest time a receive task waited for a
+//! lock while a send queue drains and the XML port is polled: `stall.rs`.
 //!
 //! A crate of its own (the tests do not compile it), measuring the
 //! gateway built beside it (`under_test.rs`): `cargo build --release
@@ -88,6 +89,7 @@ mod hostile;
 mod mmsg;
 mod pair;
 mod poll;
+mod stall;
 mod xml;
 
 /// The records replayed, round robin over the simulated servers: an idle and
@@ -245,6 +247,12 @@ fn tool_runs(bin: &Path, records: &Records, o: &Options, report: &mut Report) {
         let t = Instant::now();
         report.xml = Some(xml::run(bin, servers, rps, sustain));
         println!("load: xml took {:.1} s", t.elapsed().as_secs_f64());
+    }
+    if o.named("stall") {
+        let t = Instant::now();
+        let servers = if o.smoke { 200 } else { o.gmond_servers };
+        stall::run(bin, servers, o.sustain).print();
+        println!("load: stall took {:.1} s", t.elapsed().as_secs_f64());
     }
     if o.runs("hostile") {
         let t = Instant::now();

@@ -422,3 +422,30 @@ fn second_copies_go_to_unicast_channels_only() {
     .unwrap();
     assert!(matches!(Mode::choose(&local, pace), Mode::Follow(_)));
 }
+
+#[test]
+fn a_receive_task_queues_while_a_drained_lane_is_trimmed() {
+    let (_settings, mut channels, _sink) = setup("");
+    let lane = Lane::new(channels.remove(0), None);
+    let now = Instant::now();
+    // More (host, metric) slots than a drained queue keeps: draining it
+    // frees them, and the heap is trimmed.
+    lane.lock().queue.push_batch(&batch(5000), now);
+    let mut out = Outgoing::default();
+    let mut trimmed = false;
+    let (spent, fresh) = lane.take(None, usize::MAX, BUCKET_PRICES, now, &mut out, || {
+        trimmed = true;
+        // What a receive task does meanwhile: it finds the lane free and
+        // queues (it would wait for the trim if the lock were held).
+        let mut state = lane
+            .state
+            .try_lock()
+            .expect("the lane is locked during the trim");
+        state.queue.push_batch(&batch(1), now);
+    });
+    assert!(trimmed, "a drained burst is trimmed");
+    assert_eq!((out.len(), fresh), (10_000, 10_000));
+    assert_eq!(spent, 5000 * (BUCKET_PRICES.metadata + 1));
+    // The packets queued during the trim wait for the next send.
+    assert_eq!(lane.lock().queue.len(), 2);
+}

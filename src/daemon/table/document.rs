@@ -358,38 +358,55 @@ impl HostTable {
 
     /// Drops metrics past their DMAX and hosts left without metrics; lists
     /// the rest, sorted by name.
+    ///
+    /// One host at a time under its shard's lock, as a poll writes them: a
+    /// shard's keys are copied under its lock, then each host is expired
+    /// and listed under the lock again, and a host that leaves is dropped
+    /// after it is released. A receive task waits at most for one host's
+    /// metrics, never for a whole shard's (issue 46).
     fn expire_and_list(&self, now_s: u32) -> Vec<Listed> {
         let mut list = Vec::with_capacity(self.hosts.load(Relaxed));
+        let mut keys: Vec<u64> = Vec::new();
         for shard in self.shards.iter() {
-            let mut shard = shard.lock().unwrap_or_else(|e| e.into_inner());
-            let before = shard.len();
-            shard.retain(|key, host| {
-                host.metrics.retain(|e| {
-                    let at = if e.value_at == NEVER {
-                        host.first_seen
-                    } else {
-                        e.value_at
+            let lock = || shard.lock().unwrap_or_else(|e| e.into_inner());
+            keys.clear();
+            keys.extend(lock().keys());
+            for key in &keys {
+                let gone = {
+                    let mut shard = lock();
+                    // Gone meanwhile (forgotten, evicted): nothing to do.
+                    let Some(host) = shard.get_mut(key) else {
+                        continue;
                     };
-                    e.dmax() == 0 || now_s.saturating_sub(at) <= e.dmax()
-                });
-                if host.metrics.is_empty() {
-                    return false;
+                    host.metrics.retain(|e| {
+                        let at = if e.value_at == NEVER {
+                            host.first_seen
+                        } else {
+                            e.value_at
+                        };
+                        e.dmax() == 0 || now_s.saturating_sub(at) <= e.dmax()
+                    });
+                    if host.metrics.is_empty() {
+                        shard.remove(key)
+                    } else {
+                        list.push(Listed {
+                            cluster: host.cluster.clone(),
+                            key: *key,
+                            name: host.name.clone(),
+                            spoof_ip: host.spoof_ip.clone(),
+                            first_seen: host.first_seen,
+                            reported: host.reported,
+                            tmax: host.tmax(),
+                        });
+                        None
+                    }
+                };
+                if gone.is_some() {
+                    self.hosts.fetch_sub(1, Relaxed);
+                    self.generation.fetch_add(1, Relaxed);
                 }
-                list.push(Listed {
-                    cluster: host.cluster.clone(),
-                    key: *key,
-                    name: host.name.clone(),
-                    spoof_ip: host.spoof_ip.clone(),
-                    first_seen: host.first_seen,
-                    reported: host.reported,
-                    tmax: host.tmax(),
-                });
-                true
-            });
-            let gone = before - shard.len();
-            if gone > 0 {
-                self.hosts.fetch_sub(gone, Relaxed);
-                self.generation.fetch_add(1, Relaxed);
+                // (Dropped here, the shard released.)
+                drop(gone);
             }
         }
         // `cluster_name`'s hosts (None) first.
