@@ -106,6 +106,7 @@ pub struct FileConfig {
     pub peer_listen: Vec<String>,
     pub peer_allow: Vec<String>,
     pub peer_standby: bool,
+    pub peer_gmond_xml: Option<String>,
     pub warmup_max: u64,
     /// Whether the file names `state_file` (not a key: known from the
     /// text, for `serve`: a state file the file names must be usable, the
@@ -158,6 +159,7 @@ impl Default for FileConfig {
             peer_listen: Vec::new(),
             peer_allow: Vec::new(),
             peer_standby: false,
+            peer_gmond_xml: None,
             warmup_max: DEFAULT_WARMUP_MAX,
             state_file_given: false,
             cluster_by_site: false,

@@ -183,6 +183,7 @@ pub(super) async fn serve(
     asks: Vec<mpsc::Sender<Ask>>,
     counters: Arc<Counters>,
     drops: Option<Arc<DropWatch>>,
+    pair: Option<Arc<super::peer::Link>>,
     log_interval: Duration,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -243,6 +244,7 @@ pub(super) async fn serve(
                         asks: asks.clone(),
                         counters: counters.clone(),
                         drops: drops.clone(),
+                        pair: pair.clone(),
                         phase: h.phase.clone(),
                         evict: h.evict.clone(),
                     };
@@ -268,6 +270,7 @@ struct Client {
     asks: Arc<Vec<mpsc::Sender<Ask>>>,
     counters: Arc<Counters>,
     drops: Option<Arc<DropWatch>>,
+    pair: Option<Arc<super::peer::Link>>,
     /// Where it is ([`SILENT`] until its request line is read).
     phase: Arc<AtomicU8>,
     /// Notified when a newer connection takes its place.
@@ -392,6 +395,10 @@ async fn gather(client: &Client, deadline: Instant) -> Result<Status, String> {
         pid: std::process::id(),
         counters,
         kernel_drops,
+        pair: client
+            .pair
+            .as_ref()
+            .map(|l| l.status(std::time::Instant::now())),
         ..Status::default()
     };
     for rx in waiting {

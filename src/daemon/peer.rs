@@ -88,12 +88,14 @@ use crate::gstream::PfcTotals;
 
 mod answering;
 mod asking;
+mod evidence;
 mod link;
 mod message;
 mod start;
 
 pub use answering::serve;
-pub use asking::keep_in_step;
+pub use asking::{hearing, keep_in_step};
+pub use evidence::watch as watch_evidence;
 pub use link::Link;
 pub use start::{fill_table, pull};
 
@@ -101,13 +103,34 @@ pub use start::{fill_table, pull};
 pub const DEADLINE: Duration = Duration::from_secs(5);
 /// Changed entries go out this often.
 pub const PUSH_EVERY: Duration = Duration::from_secs(1);
-/// With nothing changed, an empty push this often (the peer is up).
-pub const PING_EVERY: Duration = Duration::from_secs(2);
+/// With nothing changed, an empty push this often (the peer is up, and
+/// what this one hears: the `H` line).
+pub const PING_EVERY: Duration = Duration::from_secs(1);
 /// Everything, this often.
 pub const FULL_EVERY: Duration = Duration::from_secs(30);
 /// The standby sends to gmond once its peer has completed no exchange
-/// for this long (five missed pushes).
-pub const STANDBY_AFTER: Duration = Duration::from_secs(10);
+/// for this long (three missed pings): with [`PUSH_EVERY`]'s tick, within
+/// 4 s of the active one's last exchange.
+pub const STANDBY_AFTER: Duration = Duration::from_secs(3);
+/// While the link is down, a probe (an empty push) every [`PUSH_EVERY`],
+/// its whole exchange within this: a peer port that drops packets costs
+/// at most a tick, so the link is seen back within a second.
+pub const PROBE_DEADLINE: Duration = Duration::from_secs(1);
+/// A gateway is deaf when its peer took a server's record this much
+/// later than its own newest (both take the same servers' records within
+/// milliseconds of each other: xrootd sends each report to both at once).
+pub const DEAF_AFTER: Duration = Duration::from_millis(1500);
+/// What the peer said it hears counts for this long (three pings).
+pub const PEER_FRESH: Duration = Duration::from_secs(3);
+/// How often the `records` counter is sampled (what this one hears), and
+/// the deaf and standby decisions made again.
+pub const HEARD_EVERY: Duration = Duration::from_millis(100);
+/// A gateway that sends to gmond, paired, sends its own host's heartbeat
+/// this often: what the standby reads in gmond ([`evidence`]).
+pub const ALIVE_EVERY: Duration = Duration::from_secs(1);
+/// Evidence read longer ago than this does not count.
+pub const EVIDENCE_VALID: Duration = Duration::from_secs(25);
+pub use evidence::{EVIDENCE_DEADLINE, EVIDENCE_EVERY, EVIDENCE_MAX_BYTES, EVIDENCE_TN, Evidence};
 /// What one source may take in a message, with `max_sources` its bound.
 pub use crate::engine::saved::BYTES_PER_SOURCE;
 /// Requests waiting for a receive task.
@@ -161,7 +184,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn unix_now() -> u64 {
+pub(super) fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())

@@ -61,9 +61,29 @@ pub(super) async fn report(
     let events = Events::new(&counters, in_force.borrow().settings.log_interval);
     let mut metadata_at: Option<Instant> = None;
     let tmax = ((send_every.as_secs_f64() * 1.5).ceil() as u32).max(1);
+    // Paired and sending to gmond: the own host's heartbeat every second,
+    // what the standby reads in gmond (peer/evidence.rs).
+    let alive = {
+        let s = &in_force.borrow().settings;
+        s.send && s.peer.is_some()
+    };
+    let mut alive_tick = tokio::time::interval(if alive {
+        super::peer::ALIVE_EVERY
+    } else {
+        or_never(Duration::ZERO)
+    });
+    alive_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let started = crate::daemon::peer::unix_now() as u32;
     loop {
         tokio::select! {
             _ = stop.changed() => break,
+            _ = alive_tick.tick(), if alive => {
+                let now_in_force = in_force.borrow().clone();
+                if !now_in_force.paused.load(std::sync::atomic::Ordering::Relaxed) {
+                    reporter.alive(&mut batch, started);
+                    now_in_force.outbox.queue(&batch, Instant::now(), &events);
+                }
+            }
             _ = log_tick.tick() => {
                 super::set_queue(&counters, &in_force.borrow().outbox);
                 let kernel = drops.read().map(|d| d.to_string()).unwrap_or_else(|| "unknown".into());
@@ -157,6 +177,16 @@ impl SelfReporter {
             last_drops: Some(0),
             last_at: started,
         }
+    }
+
+    /// The own host's heartbeat (its metadata and value, as `gmetric -S
+    /// HOST -H` sends them), in `batch`: any packet of a host resets its
+    /// TN in gmond.
+    pub fn alive(&self, batch: &mut PacketBatch, started: u32) {
+        batch.clear();
+        batch.host = Some(self.id.clone());
+        batch.heartbeat_metadata(&self.spoof, self.host_key);
+        batch.heartbeat_value(&self.spoof, self.host_key, started);
     }
 
     /// The packets for one report, in `batch`: metadata first when

@@ -141,6 +141,9 @@ pub struct Warmup {
     /// The start-up pull from the peer: None while under way, Some(true)
     /// when it brought the peer's state, Some(false) when it failed.
     peer: Option<watch::Receiver<Option<bool>>>,
+    /// Whether this gateway of a pair is deaf (its peer hears servers it
+    /// does not: [`crate::daemon::peer::Link::deaf`]).
+    deaf: Option<watch::Receiver<bool>>,
 }
 
 impl Warmup {
@@ -156,6 +159,57 @@ impl Warmup {
             saved,
             until,
             peer: None,
+            deaf: None,
+        }
+    }
+
+    /// Once listening, stops listening while `deaf` (a pair's gateway that
+    /// hears no server its peer hears): gmetad's connect is refused, and
+    /// gmetad walks its `data_source` list to the peer in the same poll
+    /// (accepting and closing would not move it: docs/pair.md).
+    pub fn hand_over_when(mut self, deaf: watch::Receiver<bool>) -> Warmup {
+        self.deaf = Some(deaf);
+        self
+    }
+
+    /// Resolves when the gateway turns deaf (never without a peer).
+    async fn turned_deaf(&mut self) {
+        let turned = match &mut self.deaf {
+            Some(d) => d.wait_for(|&deaf| deaf).await.is_ok(),
+            None => false,
+        };
+        if !turned {
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Deaf: the listener stops listening (the connections waiting in its
+    /// queue are refused) until the gateway hears again, then listens on
+    /// the same address. False at a stop, or if it cannot listen again.
+    async fn hand_over(
+        &mut self,
+        listener: &TcpListener,
+        local: SocketAddr,
+        stop: &mut watch::Receiver<bool>,
+    ) -> bool {
+        let sock = socket2::SockRef::from(listener);
+        if let Err(e) = sock.shutdown(Shutdown::Read) {
+            tracing::warn!("xml_listen {local}: cannot stop listening while deaf: {e}");
+        }
+        if let Some(d) = &mut self.deaf {
+            tokio::select! {
+                _ = stop.changed() => return false,
+                _ = d.wait_for(|&deaf| !deaf) => {}
+            }
+        }
+        // Bound to a port of its own (not 0), the socket keeps it.
+        let again = sock.listen(super::bind::XML_BACKLOG);
+        match (again, listener.local_addr()) {
+            (Ok(()), Ok(now)) if now == local => true,
+            (r, now) => {
+                tracing::error!("xml_listen {local}: cannot listen again ({r:?}, {now:?})");
+                false
+            }
         }
     }
 
@@ -382,6 +436,10 @@ pub(super) async fn serve(
                 conns.finished(outcome, local, &mut events);
                 continue;
             }
+            () = warmup.turned_deaf() => match warmup.hand_over(&listener, local, &mut stop).await {
+                true => continue,
+                false => break,
+            },
             a = listener.accept() => a,
         };
         let (stream, peer) = match accepted {

@@ -113,6 +113,7 @@ async fn answer_one(
         .await
         .map_err(|e| e.to_string())?;
     let msg = parse(&bytes, link.max_counters, unix_now())?;
+    link.peer_said(msg.heard.clone(), Instant::now());
     let (entries, records) = match msg.mode.as_str() {
         "pull" => link.everything(true).await,
         "push" | "full" => {

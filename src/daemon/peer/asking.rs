@@ -11,7 +11,9 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 
 use super::message::{message, parse, read_message};
-use super::{DEADLINE, FULL_EVERY, Link, PING_EVERY, PUSH_EVERY, unix_now};
+use super::{
+    DEADLINE, FULL_EVERY, HEARD_EVERY, Link, PING_EVERY, PROBE_DEADLINE, PUSH_EVERY, unix_now,
+};
 use crate::config::Settings;
 use crate::engine::pairing::{Entry, LastRecord};
 use crate::events::{Counters, Events};
@@ -24,6 +26,18 @@ pub(super) async fn ask(
     mode: &str,
     entries: &[Entry],
     events: &mut Events<'_>,
+) -> Result<Vec<LastRecord>, (SocketAddr, String)> {
+    ask_within(link, peer, mode, entries, events, DEADLINE).await
+}
+
+/// [`ask`], the whole exchange within `deadline`.
+async fn ask_within(
+    link: &Link,
+    peer: &str,
+    mode: &str,
+    entries: &[Entry],
+    events: &mut Events<'_>,
+    deadline: std::time::Duration,
 ) -> Result<Vec<LastRecord>, (SocketAddr, String)> {
     let unknown = SocketAddr::from(([0, 0, 0, 0], 0));
     let exchange = async {
@@ -47,19 +61,21 @@ pub(super) async fn ask(
         }
         Err(last_error)
     };
-    let (addr, bytes) = tokio::time::timeout(DEADLINE, exchange)
+    let (addr, bytes) = tokio::time::timeout(deadline, exchange)
         .await
         .map_err(|_| {
             (
                 unknown,
-                format!("no answer within {} s", DEADLINE.as_secs()),
+                format!("no answer within {} s", deadline.as_secs_f64()),
             )
         })??;
+    let read_at = Instant::now();
     let msg = parse(&bytes, link.max_counters, unix_now()).map_err(|e| (addr, e))?;
     if msg.mode != "answer" {
         return Err((addr, format!("answered with {:?}", msg.mode)));
     }
     let records = msg.records;
+    link.peer_said(msg.heard, read_at);
     link.take(msg.entries).await;
     link.exchanged(msg.claim);
     events
@@ -69,7 +85,12 @@ pub(super) async fn ask(
 }
 
 /// Pushes changed entries every [`PUSH_EVERY`] (an empty push every
-/// [`PING_EVERY`]), everything every [`FULL_EVERY`], until `stop`.
+/// [`PING_EVERY`]), everything every [`FULL_EVERY`], until `stop`. After
+/// a failed exchange (the link cut, the peer down) what it carried is
+/// owed: an empty push probes the link every tick (within
+/// [`PROBE_DEADLINE`]), and as soon as one is answered a full exchange
+/// follows at once, so the two agree within a second of the link being
+/// back (the changed entries taken out for the failed push go with it).
 pub async fn keep_in_step(
     link: Arc<Link>,
     settings: Arc<Settings>,
@@ -86,6 +107,9 @@ pub async fn keep_in_step(
     // state file held (the start-up pull only went the other way).
     let mut last_push = Instant::now();
     let mut last_full: Option<Instant> = None;
+    // An exchange failed: the link must answer a probe, then a full
+    // exchange makes up for what was lost.
+    let mut owed = false;
     loop {
         tokio::select! {
             _ = stop.changed() => break,
@@ -93,36 +117,64 @@ pub async fn keep_in_step(
         }
         let now = Instant::now();
         link.decide(now);
-        let full = last_full.is_none_or(|t| now.duration_since(t) >= FULL_EVERY);
         let round = async {
+            if owed {
+                let probe =
+                    ask_within(&link, &peer, "push", &[], &mut events, PROBE_DEADLINE).await;
+                if let Err((addr, e)) = probe {
+                    events.at(Instant::now()).peer_failed(addr, &e);
+                    return false;
+                }
+                tracing::info!("peer {peer} answers again: a full exchange at once");
+            }
+            let full = owed || last_full.is_none_or(|t| now.duration_since(t) >= FULL_EVERY);
             let (entries, _) = if full {
                 link.everything(false).await
             } else {
                 link.ask_entries(true, false).await
             };
-            if !full && entries.is_empty() && now.duration_since(last_push) < PING_EVERY {
-                return false;
+            if !full && entries.is_empty() && now.duration_since(last_push) + PUSH_EVERY / 2 < PING_EVERY {
+                return true;
             }
             let mode = if full { "full" } else { "push" };
             match ask(&link, &peer, mode, &entries, &mut events).await {
-                Ok(_) => {}
-                // Tried again at the next tick; what changed meanwhile goes
-                // with the next full exchange.
-                Err((addr, e)) => events.at(Instant::now()).peer_failed(addr, &e),
+                Ok(_) => {
+                    last_push = now;
+                    if full {
+                        last_full = Some(now);
+                    }
+                    true
+                }
+                Err((addr, e)) => {
+                    events.at(Instant::now()).peer_failed(addr, &e);
+                    false
+                }
             }
-            true
         };
         // A stop never waits for an exchange (nor for the receive tasks
         // it asks, which are stopping too).
-        let exchanged = tokio::select! {
+        let done = tokio::select! {
             _ = stop.changed() => break,
-            exchanged = round => exchanged,
+            done = round => done,
         };
-        if exchanged {
-            last_push = now;
-            if full {
-                last_full = Some(now);
-            }
+        owed = !done;
+    }
+}
+
+/// Samples what this one hears (the `records` counter) every
+/// [`HEARD_EVERY`], and decides again whether it is deaf (its XML port
+/// hands gmetad over) and whether it stands by; until `stop`.
+pub async fn hearing(link: Arc<Link>, counters: Arc<Counters>, mut stop: watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(HEARD_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.changed() => break,
+            _ = tick.tick() => {}
         }
+        let now = Instant::now();
+        link.sample(counters.records.load(std::sync::atomic::Ordering::Relaxed), now);
+        link.judge_hearing(now);
+        link.decide(now);
     }
 }

@@ -24,8 +24,56 @@ pub struct Message {
     pub claim: (bool, u64),
     pub entries: Vec<Entry>,
     pub records: Vec<LastRecord>,
+    /// What the sender hears (its `H` line), if it sent one.
+    pub heard: Option<Heard>,
     /// Lines and entries refused: how many, and what the first were.
     pub refused: Refused,
+}
+
+/// What a gateway hears and what gmond shows of it (the `H` line, right
+/// after the header): how long ago it last took a server's summary record
+/// (None: never since its start), and the name of its own host in gmond
+/// (`xrd2ganglia@NAME`, whose TN a standby reads in gmond for evidence that
+/// its packets arrive). One self-contained line: a reader that does not
+/// know it refuses it as one bad line and takes the rest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Heard {
+    pub newest: Option<Duration>,
+    pub own_host: String,
+}
+
+/// The longest own host name an `H` line may carry.
+const MAX_OWN_HOST: usize = 255;
+
+/// An `H` line (with its newline).
+pub(super) fn heard_line(h: &Heard) -> String {
+    let age = h
+        .newest
+        .map_or_else(|| "-".to_string(), |d| d.as_millis().to_string());
+    format!("H\t{age}\t{}\n", h.own_host)
+}
+
+/// An `H` line's fields after the `H`; None if they cannot be true (an age
+/// over a day, a host that is not a gateway's own host).
+fn read_heard(fields: &[&str]) -> Option<Heard> {
+    let [age, host] = fields else {
+        return None;
+    };
+    let newest = match *age {
+        "-" => None,
+        ms => Some(Duration::from_millis(
+            ms.parse::<u64>().ok().filter(|&ms| ms <= 86_400_000)?,
+        )),
+    };
+    let name = host.strip_prefix(crate::daemon::self_metrics::OWN_HOST_PREFIX)?;
+    let safe = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_');
+    if name.is_empty() || host.len() > MAX_OWN_HOST || !name.chars().all(safe) {
+        return None;
+    }
+    Some(Heard {
+        newest,
+        own_host: (*host).to_string(),
+    })
 }
 
 /// What of a message was refused.
@@ -110,6 +158,15 @@ pub(super) fn message(header: &str, entries: &[Entry], records: &[LastRecord]) -
 pub fn parse(bytes: &[u8], max_counters: usize, now_unix: u64) -> Result<Message, String> {
     let (header, mut at) = line_at(bytes, 0).ok_or("no header line")?;
     let mut msg = read_header(header)?;
+    if let Some((line, next)) = line_at(bytes, at).filter(|(l, _)| l.starts_with(b"H\t")) {
+        at = next;
+        let fields: Vec<&str> = std::str::from_utf8(line).unwrap_or("").split('\t').collect();
+        msg.heard = read_heard(&fields[1..]);
+        if msg.heard.is_none() {
+            msg.refused.lines += 1;
+            msg.refused.text = format!("an H line that cannot be true: {:?}", truncate(&String::from_utf8_lossy(line)));
+        }
+    }
     // The entries: every line up to the first totals, record or the end.
     let start = at;
     loop {
@@ -174,8 +231,8 @@ fn read_header(header: &[u8]) -> Result<Message, String> {
 /// against what a source may have.
 fn take_entries(msg: &mut Message, text: &str, max_counters: usize, now_unix: u64) {
     let read = saved::read_entries(text, 2, saved::Limits { now_unix });
-    msg.refused.lines = read.skipped.lines;
-    if !read.skipped.is_empty() {
+    msg.refused.lines += read.skipped.lines;
+    if !read.skipped.is_empty() && msg.refused.text.is_empty() {
         msg.refused.text = read.skipped.to_string();
     }
     for e in read.entries {
