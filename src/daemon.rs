@@ -393,10 +393,23 @@ fn spawn_tasks(
     if let Some(link) = &link {
         link.engines_run();
         let (link, settings, counters) = (link.clone(), settings.clone(), counters.clone());
-        let step = peer::keep_in_step(link.clone(), settings.clone(), counters.clone(), stop.clone());
+        let step = peer::keep_in_step(
+            link.clone(),
+            settings.clone(),
+            counters.clone(),
+            stop.clone(),
+        );
         tasks.push(tokio::spawn(step));
-        tasks.push(tokio::spawn(peer::hearing(link.clone(), counters, stop.clone())));
-        tasks.push(tokio::spawn(peer::watch_evidence(link, settings, stop.clone())));
+        tasks.push(tokio::spawn(peer::hearing(
+            link.clone(),
+            counters,
+            stop.clone(),
+        )));
+        tasks.push(tokio::spawn(peer::watch_evidence(
+            link,
+            settings,
+            stop.clone(),
+        )));
     }
     if let Some(listener) = sockets.control {
         let drops = Some(drops.clone());

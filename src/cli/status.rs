@@ -137,7 +137,12 @@ fn explain(e: &io::Error) -> String {
 
 /// The pair's lines: the link, what each hears, who sends to gmond.
 fn pair(p: &xrd2ganglia::status::PairStatus) -> String {
-    let ms = |v: Option<u64>| v.map_or_else(|| "never".into(), |v| format!("{:.1} s ago", v as f64 / 1000.0));
+    let ms = |v: Option<u64>| {
+        v.map_or_else(
+            || "never".into(),
+            |v| format!("{:.1} s ago", v as f64 / 1000.0),
+        )
+    };
     let mut out = String::new();
     if p.deaf {
         out.push_str("WARNING: this gateway hears no server its peer hears: its XML port refuses gmetad's polls so that gmetad reads the peer (docs/pair.md, a deaf gateway)\n\n");
@@ -150,7 +155,11 @@ fn pair(p: &xrd2ganglia::status::PairStatus) -> String {
     ));
     out.push_str(&format!(
         "Pair: {} to gmond; the peer's own host {}; gmond showed it: {}\n\n",
-        if p.standing_by { "standing by, nothing sent" } else { "sending" },
+        if p.standing_by {
+            "standing by, nothing sent"
+        } else {
+            "sending"
+        },
         p.peer_own_host.as_deref().unwrap_or("-"),
         p.evidence.as_deref().unwrap_or("not read")
     ));

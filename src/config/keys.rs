@@ -500,7 +500,9 @@ pub const KEYS: &[Key] = &[
     Key {
         name: "peer_gmond_xml",
         value: "HOST:PORT",
-        absent: Absent::Means(|| "the first send channel's address (gmond's stock config has its tcp_accept_channel on the udp_recv_channel's port)".into()),
+        absent: Absent::Means(|| {
+            "the first send channel's address (gmond's stock config has its tcp_accept_channel on the udp_recv_channel's port)".into()
+        }),
         on_sighup: OnSighup::Restart(PEER),
         option: None,
         meaning: "With `peer_standby`: the XML port (`tcp_accept_channel`) of the gmond the \

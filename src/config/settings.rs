@@ -188,7 +188,11 @@ pub fn validate(
         peer_listen,
         peer_allow,
         peer_standby: file.peer_standby,
-        peer_gmond_xml: host_port("peer_gmond_xml", &file.peer_gmond_xml, "not a HOST:PORT (gmond's tcp_accept_channel)")?,
+        peer_gmond_xml: host_port(
+            "peer_gmond_xml",
+            &file.peer_gmond_xml,
+            "not a HOST:PORT (gmond's tcp_accept_channel)",
+        )?,
         warmup_max: secs(file.warmup_max),
         effective: file,
     })

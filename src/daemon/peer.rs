@@ -130,9 +130,9 @@ pub const HEARD_EVERY: Duration = Duration::from_millis(100);
 pub const ALIVE_EVERY: Duration = Duration::from_secs(1);
 /// Evidence read longer ago than this does not count.
 pub const EVIDENCE_VALID: Duration = Duration::from_secs(25);
-pub use evidence::{EVIDENCE_DEADLINE, EVIDENCE_EVERY, EVIDENCE_MAX_BYTES, EVIDENCE_TN, Evidence};
 /// What one source may take in a message, with `max_sources` its bound.
 pub use crate::engine::saved::BYTES_PER_SOURCE;
+pub use evidence::{EVIDENCE_DEADLINE, EVIDENCE_EVERY, EVIDENCE_MAX_BYTES, EVIDENCE_TN, Evidence};
 /// Requests waiting for a receive task.
 pub const ASK_QUEUE: usize = 4;
 

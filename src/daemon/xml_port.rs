@@ -185,30 +185,32 @@ impl Warmup {
 
     /// Deaf: the listener stops listening (the connections waiting in its
     /// queue are refused) until the gateway hears again, then listens on
-    /// the same address. False at a stop, or if it cannot listen again.
+    /// the same address, registered with the runtime anew. None at a stop,
+    /// or if it cannot listen again.
     async fn hand_over(
         &mut self,
-        listener: &TcpListener,
+        listener: TcpListener,
         local: SocketAddr,
         stop: &mut watch::Receiver<bool>,
-    ) -> bool {
-        let sock = socket2::SockRef::from(listener);
+    ) -> Option<TcpListener> {
+        let listener = listener.into_std().ok()?;
+        let sock = socket2::SockRef::from(&listener);
         if let Err(e) = sock.shutdown(Shutdown::Read) {
             tracing::warn!("xml_listen {local}: cannot stop listening while deaf: {e}");
         }
         if let Some(d) = &mut self.deaf {
             tokio::select! {
-                _ = stop.changed() => return false,
+                _ = stop.changed() => return None,
                 _ = d.wait_for(|&deaf| !deaf) => {}
             }
         }
         // Bound to a port of its own (not 0), the socket keeps it.
         let again = sock.listen(super::bind::XML_BACKLOG);
         match (again, listener.local_addr()) {
-            (Ok(()), Ok(now)) if now == local => true,
+            (Ok(()), Ok(now)) if now == local => TcpListener::from_std(listener).ok(),
             (r, now) => {
                 tracing::error!("xml_listen {local}: cannot listen again ({r:?}, {now:?})");
-                false
+                None
             }
         }
     }
@@ -418,7 +420,7 @@ pub(super) async fn serve(
         return;
     }
     Events::new(&counters, Duration::from_secs(60)).xml_listening(local, started.elapsed(), why);
-    let listener = match TcpListener::from_std(listener) {
+    let mut listener = match TcpListener::from_std(listener) {
         Ok(l) => l,
         Err(e) => {
             tracing::error!("xml_listen {local}: {e}");
@@ -436,11 +438,15 @@ pub(super) async fn serve(
                 conns.finished(outcome, local, &mut events);
                 continue;
             }
-            () = warmup.turned_deaf() => match warmup.hand_over(&listener, local, &mut stop).await {
-                true => continue,
-                false => break,
-            },
-            a = listener.accept() => a,
+            () = warmup.turned_deaf() => None,
+            a = listener.accept() => Some(a),
+        };
+        let Some(accepted) = accepted else {
+            match warmup.hand_over(listener, local, &mut stop).await {
+                Some(l) => listener = l,
+                None => break,
+            }
+            continue;
         };
         let (stream, peer) = match accepted {
             Ok(a) => a,

@@ -133,7 +133,10 @@ pub async fn keep_in_step(
             } else {
                 link.ask_entries(true, false).await
             };
-            if !full && entries.is_empty() && now.duration_since(last_push) + PUSH_EVERY / 2 < PING_EVERY {
+            if !full
+                && entries.is_empty()
+                && now.duration_since(last_push) + PUSH_EVERY / 2 < PING_EVERY
+            {
                 return true;
             }
             let mode = if full { "full" } else { "push" };
@@ -173,7 +176,10 @@ pub async fn hearing(link: Arc<Link>, counters: Arc<Counters>, mut stop: watch::
             _ = tick.tick() => {}
         }
         let now = Instant::now();
-        link.sample(counters.records.load(std::sync::atomic::Ordering::Relaxed), now);
+        link.sample(
+            counters.records.load(std::sync::atomic::Ordering::Relaxed),
+            now,
+        );
         link.judge_hearing(now);
         link.decide(now);
     }

@@ -95,7 +95,10 @@ fn gmond_xml(settings: &Settings) -> Result<String, String> {
     let Some(c) = settings.channels.first() else {
         return Err("no send channel".into());
     };
-    let multicast = c.host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_multicast());
+    let multicast = c
+        .host
+        .parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| ip.is_multicast());
     if multicast {
         return Err("a multicast channel: set peer_gmond_xml".into());
     }
@@ -117,7 +120,10 @@ pub async fn read_tn(addr: &str, host: &str, max: usize) -> Result<Option<u64>, 
     let mut chunk = vec![0u8; 64 << 10];
     let mut total = 0usize;
     loop {
-        let n = s.read(&mut chunk).await.map_err(|e| format!("{addr}: {e}"))?;
+        let n = s
+            .read(&mut chunk)
+            .await
+            .map_err(|e| format!("{addr}: {e}"))?;
         if n == 0 {
             return Ok(None);
         }
@@ -233,14 +239,19 @@ mod tests {
         let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = l.local_addr().unwrap().to_string();
         let filler = "<HOST NAME=\"10.0.0.1\" TN=\"0\">".repeat(20_000);
-        let doc = format!("{filler}<HOST NAME=\"xrd2ganglia@gw1\" IP=\"x\" TN=\"7\" TMAX=\"20\">{filler}");
+        let doc = format!(
+            "{filler}<HOST NAME=\"xrd2ganglia@gw1\" IP=\"x\" TN=\"7\" TMAX=\"20\">{filler}"
+        );
         let serve = tokio::spawn(async move {
             for _ in 0..3 {
                 let (mut s, _) = l.accept().await.unwrap();
                 let _ = tokio::io::AsyncWriteExt::write_all(&mut s, doc.as_bytes()).await;
             }
         });
-        assert_eq!(read_tn(&addr, "xrd2ganglia@gw1", 1 << 30).await, Ok(Some(7)));
+        assert_eq!(
+            read_tn(&addr, "xrd2ganglia@gw1", 1 << 30).await,
+            Ok(Some(7))
+        );
         assert_eq!(read_tn(&addr, "xrd2ganglia@gw2", 1 << 30).await, Ok(None));
         assert!(read_tn(&addr, "xrd2ganglia@gw2", 100_000).await.is_err());
         serve.abort();

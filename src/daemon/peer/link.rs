@@ -79,9 +79,7 @@ impl Link {
             last_exchange: Mutex::new(None),
             paused: Arc::default(),
             warned_tie: AtomicBool::new(false),
-            own_host: crate::daemon::self_metrics::own_host_name(
-                &crate::ganglia::local_hostname(),
-            ),
+            own_host: crate::daemon::self_metrics::own_host_name(&crate::ganglia::local_hostname()),
             hearing: Mutex::new((0, None)),
             started: Instant::now(),
             peer_heard: Mutex::new(None),
@@ -151,11 +149,15 @@ impl Link {
             if deaf {
                 tracing::warn!(
                     "hearing no server the peer hears (none for {} ms, the peer's newest record is newer): refusing gmetad's polls so that it reads the peer",
-                    self.newest()
-                        .map_or_else(|| "ever".into(), |t| now.saturating_duration_since(t).as_millis().to_string())
+                    self.newest().map_or_else(
+                        || "ever".into(),
+                        |t| now.saturating_duration_since(t).as_millis().to_string()
+                    )
                 );
             } else {
-                tracing::info!("hearing the servers again (or the peer is not): answering gmetad's polls");
+                tracing::info!(
+                    "hearing the servers again (or the peer is not): answering gmetad's polls"
+                );
             }
             self.deaf.send_replace(deaf);
         }
@@ -164,7 +166,8 @@ impl Link {
 
     /// What `status` shows of the pair.
     pub fn status(&self, now: Instant) -> crate::status::PairStatus {
-        let ms = |t: Option<Instant>| t.map(|t| now.saturating_duration_since(t).as_millis() as u64);
+        let ms =
+            |t: Option<Instant>| t.map(|t| now.saturating_duration_since(t).as_millis() as u64);
         let peer = lock(&self.peer_heard).clone();
         crate::status::PairStatus {
             last_exchange_ms: ms(*lock(&self.last_exchange)),
@@ -176,9 +179,12 @@ impl Link {
             peer_own_host: peer.map(|(h, _)| h.own_host),
             deaf: *self.deaf.borrow(),
             standing_by: self.paused.load(Relaxed),
-            evidence: lock(&self.evidence)
-                .as_ref()
-                .map(|(at, e)| format!("{e} ({} ms ago)", now.saturating_duration_since(*at).as_millis())),
+            evidence: lock(&self.evidence).as_ref().map(|(at, e)| {
+                format!(
+                    "{e} ({} ms ago)",
+                    now.saturating_duration_since(*at).as_millis()
+                )
+            }),
         }
     }
 

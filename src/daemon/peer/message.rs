@@ -160,11 +160,17 @@ pub fn parse(bytes: &[u8], max_counters: usize, now_unix: u64) -> Result<Message
     let mut msg = read_header(header)?;
     if let Some((line, next)) = line_at(bytes, at).filter(|(l, _)| l.starts_with(b"H\t")) {
         at = next;
-        let fields: Vec<&str> = std::str::from_utf8(line).unwrap_or("").split('\t').collect();
+        let fields: Vec<&str> = std::str::from_utf8(line)
+            .unwrap_or("")
+            .split('\t')
+            .collect();
         msg.heard = read_heard(&fields[1..]);
         if msg.heard.is_none() {
             msg.refused.lines += 1;
-            msg.refused.text = format!("an H line that cannot be true: {:?}", truncate(&String::from_utf8_lossy(line)));
+            msg.refused.text = format!(
+                "an H line that cannot be true: {:?}",
+                truncate(&String::from_utf8_lossy(line))
+            );
         }
     }
     // The entries: every line up to the first totals, record or the end.
