@@ -211,10 +211,15 @@ pub async fn watch(link: Arc<Link>, settings: Arc<Settings>, mut stop: watch::Re
                 }
             }
         };
-        if let Evidence::Unreadable(why) = &evidence {
-            tracing::warn!(
+        let before = lock(&link.evidence).as_ref().map(|(_, e)| e.allows());
+        match &evidence {
+            Evidence::Unreadable(why) if before != Some(true) => tracing::warn!(
                 "peer_gmond_xml: cannot read gmond's XML ({why}): standing by on the peer's word alone"
-            );
+            ),
+            e if !e.allows() && before != Some(false) => tracing::warn!(
+                "peer says it sends, but gmond does not show it ({e}): sending to gmond"
+            ),
+            _ => {}
         }
         *lock(&link.evidence) = Some((Instant::now(), evidence));
         link.decide(Instant::now());

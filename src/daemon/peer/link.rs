@@ -261,10 +261,10 @@ impl Link {
                     "peer silent for {} s: sending to gmond",
                     STANDBY_AFTER.as_secs()
                 );
-            } else if i_stand_by {
+            } else if i_stand_by && !seen {
                 tracing::warn!(
-                    "peer says it sends, but gmond does not show it ({}): sending to gmond",
-                    evidence.map_or_else(|| "not read yet".into(), |(_, e)| e.to_string())
+                    "no evidence in gmond that the peer's packets arrive ({}): sending to gmond",
+                    evidence.map_or_else(|| "none read".into(), |(_, e)| e.to_string())
                 );
             }
         }
