@@ -15,9 +15,13 @@
 //! answers with a header, its entries that differ from the ones it was
 //! sent (so both hold the merged entry after one round trip), and for a
 //! full exchange every entry the asker did not name, then a `.` line.
+//! The `H` line (both ways, every exchange: `message::Heard`) says what
+//! its sender hears; a gateway that does not know it refuses it as one
+//! bad line and takes the rest.
 //!
 //! ```text
 //! xrd2ganglia-peer 1 <pull|push|full> <standby 0|1> <number drawn at start>
+//! H <ms since its newest server record, or -> <its own host in gmond>
 //! S <ip> <program> <tos> <pid>
 //! C <key> <last reading> <offset>
 //! P <ip> <program> <stod> <files> <bytes hit> <bytes missed> <bytes bypassed>
@@ -35,12 +39,15 @@
 //! when both start together, leaves the port to wait for the state file's
 //! sources as without a peer). The peer's exchanges are answered from the
 //! state file meanwhile, so two gateways that start together do not wait
-//! on each other. (2) Every second, the entries whose
+//! on each other. (2) Every [`PUSH_EVERY`], the entries whose
 //! run or offsets changed (a source new to an engine, a restart, a reset
 //! or a wrap: [`Engine::peer_entries`](crate::engine::Engine::peer_entries)),
-//! or an empty push every [`PING_EVERY`] to tell the peer this one is up.
-//! (3) Every [`FULL_EVERY`], everything (anti-entropy: what a failed push
-//! or a partition lost). The peer's entries are merged into live sources
+//! or an empty push every [`PING_EVERY`] to tell the peer this one is up
+//! and what it hears. (3) Every [`FULL_EVERY`], everything (anti-entropy).
+//! (4) After a failed exchange (the link cut, the peer down), a probe (an
+//! empty push within [`PROBE_DEADLINE`]) every tick, and as soon as one is
+//! answered a full exchange: the two agree within a second of the link
+//! being back, whatever the failed pushes carried. The peer's entries are merged into live sources
 //! by the receive task that owns each source, between two datagrams (as
 //! status requests are answered), so the datagram path takes no lock; a
 //! source no engine has is merged into the saved state, and claimed from
@@ -56,17 +63,27 @@
 //! exchange. Sources no engine has wait at most `max_sources`. Whatever
 //! the peer sends, offsets only grow (the rule is a max), so it cannot
 //! make a counter go down, nor stop the gateway: it costs a counted,
-//! rate-limited log line. A failed push is not retried: what it carried
-//! goes with the next full exchange.
+//! rate-limited log line. What a failed push carried goes with the full
+//! exchange that follows the first answered probe.
+//!
+//! **A deaf gateway** hands gmetad over: one whose peer, heard from within
+//! [`PEER_FRESH`], took a server's record more than [`DEAF_AFTER`] after
+//! this one's newest (sampled every [`HEARD_EVERY`] from the `records`
+//! counter: nothing on the datagram path) stops listening on its XML port
+//! ([`super::xml_port::Warmup::hand_over_when`]): gmetad's connect is
+//! refused and it walks its `data_source` list to the peer. It listens
+//! again as soon as it takes a record; two deaf ones both answer.
 //!
 //! **One gmond, two gateways** (`send = true` on both): one sends, the
 //! other stands by (`peer_standby`). The standby hears, counts, merges and
 //! answers its XML port as the active one does, and queues nothing for
 //! gmond while its peer has completed an exchange within [`STANDBY_AFTER`]
-//! (pushes go every [`PING_EVERY`], so a live peer is seen as such
-//! whatever the traffic); past that it sends, and it stops again with the
-//! next exchange. With both or neither claiming standby, each warns and
-//! the one that drew the larger number at its start stands by.
+//! (pings go every [`PING_EVERY`], so a live peer is seen as such
+//! whatever the traffic) and gmond's XML shows the peer's own host fresh
+//! (`peer/evidence.rs`: not on the peer's word alone; the active one
+//! sends its host's heartbeat every [`ALIVE_EVERY`]); otherwise it sends.
+//! With both or neither claiming standby, each warns and the one that
+//! drew the larger number at its start stands by.
 //!
 //! **Where.** Here: the timings and what the peer task asks a receive
 //! task ([`Ask`], [`answer`]). `peer/link.rs`: what both sides share and
@@ -74,7 +91,8 @@
 //! the pushes ([`keep_in_step`]); `peer/answering.rs`: the peer port and
 //! an exchange answered ([`serve`]); `peer/start.rs`: the start-up pull
 //! and the XML table filled from it ([`pull`], [`fill_table`]);
-//! `peer/message.rs`: the messages, written and read.
+//! `peer/message.rs`: the messages, written and read; `peer/evidence.rs`:
+//! gmond's XML read for the standby ([`watch_evidence`]).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

@@ -698,7 +698,9 @@ fn a_deaf_gateway_hands_gmetad_over_within_a_step() {
         .iter()
         .map(|s| s.in_rate)
         .collect();
-    let mut series: Vec<(String, Vec<(u64, Option<f64>)>, f64)> = Vec::new();
+    // Each RRD: its name, rows and true rate.
+    type Rows = Vec<(u64, Option<f64>)>;
+    let mut series: Vec<(String, Rows, f64)> = Vec::new();
     for (i, rate) in rates.iter().enumerate() {
         let host = format!("s{}.pair.example", i + 1);
         let path = gmetad.rrd_path(CLUSTER, &host, "xrootd.link.in");

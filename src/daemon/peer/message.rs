@@ -424,6 +424,44 @@ mod tests {
         assert_eq!(msg.records[0].datagram, b"a\n.");
     }
 
+    /// The `H` line: what the sender hears, read; one that cannot be true
+    /// is refused alone (counted), the rest of the message taken.
+    #[test]
+    fn the_h_line_says_what_the_sender_hears() {
+        let heard = Heard {
+            newest: Some(Duration::from_millis(1234)),
+            own_host: "xrd2ganglia@gw1".into(),
+        };
+        let mut text = format!("{HEADER}\tpush\t0\t7\n").into_bytes();
+        text.extend_from_slice(heard_line(&heard).as_bytes());
+        text.extend_from_slice(
+            b"S\t10.0.0.1\txrootd\t1700000000\t1\nC\t0000000000000001\t1\t5\n.\n",
+        );
+        let msg = parse(&text, 10, NOW).unwrap();
+        assert_eq!(msg.heard, Some(heard));
+        assert_eq!((msg.entries.len(), msg.refused.lines), (1, 0));
+        let none = parse(
+            b"xrd2ganglia-peer 1\tpush\t0\t7\nH\t-\txrd2ganglia@b\n.\n",
+            10,
+            NOW,
+        );
+        assert_eq!(none.unwrap().heard.unwrap().newest, None);
+        for bad in [
+            "H\t12\t10.0.0.1",
+            "H\t12\txrd2ganglia@",
+            "H\t12\txrd2ganglia@a\"b",
+            "H\tsoon\txrd2ganglia@a",
+            "H\t86400001\txrd2ganglia@a",
+        ] {
+            let text = format!(
+                "{HEADER}\tpush\t0\t7\n{bad}\nS\t10.0.0.1\txrootd\t1700000000\t1\nC\t0000000000000001\t1\t5\n.\n"
+            );
+            let msg = parse(text.as_bytes(), 10, NOW).unwrap();
+            assert_eq!(msg.heard, None, "{bad}");
+            assert_eq!((msg.entries.len(), msg.refused.lines), (1, 1), "{bad}");
+        }
+    }
+
     #[test]
     fn a_message_that_is_not_the_exchange_fails_whole() {
         for bad in [
