@@ -213,6 +213,8 @@ pub async fn watch(link: Arc<Link>, settings: Arc<Settings>, mut stop: watch::Re
         };
         let before = lock(&link.evidence).as_ref().map(|(_, e)| e.allows());
         match &evidence {
+            // Sending nothing, standing by changes nothing: no word of it.
+            _ if !settings.send => {}
             Evidence::Unreadable(why) if before != Some(true) => tracing::warn!(
                 "peer_gmond_xml: cannot read gmond's XML ({why}): standing by on the peer's word alone"
             ),
