@@ -600,6 +600,18 @@ fn a_hostile_peers_spike_and_fake_restart_move_nothing() {
         own_addr,
         &framed("xrd2ganglia-peer 2\tpull\t0\t1", &[(b'.', b"")]),
     );
+    // Right after the header, what it hears (the heard frame, `L`): ms
+    // since the record it took, and its own host.
+    let heard = frames_of(&answer);
+    let (kind, payload) = &heard[1];
+    let text = String::from_utf8_lossy(payload);
+    let (age, host) = text.split_once('\t').expect("two fields");
+    assert_eq!(*kind, b'L', "{text}");
+    assert!(age.parse::<u64>().is_ok_and(|ms| ms < 60_000), "{text}");
+    assert!(
+        host.starts_with("xrd2ganglia@") && host.len() > 12,
+        "{text}"
+    );
     let entry = frames_of(&answer)
         .into_iter()
         .find(|(k, _)| *k == b'E')
