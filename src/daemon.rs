@@ -390,7 +390,7 @@ fn spawn_tasks(
     if let Some(table) = table {
         let ports = sockets.xml.into_iter().map(|l| (None, l));
         let ports = ports.chain(sockets.rule_xml.into_iter().map(|(p, l)| (Some(p), l)));
-        let peer = link.is_some().then_some(pulled);
+        let peer = link.as_ref().map(|l| (pulled, l.deaf()));
         let port = PortTask {
             table,
             store,
@@ -399,7 +399,7 @@ fn spawn_tasks(
             counters,
             stop,
         };
-        xml_ports.extend(ports.map(|(rule, listener)| port.spawn(rule, listener, peer)));
+        xml_ports.extend(ports.map(|(rule, listener)| port.spawn(rule, listener, peer.clone())));
     }
     // The kernel's drops at the listening sockets: warned of, and in `status`.
     let drops = Arc::new(drops::DropWatch::new(KernelDrops::new(&fds)));
@@ -412,20 +412,37 @@ fn spawn_tasks(
     tasks.push(tokio::spawn(watch));
     if let Some(link) = &link {
         let (link, settings, counters) = (link.clone(), settings.clone(), counters.clone());
-        let step = peer::keep_in_step(link, settings, counters, stop.clone());
+        let step = peer::keep_in_step(
+            link.clone(),
+            settings.clone(),
+            counters.clone(),
+            stop.clone(),
+        );
         tasks.push(tokio::spawn(step));
+        tasks.push(tokio::spawn(peer::hearing(
+            link.clone(),
+            counters,
+            stop.clone(),
+        )));
+        tasks.push(tokio::spawn(peer::watch_evidence(
+            link,
+            settings,
+            stop.clone(),
+        )));
     }
     if let Some(listener) = sockets.control {
         let drops = Some(drops.clone());
         let (counters, log_interval, stop) =
             (counters.clone(), settings.log_interval, stop.clone());
         let state = store.path().is_some().then(|| store.clone());
+        let pair = link.clone();
         let serve = control::serve(
             listener,
             ask_queues,
             counters,
             drops,
             state,
+            pair,
             log_interval,
             stop,
         );
@@ -457,13 +474,15 @@ impl PortTask<'_> {
         &self,
         rule: Option<u32>,
         listener: std::net::TcpListener,
-        peer: Option<bool>,
+        peer: Option<(bool, watch::Receiver<bool>)>,
     ) -> tokio::task::JoinHandle<()> {
         let started = Instant::now();
         let state = self.store.state().clone();
         let mut warmup = xml_port::Warmup::new(state, started, self.settings.warmup_max);
-        if let Some(pulled) = peer {
-            warmup = warmup.after_peer(watch::channel(Some(pulled)).1);
+        if let Some((pulled, deaf)) = peer {
+            warmup = warmup
+                .after_peer(watch::channel(Some(pulled)).1)
+                .hand_over_when(deaf);
         }
         tokio::spawn(xml_port::serve(
             listener,

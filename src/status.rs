@@ -47,6 +47,9 @@ pub struct Status {
     /// none (and from a gateway before it had this).
     #[serde(default)]
     pub state_file: Option<StateFileStatus>,
+    /// The pair (`peer`), if this gateway is one of two: absent alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pair: Option<PairStatus>,
 }
 
 /// The state file, as `status` shows it.
@@ -62,6 +65,28 @@ pub struct StateFileStatus {
     pub failing_since: Option<Heard>,
     /// Why the last save failed (null while they work).
     pub error: Option<String>,
+}
+
+/// One gateway of a pair: the link, what each hears, who sends to gmond
+/// (docs/pair.md, troubleshooting).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PairStatus {
+    /// Milliseconds since an exchange with the peer last completed
+    /// (either side asking); null if none has.
+    pub last_exchange_ms: Option<u64>,
+    /// Milliseconds since this gateway last took a server's record.
+    pub newest_record_ms: Option<u64>,
+    /// The same for the peer, as it said at the last exchange (aged since).
+    pub peer_newest_record_ms: Option<u64>,
+    /// The peer's own host in gmond, as it named it.
+    pub peer_own_host: Option<String>,
+    /// This one hears no server its peer hears: its XML port refuses
+    /// gmetad's polls, so that gmetad reads the peer.
+    pub deaf: bool,
+    /// This one sends nothing to gmond (`peer_standby`).
+    pub standing_by: bool,
+    /// What gmond showed of the peer's own host at the last read.
+    pub evidence: Option<String>,
 }
 
 /// The kernel's drops at the gateway's listening sockets.

@@ -135,6 +135,37 @@ fn explain(e: &io::Error) -> String {
     }
 }
 
+/// The pair's lines: the link, what each hears, who sends to gmond.
+fn pair(p: &xrd2ganglia::status::PairStatus) -> String {
+    let ms = |v: Option<u64>| {
+        v.map_or_else(
+            || "never".into(),
+            |v| format!("{:.1} s ago", v as f64 / 1000.0),
+        )
+    };
+    let mut out = String::new();
+    if p.deaf {
+        out.push_str("WARNING: this gateway hears no server its peer hears: its XML port refuses gmetad's polls so that gmetad reads the peer (docs/pair.md, a deaf gateway)\n\n");
+    }
+    out.push_str(&format!(
+        "Pair: last exchange {}; newest record here {}, at the peer {}\n",
+        ms(p.last_exchange_ms),
+        ms(p.newest_record_ms),
+        ms(p.peer_newest_record_ms)
+    ));
+    out.push_str(&format!(
+        "Pair: {} to gmond; the peer's own host {}; gmond showed it: {}\n\n",
+        if p.standing_by {
+            "standing by, nothing sent"
+        } else {
+            "sending"
+        },
+        p.peer_own_host.as_deref().unwrap_or("-"),
+        p.evidence.as_deref().unwrap_or("not read")
+    ));
+    out
+}
+
 /// The status as tables: sources, refused senders, counters.
 fn table(status: &Status, path: &Path) -> String {
     let mut out = format!(
@@ -172,6 +203,9 @@ fn table(status: &Status, path: &Path) -> String {
                     .map_or("not saved yet".to_string(), |t| format!("saved {}", ago(t)))
             )),
         }
+    }
+    if let Some(p) = &status.pair {
+        out.push_str(&pair(p));
     }
     let dash = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
     out.push_str(&format!("Sources: {}\n", status.sources.len()));

@@ -497,9 +497,25 @@ pub const KEYS: &[Key] = &[
         meaning: "For a pair that both send to one gmond: `true` on one of the two. That \
             one stands by: it hears, counts and merges, answers gmetad on its XML port, \
             and sends nothing to gmond while its peer has completed an exchange within \
-            the last 10 s; it sends when its peer has not. Both or neither with \
-            `true`: both warn, and the one that drew the larger number at its start \
-            stands by.",
+            the last 3 s and gmond shows the peer's own host heard from within 5 s \
+            (read in gmond's XML, `peer_gmond_xml`); it sends when either fails. Both \
+            or neither with `true`: both warn, and the one that drew the larger number \
+            at its start stands by.",
+    },
+    Key {
+        name: "peer_gmond_xml",
+        value: "HOST:PORT",
+        absent: Absent::Means(|| {
+            "the first send channel's address (gmond's stock config has its tcp_accept_channel on the udp_recv_channel's port)".into()
+        }),
+        on_sighup: OnSighup::Restart(PEER),
+        option: None,
+        meaning: "With `peer_standby`: the XML port (`tcp_accept_channel`) of the gmond the \
+            pair sends to. A gateway that would stand by reads it there (at once, then \
+            every 10 s, at most 64 MiB and 2 s, up to the peer's own host) and stands by \
+            only while gmond shows the peer's own host heard from within 5 s: a peer \
+            that says it sends but does not cannot silence the gmond path. Where it \
+            cannot be read, the peer's word is taken, as the log and `status` say.",
     },
     Key {
         name: "warmup_max",

@@ -107,6 +107,9 @@ pub struct Settings {
     pub recover_from: Vec<String>,
     /// This one stands by when both send to one gmond.
     pub peer_standby: bool,
+    /// Where the standby reads gmond's XML for its peer's own host
+    /// (HOST:PORT); None: the first send channel's address.
+    pub peer_gmond_xml: Option<String>,
     /// Without a peer, the XML port listens after this at most.
     pub warmup_max: Duration,
     /// The detailed stream's names and bounds (`detailed_*`).
@@ -195,6 +198,11 @@ pub fn validate(
         peer_allow,
         recover_from: recover_from(&file)?,
         peer_standby: file.peer_standby,
+        peer_gmond_xml: host_port(
+            "peer_gmond_xml",
+            &file.peer_gmond_xml,
+            "not a HOST:PORT (gmond's tcp_accept_channel)",
+        )?,
         warmup_max: secs(file.warmup_max),
         detailed: detailed(&file)?,
         effective: file,
@@ -266,6 +274,19 @@ fn detailed(file: &FileConfig) -> Result<DetailedSettings, ConfigError> {
         max_users: file.detailed_max_users,
         max_logins: file.detailed_max_logins,
     })
+}
+
+/// A HOST:PORT key (a name resolved when used), if given.
+fn host_port(key: &str, value: &Option<String>, what: &str) -> Result<Option<String>, ConfigError> {
+    if let Some(p) = value {
+        let port = p.rsplit_once(':').map(|(h, port)| (h, port.parse::<u16>()));
+        if !matches!(port, Some((h, Ok(port))) if !h.is_empty() && h.len() <= 255 && port != 0)
+            || p.chars().any(|c| c.is_control() || c.is_whitespace())
+        {
+            return Err(bad(key, p, what));
+        }
+    }
+    Ok(value.clone())
 }
 
 /// `peer`, `peer_listen` and `peer_allow`.

@@ -178,13 +178,16 @@ impl Held {
 
 /// Answers on `control` until `stop`, then removes its path. `asks`: one
 /// queue per receive task; `drops`: the kernel's drops at the listening
-/// sockets, for the reply.
+/// sockets, for the reply; `state`: the state file, if one is kept;
+/// `pair`: the pair, if paired.
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn serve(
     mut control: ControlListener,
     asks: Vec<mpsc::Sender<Ask>>,
     counters: Arc<Counters>,
     drops: Option<Arc<DropWatch>>,
     state: Option<Arc<StateStore>>,
+    pair: Option<Arc<super::peer::Link>>,
     log_interval: Duration,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -246,6 +249,7 @@ pub(super) async fn serve(
                         counters: counters.clone(),
                         drops: drops.clone(),
                         state: state.clone(),
+                        pair: pair.clone(),
                         phase: h.phase.clone(),
                         evict: h.evict.clone(),
                     };
@@ -273,6 +277,8 @@ struct Client {
     drops: Option<Arc<DropWatch>>,
     /// The state file (None: none kept), for how its saves go.
     state: Option<Arc<StateStore>>,
+    /// The pair (None: no peer), for what `status` shows of it.
+    pair: Option<Arc<super::peer::Link>>,
     /// Where it is ([`SILENT`] until its request line is read).
     phase: Arc<AtomicU8>,
     /// Notified when a newer connection takes its place.
@@ -399,6 +405,10 @@ async fn gather(client: &Client, deadline: Instant) -> Result<Status, String> {
         counters,
         kernel_drops,
         state_file,
+        pair: client
+            .pair
+            .as_ref()
+            .map(|l| l.status(std::time::Instant::now())),
         ..Status::default()
     };
     for rx in waiting {

@@ -14,13 +14,17 @@
 //! message, the answering side merges its entries as they come and
 //! answers with its entries that differ from the ones it was sent (so
 //! both hold the merged entry after one round trip), and for a full
-//! exchange every entry the asker did not name.
+//! exchange every entry the asker did not name. Each message says, right
+//! after its header, what its sender hears (an `L` frame, both ways,
+//! every exchange: [`message::Heard`]): how long ago it took a server's
+//! record, and its own host in gmond.
 //!
 //! A message is frames ([`message`]): a kind byte, a 4-byte big-endian
 //! length, at most [`message::MAX_FRAME`] (128 KiB) of payload.
 //!
 //! ```text
 //! H  xrd2ganglia-peer 2 <pull|push|full|answer> <standby 0|1> <number drawn at start>
+//! L  <ms since its newest server record, or -> <its own host in gmond, xrd2ganglia@NAME>
 //! E  S <ip> <program> <tos> <pid>          an entry: its S line and C lines
 //!    C <key> <last reading> <offset> ...   (tab-separated, newline-ended)
 //! +  C ...                                 more C lines of the entry before
@@ -39,12 +43,15 @@
 //! one, as when both start together, leaves the port to wait for the
 //! state file's sources as without a peer). The peer's exchanges are
 //! answered from the state file meanwhile, so two gateways that start
-//! together do not wait on each other. (2) Every second, the entries whose
+//! together do not wait on each other. (2) Every [`PUSH_EVERY`], the entries whose
 //! run or offsets changed (a source new to an engine, a restart, a reset
 //! or a wrap: [`Engine::peer_entries`](crate::engine::Engine::peer_entries)),
-//! or an empty push every [`PING_EVERY`] to tell the peer this one is up.
-//! (3) Every [`FULL_EVERY`], everything (anti-entropy: what a failed push
-//! or a partition lost). The peer's entries are merged into live sources
+//! or an empty push every [`PING_EVERY`] to tell the peer this one is up
+//! and what it hears. (3) Every [`FULL_EVERY`], everything (anti-entropy).
+//! (4) After a failed exchange (the link cut, the peer down), a probe (an
+//! empty push within [`PROBE_DEADLINE`]) every tick, and as soon as one is
+//! answered a full exchange: the two agree within a second of the link
+//! being back, whatever the failed pushes carried. The peer's entries are merged into live sources
 //! by the receive task that owns each source, between two datagrams (as
 //! status requests are answered), so the datagram path takes no lock; a
 //! source no engine has is merged into the saved state, and claimed from
@@ -67,19 +74,30 @@
 //! ([`crate::engine::saved::read_entries`], then
 //! [`crate::engine::merge::check`]), then against what this gateway heard
 //! itself ([`crate::engine::merge::take`]): a bad line or claim is
-//! refused, counted and named, the rest is taken; a header, frame or
-//! record that cannot be read ends the exchange. Sources no engine has
-//! wait at most `max_sources`. A failed push is not retried: what it
-//! carried goes with the next full exchange.
+//! refused, counted and named, the rest is taken; a heard frame that
+//! cannot be true is refused alone; a header, frame or record that
+//! cannot be read ends the exchange. Sources no engine has wait at most
+//! `max_sources`. What a failed push carried goes with the full exchange
+//! that follows the first answered probe.
+//!
+//! **A deaf gateway** hands gmetad over: one whose peer, heard from within
+//! [`PEER_FRESH`], took a server's record more than [`DEAF_AFTER`] after
+//! this one's newest (sampled every [`HEARD_EVERY`] from the `records`
+//! counter: nothing on the datagram path) stops listening on its XML port
+//! ([`super::xml_port::Warmup::hand_over_when`]): gmetad's connect is
+//! refused and it walks its `data_source` list to the peer. It listens
+//! again as soon as it takes a record; two deaf ones both answer.
 //!
 //! **One gmond, two gateways** (`send = true` on both): one sends, the
 //! other stands by (`peer_standby`). The standby hears, counts, merges and
 //! answers its XML port as the active one does, and queues nothing for
 //! gmond while its peer has completed an exchange within [`STANDBY_AFTER`]
-//! (pushes go every [`PING_EVERY`], so a live peer is seen as such
-//! whatever the traffic); past that it sends, and it stops again with the
-//! next exchange. With both or neither claiming standby, each warns and
-//! the one that drew the larger number at its start stands by.
+//! (pings go every [`PING_EVERY`], so a live peer is seen as such
+//! whatever the traffic) and gmond's XML shows the peer's own host fresh
+//! (`peer/evidence.rs`: not on the peer's word alone; the active one
+//! sends its host's heartbeat every [`ALIVE_EVERY`]); otherwise it sends.
+//! With both or neither claiming standby, each warns and the one that
+//! drew the larger number at its start stands by.
 //!
 //! **Where.** Here: the timings and what the peer task asks a receive
 //! task ([`Ask`], [`answer`]). `peer/link.rs`: what both sides share and
@@ -88,7 +106,8 @@
 //! an exchange answered ([`serve`]); `peer/start.rs`: the start-up pull
 //! and the XML table filled from it as the records come ([`pull`]);
 //! `peer/message.rs`: the frames, written and read (and how to add a
-//! kind of information).
+//! kind of information); `peer/evidence.rs`: gmond's XML read for the
+//! standby ([`watch_evidence`]).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -103,12 +122,14 @@ use crate::gstream::PfcTotals;
 
 mod answering;
 mod asking;
+mod evidence;
 mod link;
 pub mod message;
 mod start;
 
 pub use answering::serve;
-pub use asking::keep_in_step;
+pub use asking::{hearing, keep_in_step};
+pub use evidence::watch as watch_evidence;
 pub use link::Link;
 pub use start::pull;
 
@@ -116,17 +137,38 @@ pub use start::pull;
 pub const DEADLINE: Duration = Duration::from_secs(5);
 /// Changed entries go out this often.
 pub const PUSH_EVERY: Duration = Duration::from_secs(1);
-/// With nothing changed, an empty push this often (the peer is up).
-pub const PING_EVERY: Duration = Duration::from_secs(2);
+/// With nothing changed, an empty push this often (the peer is up, and
+/// what this one hears: the heard frame).
+pub const PING_EVERY: Duration = Duration::from_secs(1);
 /// Everything, this often.
 pub const FULL_EVERY: Duration = Duration::from_secs(30);
 /// The standby sends to gmond once its peer has completed no exchange
-/// for this long (five missed pushes).
-pub const STANDBY_AFTER: Duration = Duration::from_secs(10);
+/// for this long (three missed pings): with [`PUSH_EVERY`]'s tick, within
+/// 4 s of the active one's last exchange.
+pub const STANDBY_AFTER: Duration = Duration::from_secs(3);
 /// Exchanges answered at once, whoever asks (one per address): with a
 /// frame, an entry and a batch each ([`message`]), what all peers
 /// together can make the gateway hold.
 pub const MAX_EXCHANGES: usize = 4;
+/// While the link is down, a probe (an empty push) every [`PUSH_EVERY`],
+/// its whole exchange within this: a peer port that drops packets costs
+/// at most a tick, so the link is seen back within a second.
+pub const PROBE_DEADLINE: Duration = Duration::from_secs(1);
+/// A gateway is deaf when its peer took a server's record this much
+/// later than its own newest (both take the same servers' records within
+/// milliseconds of each other: xrootd sends each report to both at once).
+pub const DEAF_AFTER: Duration = Duration::from_millis(1500);
+/// What the peer said it hears counts for this long (three pings).
+pub const PEER_FRESH: Duration = Duration::from_secs(3);
+/// How often the `records` counter is sampled (what this one hears), and
+/// the deaf and standby decisions made again.
+pub const HEARD_EVERY: Duration = Duration::from_millis(100);
+/// A gateway that sends to gmond, paired, sends its own host's heartbeat
+/// this often: what the standby reads in gmond ([`evidence`]).
+pub const ALIVE_EVERY: Duration = Duration::from_secs(1);
+/// Evidence read longer ago than this does not count.
+pub const EVIDENCE_VALID: Duration = Duration::from_secs(25);
+pub use evidence::{EVIDENCE_DEADLINE, EVIDENCE_EVERY, EVIDENCE_MAX_BYTES, EVIDENCE_TN, Evidence};
 /// Requests waiting for a receive task.
 pub const ASK_QUEUE: usize = 4;
 
@@ -182,7 +224,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn unix_now() -> u64 {
+pub(super) fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())

@@ -105,6 +105,21 @@ impl SelfMetrics {
         now_in_force.deliver(batch, self.self_ip, now, &events);
     }
 
+    /// The own host's heartbeat, unless this one stands by.
+    fn alive(&mut self, started: u32) {
+        let now_in_force = self.in_force.borrow().clone();
+        if !now_in_force
+            .paused
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            self.reporter.alive(&mut self.batch, started);
+            let events = Events::new(&self.counters, now_in_force.settings.log_interval);
+            now_in_force
+                .outbox
+                .queue(&self.batch, Instant::now(), &events);
+        }
+    }
+
     pub(super) async fn run(mut self, mut stop: watch::Receiver<bool>) {
         let (log_every, send_every) = {
             let s = &self.in_force.borrow().settings;
@@ -115,9 +130,23 @@ impl SelfMetrics {
         log_tick.tick().await;
         // The first report was sent at the start.
         send_tick.tick().await;
+        // Paired and sending to gmond: the own host's heartbeat every
+        // second, what the standby reads in gmond (peer/evidence.rs).
+        let alive = {
+            let s = &self.in_force.borrow().settings;
+            s.send && s.peer.is_some()
+        };
+        let mut alive_tick = tokio::time::interval(if alive {
+            super::peer::ALIVE_EVERY
+        } else {
+            or_never(Duration::ZERO)
+        });
+        alive_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let started = crate::daemon::peer::unix_now() as u32;
         loop {
             tokio::select! {
                 _ = stop.changed() => break,
+                _ = alive_tick.tick(), if alive => self.alive(started),
                 _ = log_tick.tick() => {
                     super::set_queue(&self.counters, &self.in_force.borrow().outbox);
                     let kernel = self.drops.read().map(|d| d.to_string()).unwrap_or_else(|| "unknown".into());
@@ -200,6 +229,16 @@ impl SelfReporter {
             last_drops: Some(0),
             last_at: started,
         }
+    }
+
+    /// The own host's heartbeat (its metadata and value, as `gmetric -S
+    /// HOST -H` sends them), in `batch`: any packet of a host resets its
+    /// TN in gmond.
+    pub fn alive(&self, batch: &mut PacketBatch, started: u32) {
+        batch.clear();
+        batch.host = Some(self.id.clone());
+        batch.heartbeat_metadata(&self.spoof, self.host_key);
+        batch.heartbeat_value(&self.spoof, self.host_key, started);
     }
 
     /// The packets for one report, in `batch`: metadata first when

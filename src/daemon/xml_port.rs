@@ -151,6 +151,9 @@ pub struct Warmup {
     /// The start-up pull from the peer: None while under way, Some(true)
     /// when it brought the peer's state, Some(false) when it failed.
     peer: Option<watch::Receiver<Option<bool>>>,
+    /// Whether this gateway of a pair is deaf (its peer hears servers it
+    /// does not: [`crate::daemon::peer::Link::deaf`]).
+    deaf: Option<watch::Receiver<bool>>,
 }
 
 impl Warmup {
@@ -166,6 +169,59 @@ impl Warmup {
             saved,
             until,
             peer: None,
+            deaf: None,
+        }
+    }
+
+    /// Once listening, stops listening while `deaf` (a pair's gateway that
+    /// hears no server its peer hears): gmetad's connect is refused, and
+    /// gmetad walks its `data_source` list to the peer in the same poll
+    /// (accepting and closing would not move it: docs/pair.md).
+    pub fn hand_over_when(mut self, deaf: watch::Receiver<bool>) -> Warmup {
+        self.deaf = Some(deaf);
+        self
+    }
+
+    /// Resolves when the gateway turns deaf (never without a peer).
+    async fn turned_deaf(&mut self) {
+        let turned = match &mut self.deaf {
+            Some(d) => d.wait_for(|&deaf| deaf).await.is_ok(),
+            None => false,
+        };
+        if !turned {
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Deaf: the listener stops listening (the connections waiting in its
+    /// queue are refused) until the gateway hears again, then listens on
+    /// the same address, registered with the runtime anew. None at a stop,
+    /// or if it cannot listen again.
+    async fn hand_over(
+        &mut self,
+        listener: TcpListener,
+        local: SocketAddr,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Option<TcpListener> {
+        let listener = listener.into_std().ok()?;
+        let sock = socket2::SockRef::from(&listener);
+        if let Err(e) = sock.shutdown(Shutdown::Read) {
+            tracing::warn!("xml_listen {local}: cannot stop listening while deaf: {e}");
+        }
+        if let Some(d) = &mut self.deaf {
+            tokio::select! {
+                _ = stop.changed() => return None,
+                _ = d.wait_for(|&deaf| !deaf) => {}
+            }
+        }
+        // Bound to a port of its own (not 0), the socket keeps it.
+        let again = sock.listen(super::bind::XML_BACKLOG);
+        match (again, listener.local_addr()) {
+            (Ok(()), Ok(now)) if now == local => TcpListener::from_std(listener).ok(),
+            (r, now) => {
+                tracing::error!("xml_listen {local}: cannot listen again ({r:?}, {now:?})");
+                None
+            }
         }
     }
 
@@ -431,8 +487,10 @@ pub(super) async fn serve(
         return;
     }
     Events::new(&counters, Duration::from_secs(60)).xml_listening(local, started.elapsed(), why);
-    let listener = match TcpListener::from_std(listener) {
-        Ok(l) => l,
+    // None once it cannot listen again after a hand-over (or a stop came
+    // meanwhile): the documents being written are finished all the same.
+    let mut listener = match TcpListener::from_std(listener) {
+        Ok(l) => Some(l),
         Err(e) => {
             tracing::error!("xml_listen {local}: {e}");
             return;
@@ -442,14 +500,21 @@ pub(super) async fn serve(
     let mut conns = Connections::default();
     let mut events = Events::new(&counters, in_force.borrow().settings.log_interval);
     let (done_tx, mut done) = mpsc::unbounded_channel::<Outcome>();
-    loop {
+    while let Some(open) = &listener {
         let accepted = tokio::select! {
             _ = stop.changed() => break,
             Some(outcome) = done.recv() => {
                 conns.finished(outcome, local, &mut events);
                 continue;
             }
-            a = listener.accept() => a,
+            () = warmup.turned_deaf() => None,
+            a = open.accept() => Some(a),
+        };
+        let Some(accepted) = accepted else {
+            if let Some(deaf) = listener.take() {
+                listener = warmup.hand_over(deaf, local, &mut stop).await;
+            }
+            continue;
         };
         let (stream, peer) = match accepted {
             Ok(a) => a,

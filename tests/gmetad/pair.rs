@@ -103,6 +103,8 @@ struct Fleet {
     servers: Mutex<Vec<Server>>,
     ports: [u16; 2],
     stop: AtomicBool,
+    /// UDP to that gateway lost: nothing of the servers reaches it.
+    lost: [AtomicBool; 2],
 }
 
 impl Fleet {
@@ -127,6 +129,7 @@ impl Fleet {
             servers: Mutex::new(servers),
             ports,
             stop: AtomicBool::new(false),
+            lost: [AtomicBool::new(false), AtomicBool::new(false)],
         }
     }
 
@@ -143,10 +146,13 @@ impl Fleet {
                 }
                 s.next += s.every;
                 let record = s.record(&template, now);
-                for port in self.ports {
+                for (port, lost) in self.ports.iter().zip(&self.lost) {
+                    if lost.load(Ordering::Relaxed) {
+                        continue;
+                    }
                     // A gateway that is down: the datagram is lost, as
                     // xrootd's would be.
-                    let _ = sock.send_to(record.as_bytes(), ("127.0.0.1", port));
+                    let _ = sock.send_to(record.as_bytes(), ("127.0.0.1", *port));
                 }
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -702,5 +708,145 @@ fn both_gateways_lost_at_once_continue_from_what_gmetad_stored() {
         "| both lost at once (state files too), back with recover_from | {pause} s | {} |",
         shown.join(", ")
     );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The smallest ratio of a known row in (from, to] to its true rate.
+fn least_ratio(rows: &[(u64, Option<f64>)], from: u64, to: u64, truth: impl Fn(u64) -> f64) -> f64 {
+    rows.iter()
+        .filter(|(t, _)| *t > from && *t <= to)
+        .filter_map(|(t, v)| v.map(|v| v / truth(*t)))
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// Whether the XML port at `port` answers a whole document now.
+fn answers(port: u16) -> bool {
+    std::panic::catch_unwind(|| common::read_xml(port))
+        .is_ok_and(|doc| doc.trim_end().ends_with("</GANGLIA_XML>"))
+}
+
+/// Issue 43.1: UDP to the gateway gmetad reads is lost for 30 s (the
+/// servers' datagrams no longer reach it), first gw2, then gw1; then to
+/// both for 15 s. The deaf one refuses gmetad's connect within a step, so
+/// gmetad reads the other in the same poll: no row of a host or summary
+/// RRD above 2x the true rate, none below 0.3x from the step after the
+/// loss began (the step gmetad is handed over in) to its end. Both deaf:
+/// neither hears more than the other, both answer and gmetad's updates go
+/// on. (Before: gw2 answered with its last values, the RRDs read 0 for
+/// 30 s, then 6.1-7.2x.)
+#[test]
+fn a_deaf_gateway_hands_gmetad_over_within_a_step() {
+    let dir = Scratch::new("pair-deaf");
+    let mut gw1 = Member::new("gw1", dir.path(), None);
+    let mut gw2 = Member::new("gw2", dir.path(), None);
+    pair(&mut gw1, &mut gw2, false);
+    let fleet = Fleet::new([gw1.port, gw2.port]);
+    gw1.start();
+    gw2.start();
+    // gmetad reads gw2 first.
+    let gmetad = Gmetad::start_sources(&[gw2.xml_port, gw1.xml_port], STEP);
+    let summary_in = gmetad.summary_rrd_path(CLUSTER, "xrootd.link.in");
+    let stop = AtomicBool::new(false);
+    let updates = Mutex::new(Vec::new());
+    // (what, loss began, loss ended, checked)
+    let mut phases: Vec<(&str, u64, u64, bool)> = Vec::new();
+    let mut both_answered = 0;
+    std::thread::scope(|scope| {
+        let flags = [&fleet.stop, &stop];
+        let _stop = StopOnDrop(&flags);
+        scope.spawn(|| fleet.run());
+        gmetad.wait_for_rrd(&summary_in, Duration::from_secs(40));
+        scope.spawn(|| watch_updates(&gmetad, &summary_in, &stop, &updates));
+        let t = unix_now();
+        run_for(10);
+        phases.push(("both hear", t, unix_now(), true));
+        for (i, what) in [
+            (1, "UDP to gw2 lost for 30 s while gmetad read gw2"),
+            (0, "UDP to gw1 lost for 30 s while gmetad read gw1"),
+        ] {
+            let t = unix_now();
+            fleet.lost[i].store(true, Ordering::Relaxed);
+            run_for(30);
+            fleet.lost[i].store(false, Ordering::Relaxed);
+            phases.push((what, t, unix_now(), true));
+            run_for(10);
+        }
+        let t = unix_now();
+        fleet.lost[0].store(true, Ordering::Relaxed);
+        fleet.lost[1].store(true, Ordering::Relaxed);
+        let until = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < until {
+            if answers(gw1.xml_port) && answers(gw2.xml_port) {
+                both_answered += 1;
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        fleet.lost[0].store(false, Ordering::Relaxed);
+        fleet.lost[1].store(false, Ordering::Relaxed);
+        phases.push(("UDP to both lost for 15 s", t, unix_now(), false));
+        run_for(15);
+        fleet.stop.store(true, Ordering::Relaxed);
+        let end = unix_now();
+        let _ = gmetad_settle(&gmetad, &summary_in, end);
+        stop.store(true, Ordering::Relaxed);
+    });
+    let updates = updates.into_inner().unwrap();
+    let start = phases[0].1 - 2 * STEP;
+    let end = unix_now();
+    let rates: Vec<f64> = fleet
+        .servers
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|s| s.in_rate)
+        .collect();
+    // Each RRD: its name, rows and true rate.
+    type Rows = Vec<(u64, Option<f64>)>;
+    let mut series: Vec<(String, Rows, f64)> = Vec::new();
+    for (i, rate) in rates.iter().enumerate() {
+        let host = format!("s{}.pair.example", i + 1);
+        let path = gmetad.rrd_path(CLUSTER, &host, "xrootd.link.in");
+        series.push((host, gmetad.fetch(&path, start, end), *rate));
+    }
+    let total: f64 = rates.iter().sum();
+    series.push((
+        "summary".into(),
+        gmetad.fetch(&summary_in, start, end),
+        total,
+    ));
+    let mut failures = Vec::new();
+    eprintln!(
+        "| what happened | longest pause in gmetad's updates | rows / true rate (host, summary) |"
+    );
+    eprintln!("|---|---|---|");
+    for (what, from, to, checked) in &phases {
+        let pause = longest_pause(&updates, *from, *to + STEP);
+        let (mut lo, mut hi) = ([f64::INFINITY; 2], [0.0f64; 2]);
+        for (name, rows, rate) in &series {
+            let k = usize::from(name == "summary");
+            // From the step after the loss began to a step after it ended.
+            let l = least_ratio(rows, from + STEP, *to, |_| *rate);
+            let h = worst_ratio(rows, *from, to + STEP, |_| *rate);
+            lo[k] = lo[k].min(l);
+            hi[k] = hi[k].max(h);
+            if *checked && (l < 0.3 || h > 2.0) {
+                failures.push(format!("{what}: {name}: {l:.2}-{h:.2} x: {rows:?}"));
+            }
+        }
+        eprintln!(
+            "| {what} | {pause} s | host {:.2}-{:.2}, summary {:.2}-{:.2} |",
+            lo[0], hi[0], lo[1], hi[1]
+        );
+        if pause > 3 * STEP {
+            failures.push(format!("{what}: gmetad paused {pause} s"));
+        }
+    }
+    eprintln!("both answered a whole document {both_answered} times of 15 while both were deaf");
+    if both_answered < 10 {
+        failures.push(format!(
+            "both deaf: both answered only {both_answered} times of 15"
+        ));
+    }
+    eprintln!("gmetad's updates (unix s): {updates:?}");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -19,11 +19,16 @@ fn record(pid: u32, inb: u64) -> String {
     )
 }
 
+/// A gateway of the pair on a machine of its own (its own host,
+/// `xrd2ganglia@NAME`, is what the standby reads in gmond), reading
+/// gmond's XML where the test's gmond serves it.
 fn paired(gmond: &Gmond, own: u16, peer: u16, standby: bool) -> Gateway {
+    let name = if standby { "gw2" } else { "gw1" };
     let config = format!(
-        "{CONFIG}peer = \"127.0.0.1:{peer}\"\npeer_listen = [\"127.0.0.1:{own}\"]\npeer_standby = {standby}\n"
+        "{CONFIG}peer = \"127.0.0.1:{peer}\"\npeer_listen = [\"127.0.0.1:{own}\"]\npeer_standby = {standby}\npeer_gmond_xml = \"127.0.0.1:{}\"\n",
+        gmond.xml_port
     );
-    Gateway::start(gmond.port, &config)
+    Gateway::start_xml_as(name, free_port(), free_port(), Some(gmond.port), &config)
 }
 
 fn wait_log(gw: &Gateway, text: &str, times: usize, within: Duration) {
@@ -94,8 +99,8 @@ fn one_sends_the_other_stands_by_and_gmond_never_sees_a_counter_go_down() {
         both(&[&gw1, &gw2], &record(78, reading));
         std::thread::sleep(step);
     }
-    // The active one crashes; the standby sends once it has heard
-    // nothing for 10 s.
+    // The active one crashes; the standby sends once it has completed no
+    // exchange for 3 s.
     let _ = gw1.proc.child.kill();
     let _ = gw1.proc.child.wait();
     for _ in 0..20 {
@@ -130,4 +135,182 @@ fn one_sends_the_other_stands_by_and_gmond_never_sees_a_counter_go_down() {
         assert!(w[1] >= w[0], "gmond's link.in went down: {seen:?}");
     }
     drop(gw1);
+}
+
+/// gmond's `xrootd.link.in`, read every 100 ms until `until` says stop;
+/// every value read.
+fn sample_until(gmond: &Gmond, mut until: impl FnMut(u64) -> bool, within: Duration) -> Vec<u64> {
+    let deadline = Instant::now() + within;
+    let mut seen = Vec::new();
+    loop {
+        if let Some(v) = link_in(gmond) {
+            seen.push(v);
+            if until(v) {
+                return seen;
+            }
+        }
+        assert!(Instant::now() < deadline, "not within {within:?}: {seen:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A server reporting to the gateways every 200 ms, its reading growing by
+/// 100 each time (what it last sent is in `reading`), until `stop`.
+fn report_every_200ms(to: &[&Gateway], reading: &std::sync::atomic::AtomicU64, stop: &AtomicBool) {
+    while !stop.load(Relaxed) {
+        let r = reading.fetch_add(100, Relaxed) + 100;
+        for gw in to {
+            gw.send(record(78, r).as_bytes());
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Issue 43.5: the active one killed, the standby sends within 4 s of the
+/// active one's packets stopping (it takes over 3 s after their last
+/// exchange; before: 10 s, and gmond's counters froze for 9.7-10.9 s).
+/// The active one back: the standby gives way, and gmond's value never
+/// goes down.
+#[test]
+fn the_standby_takes_over_within_4_s_and_gives_way_without_a_decrease() {
+    use std::sync::atomic::AtomicU64;
+    let gmond = Gmond::start();
+    let (p1, p2) = (free_port(), free_port());
+    let mut gw1 = paired(&gmond, p1, p2, false);
+    let gw2 = paired(&gmond, p2, p1, true);
+    wait_log(&gw2, "standing by", 1, Duration::from_secs(15));
+    let reading = AtomicU64::new(1000);
+    let mut seen = Vec::new();
+    let both = [&gw1, &gw2];
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| report_every_200ms(&both, &reading, &stop));
+        // gmond has the active one's values.
+        seen.extend(sample_until(&gmond, |v| v > 2000, Duration::from_secs(10)));
+        stop.store(true, Relaxed);
+    });
+    let _ = gw1.proc.child.kill();
+    let _ = gw1.proc.child.wait();
+    let killed = Instant::now();
+    let frozen = *seen.last().unwrap();
+    let only = [&gw2];
+    let stop = AtomicBool::new(false);
+    let took = std::thread::scope(|scope| {
+        scope.spawn(|| report_every_200ms(&only, &reading, &stop));
+        // gmond's value moves again: the standby sends.
+        seen.extend(sample_until(
+            &gmond,
+            |v| v > frozen,
+            Duration::from_secs(15),
+        ));
+        let took = killed.elapsed();
+        stop.store(true, Relaxed);
+        took
+    });
+    // gw1 back (its state file kept): the standby gives way.
+    let gw1 = paired(&gmond, p1, p2, false);
+    let back = [&gw1, &gw2];
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| report_every_200ms(&back, &reading, &stop));
+        wait_log(&gw2, "standing by", 2, Duration::from_secs(20));
+        let given_way = reading.load(Relaxed);
+        // gw1 alone sends now: gmond follows it past the give-way.
+        seen.extend(sample_until(
+            &gmond,
+            |v| v > 3000 + given_way,
+            Duration::from_secs(10),
+        ));
+        stop.store(true, Relaxed);
+    });
+    eprintln!(
+        "the standby's value reached gmond {:.2} s after the active one was killed; {} reads of gmond, no decrease",
+        took.as_secs_f64(),
+        seen.len()
+    );
+    for w in seen.windows(2) {
+        assert!(w[1] >= w[0], "gmond's link.in went down: {seen:?}");
+    }
+    assert!(took <= Duration::from_secs(4), "took {took:?}: {seen:?}");
+    drop(gw1);
+}
+
+/// A peer that answers every exchange claiming to be the active one.
+/// `host`: the own host its heard frame (kind `L`) names (None: no heard
+/// frame, as an older gateway's).
+fn lying_peer(host: Option<&'static str>) -> (u16, Arc<AtomicBool>) {
+    use std::io::{Read as _, Write as _};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let done = Arc::new(AtomicBool::new(false));
+    let stop = done.clone();
+    l.set_nonblocking(true).unwrap();
+    // One frame of the exchange (version 2): kind, 4-byte length, payload.
+    let frame = |kind: u8, payload: &[u8]| {
+        let mut out = vec![kind];
+        out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+        out.extend_from_slice(payload);
+        out
+    };
+    std::thread::spawn(move || {
+        while !stop.load(Relaxed) {
+            let Ok((mut s, _)) = l.accept() else {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            };
+            s.set_nonblocking(false).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            // The asker's frames, up to its end frame.
+            loop {
+                let mut head = [0u8; 5];
+                if s.read_exact(&mut head).is_err() {
+                    break;
+                }
+                let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
+                let mut payload = vec![0u8; len];
+                if s.read_exact(&mut payload).is_err() || head[0] == b'.' {
+                    break;
+                }
+            }
+            let mut answer = frame(b'H', b"xrd2ganglia-peer 2\tanswer\t0\t1");
+            if let Some(h) = host {
+                answer.extend(frame(b'L', format!("0\t{h}").as_bytes()));
+            }
+            answer.extend(frame(b'.', b""));
+            let _ = s.write_all(&answer);
+        }
+    });
+    (port, done)
+}
+
+/// Issue 42.3: a peer that answers every exchange claiming to send, but
+/// whose packets never reach gmond (its own host is not in gmond's XML,
+/// or it names none), cannot silence the gmond path: the standby reads
+/// gmond, finds no evidence, and sends (before: 0 packets to gmond).
+#[test]
+fn a_peer_that_claims_to_send_but_does_not_cannot_silence_the_gmond_path() {
+    use std::sync::atomic::AtomicU64;
+    for named in [Some("xrd2ganglia@liar"), None] {
+        let gmond = Gmond::start();
+        let (liar, done) = lying_peer(named);
+        let gw = paired(&gmond, free_port(), liar, true);
+        // It exchanges with the liar, reads gmond, finds no sign of it.
+        wait_log(&gw, "gmond does not show it", 1, Duration::from_secs(15));
+        let reading = AtomicU64::new(1000);
+        let stop = AtomicBool::new(false);
+        let only = [&gw];
+        let seen = std::thread::scope(|scope| {
+            scope.spawn(|| report_every_200ms(&only, &reading, &stop));
+            // gmond has the server's values all the same.
+            let seen = sample_until(&gmond, |v| v > 1500, Duration::from_secs(10));
+            stop.store(true, Relaxed);
+            seen
+        });
+        let log = gw.proc.log_text();
+        assert!(!log.contains("standing by"), "{log}");
+        done.store(true, Relaxed);
+        eprintln!(
+            "a liar naming {named:?}: gmond had the server's value ({seen:?}); the gateway never stood by"
+        );
+    }
 }

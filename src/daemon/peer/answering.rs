@@ -12,7 +12,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 
 use super::link::Claims;
-use super::message::{Assembler, Incoming, Item, Mode, Refused, message};
+use super::message::{Assembler, Incoming, Item, Mode, Refused, finish};
 use super::{DEADLINE, Link, MAX_EXCHANGES, lock, unix_now};
 use crate::config::Settings;
 use crate::engine::merge;
@@ -141,6 +141,7 @@ async fn answer_one(link: &Link, mut stream: TcpStream) -> Outcome {
                     }
                 }
             }
+            Item::Heard(heard) => link.peer_said(heard, Instant::now()),
             Item::Record(_) => return Err("records sent to the answering side".into()),
             Item::End => break,
         }
@@ -158,7 +159,7 @@ async fn answer_one(link: &Link, mut stream: TcpStream) -> Outcome {
         }
         Mode::Answer => return Err("asked with \"answer\"".into()),
     };
-    let out = message(&link.header("answer"), &entries, &records);
+    let out = finish(link.writer("answer"), &entries, &records);
     write.write_all(&out).await.map_err(|e| e.to_string())?;
     let _ = write.shutdown().await;
     link.exchanged(header.claim);

@@ -11,8 +11,10 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 
 use super::link::Claims;
-use super::message::{Assembler, Incoming, Item, Mode, message};
-use super::{DEADLINE, FULL_EVERY, Link, PING_EVERY, PUSH_EVERY, unix_now};
+use super::message::{Assembler, Incoming, Item, Mode, finish};
+use super::{
+    DEADLINE, FULL_EVERY, HEARD_EVERY, Link, PING_EVERY, PROBE_DEADLINE, PUSH_EVERY, unix_now,
+};
 use crate::config::Settings;
 use crate::engine::pairing::{Entry, LastRecord};
 use crate::events::{Counters, Events};
@@ -28,6 +30,19 @@ pub(super) async fn ask(
     records: &mut (dyn FnMut(LastRecord) + Send),
     events: &mut Events<'_>,
 ) -> Result<usize, (SocketAddr, String)> {
+    ask_within(link, peer, mode, entries, records, events, DEADLINE).await
+}
+
+/// [`ask`], the whole exchange within `deadline`.
+async fn ask_within(
+    link: &Link,
+    peer: &str,
+    mode: &str,
+    entries: &[Entry],
+    records: &mut (dyn FnMut(LastRecord) + Send),
+    events: &mut Events<'_>,
+    deadline: std::time::Duration,
+) -> Result<usize, (SocketAddr, String)> {
     let unknown = SocketAddr::from(([0, 0, 0, 0], 0));
     let exchange = async {
         let addrs: Vec<SocketAddr> = tokio::net::lookup_host(peer)
@@ -38,7 +53,7 @@ pub(super) async fn ask(
         for addr in addrs {
             match TcpStream::connect(addr).await {
                 Ok(mut s) => {
-                    let out = message(&link.header(mode), entries, &[]);
+                    let out = finish(link.writer(mode), entries, &[]);
                     s.write_all(&out).await.map_err(|e| (addr, e.to_string()))?;
                     let got = take_answer(link, s, records, events)
                         .await
@@ -50,12 +65,12 @@ pub(super) async fn ask(
         }
         Err(last_error)
     };
-    tokio::time::timeout(DEADLINE, exchange)
+    tokio::time::timeout(deadline, exchange)
         .await
         .map_err(|_| {
             (
                 unknown,
-                format!("no answer within {} s", DEADLINE.as_secs()),
+                format!("no answer within {} s", deadline.as_secs_f64()),
             )
         })?
 }
@@ -80,6 +95,7 @@ async fn take_answer(
     loop {
         match incoming.next().await? {
             Item::Entries(batch) => claims.add(link.take(batch).await.1),
+            Item::Heard(heard) => link.peer_said(heard, Instant::now()),
             Item::Record(r) => {
                 count += 1;
                 records(r);
@@ -96,7 +112,12 @@ async fn take_answer(
 }
 
 /// Pushes changed entries every [`PUSH_EVERY`] (an empty push every
-/// [`PING_EVERY`]), everything every [`FULL_EVERY`], until `stop`.
+/// [`PING_EVERY`]), everything every [`FULL_EVERY`], until `stop`. After
+/// a failed exchange (the link cut, the peer down) what it carried is
+/// owed: an empty push probes the link every tick (within
+/// [`PROBE_DEADLINE`]), and as soon as one is answered a full exchange
+/// follows at once, so the two agree within a second of the link being
+/// back (the changed entries taken out for the failed push go with it).
 pub async fn keep_in_step(
     link: Arc<Link>,
     settings: Arc<Settings>,
@@ -113,6 +134,9 @@ pub async fn keep_in_step(
     // state file held (the start-up pull only went the other way).
     let mut last_push = Instant::now();
     let mut last_full: Option<Instant> = None;
+    // An exchange failed: the link must answer a probe, then a full
+    // exchange makes up for what was lost.
+    let mut owed = false;
     loop {
         tokio::select! {
             _ = stop.changed() => break,
@@ -120,36 +144,78 @@ pub async fn keep_in_step(
         }
         let now = Instant::now();
         link.decide(now);
-        let full = last_full.is_none_or(|t| now.duration_since(t) >= FULL_EVERY);
         let round = async {
+            if owed {
+                let probe = ask_within(
+                    &link,
+                    &peer,
+                    "push",
+                    &[],
+                    &mut |_| {},
+                    &mut events,
+                    PROBE_DEADLINE,
+                )
+                .await;
+                if let Err((addr, e)) = probe {
+                    events.at(Instant::now()).peer_failed(addr, &e);
+                    return false;
+                }
+                tracing::info!("peer {peer} answers again: a full exchange at once");
+            }
+            let full = owed || last_full.is_none_or(|t| now.duration_since(t) >= FULL_EVERY);
             let (entries, _) = if full {
                 link.everything(false).await
             } else {
                 link.ask_entries(true, false).await
             };
-            if !full && entries.is_empty() && now.duration_since(last_push) < PING_EVERY {
-                return false;
+            if !full
+                && entries.is_empty()
+                && now.duration_since(last_push) + PUSH_EVERY / 2 < PING_EVERY
+            {
+                return true;
             }
             let mode = if full { "full" } else { "push" };
             match ask(&link, &peer, mode, &entries, &mut |_| {}, &mut events).await {
-                Ok(_) => {}
-                // Tried again at the next tick; what changed meanwhile goes
-                // with the next full exchange.
-                Err((addr, e)) => events.at(Instant::now()).peer_failed(addr, &e),
+                Ok(_) => {
+                    last_push = now;
+                    if full {
+                        last_full = Some(now);
+                    }
+                    true
+                }
+                Err((addr, e)) => {
+                    events.at(Instant::now()).peer_failed(addr, &e);
+                    false
+                }
             }
-            true
         };
         // A stop never waits for an exchange (nor for the receive tasks
         // it asks, which are stopping too).
-        let exchanged = tokio::select! {
+        let done = tokio::select! {
             _ = stop.changed() => break,
-            exchanged = round => exchanged,
+            done = round => done,
         };
-        if exchanged {
-            last_push = now;
-            if full {
-                last_full = Some(now);
-            }
+        owed = !done;
+    }
+}
+
+/// Samples what this one hears (the `records` counter) every
+/// [`HEARD_EVERY`], and decides again whether it is deaf (its XML port
+/// hands gmetad over) and whether it stands by; until `stop`.
+pub async fn hearing(link: Arc<Link>, counters: Arc<Counters>, mut stop: watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(HEARD_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.changed() => break,
+            _ = tick.tick() => {}
         }
+        let now = Instant::now();
+        link.sample(
+            counters.records.load(std::sync::atomic::Ordering::Relaxed),
+            now,
+        );
+        link.judge_hearing(now);
+        link.decide(now);
     }
 }

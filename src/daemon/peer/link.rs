@@ -1,15 +1,17 @@
 //! What both sides of the exchange share ([`Link`]): the receive tasks
-//! to ask, the saved state, the limits of a message, and the standby
-//! decision (who of the pair sends to gmond).
+//! to ask, the saved state, the limits of a message, the standby
+//! decision (who of the pair sends to gmond) and whether this one is
+//! deaf (hears no server its peer hears: its XML port hands gmetad over).
 
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
-use super::message::HEADER;
-use super::{Ask, Merged, STANDBY_AFTER, lock};
+use super::evidence::Evidence;
+use super::message::{HEADER, Heard, Writer};
+use super::{Ask, DEAF_AFTER, EVIDENCE_VALID, Merged, PEER_FRESH, STANDBY_AFTER, lock};
 use crate::config::Settings;
 use crate::engine::pairing::{Entry, LastRecord};
 use crate::engine::saved::SavedState;
@@ -32,9 +34,24 @@ pub struct Link {
     /// When an exchange with the peer last completed.
     last_exchange: Mutex<Option<Instant>>,
     /// Whether the receive tasks queue nothing for gmond (the standby,
-    /// its peer up).
+    /// its peer up and its packets seen in gmond).
     pub paused: Arc<AtomicBool>,
     warned_tie: AtomicBool,
+    /// This gateway's own host in gmond (`xrd2ganglia@NAME`).
+    pub(super) own_host: String,
+    /// What this one hears: the `records` counter when last sampled, and
+    /// when it last grew.
+    hearing: Mutex<(u64, Option<Instant>)>,
+    /// When it started: it cannot have heard a record before.
+    started: Instant,
+    /// What the peer said it hears, and when it said it.
+    peer_heard: Mutex<Option<(Heard, Instant)>>,
+    /// What gmond showed of the peer's own host, and when it was read.
+    pub(super) evidence: Mutex<Option<(Instant, Evidence)>>,
+    /// Whether this one is deaf: true while its peer, up, hears servers
+    /// this one has not heard for [`DEAF_AFTER`]; the XML port refuses
+    /// polls meanwhile ([`super::super::xml_port::Warmup::hand_over_when`]).
+    deaf: watch::Sender<bool>,
 }
 
 impl Link {
@@ -55,6 +72,110 @@ impl Link {
             last_exchange: Mutex::new(None),
             paused: Arc::default(),
             warned_tie: AtomicBool::new(false),
+            own_host: crate::daemon::self_metrics::own_host_name(&crate::ganglia::local_hostname()),
+            hearing: Mutex::new((0, None)),
+            started: Instant::now(),
+            peer_heard: Mutex::new(None),
+            evidence: Mutex::new(None),
+            deaf: watch::channel(false).0,
+        }
+    }
+
+    /// Whether this one is deaf, as it changes (for the XML port).
+    pub fn deaf(&self) -> watch::Receiver<bool> {
+        self.deaf.subscribe()
+    }
+
+    /// Takes note of the `records` counter now: whether a server's record
+    /// was taken since the last sample.
+    pub(super) fn sample(&self, records: u64, now: Instant) {
+        let mut h = lock(&self.hearing);
+        if records != h.0 {
+            *h = (records, Some(now));
+        }
+    }
+
+    /// When this one last took a server's record (to the last sample).
+    fn newest(&self) -> Option<Instant> {
+        lock(&self.hearing).1
+    }
+
+    /// What this one hears, for the peer (the heard frame).
+    pub(super) fn heard(&self, now: Instant) -> Heard {
+        Heard {
+            newest: self.newest().map(|t| now.saturating_duration_since(t)),
+            own_host: self.own_host.clone(),
+        }
+    }
+
+    /// What the peer said it hears, taken when its frame was read (its
+    /// ages count from then).
+    pub(super) fn peer_said(&self, heard: Heard, now: Instant) {
+        *lock(&self.peer_heard) = Some((heard, now));
+    }
+
+    /// The peer's own host in gmond, if it named one that is not this
+    /// one's.
+    pub(super) fn peer_host(&self) -> Option<String> {
+        lock(&self.peer_heard)
+            .as_ref()
+            .map(|(h, _)| h.own_host.clone())
+            .filter(|h| *h != self.own_host)
+    }
+
+    /// Whether this one is deaf now: its peer said within [`PEER_FRESH`]
+    /// that it took a record more than [`DEAF_AFTER`] after this one's
+    /// newest. A peer not heard from, or that hears no more than this
+    /// one (both deaf), leaves it answering.
+    pub(super) fn judge_hearing(&self, now: Instant) -> bool {
+        let peer_newest = match &*lock(&self.peer_heard) {
+            Some((h, said)) if now.saturating_duration_since(*said) < PEER_FRESH => {
+                h.newest.and_then(|age| said.checked_sub(age))
+            }
+            _ => None,
+        };
+        let mine = self.newest().unwrap_or(self.started);
+        let deaf = peer_newest.is_some_and(|p| p > mine + DEAF_AFTER);
+        if *self.deaf.borrow() != deaf {
+            if deaf {
+                tracing::warn!(
+                    "hearing no server the peer hears (none for {} ms, the peer's newest record is newer): refusing gmetad's polls so that it reads the peer",
+                    self.newest().map_or_else(
+                        || "ever".into(),
+                        |t| now.saturating_duration_since(t).as_millis().to_string()
+                    )
+                );
+            } else {
+                tracing::info!(
+                    "hearing the servers again (or the peer is not): answering gmetad's polls"
+                );
+            }
+            self.deaf.send_replace(deaf);
+        }
+        deaf
+    }
+
+    /// What `status` shows of the pair.
+    pub fn status(&self, now: Instant) -> crate::status::PairStatus {
+        let ms =
+            |t: Option<Instant>| t.map(|t| now.saturating_duration_since(t).as_millis() as u64);
+        let peer = lock(&self.peer_heard).clone();
+        crate::status::PairStatus {
+            last_exchange_ms: ms(*lock(&self.last_exchange)),
+            newest_record_ms: ms(self.newest()),
+            peer_newest_record_ms: peer.as_ref().and_then(|(h, said)| {
+                h.newest
+                    .map(|age| (age + now.saturating_duration_since(*said)).as_millis() as u64)
+            }),
+            peer_own_host: peer.map(|(h, _)| h.own_host),
+            deaf: *self.deaf.borrow(),
+            standing_by: self.paused.load(Relaxed),
+            evidence: lock(&self.evidence).as_ref().map(|(at, e)| {
+                format!(
+                    "{e} ({} ms ago)",
+                    now.saturating_duration_since(*at).as_millis()
+                )
+            }),
         }
     }
 
@@ -78,12 +199,16 @@ impl Link {
         }
     }
 
-    pub(super) fn header(&self, mode: &str) -> String {
-        format!(
-            "{HEADER}\t{mode}\t{}\t{}\n",
+    /// A message begun: its header, then what this one hears (the
+    /// [`super::message::Kind::Heard`] frame).
+    pub(super) fn writer(&self, mode: &str) -> Writer {
+        let mut w = Writer::new(&format!(
+            "{HEADER}\t{mode}\t{}\t{}",
             u8::from(self.standby),
             self.drawn
-        )
+        ));
+        w.heard(&self.heard(Instant::now()));
+        w
     }
 
     /// Notes a completed exchange and the peer's standby claim; decides
@@ -94,13 +219,58 @@ impl Link {
         self.decide(Instant::now());
     }
 
-    /// Whether this one stands by now.
+    /// Whether this one would stand by (by the claims), its peer up: then
+    /// gmond is read for evidence that the peer's packets arrive.
+    pub(super) fn would_stand_by(&self, now: Instant) -> bool {
+        let claim = *lock(&self.peer_claim);
+        claim.is_some_and(|c| self.stands_by(c)) && self.peer_up(now)
+    }
+
+    fn peer_up(&self, now: Instant) -> bool {
+        lock(&self.last_exchange).is_some_and(|t| now.saturating_duration_since(t) < STANDBY_AFTER)
+    }
+
+    /// Whether this one stands by now: it would by the claims, its peer
+    /// has completed an exchange within [`STANDBY_AFTER`], and gmond shows
+    /// the peer's own host fresh ([`Evidence`], read within
+    /// [`EVIDENCE_VALID`]; where gmond's XML cannot be read, the peer's
+    /// word is taken, as the log and `status` say).
     pub fn decide(&self, now: Instant) {
-        let Some((peer_standby, peer_drawn)) = *lock(&self.peer_claim) else {
+        let Some(claim) = *lock(&self.peer_claim) else {
             self.paused.store(false, Relaxed);
             return;
         };
-        let i_stand_by = if self.standby != peer_standby {
+        let i_stand_by = self.stands_by(claim);
+        let peer_up = self.peer_up(now);
+        let evidence = lock(&self.evidence).clone();
+        let seen = match &evidence {
+            Some((at, e)) if now.saturating_duration_since(*at) < EVIDENCE_VALID => e.allows(),
+            _ => false,
+        };
+        let pause = i_stand_by && peer_up && seen;
+        if self.paused.swap(pause, Relaxed) != pause {
+            if pause {
+                tracing::info!(
+                    "peer is up and gmond shows its packets ({}): standing by (nothing sent to gmond)",
+                    evidence.map(|(_, e)| e.to_string()).unwrap_or_default()
+                );
+            } else if !peer_up {
+                tracing::warn!(
+                    "peer silent for {} s: sending to gmond",
+                    STANDBY_AFTER.as_secs()
+                );
+            } else if i_stand_by && !seen {
+                tracing::warn!(
+                    "no evidence in gmond that the peer's packets arrive ({}): sending to gmond",
+                    evidence.map_or_else(|| "none read".into(), |(_, e)| e.to_string())
+                );
+            }
+        }
+    }
+
+    /// Whether this one stands by, by the claims alone.
+    fn stands_by(&self, (peer_standby, peer_drawn): (bool, u64)) -> bool {
+        if self.standby != peer_standby {
             self.standby
         } else {
             if !self.warned_tie.swap(true, Relaxed) {
@@ -115,19 +285,6 @@ impl Link {
                 );
             }
             self.drawn > peer_drawn
-        };
-        let peer_up =
-            lock(&self.last_exchange).is_some_and(|t| now.duration_since(t) < STANDBY_AFTER);
-        let pause = i_stand_by && peer_up;
-        if self.paused.swap(pause, Relaxed) != pause {
-            if pause {
-                tracing::info!("peer is up: standing by (nothing sent to gmond)");
-            } else {
-                tracing::warn!(
-                    "peer silent for {} s: sending to gmond",
-                    STANDBY_AFTER.as_secs()
-                );
-            }
         }
     }
 

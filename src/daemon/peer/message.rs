@@ -63,13 +63,18 @@ pub enum Kind {
     /// A source's last record (answers to a pull): `ip`, tab, age in ms,
     /// newline, then the datagram's bytes.
     Record,
+    /// What the sender hears (right after the header, both ways, every
+    /// exchange): ms since its newest server record (or `-`), tab, its
+    /// own host in gmond ([`Heard`]).
+    Heard,
     /// The message's end (no payload).
     End,
 }
 
 impl Kind {
-    const ALL: [Kind; 6] = [
+    const ALL: [Kind; 7] = [
         Kind::Header,
+        Kind::Heard,
         Kind::Entry,
         Kind::More,
         Kind::Totals,
@@ -80,6 +85,7 @@ impl Kind {
     pub fn byte(self) -> u8 {
         match self {
             Kind::Header => b'H',
+            Kind::Heard => b'L',
             Kind::Entry => b'E',
             Kind::More => b'+',
             Kind::Totals => b'P',
@@ -140,7 +146,49 @@ pub struct Message {
     pub claim: (bool, u64),
     pub entries: Vec<Entry>,
     pub records: Vec<LastRecord>,
+    /// What the sender hears (its [`Kind::Heard`] frame), if it sent one.
+    pub heard: Option<Heard>,
     pub refused: Refused,
+}
+
+/// What a gateway hears and what gmond shows of it (the [`Kind::Heard`]
+/// frame, right after the header): how long ago it last took a server's
+/// summary record (None: never since its start), and the name of its own
+/// host in gmond (`xrd2ganglia@NAME`, whose TN a standby reads in gmond
+/// for evidence that its packets arrive). One self-contained frame: one
+/// that cannot be true is refused alone (counted with the refused lines)
+/// and the rest of the message taken.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Heard {
+    pub newest: Option<Duration>,
+    pub own_host: String,
+}
+
+/// The longest own host name a heard frame may carry.
+const MAX_OWN_HOST: usize = 255;
+
+/// A heard frame's two fields (age in ms or `-`, own host); None if they
+/// cannot be true (an age over a day, a host that is not a gateway's own
+/// host).
+fn read_heard(fields: &[&str]) -> Option<Heard> {
+    let [age, host] = fields else {
+        return None;
+    };
+    let newest = match *age {
+        "-" => None,
+        ms => Some(Duration::from_millis(
+            ms.parse::<u64>().ok().filter(|&ms| ms <= 86_400_000)?,
+        )),
+    };
+    let name = host.strip_prefix(crate::daemon::self_metrics::OWN_HOST_PREFIX)?;
+    let safe = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_');
+    if name.is_empty() || host.len() > MAX_OWN_HOST || !name.chars().all(safe) {
+        return None;
+    }
+    Some(Heard {
+        newest,
+        own_host: (*host).to_string(),
+    })
 }
 
 /// What of a message was refused.
@@ -182,6 +230,18 @@ impl Writer {
         self.out
             .extend_from_slice(&(payload.len() as u32).to_be_bytes());
         self.out.extend_from_slice(payload);
+    }
+
+    /// What this gateway hears ([`Kind::Heard`]: right after the header).
+    pub fn heard(&mut self, h: &Heard) {
+        let age = h
+            .newest
+            .map_or_else(|| "-".to_string(), |d| d.as_millis().to_string());
+        let payload = format!("{age}\t{}", h.own_host);
+        // An own host is a checked local name: a frame holds it whole.
+        if payload.len() <= MAX_FRAME {
+            self.frame(Kind::Heard, payload.as_bytes());
+        }
     }
 
     /// A source's entry: its `S` line and `C` lines in as many frames as
@@ -229,8 +289,14 @@ impl Writer {
 
 /// A message's bytes: header, entries, records (the oldest first: a
 /// starting peer feeds them in that order), end.
+#[cfg(test)]
 pub(super) fn message(header: &str, entries: &[Entry], records: &[LastRecord]) -> Vec<u8> {
-    let mut w = Writer::new(header);
+    finish(Writer::new(header), entries, records)
+}
+
+/// A message's bytes from `w` (its header, and what it hears, written):
+/// entries, records (the oldest first), end.
+pub(super) fn finish(mut w: Writer, entries: &[Entry], records: &[LastRecord]) -> Vec<u8> {
     for e in entries {
         w.entry(e);
     }
@@ -247,6 +313,8 @@ pub(super) fn message(header: &str, entries: &[Entry], records: &[LastRecord]) -
 pub enum Item {
     /// Checked entries, to merge ([`BATCH_BYTES`] of frames at most).
     Entries(Vec<Entry>),
+    /// What the sender hears.
+    Heard(Heard),
     /// A source's last record.
     Record(LastRecord),
     /// The message's end.
@@ -354,6 +422,16 @@ impl Assembler {
                 self.finish()?;
                 self.flush(out);
                 out.push(Item::End);
+            }
+            Some(Kind::Heard) => {
+                let text = String::from_utf8_lossy(payload);
+                let fields: Vec<&str> = text.split('\t').collect();
+                match read_heard(&fields) {
+                    Some(h) => out.push(Item::Heard(h)),
+                    None => self.refused.note(1, || {
+                        format!("a heard frame that cannot be true: {:?}", truncate(&text))
+                    }),
+                }
             }
             Some(Kind::Header) => return Err("a second header".into()),
             None => self.refused.note(1, || {
@@ -582,7 +660,7 @@ pub fn parse(bytes: &[u8], max_counters: usize, now_unix: u64) -> Result<Message
     let (kind, payload) = next()?;
     let header = read_header(kind, payload)?;
     let mut asm = Assembler::new(max_counters, usize::MAX, now_unix);
-    let (mut entries, mut records) = (Vec::new(), Vec::new());
+    let (mut entries, mut records, mut heard) = (Vec::new(), Vec::new(), None);
     loop {
         let (kind, payload) = next()?;
         let mut out = Vec::new();
@@ -591,12 +669,14 @@ pub fn parse(bytes: &[u8], max_counters: usize, now_unix: u64) -> Result<Message
             match item {
                 Item::Entries(e) => entries.extend(e),
                 Item::Record(r) => records.push(r),
+                Item::Heard(h) => heard = Some(h),
                 Item::End => {
                     return Ok(Message {
                         mode: header.mode,
                         claim: header.claim,
                         entries,
                         records,
+                        heard,
                         refused: asm.refused,
                     });
                 }
@@ -688,6 +768,71 @@ mod tests {
         assert!(parse(&whole[..whole.len() - 5], 10, NOW).is_err());
         let msg = parse(&whole, 10, NOW).unwrap();
         assert_eq!(msg.records[0].datagram, b"a\n.\x00\x00\x00\x00");
+    }
+
+    /// The heard frame: what the sender hears, read; one that cannot be
+    /// true is refused alone (counted), the rest of the message taken.
+    #[test]
+    fn the_heard_frame_says_what_the_sender_hears() {
+        let heard = Heard {
+            newest: Some(Duration::from_millis(1234)),
+            own_host: "xrd2ganglia@gw1".into(),
+        };
+        let entry = Entry {
+            ip: "10.0.0.1".parse().unwrap(),
+            program: "xrootd".into(),
+            state: saved::SavedSource {
+                started: Some((1_700_000_000, 1)),
+                counters: vec![(1, 1, 5)],
+            },
+            pfc: None,
+        };
+        let mut w = Writer::new(&format!("{HEADER}\tpush\t0\t7"));
+        w.heard(&heard);
+        let bytes = finish(w, std::slice::from_ref(&entry), &[]);
+        // Right after the header: kind 'L', 4-byte length, the two fields.
+        let header_len = 5 + format!("{HEADER}\tpush\t0\t7").len();
+        assert_eq!(
+            &bytes[header_len..header_len + 5 + 20],
+            b"L\x00\x00\x00\x141234\txrd2ganglia@gw1"
+        );
+        let msg = parse(&bytes, 10, NOW).unwrap();
+        assert_eq!(msg.heard, Some(heard));
+        assert_eq!((msg.entries.len(), msg.refused.lines), (1, 0));
+        let none = parse(
+            &frames(
+                "xrd2ganglia-peer 2\tpush\t0\t7",
+                &[(b'L', b"-\txrd2ganglia@b"), (b'.', b"")],
+            ),
+            10,
+            NOW,
+        );
+        assert_eq!(none.unwrap().heard.unwrap().newest, None);
+        for bad in [
+            "12\t10.0.0.1",
+            "12\txrd2ganglia@",
+            "12\txrd2ganglia@a\"b",
+            "soon\txrd2ganglia@a",
+            "86400001\txrd2ganglia@a",
+            "12",
+            "12\txrd2ganglia@a\tmore",
+        ] {
+            let text = frames(
+                &format!("{HEADER}\tpush\t0\t7"),
+                &[
+                    (b'L', bad.as_bytes()),
+                    (
+                        b'E',
+                        b"S\t10.0.0.1\txrootd\t1700000000\t1\nC\t0000000000000001\t1\t5\n",
+                    ),
+                    (b'.', b""),
+                ],
+            );
+            let msg = parse(&text, 10, NOW).unwrap();
+            assert_eq!(msg.heard, None, "{bad}");
+            assert_eq!((msg.entries.len(), msg.refused.lines), (1, 1), "{bad}");
+            assert!(msg.refused.text.contains("heard"), "{}", msg.refused.text);
+        }
     }
 
     #[test]

@@ -8,6 +8,8 @@
 
 use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::{Bound, Running, Scratch, WITHIN, bind, link_record, parse, wait_for};
@@ -639,6 +641,29 @@ fn a_hostile_peers_spike_and_fake_restart_move_nothing() {
         (records(&gw) == 2).then_some(())
     });
     assert_eq!(link_in(&gw, "127.0.0.1").as_deref(), Some("63090000"));
+    // Right after the header of every message, what it hears (the heard
+    // frame, `L`): ms since the newest record it took (`-` until its
+    // records counter is first sampled, within 100 ms), and its own host.
+    let pull = framed("xrd2ganglia-peer 2\tpull\t0\t1", &[(b'.', b"")]);
+    let (age, host) = wait_for("a heard frame with an age", WITHIN, || {
+        let frames = frames_of(&exchange(own_addr, &pull));
+        let (kind, payload) = frames.get(1)?.clone();
+        let kinds: String = frames.iter().map(|f| f.0 as char).collect();
+        assert_eq!(kind, b'L', "the frames' kinds: {kinds}");
+        let text = String::from_utf8(payload).unwrap();
+        let (age, host) = text.split_once('\t').expect("two fields");
+        let age = match age {
+            "-" => return None,
+            ms => ms.parse::<u64>().expect("ms or -"),
+        };
+        Some((age, host.to_string()))
+    });
+    assert!(age < 60_000, "{age}");
+    assert!(
+        host.strip_prefix("xrd2ganglia@")
+            .is_some_and(|name| !name.is_empty()),
+        "{host}"
+    );
     let (_, counted) = gw.stop();
     assert_eq!(counted.peer_refused_claims, 2, "{counted:?}");
     assert_eq!(counted.peer_refused_entries, 0, "{counted:?}");
@@ -723,4 +748,241 @@ fn framed_frame(kind: u8, payload: &[u8]) -> Vec<u8> {
     out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
     out.extend_from_slice(payload);
     out
+}
+
+impl Bound {
+    /// Its XML port on a port of its own (not 0): a deaf gateway stops
+    /// listening and listens again on the same address, which a socket
+    /// bound to port 0 would not keep.
+    fn xml_on_own_port(mut self) -> Bound {
+        let l = bind::xml(free_address()).unwrap();
+        self.xml = Some(l.local_addr().unwrap());
+        self.sockets.xml = vec![l];
+        self
+    }
+}
+
+/// Whether a gateway's XML port refuses a connection now.
+fn refuses(gw: &Running) -> bool {
+    let r = TcpStream::connect(gw.xml.unwrap());
+    matches!(&r, Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused)
+}
+
+/// A server reporting every 100 ms to the gateways whose flag is set
+/// (what reaches each), until `stop`.
+fn reporting(to: [SocketAddr; 2], hears: &[AtomicBool; 2], stop: &AtomicBool) {
+    let mut reading = 10_000;
+    while !stop.load(Ordering::Relaxed) {
+        reading += 100;
+        for (addr, on) in to.iter().zip(hears) {
+            if on.load(Ordering::Relaxed) {
+                super::send_from("127.0.0.1", *addr, &link_record(77, reading));
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Issue 43.1: UDP to gw2 lost (the server's datagrams no longer reach
+/// it) while gw1 hears them. gw2's XML port refuses within
+/// [`DEAF_AFTER`](crate::daemon::peer::DEAF_AFTER) and a ping or two, so
+/// gmetad's connect fails and it reads gw1; gw2 listens again as soon as
+/// it hears. With both deaf, neither hears more than the other: both
+/// answer. (Before: gw2 answered every poll with its last values.)
+#[test]
+fn a_deaf_gateway_refuses_polls_until_it_hears_and_two_deaf_ones_both_answer() {
+    let (l1, l2) = (peer_listener(), peer_listener());
+    let (a1, a2) = (l1.local_addr().unwrap(), l2.local_addr().unwrap());
+    let gw1 = Bound::paired(l1, a2).xml_on_own_port().start();
+    let gw2 = Bound::paired(l2, a1).xml_on_own_port().start();
+    let hears = [AtomicBool::new(true), AtomicBool::new(true)];
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let _stop = StopOnDrop(&stop);
+        scope.spawn(|| reporting([gw1.reports, gw2.reports], &hears, &stop));
+        wait_for("both hearing", WITHIN, || {
+            (records(&gw1) > 5 && records(&gw2) > 5).then_some(())
+        });
+        let exchanges = gw2.counters.snapshot().peer_exchanges;
+        wait_for("two exchanges", WITHIN, || {
+            (gw2.counters.snapshot().peer_exchanges >= exchanges + 2).then_some(())
+        });
+        assert!(!refuses(&gw1) && !refuses(&gw2));
+        // UDP to gw2 lost.
+        hears[1].store(false, Ordering::Relaxed);
+        let lost = Instant::now();
+        wait_for("gw2 to refuse", WITHIN, || refuses(&gw2).then_some(()));
+        let handed = lost.elapsed();
+        assert!(!refuses(&gw1), "gw1 hears: it answers");
+        gw1.poll_from("127.0.0.1:0");
+        // Back.
+        hears[1].store(true, Ordering::Relaxed);
+        let back = Instant::now();
+        wait_for("gw2 to listen again", WITHIN, || {
+            (!refuses(&gw2)).then_some(())
+        });
+        let listening = back.elapsed();
+        assert!(
+            link_in(&gw2, "127.0.0.1").is_some(),
+            "gw2 answers a whole document again"
+        );
+        // Both deaf: the server stopped reaching either.
+        hears[0].store(false, Ordering::Relaxed);
+        hears[1].store(false, Ordering::Relaxed);
+        let (e1, e2) = (
+            gw1.counters.snapshot().peer_exchanges,
+            gw2.counters.snapshot().peer_exchanges,
+        );
+        // Well past DEAF_AFTER, each told the other what it hears.
+        wait_for("five exchanges each", Duration::from_secs(10), || {
+            let (n1, n2) = (
+                gw1.counters.snapshot().peer_exchanges,
+                gw2.counters.snapshot().peer_exchanges,
+            );
+            (n1 >= e1 + 5 && n2 >= e2 + 5).then_some(())
+        });
+        assert!(
+            link_in(&gw1, "127.0.0.1").is_some(),
+            "both deaf: gw1 answers"
+        );
+        assert!(
+            link_in(&gw2, "127.0.0.1").is_some(),
+            "both deaf: gw2 answers"
+        );
+        eprintln!(
+            "deaf gw2 refused {:.2} s after its datagrams stopped; listened again {:.2} s after they came back",
+            handed.as_secs_f64(),
+            listening.as_secs_f64()
+        );
+        assert!(handed < Duration::from_secs(4), "{handed:?}");
+        stop.store(true, Ordering::Relaxed);
+    });
+    gw1.stop();
+    gw2.stop();
+}
+
+/// Sets its flag when dropped, a panic's unwinding included: the
+/// threads of a `thread::scope` stop, so the scope ends and the test fails.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A TCP relay from its listener to `to` that the test can cut (each
+/// connection then closed at once, as a peer port behind a firewall that
+/// resets) and restore.
+struct Relay {
+    addr: SocketAddr,
+    cut: Arc<AtomicBool>,
+}
+
+impl Relay {
+    fn new(to: SocketAddr) -> Relay {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let cut = Arc::new(AtomicBool::new(false));
+        let is_cut = cut.clone();
+        std::thread::spawn(move || {
+            for client in l.incoming().flatten() {
+                if is_cut.load(Ordering::Relaxed) {
+                    continue;
+                }
+                let Ok(server) = TcpStream::connect(to) else {
+                    continue;
+                };
+                for (mut from, mut into) in [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                    (server, client),
+                ] {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut into);
+                        let _ = into.shutdown(std::net::Shutdown::Write);
+                    });
+                }
+            }
+        });
+        Relay { addr, cut }
+    }
+}
+
+/// Issue 43.2: the link cut (both directions through relays) while gw1
+/// misses run 1's last datagram (6,000) and both see the restart: the
+/// restart's pushes fail. Once the link is back, a probe answers within
+/// a tick and a full exchange follows at once: both publish 6,000 + the
+/// reading within a second (before: at the next full exchange, up to 30 s
+/// later, gw1 published 5,000 + the reading meanwhile).
+#[test]
+fn after_a_cut_link_the_two_agree_within_a_second_of_it_being_back() {
+    let (l1, l2) = (peer_listener(), peer_listener());
+    let (a1, a2) = (l1.local_addr().unwrap(), l2.local_addr().unwrap());
+    let (r1, r2) = (Relay::new(a1), Relay::new(a2));
+    let gw1 = Bound::paired(l1, r2.addr).start();
+    let gw2 = Bound::paired(l2, r1.addr).start();
+    for gw in [&gw1, &gw2] {
+        gw.send_as("127.0.0.1", &link_record(77, 5000));
+    }
+    wait_for("run 1", WITHIN, || {
+        (records(&gw1) == 1 && records(&gw2) == 1).then_some(())
+    });
+    // The first, full exchanges done.
+    wait_for("the first exchanges", WITHIN, || {
+        (gw1.counters.snapshot().peer_exchanges >= 2).then_some(())
+    });
+    r1.cut.store(true, Ordering::Relaxed);
+    r2.cut.store(true, Ordering::Relaxed);
+    gw2.send_as("127.0.0.1", &link_record(77, 6000));
+    for gw in [&gw1, &gw2] {
+        gw.send_as("127.0.0.1", &link_record(78, 100));
+    }
+    wait_for("the restart taken by both", WITHIN, || {
+        (records(&gw1) == 2 && records(&gw2) == 3).then_some(())
+    });
+    // Both pushed the restart, and failed.
+    let (f1, f2) = (
+        gw1.counters.snapshot().peer_failed,
+        gw2.counters.snapshot().peer_failed,
+    );
+    wait_for("failed pushes on both sides", WITHIN, || {
+        let (n1, n2) = (
+            gw1.counters.snapshot().peer_failed,
+            gw2.counters.snapshot().peer_failed,
+        );
+        (n1 >= f1 + 2 && n2 >= f2 + 2).then_some(())
+    });
+    r1.cut.store(false, Ordering::Relaxed);
+    r2.cut.store(false, Ordering::Relaxed);
+    let back = Instant::now();
+    // A report every 50 ms to both, until both publish 6,000 + reading.
+    let mut reading = 100;
+    let mut taken = 3;
+    let agreed = wait_for(
+        "both to publish 6000 + the reading",
+        Duration::from_secs(40),
+        || {
+            reading += 1;
+            taken += 1;
+            for gw in [&gw1, &gw2] {
+                gw.send_as("127.0.0.1", &link_record(78, reading));
+            }
+            wait_for("the report taken by both", WITHIN, || {
+                (records(&gw1) == taken - 1 && records(&gw2) == taken).then_some(())
+            });
+            let want = (6000 + reading).to_string();
+            let same = [&gw1, &gw2]
+                .iter()
+                .all(|gw| link_in(gw, "127.0.0.1").as_deref() == Some(want.as_str()));
+            std::thread::sleep(Duration::from_millis(50));
+            same.then(|| back.elapsed())
+        },
+    );
+    eprintln!(
+        "the two agreed {:.2} s after the link was back",
+        agreed.as_secs_f64()
+    );
+    assert!(agreed <= Duration::from_millis(1500), "{agreed:?}");
+    gw1.stop();
+    gw2.stop();
 }
