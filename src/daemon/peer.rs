@@ -150,10 +150,13 @@ pub const STANDBY_AFTER: Duration = Duration::from_secs(3);
 /// frame, an entry and a batch each ([`message`]), what all peers
 /// together can make the gateway hold.
 pub const MAX_EXCHANGES: usize = 4;
-/// While the link is down, a probe (an empty push) every [`PUSH_EVERY`],
-/// its whole exchange within this: a peer port that drops packets costs
-/// at most a tick, so the link is seen back within a second.
-pub const PROBE_DEADLINE: Duration = Duration::from_secs(1);
+/// While the link is down, a probe (an empty push) this often ...
+pub const PROBE_EVERY: Duration = Duration::from_millis(250);
+/// ... its whole exchange within this: a peer port that drops packets
+/// (a connect whose SYN is lost waits a second for its retry) costs at
+/// most this and a probe's wait, so the link is seen back, and the full
+/// exchange made, within a second.
+pub const PROBE_DEADLINE: Duration = Duration::from_millis(500);
 /// A gateway is deaf when its peer took a server's record this much
 /// later than its own newest (both take the same servers' records within
 /// milliseconds of each other: xrootd sends each report to both at once).

@@ -13,7 +13,8 @@ use tokio::sync::watch;
 use super::link::Claims;
 use super::message::{Assembler, Incoming, Item, Mode, finish};
 use super::{
-    DEADLINE, FULL_EVERY, HEARD_EVERY, Link, PING_EVERY, PROBE_DEADLINE, PUSH_EVERY, unix_now,
+    DEADLINE, FULL_EVERY, HEARD_EVERY, Link, PING_EVERY, PROBE_DEADLINE, PROBE_EVERY, PUSH_EVERY,
+    unix_now,
 };
 use crate::config::Settings;
 use crate::engine::pairing::{Entry, LastRecord};
@@ -114,7 +115,7 @@ async fn take_answer(
 /// Pushes changed entries every [`PUSH_EVERY`] (an empty push every
 /// [`PING_EVERY`]), everything every [`FULL_EVERY`], until `stop`. After
 /// a failed exchange (the link cut, the peer down) what it carried is
-/// owed: an empty push probes the link every tick (within
+/// owed: an empty push probes the link every [`PROBE_EVERY`] (within
 /// [`PROBE_DEADLINE`]), and as soon as one is answered a full exchange
 /// follows at once, so the two agree within a second of the link being
 /// back (the changed entries taken out for the failed push go with it).
@@ -140,7 +141,8 @@ pub async fn keep_in_step(
     loop {
         tokio::select! {
             _ = stop.changed() => break,
-            _ = tick.tick() => {}
+            _ = tick.tick(), if !owed => {}
+            _ = tokio::time::sleep(PROBE_EVERY), if owed => {}
         }
         let now = Instant::now();
         link.decide(now);

@@ -982,7 +982,7 @@ fn after_a_cut_link_the_two_agree_within_a_second_of_it_being_back() {
         "the two agreed {:.2} s after the link was back",
         agreed.as_secs_f64()
     );
-    assert!(agreed <= Duration::from_millis(1500), "{agreed:?}");
+    assert!(agreed <= Duration::from_secs(1), "{agreed:?}");
     gw1.stop();
     gw2.stop();
 }
