@@ -34,7 +34,8 @@
 //! of packet (a value, a metadata resend, a metadata or a host that gmond
 //! has not seen) costs gmond's CPU: `cost.rs`; a federation's sites
 //! sharded over ports of the gateway, and over real gmetads under a top
-//! gmetad: `federation.rs`.
+//! gmetad: `federation.rs`; xrootd's detailed stream beside the summaries,
+//! into a real gmond: `detailed.rs`.
 //!
 //! A crate of its own (the tests do not compile it), measuring the
 //! gateway built beside it (`under_test.rs`): `cargo build --release
@@ -82,6 +83,7 @@ use report::*;
 use runs::*;
 use sink::*;
 mod cost;
+mod detailed;
 mod federation;
 mod gmond;
 mod hostile;
@@ -119,6 +121,8 @@ struct Options {
     smoke: bool,
     poll: poll::PollOptions,
     fed: federation::FedOptions,
+    detailed_files: u64,
+    detailed_flush: Duration,
 }
 
 impl Options {
@@ -308,6 +312,23 @@ fn gmond_runs(bin: &Path, o: &Options, report: &mut Report) {
         let runs = federation::run(bin, &o.fed);
         println!("load: federation took {:.1} s", t.elapsed().as_secs_f64());
         federation::print(&o.fed, &runs);
+    }
+    if o.named("detailed") {
+        let t = Instant::now();
+        let d = detailed::DetailedOptions {
+            servers: o.gmond_servers,
+            files: o.detailed_files,
+            flush: o.detailed_flush,
+            sustain: o.sustain,
+        };
+        let phases = detailed::run(bin, &d);
+        println!("load: detailed took {:.1} s", t.elapsed().as_secs_f64());
+        detailed::print(&d, &phases);
+        let problems: Vec<String> = phases.iter().flat_map(detailed::Phase::problems).collect();
+        if !problems.is_empty() {
+            eprintln!("load: detailed:\n  {}", problems.join("\n  "));
+            std::process::exit(1);
+        }
     }
     if o.named("cost") {
         let t = Instant::now();
