@@ -114,7 +114,10 @@ fn moved(dictid: u32) -> (u64, u64, u64) {
 
 fn add(t: &mut Totals, user: usize, field: &str, v: u64) {
     let (_, vo, protocol, host) = USERS[user];
-    let domain = host.split_once('.').map_or(host, |(_, d)| d).replace('.', "_");
+    let domain = host
+        .split_once('.')
+        .map_or(host, |(_, d)| d)
+        .replace('.', "_");
     for key in [
         format!("vo.{vo}.{field}"),
         format!("protocol.{protocol}.{field}"),
@@ -154,10 +157,8 @@ impl Server {
         header(&mut b, b'=', self.map_seq, self.stod);
         b.extend_from_slice(&0u32.to_be_bytes());
         b.extend_from_slice(
-            format!(
-                "=/nobody.{i}:1@load{i}\n&site=LOAD&port=1094&inst=ds&pgm=xrootd&ver=v5.5.3"
-            )
-            .as_bytes(),
+            format!("=/nobody.{i}:1@load{i}\n&site=LOAD&port=1094&inst=ds&pgm=xrootd&ver=v5.5.3")
+                .as_bytes(),
         );
         finish(&mut b);
         out.push(b);
@@ -324,9 +325,7 @@ fn phase(bin: &Path, records: &Records, o: &DetailedOptions, detailed: bool) -> 
                 p.f_packets - before.1,
                 p.records - before.2,
             );
-            p.cpu_pct = 100.0 * gw.cpu_ticks().saturating_sub(cpu0) as f64
-                / clock_ticks()
-                / p.secs;
+            p.cpu_pct = 100.0 * gw.cpu_ticks().saturating_sub(cpu0) as f64 / clock_ticks() / p.secs;
         }
     }
     let stopped = Instant::now();
@@ -364,15 +363,12 @@ fn compare(xml: &crate::gmond::Xml, sent: &Totals, p: &mut Phase) {
             keys.push(format!("{list}.other.{f}"));
         }
     }
-    let names: std::collections::HashSet<&str> = USERS
-        .iter()
-        .flat_map(|(_, vo, protocol, _)| [*vo, *protocol])
+    // The gauge of open files of every name that opened some: 0 at the end.
+    let open: Vec<String> = sent
+        .keys()
+        .filter_map(|k| Some(format!("{}.files_open", k.strip_suffix(".files_opened")?)))
         .collect();
-    for list in ["vo", "protocol"] {
-        for name in &names {
-            keys.push(format!("{list}.{name}.files_open"));
-        }
-    }
+    keys.extend(open);
     keys.sort();
     keys.dedup();
     for k in &keys {
