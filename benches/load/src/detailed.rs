@@ -263,13 +263,13 @@ fn phase(bin: &Path, records: &Records, o: &DetailedOptions, detailed: bool) -> 
     // Warm-up: every server's first summary (its metadata), and the
     // stream's `=` and logins.
     let mut seq = 0u64;
-    for i in 0..n {
+    for (i, server) in servers.iter_mut().enumerate() {
         records.stamp(FIXTURE, i, seq, &mut buf);
         send(i, &buf, &mut p);
         p.summaries += 1;
         if detailed {
             let mut hello = Vec::new();
-            servers[i].hello(i, &mut hello, &mut sent);
+            server.hello(i, &mut hello, &mut sent);
             for b in &hello {
                 send(i, b, &mut p);
             }
