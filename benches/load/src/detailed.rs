@@ -105,7 +105,7 @@ fn record_header(buf: &mut Vec<u8>, kind: u8, flag: u8, size: usize, id: u32) {
     buf.extend_from_slice(&id.to_be_bytes());
 }
 
-/// What file `dictid` of user `user` moved: (read, readv, written).
+/// What file `dictid` moved: (read, readv, written).
 fn moved(dictid: u32) -> (u64, u64, u64) {
     let j = u64::from(dictid);
     let write = if j % 5 == 0 { 2_000_000 + j % 1000 } else { 0 };
