@@ -1277,3 +1277,198 @@ fn per_server_graphs_leave_out_the_gateways_own_host() {
     }
     assert_eq!((aggregates, php_reports), (3, 1));
 }
+
+/// xrootd 5.5.3's first run in the capture (tests/data/detailed: its `=`,
+/// eight logins, the `f` packet of six opens and closes and eight
+/// disconnects, then its summary record), as recorded.
+fn captured_run() -> Vec<Vec<u8>> {
+    let text = String::from_utf8(data("detailed/xrootd-5.5.3.jsonl")).unwrap();
+    let run: Vec<Vec<u8>> = text
+        .lines()
+        .map(|l| xrd2ganglia::recording::parse_entry(l).unwrap().datagram)
+        .take_while(|d| d.first() != Some(&b'<'))
+        .collect();
+    let summary = text
+        .lines()
+        .map(|l| xrd2ganglia::recording::parse_entry(l).unwrap().datagram)
+        .find(|d| d.first() == Some(&b'<'))
+        .unwrap();
+    assert_eq!(
+        run.iter().map(|d| d[0]).collect::<Vec<u8>>(),
+        b"=uuuuuuuuf",
+        "the capture's first run changed"
+    );
+    [run, vec![summary]].concat()
+}
+
+/// The same traffic again from the same xrootd run, as its next clients
+/// would make it: `datagram` (a `u` or `f` packet of [`captured_run`])
+/// with every dictid (user and file) moved up by `offset` and its
+/// sequence number set to `pseq`.
+fn again(datagram: &[u8], offset: u32, pseq: u8) -> Vec<u8> {
+    let mut d = datagram.to_vec();
+    d[1] = pseq;
+    let add = |d: &mut [u8], at: usize| {
+        let v = u32::from_be_bytes(d[at..at + 4].try_into().unwrap()) + offset;
+        d[at..at + 4].copy_from_slice(&v.to_be_bytes());
+    };
+    match d[0] {
+        b'u' => add(&mut d, 8),
+        b'f' => {
+            let mut at = 8;
+            while at + 8 <= d.len() {
+                let (kind, flag) = (d[at], d[at + 1]);
+                let size = usize::from(u16::from_be_bytes([d[at + 2], d[at + 3]]));
+                if kind != 2 {
+                    add(&mut d, at + 4);
+                }
+                if kind == 1 && flag & 1 != 0 {
+                    add(&mut d, at + 16);
+                }
+                at += size;
+            }
+        }
+        other => panic!("not a u or f packet: {}", other as char),
+    }
+    d
+}
+
+/// Not a test: the screenshot of the detailed stream's two reports in
+/// docs/detailed.md (docs/images/gweb-detailed.png): the records of
+/// [`readme_screenshots`]' servers and, from a seventh, xrootd 5.5.3's own
+/// detailed stream (tests/data/detailed) replayed for three minutes,
+/// between one and four times a round (each time the same logins and
+/// files again, under new dictids), drawn by ganglia-web (a private
+/// copy) in headless Chromium, in a view of the two reports. Their
+/// series must hold data: every VO and protocol of the capture, non-zero.
+/// Run it with `cargo test --test gmetad -- --ignored detailed_screenshot`.
+#[test]
+#[ignore]
+fn detailed_screenshot() {
+    // The unix login's group is `root`; the anonymous HTTP clients have
+    // none: their VO comes from the path rule.
+    let site = Site::start(
+        5,
+        "stats_interval = 0\nself_metrics_interval = 0\ndetailed_vo_paths = [\"/data/=dteam\"]\n",
+    );
+    let (gw, gmetad) = (&site.gateway, site.gmetad());
+    const DETAILED_IP: &str = "127.0.9.7";
+    const DETAILED_HOST: &str = "det.example";
+    // Always sent: what the graphs hold is asserted below, not here.
+    const PROBE: &str = "xrootd.detailed.vo.other.bytes_read";
+    let run = captured_run();
+    let (ident, logins, files, summary) = (&run[0], &run[1..9], &run[9], &run[10]);
+    // Named as the other servers are (the shipped reports are for the
+    // instance name `anon`).
+    let summary = String::from_utf8(summary.clone()).unwrap();
+    let (tod, src, ins) = ("tod=\"1795896135\"", "src=\"vm:", " ins=\"det\"");
+    for part in [tod, src, ins] {
+        assert!(summary.contains(part), "{part}: {summary}");
+    }
+    let summary = summary
+        .replacen(src, &format!("src=\"{DETAILED_HOST}:"), 1)
+        .replacen(ins, " ins=\"anon\"", 1);
+    let start = replay::unix_now();
+    let mut level = vec![0u64; SERVERS.len()];
+    let (mut copies, mut map_seq, mut f_seq) = (0u32, 0u8, 0u8);
+    for round in 0..180u64 {
+        for (i, (host, ip, records)) in SERVERS.iter().enumerate() {
+            level[i] += (4.0 + 3.0 * (round as f64 / 20.0 + i as f64).sin()).round() as u64;
+            for r in *records {
+                gw.send_as(ip, &record(r, host, level[i]));
+            }
+        }
+        // The detailed server: its summary (the source its metrics go
+        // with) first, its `=` once, then 1 to 4 times its clients.
+        gw.send_as(
+            DETAILED_IP,
+            summary
+                .replace(tod, &format!("tod=\"{}\"", 1_795_896_135 + round))
+                .as_bytes(),
+        );
+        if round == 0 {
+            gw.send_as(DETAILED_IP, ident);
+        }
+        let times = (2.5 + 1.5 * (round as f64 / 15.0).sin()).round() as u32;
+        for _ in 0..times {
+            let offset = 100 * copies;
+            copies += 1;
+            for u in logins {
+                map_seq = map_seq.wrapping_add(1);
+                gw.send_as(DETAILED_IP, &again(u, offset, map_seq));
+            }
+            gw.send_as(DETAILED_IP, &again(files, offset, f_seq));
+            f_seq = f_seq.wrapping_add(1);
+        }
+        if round == 0 {
+            gmetad.wait_for_rrd(
+                &gmetad.rrd_path(CLUSTER, DETAILED_HOST, PROBE),
+                Duration::from_secs(20),
+            );
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let end = replay::unix_now();
+    let summary_rrd = gmetad.summary_rrd_path(CLUSTER, PROBE);
+    gmetad.wait_for_update(&summary_rrd, end, Duration::from_secs(20));
+    let gweb = Gweb::new(&gmetad.rrd_root, gmetad.interactive_port, &shipped());
+    gweb.add_conf(&readme_gweb_conf());
+    // A view of the two reports, as a site would make one.
+    std::fs::write(
+        gweb.dir.join("conf/view_who.json"),
+        format!(
+            r#"{{"view_name": "who", "view_type": "standard", "default_size": "large", "items": [
+  {{"graph": "xrootd_vo_bytes_report", "cluster": "{CLUSTER}"}},
+  {{"graph": "xrootd_protocol_bytes_report", "cluster": "{CLUSTER}"}}]}}"#
+        ),
+    )
+    .unwrap();
+    let window = format!("cs={}&ce={}", start + 5, end);
+    // Every VO and protocol of the capture moved bytes in the graphs.
+    for (report, want) in [
+        (
+            "xrootd_vo_bytes_report",
+            &[
+                "read atlas",
+                "written atlas",
+                "read cms",
+                "read root",
+                "read dteam",
+            ][..],
+        ),
+        (
+            "xrootd_protocol_bytes_report",
+            &["read xroot", "written xroot", "read http"][..],
+        ),
+    ] {
+        let series = gweb.series(&format!("c={CLUSTER}&g={report}&{window}"));
+        for label in want {
+            let values: Vec<f64> = series
+                .iter()
+                .filter(|(l, _)| l.trim() == *label)
+                .flat_map(|(_, v)| v.iter().copied())
+                .filter(|v| v.is_finite())
+                .collect();
+            assert!(
+                values.iter().filter(|v| **v > 0.0).count() > 10,
+                "{report}: {label}: {values:?} (series {:?})",
+                labels(&series)
+            );
+        }
+    }
+    let server = gweb.serve();
+    let (status, body) = server.get(&format!("tab=v&vn=who&{window}"));
+    assert_eq!(status, 200, "{body}");
+    for r in ["xrootd_vo_bytes_report", "xrootd_protocol_bytes_report"] {
+        assert!(body.contains(&format!("g={r}&")), "the view lacks {r}");
+    }
+    let images = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/images");
+    std::fs::create_dir_all(&images).unwrap();
+    server.screenshot(
+        &format!("tab=v&vn=who&{window}"),
+        (1300, 560),
+        &images.join("gweb-detailed.png"),
+    );
+    let log = std::fs::read_to_string(gweb.dir.join("php-server.log")).unwrap();
+    assert!(!log.contains("Fatal error"), "{log}");
+}

@@ -64,7 +64,7 @@ struct Args {
     /// The gateway binary of the gmond runs (an older build, for a before/after comparison) [default: the one under test]
     #[arg(long, value_name = "PATH")]
     gateway_bin: Option<PathBuf>,
-    /// Runs to do: raw,serve,rates,parse,chain,memory,gmond,xml,hostile,poll,cost,pair,federation,stall [default: every one but poll, cost, pair, federation and stall: those run only when named, and never in the smoke; stall: --gmond-servers servers' reports all at once each second, then 500/s, into a gateway with an XML port read every second, for --sustain SECS: the longest time a receive task waited for a send lane's or an XML table shard's lock (the gateway's debug line at stop); pair: --gmond-servers servers every 15 s to a pair of gateways and one alone, --sustain SECS measured, then a failover; about 2 minutes]
+    /// Runs to do: raw,serve,rates,parse,chain,memory,gmond,xml,hostile,poll,cost,pair,federation,stall,detailed [default: every one but poll, cost, pair, federation, stall and detailed: those run only when named, and never in the smoke; stall: --gmond-servers servers' reports all at once each second, then 500/s, into a gateway with an XML port read every second, for --sustain SECS: the longest time a receive task waited for a send lane's or an XML table shard's lock (the gateway's debug line at stop); detailed: --gmond-servers servers' summaries and each one's detailed stream (--detailed-files files opened and closed a second) into a real gmond, after a baseline of the summaries alone; pair: --gmond-servers servers every 15 s to a pair of gateways and one alone, --sustain SECS measured, then a failover; about 2 minutes]
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     only: Vec<String>,
     /// Runs of the cost run, a fresh gmond each
@@ -115,6 +115,12 @@ struct Args {
     /// The gmetads' RRAs line (the default: 2.5 KB an RRD; gmetad's own make 631 KB)
     #[arg(long, value_name = "TEXT", default_value = "RRA:AVERAGE:0.5:1:244")]
     fed_rras: String,
+    /// Files each server of the detailed run opens and closes a second (--only detailed: --gmond-servers servers send their summaries and xrootd's detailed stream into the gateway and a real gmond, after a baseline of the summaries alone; --sustain SECS measured)
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    detailed_files: u64,
+    /// How often each server of the detailed run sends an f packet (xrootd's fstat flush)
+    #[arg(long, value_name = "SECS", default_value = "1", value_parser = positive_secs)]
+    detailed_flush: Duration,
     /// The quick pass .ci/run runs (gmond runs with 200 servers; fails on any drop at gmond or missing or stale metric)
     #[arg(long)]
     smoke: bool,
@@ -219,6 +225,8 @@ impl Args {
                 gmetad: self.fed_gmetad,
                 rras: self.fed_rras,
             },
+            detailed_files: self.detailed_files,
+            detailed_flush: self.detailed_flush,
         }
     }
 }

@@ -35,7 +35,9 @@
 //! has not seen) costs gmond's CPU: `cost.rs`; a federation's sites
 //! sharded over ports of the gateway, and over real gmetads under a top
 //! gmetad: `federation.rs`; the longest time a receive task waited for a
-//! lock while a send queue drains and the XML port is polled: `stall.rs`.
+//! lock while a send queue drains and the XML port is polled: `stall.rs`;
+//! xrootd's detailed stream beside the summaries, into a real gmond:
+//! `detailed.rs`.
 //!
 //! A crate of its own (the tests do not compile it), measuring the
 //! gateway built beside it (`under_test.rs`): `cargo build --release
@@ -83,6 +85,7 @@ use report::*;
 use runs::*;
 use sink::*;
 mod cost;
+mod detailed;
 mod federation;
 mod gmond;
 mod hostile;
@@ -121,6 +124,8 @@ struct Options {
     smoke: bool,
     poll: poll::PollOptions,
     fed: federation::FedOptions,
+    detailed_files: u64,
+    detailed_flush: Duration,
 }
 
 impl Options {
@@ -316,6 +321,23 @@ fn gmond_runs(bin: &Path, o: &Options, report: &mut Report) {
         let runs = federation::run(bin, &o.fed);
         println!("load: federation took {:.1} s", t.elapsed().as_secs_f64());
         federation::print(&o.fed, &runs);
+    }
+    if o.named("detailed") {
+        let t = Instant::now();
+        let d = detailed::DetailedOptions {
+            servers: o.gmond_servers,
+            files: o.detailed_files,
+            flush: o.detailed_flush,
+            sustain: o.sustain,
+        };
+        let phases = detailed::run(bin, &d);
+        println!("load: detailed took {:.1} s", t.elapsed().as_secs_f64());
+        detailed::print(&d, &phases);
+        let problems: Vec<String> = phases.iter().flat_map(detailed::Phase::problems).collect();
+        if !problems.is_empty() {
+            eprintln!("load: detailed:\n  {}", problems.join("\n  "));
+            std::process::exit(1);
+        }
     }
     if o.named("cost") {
         let t = Instant::now();

@@ -304,14 +304,22 @@ impl GwebServer {
     /// A screenshot of the page by headless Chromium.
     pub fn screenshot(&self, query: &str, size: (u32, u32), out: &Path) {
         let chromium = require("chromium", "chromium");
+        // A profile of its own, and nothing fetched but the page.
+        let profile = Scratch::new("chromium");
         let status = Command::new(chromium)
             .args([
                 "--headless",
                 "--no-sandbox",
                 "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
                 "--hide-scrollbars",
                 "--virtual-time-budget=10000",
             ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
             .arg(format!("--window-size={},{}", size.0, size.1))
             .arg(format!("--screenshot={}", out.display()))
             .arg(self.url(query))
