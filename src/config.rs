@@ -26,6 +26,7 @@ pub mod file;
 pub mod keys;
 mod overrides;
 pub mod settings;
+pub mod shipped;
 mod values;
 
 pub use file::{

@@ -36,13 +36,13 @@ const METRIC_INTRO: &str = "Each `[[metric]]` table describes variables the cata
     naming the table; a reload applies them. Its keys:";
 
 /// The defaults of the file's keys, as the file would write them.
-fn file_defaults() -> toml::Table {
+pub(super) fn file_defaults() -> toml::Table {
     toml::Table::try_from(FileConfig::default()).unwrap_or_default()
 }
 
 /// The defaults of a `[[channel]]` table's keys: a channel with only its
 /// required `host`, serialised.
-fn channel_defaults() -> toml::Table {
+pub(super) fn channel_defaults() -> toml::Table {
     let channel: Option<ChannelConfig> = toml::from_str("host = \"\"").ok();
     let mut table = channel
         .and_then(|c| toml::Table::try_from(c).ok())

@@ -41,6 +41,14 @@ pub struct Key {
     pub range: Option<Range>,
     /// What it does: one paragraph, `code` in backticks.
     pub meaning: &'static str,
+    /// What the shipped config (conf/xrd2ganglia.toml, [`super::shipped`])
+    /// says before the key's `# key = default` line: its comment lines,
+    /// each ending in a newline, from the blank line that parts it from
+    /// the key before; "" where the line follows the key before's.
+    pub shipped: &'static str,
+    /// The key the shipped config shows this one after, where that is not
+    /// the key before it in the table (None: in the table's order).
+    pub shipped_after: Option<&'static str>,
 }
 
 /// What leaving a key out of the file means.
@@ -79,6 +87,8 @@ impl Key {
             option: None,
             range: None,
             meaning: "",
+            shipped: "",
+            shipped_after: None,
         }
     }
 }

@@ -145,6 +145,31 @@ fn the_key_tables_are_the_structs_fields() {
     assert!(restart.contains(&"listen") && restart.contains(&"state_file"));
     assert!(waits_for_restart("xml_listen") && !waits_for_restart("max_send_rate"));
     assert!(!waits_for_restart("no_such_key"));
+    // Every key says what its value looks like and what it does (an entry
+    // that leaves either out gets `Key::named`'s empty text).
+    for k in KEYS.iter().chain(CHANNEL_KEYS).chain(METRIC_KEYS) {
+        assert!(!k.value.is_empty() && !k.meaning.is_empty(), "{}", k.name);
+    }
+    // The shipped config shows a key after another that is written:
+    // following `shipped_after` from any key ends at one in the table's
+    // order (else neither would be written).
+    for k in KEYS {
+        let mut at = k;
+        for _ in 0..KEYS.len() {
+            let Some(after) = at.shipped_after else {
+                break;
+            };
+            at = KEYS
+                .iter()
+                .find(|o| o.name == after)
+                .unwrap_or_else(|| panic!("{}: shipped_after {after:?} is no key", k.name));
+        }
+        assert!(
+            at.shipped_after.is_none(),
+            "{}: shipped_after goes round",
+            k.name
+        );
+    }
     // Every text is one paragraph of balanced `code` spans (the man page
     // makes them bold), with nothing that would break a table row.
     for k in KEYS.iter().chain(CHANNEL_KEYS).chain(METRIC_KEYS) {
@@ -206,6 +231,18 @@ fn the_configuration_page_is_up_to_date() {
         checked_in == docs::markdown(),
         "docs/configuration.md is not what the key definitions make: run\n  {}",
         docs::REGENERATE
+    );
+}
+
+/// conf/xrd2ganglia.toml is the generated file, as it is now.
+#[test]
+fn the_shipped_config_is_up_to_date() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("conf/xrd2ganglia.toml");
+    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        checked_in == shipped::text(),
+        "conf/xrd2ganglia.toml is not what the key definitions make: run\n  {}",
+        shipped::REGENERATE
     );
 }
 
