@@ -1,5 +1,5 @@
-//! The configuration file: every key, its default and its meaning, defined
-//! once. Each key is optional in the file (serde fills in its default);
+//! The configuration file as read. Each key is optional in the file
+//! (serde fills in its default);
 //! [`super::validate`] turns the result into typed [`super::Settings`];
 //! `check-config` prints the effective file by serialising it.
 //!

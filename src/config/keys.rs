@@ -7,18 +7,20 @@
 //! refused by serde's `deny_unknown_fields`), its `impl Default`, the
 //! [`KEYS`] that docs/configuration.md and the man page xrd2ganglia.toml(5)
 //! ([`super::docs`]), the range checks ([`super::validate`]) and the
-//! reload's warnings read. The file's keys are in `keys/file_keys.rs`;
-//! the `[[channel]]` and `[[metric]]` tables' ([`ChannelConfig`],
-//! [`MetricConfig`]) in `keys/tables.rs`; what a number key takes
-//! ([`Range`]) in `keys/ranges.rs`.
+//! reload's warnings read, and the shipped config ([`super::shipped`]).
+//! The file's keys are in `keys/file_keys.rs` (a piece per topic under
+//! `keys/file_keys/`); the `[[channel]]` and `[[metric]]` tables'
+//! ([`ChannelConfig`], [`MetricConfig`]) in `keys/tables.rs`; what a
+//! number key takes ([`Range`]) in `keys/ranges.rs`.
 //!
 //! Why a `macro_rules!` table, and not a derive reading attributes: a
 //! derive of our own is a proc-macro crate (its own directory, syn and
 //! quote to build, code generated out of sight), while the table is plain
-//! Rust in one file, its expansion a struct, an `impl Default` and a
-//! `const` array that `cargo expand` shows as written; serde's derive
-//! still does the parsing, the unknown-key errors and `check-config`'s
-//! printing, as before.
+//! Rust beside the code that reads it, its expansion a struct, an `impl
+//! Default` and a `const` array that `cargo expand` shows as written;
+//! serde's derive still does the parsing, the unknown-key errors and
+//! `check-config`'s printing, as before. Range checks go in the table's
+//! order.
 
 /// One key of the file: everything said of it but its value's type and
 /// default (its field and `impl Default`, made from the same entry of its

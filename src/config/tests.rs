@@ -125,7 +125,9 @@ fn every_key_is_in_the_shipped_file_and_the_docs() {
 }
 
 /// The facts of each key ([`KEYS`], [`CHANNEL_KEYS`]) are held to the
-/// structs: one entry per field, both ways, in the fields' order.
+/// structs: one entry per field, both ways, in the fields' order. Each
+/// entry makes its field, so what can still part them is a serde rename
+/// (`match`, `type`) that the entry's `name` does not say.
 #[test]
 fn the_key_tables_are_the_structs_fields() {
     let names = |keys: &[Key]| keys.iter().map(|k| k.name).collect::<Vec<_>>();
