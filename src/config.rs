@@ -1,13 +1,14 @@
 //! Configuration: TOML file (every key optional) + command-line overrides
 //! -> validated [`Settings`]. Errors name the key and the value.
 //!
-//! * [`file`]: every key, its default and meaning, defined once
-//!   ([`FileConfig`] and its [`KEYS`]);
+//! * [`keys`]: every key, defined once in a `key_table!` entry (its
+//!   field, default, range and meaning), which makes [`FileConfig`], its
+//!   `Default` and its [`KEYS`]; [`file`]: reading a file;
 //! * [`settings`]: validation into typed [`Settings`], the channels;
 //!   `values.rs`: how one value is read (addresses, networks, paths,
 //!   ranges), whatever its key;
 //! * [`docs`]: docs/configuration.md and the man page xrd2ganglia.toml(5),
-//!   made from the keys.
+//!   and [`shipped`]: conf/xrd2ganglia.toml, made from the keys.
 //!
 //! Where packets go, first match wins: `--send` on the command line;
 //! `[[channel]]` tables in the file; the `udp_send_channel`s of `gmond_conf`
@@ -26,6 +27,7 @@ pub mod file;
 pub mod keys;
 mod overrides;
 pub mod settings;
+pub mod shipped;
 mod values;
 
 pub use file::{

@@ -261,7 +261,7 @@ async fn retire(senders: Senders, released: oneshot::Receiver<()>, drain_timeout
 }
 
 /// `at` + `d`, saturating: a duration from the config (range-checked,
-/// `config::keys::RANGES`) never panics the daemon where it meets the
+/// each key's `range` in `config::keys`) never panics the daemon where it meets the
 /// clock ("overflow when adding duration to instant": exit 101, no state
 /// saved, was what `drain_timeout = 18446744073709551615` did at a stop).
 pub(crate) fn after(at: Instant, d: Duration) -> Instant {

@@ -22,8 +22,8 @@ pub fn run(dir: &Path) -> Outcome {
 /// Man pages (xrd2ganglia.1 and one per command) and bash/zsh/fish
 /// completions, from the clap definitions; gmetric's and mpxstats' pages
 /// from their own option tables; the config file's man page
-/// (xrd2ganglia.toml.5) and docs/configuration.md from the key
-/// definitions.
+/// (xrd2ganglia.toml.5), docs/configuration.md and the shipped config
+/// (xrd2ganglia.toml, conf/'s) from the key definitions.
 fn generate(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let mut cli = Cli::command();
@@ -50,6 +50,7 @@ fn generate(dir: &Path) -> std::io::Result<()> {
     }
     std::fs::write(dir.join("xrd2ganglia.toml.5"), config::docs::man_page())?;
     std::fs::write(dir.join("configuration.md"), config::docs::markdown())?;
+    std::fs::write(dir.join("xrd2ganglia.toml"), config::shipped::text())?;
     for shell in [Shell::Bash, Shell::Zsh, Shell::Fish] {
         clap_complete::generate_to(shell, &mut cli, "xrd2ganglia", dir)?;
     }

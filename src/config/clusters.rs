@@ -10,7 +10,7 @@ use std::net::{IpAddr, SocketAddr};
 use ipnet::IpNet;
 
 use super::file::{ChannelConfig, ClusterConfig, FileConfig};
-use super::keys::CHANNEL_RANGES;
+use super::keys::CHANNEL_KEYS;
 use super::values::networks;
 use super::{ConfigError, bad, shown};
 use crate::ganglia::channel::ChannelSpec;
@@ -180,7 +180,7 @@ pub(super) fn channel_specs(
 ) -> Result<Vec<ChannelSpec>, ConfigError> {
     list.iter()
         .map(|c| {
-            super::values::in_ranges(&format!("{key}."), c, CHANNEL_RANGES)?;
+            super::values::in_ranges(&format!("{key}."), c, CHANNEL_KEYS)?;
             check_host(&format!("{key}.host"), &c.host)?;
             let bind = match &c.bind {
                 Some(b) => Some(

@@ -13,13 +13,12 @@ pub use super::exit_codes::{EXIT_CODES, ExitCode};
 use super::file::{
     Absent, CHANNEL_KEYS, ChannelConfig, FileConfig, KEYS, Key, METRIC_KEYS, OnSighup,
 };
-use super::keys::{CHANNEL_RANGES, RANGES, Range, range_of};
 use super::{DEFAULT_CONFIG, DEFAULT_GMOND_CONF, DEFAULT_SEND};
 
 /// What a key's value looks like, with its range where it has one
 /// ("seconds, 0 to 3600").
-fn value_text(key: &Key, ranges: &[Range]) -> String {
-    match range_of(ranges, key.name) {
+fn value_text(key: &Key) -> String {
+    match key.range {
         Some(r) => format!("{}, {}", key.value, r.text()),
         None => key.value.to_string(),
     }
@@ -37,13 +36,13 @@ const METRIC_INTRO: &str = "Each `[[metric]]` table describes variables the cata
     naming the table; a reload applies them. Its keys:";
 
 /// The defaults of the file's keys, as the file would write them.
-fn file_defaults() -> toml::Table {
+pub(super) fn file_defaults() -> toml::Table {
     toml::Table::try_from(FileConfig::default()).unwrap_or_default()
 }
 
 /// The defaults of a `[[channel]]` table's keys: a channel with only its
 /// required `host`, serialised.
-fn channel_defaults() -> toml::Table {
+pub(super) fn channel_defaults() -> toml::Table {
     let channel: Option<ChannelConfig> = toml::from_str("host = \"\"").ok();
     let mut table = channel
         .and_then(|c| toml::Table::try_from(c).ok())
@@ -205,7 +204,7 @@ impl Page {
 
     /// A table's keys (`[[channel]]`, `[[metric]]`): key, value, default,
     /// meaning.
-    fn key_table(&mut self, keys: &[Key], ranges: &[Range], defaults: &toml::Table) {
+    fn key_table(&mut self, keys: &[Key], defaults: &toml::Table) {
         self.table(
             "| key | value | default | meaning |",
             keys.iter().map(|key| {
@@ -213,7 +212,7 @@ impl Page {
                 format!(
                     "| `{}` | {} | {} | {} |",
                     key.name,
-                    cell(&value_text(key, ranges)),
+                    cell(&value_text(key)),
                     cell(&default),
                     cell(key.meaning)
                 )
@@ -269,7 +268,7 @@ fn keys_section(page: &mut Page) {
             };
             format!(
                 "| `{name}` | {} | {} | {} | {} |",
-                cell(&value_text(key, RANGES)),
+                cell(&value_text(key)),
                 cell(&default),
                 on_sighup(key),
                 cell(&meaning)
@@ -285,7 +284,7 @@ fn tables_sections(page: &mut Page) {
     page.line("");
     page.line("Each `[[channel]]` table is one send channel; a reload opens them again. Its keys:");
     page.line("");
-    page.key_table(CHANNEL_KEYS, CHANNEL_RANGES, &channel_defaults());
+    page.key_table(CHANNEL_KEYS, &channel_defaults());
     page.line("");
     page.line("Where packets go, first match wins:");
     page.line("");
@@ -298,7 +297,7 @@ fn tables_sections(page: &mut Page) {
     page.line("");
     page.line(METRIC_INTRO);
     page.line("");
-    page.key_table(METRIC_KEYS, &[], &toml::Table::new());
+    page.key_table(METRIC_KEYS, &toml::Table::new());
 }
 
 /// The options that stand in for keys.
@@ -348,7 +347,7 @@ fn inline(text: &str) -> Vec<Inline> {
 
 /// One key as a tagged paragraph: its name and default, then its meaning,
 /// then its facts.
-fn roff_key(page: &mut Roff, key: &Key, ranges: &[Range], defaults: &toml::Table) {
+fn roff_key(page: &mut Roff, key: &Key, defaults: &toml::Table) {
     let default = default_text(key, defaults).unwrap_or_default();
     let mut tag = vec![bold(key.name)];
     match key.absent {
@@ -362,7 +361,7 @@ fn roff_key(page: &mut Roff, key: &Key, ranges: &[Range], defaults: &toml::Table
     }
     page.control("TP", []).text(tag).text(inline(key.meaning));
     let mut facts = vec![roff::line_break(), italic("Value:"), roman(" ")];
-    facts.extend(inline(&value_text(key, ranges)));
+    facts.extend(inline(&value_text(key)));
     facts.push(roman(". "));
     facts.push(italic("On SIGHUP:"));
     facts.push(roman(format!(" {}.", on_sighup(key))));
@@ -405,14 +404,14 @@ pub fn man_page() -> String {
     page.control("SH", ["KEYS"]);
     let defaults = file_defaults();
     for key in KEYS {
-        roff_key(&mut page, key, RANGES, &defaults);
+        roff_key(&mut page, key, &defaults);
     }
     page.control("SH", ["CHANNELS"]).text(inline(
         "Each `[[channel]]` table is one send channel; a reload opens them again. Its keys:",
     ));
     let defaults = channel_defaults();
     for key in CHANNEL_KEYS {
-        roff_key(&mut page, key, CHANNEL_RANGES, &defaults);
+        roff_key(&mut page, key, &defaults);
     }
     page.control("PP", [])
         .text([roman("Where packets go, first match wins:")]);
@@ -424,7 +423,7 @@ pub fn man_page() -> String {
     page.control("SH", ["METRICS"]).text(inline(METRIC_INTRO));
     let none = toml::Table::new();
     for key in METRIC_KEYS {
-        roff_key(&mut page, key, &[], &none);
+        roff_key(&mut page, key, &none);
     }
     page.control("SH", ["RELOAD"]);
     roff_paragraphs(&mut page, &reload());

@@ -1,27 +1,25 @@
-//! The configuration file: every key, its default and its meaning, defined
-//! once. Each key is optional in the file (serde fills in its default);
+//! The configuration file as read. Each key is optional in the file
+//! (serde fills in its default);
 //! [`super::validate`] turns the result into typed [`super::Settings`];
 //! `check-config` prints the effective file by serialising it.
 //!
-//! A key's value and default are its field of [`FileConfig`] (and of
-//! [`ChannelConfig`] for `[[channel]]`) and `impl Default`; everything
-//! else said of it (what it means, what its value looks like, whether a
-//! reload applies it, which option overrides it) is its [`Key`] in
-//! [`KEYS`] (and [`CHANNEL_KEYS`], [`METRIC_KEYS`]), in `keys.rs`.
-//! docs/configuration.md and the man page xrd2ganglia.toml(5)
-//! ([`super::docs`]) and the reload's warnings are made from them. Tests
-//! hold the tables to the structs' fields, both ways and in order, and
-//! the shipped config and docs/configuration.md to the tables.
+//! Each key is one entry of a table in `keys.rs` (`keys/file_keys.rs`,
+//! `keys/tables.rs`), which makes [`FileConfig`] (and [`ChannelConfig`],
+//! [`MetricConfig`]), their `impl Default` and the [`Key`]s that
+//! docs/configuration.md, the man page xrd2ganglia.toml(5)
+//! ([`super::docs`]), the range checks and the reload's warnings read.
+//! Here: the defaults those entries name, the `[[cluster]]` rule, and
+//! reading a file.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use super::ConfigError;
 pub use super::keys::{
-    Absent, CHANNEL_KEYS, KEYS, Key, METRIC_KEYS, OnSighup, restart_keys, waits_for_restart,
+    Absent, CHANNEL_KEYS, ChannelConfig, FileConfig, KEYS, Key, METRIC_KEYS, MetricConfig,
+    OnSighup, restart_keys, waits_for_restart,
 };
-use crate::mapping::{DEFAULT_EXCLUDE, DEFAULT_GROUP_TEMPLATE, DEFAULT_NAME_TEMPLATE};
 
 /// Value packets per second per send channel (a metadata packet counts as
 /// three, a host's heartbeat metadata as four: what they cost gmond,
@@ -64,158 +62,6 @@ pub const DEFAULT_VALUE_HEARTBEAT: u32 = 60;
 /// source its state file named before its XML port listens.
 pub const DEFAULT_WARMUP_MAX: u64 = 90;
 
-/// The file as written; every key has its default. A field is a key:
-/// what it means is its [`Key`] in [`KEYS`] (`keys.rs`).
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct FileConfig {
-    pub listen: Vec<String>,
-    pub allow: Vec<String>,
-    pub gmond_conf: Option<PathBuf>,
-    pub channel: Vec<ChannelConfig>,
-    pub metric_name: String,
-    pub group_name: String,
-    pub exclude: Vec<String>,
-    pub include: Vec<String>,
-    pub metric: Vec<MetricConfig>,
-    pub metadata_interval: u64,
-    pub tmax: u32,
-    pub dmax: u32,
-    pub max_sources: usize,
-    pub max_metrics_per_source: usize,
-    pub recv_buffer: usize,
-    pub log_interval: u64,
-    pub stats_interval: u64,
-    pub self_metrics_interval: u64,
-    pub send_burst: usize,
-    pub max_send_rate: u64,
-    pub follow_gmond_queue: bool,
-    pub resend_after: u64,
-    pub drain_timeout: u64,
-    pub send_values: String,
-    pub value_heartbeat: Option<u32>,
-    pub state_file: PathBuf,
-    pub state_interval: u64,
-    pub metadata_requests: Vec<String>,
-    pub send: bool,
-    pub xml_listen: Vec<String>,
-    pub xml_allow: Vec<String>,
-    pub cluster_name: String,
-    pub control_socket: PathBuf,
-    pub peer: Option<String>,
-    pub peer_listen: Vec<String>,
-    pub peer_allow: Vec<String>,
-    pub peer_standby: bool,
-    pub peer_gmond_xml: Option<String>,
-    pub warmup_max: u64,
-    pub recover_from: Vec<String>,
-    pub detailed_vo_paths: Vec<String>,
-    pub detailed_max_vos: usize,
-    pub detailed_max_protocols: usize,
-    pub detailed_max_domains: usize,
-    pub detailed_per_user: bool,
-    pub detailed_max_users: usize,
-    pub detailed_max_logins: usize,
-    /// Whether the file names `state_file` (not a key: known from the
-    /// text, for `serve`: a state file the file names must be usable, the
-    /// built-in default may be passed over where it cannot be made).
-    #[serde(skip)]
-    pub state_file_given: bool,
-    pub cluster_by_site: bool,
-    pub max_clusters: usize,
-    pub cluster: Vec<ClusterConfig>,
-}
-
-impl Default for FileConfig {
-    fn default() -> FileConfig {
-        let strings = |list: &[&str]| list.iter().map(|s| s.to_string()).collect();
-        FileConfig {
-            listen: strings(DEFAULT_LISTEN),
-            allow: Vec::new(),
-            gmond_conf: None,
-            channel: Vec::new(),
-            metric_name: DEFAULT_NAME_TEMPLATE.into(),
-            group_name: DEFAULT_GROUP_TEMPLATE.into(),
-            exclude: DEFAULT_EXCLUDE.iter().map(|s| s.to_string()).collect(),
-            include: Vec::new(),
-            metric: Vec::new(),
-            metadata_interval: 60,
-            tmax: 60,
-            dmax: 3600,
-            max_sources: 10_000,
-            max_metrics_per_source: 5_000,
-            recv_buffer: 4 << 20,
-            log_interval: 60,
-            stats_interval: 300,
-            self_metrics_interval: 60,
-            send_burst: DEFAULT_SEND_BURST,
-            max_send_rate: DEFAULT_SEND_RATE,
-            follow_gmond_queue: true,
-            resend_after: DEFAULT_RESEND_AFTER,
-            drain_timeout: 5,
-            send_values: "all".into(),
-            value_heartbeat: None,
-            state_file: DEFAULT_STATE_FILE.into(),
-            state_interval: 60,
-            metadata_requests: Vec::new(),
-            send: true,
-            xml_listen: Vec::new(),
-            xml_allow: strings(DEFAULT_XML_ALLOW),
-            cluster_name: "XRootD".into(),
-            control_socket: DEFAULT_CONTROL_SOCKET.into(),
-            peer: None,
-            peer_listen: Vec::new(),
-            peer_allow: Vec::new(),
-            peer_standby: false,
-            peer_gmond_xml: None,
-            warmup_max: DEFAULT_WARMUP_MAX,
-            recover_from: Vec::new(),
-            detailed_vo_paths: Vec::new(),
-            detailed_max_vos: 10,
-            detailed_max_protocols: 4,
-            detailed_max_domains: 10,
-            detailed_per_user: false,
-            detailed_max_users: 10,
-            detailed_max_logins: 100_000,
-            state_file_given: false,
-            cluster_by_site: false,
-            max_clusters: DEFAULT_MAX_CLUSTERS,
-            cluster: Vec::new(),
-        }
-    }
-}
-
-/// One `[[channel]]` table.
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct ChannelConfig {
-    pub host: String,
-    #[serde(default = "default_port")]
-    pub port: u16,
-    #[serde(default = "default_ttl")]
-    pub ttl: u32,
-    pub mcast_if: Option<String>,
-    pub bind: Option<String>,
-}
-
-/// One `[[metric]]` table.
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct MetricConfig {
-    #[serde(rename = "match")]
-    pub pattern: String,
-    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
-    pub value_type: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub slope: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub units: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-}
-
 impl MetricConfig {
     /// Every key a `[[metric]]` table takes, in definition order.
     pub fn keys() -> &'static [&'static str] {
@@ -255,14 +101,6 @@ impl ClusterConfig {
     pub fn keys() -> &'static [&'static str] {
         field_names::<ClusterConfig>()
     }
-}
-
-fn default_port() -> u16 {
-    8649
-}
-
-fn default_ttl() -> u32 {
-    1
 }
 
 /// The largest config file read: 50,000 `hosts` patterns fit in it, and

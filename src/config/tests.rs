@@ -125,7 +125,9 @@ fn every_key_is_in_the_shipped_file_and_the_docs() {
 }
 
 /// The facts of each key ([`KEYS`], [`CHANNEL_KEYS`]) are held to the
-/// structs: one entry per field, both ways, in the fields' order.
+/// structs: one entry per field, both ways, in the fields' order. Each
+/// entry makes its field, so what can still part them is a serde rename
+/// (`match`, `type`) that the entry's `name` does not say.
 #[test]
 fn the_key_tables_are_the_structs_fields() {
     let names = |keys: &[Key]| keys.iter().map(|k| k.name).collect::<Vec<_>>();
@@ -145,6 +147,31 @@ fn the_key_tables_are_the_structs_fields() {
     assert!(restart.contains(&"listen") && restart.contains(&"state_file"));
     assert!(waits_for_restart("xml_listen") && !waits_for_restart("max_send_rate"));
     assert!(!waits_for_restart("no_such_key"));
+    // Every key says what its value looks like and what it does (an entry
+    // that leaves either out gets `Key::named`'s empty text).
+    for k in KEYS.iter().chain(CHANNEL_KEYS).chain(METRIC_KEYS) {
+        assert!(!k.value.is_empty() && !k.meaning.is_empty(), "{}", k.name);
+    }
+    // The shipped config shows a key after another that is written:
+    // following `shipped_after` from any key ends at one in the table's
+    // order (else neither would be written).
+    for k in KEYS {
+        let mut at = k;
+        for _ in 0..KEYS.len() {
+            let Some(after) = at.shipped_after else {
+                break;
+            };
+            at = KEYS
+                .iter()
+                .find(|o| o.name == after)
+                .unwrap_or_else(|| panic!("{}: shipped_after {after:?} is no key", k.name));
+        }
+        assert!(
+            at.shipped_after.is_none(),
+            "{}: shipped_after goes round",
+            k.name
+        );
+    }
     // Every text is one paragraph of balanced `code` spans (the man page
     // makes them bold), with nothing that would break a table row.
     for k in KEYS.iter().chain(CHANNEL_KEYS).chain(METRIC_KEYS) {
@@ -206,6 +233,18 @@ fn the_configuration_page_is_up_to_date() {
         checked_in == docs::markdown(),
         "docs/configuration.md is not what the key definitions make: run\n  {}",
         docs::REGENERATE
+    );
+}
+
+/// conf/xrd2ganglia.toml is the generated file, as it is now.
+#[test]
+fn the_shipped_config_is_up_to_date() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("conf/xrd2ganglia.toml");
+    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        checked_in == shipped::text(),
+        "conf/xrd2ganglia.toml is not what the key definitions make: run\n  {}",
+        shipped::REGENERATE
     );
 }
 
@@ -666,49 +705,43 @@ fn cluster_rules_are_validated_naming_the_rule() {
     assert_eq!(s.grouping.max_clusters, 1000);
 }
 
-/// Every number key has its range in the one table of ranges (a key
-/// added without one fails here), and no range names a key that is not
-/// a number.
+/// Every number key has its range, given in its entry (a key added
+/// without one fails here), and no key that is not a number has one.
 #[test]
 fn every_number_key_has_a_range() {
-    use super::keys::{CHANNEL_RANGES, RANGES, Range, range_of};
     fn numbers<T: serde::Serialize>(t: &T) -> serde_json::Map<String, serde_json::Value> {
         match serde_json::to_value(t).unwrap() {
             serde_json::Value::Object(m) => m,
             other => panic!("{other:?}"),
         }
     }
-    let hold =
-        |values: serde_json::Map<String, serde_json::Value>, keys: &[Key], ranges: &[Range]| {
-            for key in keys {
-                let number = values.get(key.name).is_some_and(|v| v.is_u64());
-                let range = range_of(ranges, key.name);
-                assert_eq!(
-                    number,
-                    range.is_some(),
-                    "{}: number {number}, range {range:?}",
+    let hold = |values: serde_json::Map<String, serde_json::Value>, keys: &[Key]| {
+        for key in keys {
+            let number = values.get(key.name).is_some_and(|v| v.is_u64());
+            let range = key.range;
+            assert_eq!(
+                number,
+                range.is_some(),
+                "{}: number {number}, range {range:?}",
+                key.name
+            );
+            if let Some(r) = range {
+                let default = values[key.name].as_u64().unwrap();
+                assert!(
+                    r.check(default).is_ok(),
+                    "{}'s default {default} is out of {r:?}",
                     key.name
                 );
-                if let Some(r) = range {
-                    let default = values[key.name].as_u64().unwrap();
-                    assert!(
-                        r.check(default).is_ok(),
-                        "{}'s default {default} is out of {r:?}",
-                        key.name
-                    );
-                }
             }
-            for r in ranges {
-                assert!(keys.iter().any(|k| k.name == r.key), "{r:?} names no key");
-            }
-        };
+        }
+    };
     let file = FileConfig {
         value_heartbeat: Some(super::file::DEFAULT_VALUE_HEARTBEAT),
         ..FileConfig::default()
     };
-    hold(numbers(&file), KEYS, RANGES);
+    hold(numbers(&file), KEYS);
     let channel: ChannelConfig = toml::from_str("host = \"h\"").unwrap();
-    hold(numbers(&channel), CHANNEL_KEYS, CHANNEL_RANGES);
+    hold(numbers(&channel), CHANNEL_KEYS);
 }
 
 /// Issue 34, items 8-11: what passed check-config and then failed or

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 
 use ipnet::IpNet;
 
-use super::keys::Range;
+use super::keys::Key;
 use super::{ConfigError, bad};
 
 /// The longest path the kernel takes (`PATH_MAX`, less its NUL).
@@ -39,11 +39,12 @@ pub(super) fn check_path(key: &str, path: &std::path::Path) -> Result<(), Config
 }
 
 /// The numbers of `table` (a [`super::FileConfig`], a [`super::ChannelConfig`])
-/// in `ranges`; `prefix` names the table in errors (`channel.`).
+/// in the ranges of its `keys`, in their order; `prefix` names the table in
+/// errors (`channel.`).
 pub(super) fn in_ranges<T: serde::Serialize>(
     prefix: &str,
     table: &T,
-    ranges: &[Range],
+    keys: &[Key],
 ) -> Result<(), ConfigError> {
     // JSON holds every u64 (TOML's values stop at i64::MAX).
     let Ok(serde_json::Value::Object(values)) = serde_json::to_value(table) else {
@@ -51,12 +52,12 @@ pub(super) fn in_ranges<T: serde::Serialize>(
             "{prefix}: cannot check the values' ranges"
         )));
     };
-    for r in ranges {
-        let Some(v) = values.get(r.key).and_then(serde_json::Value::as_u64) else {
+    for (key, r) in keys.iter().filter_map(|k| Some((k.name, k.range?))) {
+        let Some(v) = values.get(key).and_then(serde_json::Value::as_u64) else {
             continue;
         };
         r.check(v)
-            .map_err(|why| bad(&format!("{prefix}{}", r.key), v, why))?;
+            .map_err(|why| bad(&format!("{prefix}{key}"), v, why))?;
     }
     Ok(())
 }
