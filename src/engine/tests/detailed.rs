@@ -540,3 +540,70 @@ fn counters_go_on_through_a_gateway_restart() {
     assert_eq!(v(&after, "protocol.other.bytes_read"), 5_000_000);
     assert_eq!(second.snapshot().detailed_unmatched, 1);
 }
+
+/// `status` shows each server run's lost packets apart (issue 44): a gap
+/// in one server's sequence shows for that server only, with the host of
+/// its summary records; and a run's line goes with its state.
+#[test]
+fn status_shows_the_lost_packets_of_each_server() {
+    use std::time::SystemTime;
+    let mut r = Harness::new("max_sources = 2\n");
+    let (u, a) = sss("a", "atlas", "h.example.org");
+    let (mut loses, mut whole) = (Stream::default(), Stream::default());
+    for _ in 0..3 {
+        r.feed(whole.files(&[]), "10.0.0.6:1", 0);
+    }
+    r.feed(loses.login(1, &u, &a), SERVER, 0);
+    // Three map messages lost, then one f packet.
+    loses.map_seq += 3;
+    r.feed(loses.login(2, &u, &a), SERVER, 1);
+    r.feed(loses.files(&[]), SERVER, 1);
+    loses.f_seq += 1;
+    r.feed(loses.files(&[]), SERVER, 1);
+    // 10.0.0.5's summary record of the same run names its host.
+    let summary = format!(
+        r#"<statistics tod="{}" ver="v5.5.3" src="ds5.example.org:1094" tos="{STOD}" pgm="xrootd" ins="anon" pid="7"><stats id="link"><num>3</num></stats></statistics>"#,
+        STOD + 10
+    );
+    r.feed(summary, SERVER, 1);
+    let lines = |r: &Harness| {
+        let mut st = r.engine.status(r.at(2), SystemTime::now(), None);
+        st.sort();
+        st.detailed
+            .iter()
+            .map(|d| {
+                (
+                    d.address.to_string(),
+                    d.started,
+                    d.host.clone(),
+                    d.logins,
+                    d.lost,
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        lines(&r),
+        [
+            (
+                "10.0.0.5".to_string(),
+                STOD,
+                Some("10.0.0.5:ds5.example.org".to_string()),
+                2,
+                4
+            ),
+            ("10.0.0.6".to_string(), STOD, None, 0, 0),
+        ]
+    );
+    assert_eq!(r.snapshot().detailed_lost, 4);
+    // A third server at max_sources = 2: the least recently heard
+    // (10.0.0.6) is dropped, and its line with it.
+    r.feed(Stream::default().files(&[]), "10.0.0.7:1", 3);
+    assert_eq!(
+        lines(&r)
+            .into_iter()
+            .map(|l| (l.0, l.4))
+            .collect::<Vec<_>>(),
+        [("10.0.0.5".to_string(), 4), ("10.0.0.7".to_string(), 0)]
+    );
+}
