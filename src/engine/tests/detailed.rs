@@ -45,6 +45,20 @@ fn feed_until_summary(
     panic!("no summary record after {next}");
 }
 
+/// The files the clients moved (tests/data/detailed/README.md): the
+/// independent source of every total below.
+const F3M: u64 = 3_000_000;
+const F10M: u64 = 10_485_760;
+const F1M: u64 = 1_000_000;
+const UPLOAD: u64 = 10_485_760;
+const PUT: u64 = 2_000_000;
+
+/// What xrootd counts for an xrdcp upload of `size` bytes: 4 checksum
+/// bytes per 4 KiB page.
+fn page_written(size: u64) -> u64 {
+    size + 4 * size.div_ceil(4096)
+}
+
 /// Every total equals what the clients moved (tests/data/detailed/README.md):
 /// per VO (sss groups, the unix login's group, the path rule for anonymous
 /// HTTP), per protocol and per client domain; the quirks as xrootd 5.5.3
@@ -52,41 +66,76 @@ fn feed_until_summary(
 /// xrootd's restart the counters go on from where they were.
 #[test]
 fn real_traffic_adds_up_to_what_the_clients_moved() {
+    // 5.5.3: the HTTP PUT's close says 0 bytes written; the two `=` are
+    // read for their sequence numbers only.
+    replay_adds_up("xrootd-5.5.3.jsonl", 0, 2, 1_795_896_130);
+}
+
+/// The same traffic into xrootd 6.1.0 (built from its v6.1.0 tag): the
+/// same totals, but the HTTP PUT's bytes are written now; its two `i`
+/// map messages (the HTTP clients' User-Agent) are ignored beside the
+/// two `=`; nothing lost.
+#[test]
+fn real_traffic_into_xrootd_6_1_adds_up_too() {
+    replay_adds_up("xrootd-6.1.0.jsonl", PUT, 4, 1_795_906_818);
+}
+
+/// Replays the capture `file` (the traffic of the README's table, an
+/// xrootd restart, its summary records) and checks every total against
+/// the files moved; `put_written`: what that xrootd counts for the HTTP
+/// PUT; `ignored`: its packets read for their sequence only; `stod1`: the
+/// first run's start.
+fn replay_adds_up(file: &str, put_written: u64, ignored: u64, stod1: u32) {
     let mut r = Harness::new(CONFIG);
-    let entries = capture();
+    let entries = crate::detailed::tests::capture_of(file);
     let mut next = 0;
     let run1 = feed_until_summary(&mut r, &entries, &mut next);
     // atlas: alice read f3m and uploaded 10 MiB (10,485,760 + 4 bytes per
     // 4 KiB page); her failed open opened nothing.
-    assert_eq!(v(&run1, "vo.atlas.bytes_read"), 3_000_000);
-    assert_eq!(v(&run1, "vo.atlas.bytes_written"), 10_496_000);
+    assert_eq!(page_written(UPLOAD), 10_496_000);
+    assert_eq!(v(&run1, "vo.atlas.bytes_read"), F3M);
+    assert_eq!(v(&run1, "vo.atlas.bytes_written"), page_written(UPLOAD));
     assert_eq!(v(&run1, "vo.atlas.files_opened"), 2);
     assert_eq!(v(&run1, "vo.atlas.files_closed"), 2);
     // cms: bob read f10m (his stat opened nothing).
-    assert_eq!(v(&run1, "vo.cms.bytes_read"), 10_485_760);
+    assert_eq!(v(&run1, "vo.cms.bytes_read"), F10M);
+    assert_eq!(v(&run1, "vo.cms.bytes_written"), 0);
     assert_eq!(v(&run1, "vo.cms.files_opened"), 1);
+    assert_eq!(v(&run1, "vo.cms.files_closed"), 1);
     // The unix login's group is `root`: `g=` comes before the path rule.
-    assert_eq!(v(&run1, "vo.root.bytes_read"), 1_000_000);
-    // Anonymous HTTP (no o=, no g=): the path rule, /data/ -> dteam. The
-    // PUT's 2,000,000 bytes are 0 in its close record.
-    assert_eq!(v(&run1, "vo.dteam.bytes_read"), 3_000_000);
-    assert_eq!(v(&run1, "vo.dteam.bytes_written"), 0);
+    assert_eq!(v(&run1, "vo.root.bytes_read"), F1M);
+    assert_eq!(v(&run1, "vo.root.files_opened"), 1);
+    // Anonymous HTTP (no o=, no g=): the path rule, /data/ -> dteam.
+    assert_eq!(v(&run1, "vo.dteam.bytes_read"), F3M);
+    assert_eq!(v(&run1, "vo.dteam.bytes_written"), put_written);
     assert_eq!(v(&run1, "vo.dteam.files_opened"), 2);
+    assert_eq!(v(&run1, "vo.dteam.files_closed"), 2);
     assert_eq!(v(&run1, "vo.other.bytes_read"), 0);
+    assert_eq!(v(&run1, "vo.other.files_opened"), 0);
     // By protocol: xroot's four transfers, http's two.
+    assert_eq!(v(&run1, "protocol.xroot.bytes_read"), F3M + F10M + F1M);
     assert_eq!(
-        v(&run1, "protocol.xroot.bytes_read"),
-        3_000_000 + 10_485_760 + 1_000_000
+        v(&run1, "protocol.xroot.bytes_written"),
+        page_written(UPLOAD)
     );
-    assert_eq!(v(&run1, "protocol.xroot.bytes_written"), 10_496_000);
     assert_eq!(v(&run1, "protocol.xroot.files_opened"), 4);
-    assert_eq!(v(&run1, "protocol.http.bytes_read"), 3_000_000);
+    assert_eq!(v(&run1, "protocol.xroot.files_closed"), 4);
+    assert_eq!(v(&run1, "protocol.http.bytes_read"), F3M);
+    assert_eq!(v(&run1, "protocol.http.bytes_written"), put_written);
+    assert_eq!(v(&run1, "protocol.http.files_opened"), 2);
     assert_eq!(v(&run1, "protocol.http.files_closed"), 2);
     // Every client on loopback: one domain, the (IPv4-mapped) address.
     let domain = "domain.127_0_0_1";
-    assert_eq!(v(&run1, &format!("{domain}.bytes_read")), 17_485_760);
-    assert_eq!(v(&run1, &format!("{domain}.bytes_written")), 10_496_000);
+    assert_eq!(
+        v(&run1, &format!("{domain}.bytes_read")),
+        F3M + F10M + F1M + F3M
+    );
+    assert_eq!(
+        v(&run1, &format!("{domain}.bytes_written")),
+        page_written(UPLOAD) + put_written
+    );
     assert_eq!(v(&run1, &format!("{domain}.files_opened")), 6);
+    assert_eq!(v(&run1, &format!("{domain}.files_closed")), 6);
     // Everything closed and disconnected: the gauges are 0.
     for (name, value) in &run1 {
         if name.ends_with(".files_open") || name.ends_with(".users") {
@@ -108,10 +157,10 @@ fn real_traffic_adds_up_to_what_the_clients_moved() {
     // xrootd restarted (new stod, dictids from 1): alice reads f3m again;
     // the counters go on from the first run's.
     let run2 = feed_until_summary(&mut r, &entries, &mut next);
-    assert_eq!(v(&run2, "vo.atlas.bytes_read"), 6_000_000);
-    assert_eq!(v(&run2, "vo.atlas.bytes_written"), 10_496_000);
+    assert_eq!(v(&run2, "vo.atlas.bytes_read"), 2 * F3M);
+    assert_eq!(v(&run2, "vo.atlas.bytes_written"), page_written(UPLOAD));
     assert_eq!(v(&run2, "vo.atlas.files_opened"), 3);
-    assert_eq!(v(&run2, "protocol.xroot.bytes_read"), 17_485_760);
+    assert_eq!(v(&run2, "protocol.xroot.bytes_read"), 2 * F3M + F10M + F1M);
     let s = r.snapshot();
     assert_eq!(
         (
@@ -121,15 +170,25 @@ fn real_traffic_adds_up_to_what_the_clients_moved() {
             s.parse_errors,
             s.monitoring_ignored
         ),
-        (11, 23, 0, 0, 2)
+        (11, 23, 0, 0, ignored)
     );
     // The first run's state went with its `=` of the new start.
     assert_eq!(s.detailed_servers, 1);
     assert!(
         r.engine
             .detailed
-            .server("127.0.0.1".parse().unwrap(), 1_795_896_130)
+            .server("127.0.0.1".parse().unwrap(), stod1)
             .is_none()
+    );
+    // And `status` shows the one run left, nothing lost.
+    let status = r.engine.status(r.at(next as u64), std::time::SystemTime::now(), None);
+    assert_eq!(
+        status
+            .detailed
+            .iter()
+            .map(|d| (d.address.to_string(), d.lost, d.logins, d.files_open))
+            .collect::<Vec<_>>(),
+        [("127.0.0.1".to_string(), 0, 0, 0)]
     );
 }
 
