@@ -249,7 +249,14 @@ fn table(status: &Status, path: &Path) -> String {
                 vec![
                     d.address.to_string(),
                     dash(&d.host),
-                    d.started.to_string(),
+                    // As long ago as its last packet says (the gateway's
+                    // clock, read once for the reply).
+                    ago(&Heard {
+                        seconds_ago: (d.last_heard.unix + d.last_heard.seconds_ago
+                            - f64::from(d.started))
+                        .max(0.0),
+                        unix: f64::from(d.started),
+                    }),
                     ago(&d.last_heard),
                     d.logins.to_string(),
                     d.files_open.to_string(),

@@ -181,7 +181,9 @@ fn replay_adds_up(file: &str, put_written: u64, ignored: u64, stod1: u32) {
             .is_none()
     );
     // And `status` shows the one run left, nothing lost.
-    let status = r.engine.status(r.at(next as u64), std::time::SystemTime::now(), None);
+    let status = r
+        .engine
+        .status(r.at(next as u64), std::time::SystemTime::now(), None);
     assert_eq!(
         status
             .detailed
