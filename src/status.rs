@@ -47,6 +47,11 @@ pub struct Status {
     /// none (and from a gateway before it had this).
     #[serde(default)]
     pub state_file: Option<StateFileStatus>,
+    /// Every xrootd run whose detailed stream the gateway reads (at most
+    /// `max_sources` per listening socket), by address and start: its
+    /// lost packets per server. Absent from a gateway before it had this.
+    #[serde(default)]
+    pub detailed: Vec<DetailedStatus>,
     /// The pair (`peer`), if this gateway is one of two: absent alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pair: Option<PairStatus>,
@@ -123,6 +128,29 @@ pub struct SourceStatus {
     pub records: u64,
     /// Datagrams from its address that were rejected (`parse_errors`).
     pub errors: u64,
+}
+
+/// One xrootd run (its address and start time) sending the detailed
+/// stream, as `status` shows it: kept and dropped with that run's state.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct DetailedStatus {
+    /// The sender's IP address.
+    pub address: IpAddr,
+    /// The run's start time (the packets' `stod`), Unix seconds.
+    pub started: u32,
+    /// The Ganglia host of that run's summary records (`IP:NAME`, as in
+    /// `sources[]`); null while none came here (its detailed metrics go
+    /// out with its summary's only).
+    pub host: Option<String>,
+    /// When its last detailed packet came.
+    pub last_heard: Heard,
+    /// Logins kept (logged in, not disconnected yet).
+    pub logins: u64,
+    /// Files kept open (opened, not closed yet).
+    pub files_open: u64,
+    /// Its packets lost on the way, by the gaps in its sequence numbers
+    /// (its part of the counter `detailed_lost`).
+    pub lost: u64,
 }
 
 /// A sender refused (outside `allow`).
@@ -211,6 +239,7 @@ impl Status {
     /// and its refused senders added to these.
     pub fn merge(&mut self, other: Status) {
         self.sources.extend(other.sources);
+        self.detailed.extend(other.detailed);
         for r in other.refused {
             match self.refused.iter_mut().find(|x| x.address == r.address) {
                 Some(x) => {
@@ -226,12 +255,13 @@ impl Status {
     }
 
     /// Sources by address, then program and instance; refused senders by
-    /// address.
+    /// address; detailed-stream runs by address and start.
     pub fn sort(&mut self) {
         self.sources.sort_by(|a, b| {
             (a.address, &a.program, &a.instance).cmp(&(b.address, &b.program, &b.instance))
         });
         self.refused.sort_by_key(|r| r.address);
+        self.detailed.sort_by_key(|d| (d.address, d.started));
     }
 }
 

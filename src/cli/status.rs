@@ -236,6 +236,45 @@ fn table(status: &Status, path: &Path) -> String {
         "ERRORS",
     ];
     columns(&mut out, &head, &rows, 6);
+    if !status.detailed.is_empty() {
+        // Per xrootd run, so that an admin sees which server loses packets.
+        out.push_str(&format!(
+            "\nDetailed stream: {} server runs\n",
+            status.detailed.len()
+        ));
+        let rows: Vec<Vec<String>> = status
+            .detailed
+            .iter()
+            .map(|d| {
+                vec![
+                    d.address.to_string(),
+                    dash(&d.host),
+                    // As long ago as its last packet says (the gateway's
+                    // clock, read once for the reply).
+                    ago(&Heard {
+                        seconds_ago: (d.last_heard.unix + d.last_heard.seconds_ago
+                            - f64::from(d.started))
+                        .max(0.0),
+                        unix: f64::from(d.started),
+                    }),
+                    ago(&d.last_heard),
+                    d.logins.to_string(),
+                    d.files_open.to_string(),
+                    d.lost.to_string(),
+                ]
+            })
+            .collect();
+        let head = [
+            "ADDRESS",
+            "HOST",
+            "STARTED",
+            "LAST HEARD",
+            "LOGINS",
+            "FILES OPEN",
+            "LOST",
+        ];
+        columns(&mut out, &head, &rows, 4);
+    }
     out.push_str(&format!(
         "\nRefused (not in allow): {}\n",
         status.refused.len()

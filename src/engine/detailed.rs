@@ -519,14 +519,17 @@ impl Server {
         named.chain(std::iter::once(other))
     }
 
-    #[cfg(test)]
     pub(crate) fn logins(&self) -> usize {
         self.logins.len()
     }
 
-    #[cfg(test)]
     pub(crate) fn open_files(&self) -> usize {
         self.files.len()
+    }
+
+    /// When its last packet came.
+    pub(crate) fn last_heard(&self) -> Instant {
+        self.last_heard
     }
 }
 
@@ -551,6 +554,11 @@ pub(super) struct Detailed {
 impl Detailed {
     pub(super) fn is_empty(&self) -> bool {
         self.servers.is_empty()
+    }
+
+    /// Every instance kept: its address, its start (`stod`) and it.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (IpAddr, u32, &Server)> {
+        self.servers.iter().map(|(&(ip, stod), s)| (ip, stod, s))
     }
 
     /// The instance of `ip` started at `stod`, for tests.

@@ -6,7 +6,7 @@
 
 use std::time::{Instant, SystemTime};
 
-use crate::status::{AddressStatus, Heard, SourceStatus, Status};
+use crate::status::{AddressStatus, DetailedStatus, Heard, SourceStatus, Status};
 
 use super::Engine;
 
@@ -64,9 +64,32 @@ impl Engine {
                 last_heard: heard(at),
             })
             .collect();
+        // Each detailed-stream run, with the host of its summary records
+        // (the source its detailed metrics go out with).
+        let detailed = self
+            .detailed
+            .iter()
+            .map(|(ip, started, server)| DetailedStatus {
+                address: ip,
+                started,
+                host: self
+                    .sources
+                    .of_ip(ip)
+                    .find(|s| {
+                        s.started().is_some_and(|(tos, _)| tos == started)
+                            && super::is_xrootd(s.program())
+                    })
+                    .map(|s| s.host().to_string()),
+                last_heard: heard(server.last_heard()),
+                logins: server.logins() as u64,
+                files_open: server.open_files() as u64,
+                lost: server.lost,
+            })
+            .collect();
         Status {
             sources,
             refused,
+            detailed,
             refused_unlisted: self.refused.unlisted,
             ..Status::default()
         }

@@ -139,6 +139,86 @@ fn status_shows_the_sources_and_the_refused_sender_as_sent() {
     assert!(!socket.exists(), "the socket outlived its gateway");
 }
 
+/// Issue 44: `status` says which server loses detailed-stream packets.
+/// xrootd 6.1.0's captured stream (tests/data/detailed) from 127.0.0.1
+/// with one of its login packets dropped on the way, 5.5.3's whole from
+/// 127.0.0.2: the lost packet shows for 127.0.0.1 only, in the JSON and
+/// in the table.
+#[test]
+fn status_shows_which_server_lost_detailed_packets() {
+    let dir = Scratch::new("status-detailed");
+    let (gw, socket) = gateway(&dir);
+    let first_run = |name: &str| -> Vec<Vec<u8>> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/detailed")
+            .join(name);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let entries: Vec<_> = text
+            .lines()
+            .map(|l| xrd2ganglia::recording::parse_entry(l).unwrap().datagram)
+            .collect();
+        // Up to the first run's summary record, with it.
+        let end = entries.iter().position(|d| d.starts_with(b"<")).unwrap();
+        entries[..=end].to_vec()
+    };
+    let (six, five) = (
+        first_run("xrootd-6.1.0.jsonl"),
+        first_run("xrootd-5.5.3.jsonl"),
+    );
+    // 6.1.0's third datagram is the `u` of its map sequence number 2.
+    assert_eq!(&six[2][..2], b"u\x02");
+    let mut sent = 0;
+    for (k, d) in six.iter().enumerate() {
+        if k != 2 {
+            gw.send_as("127.0.0.1", d);
+            sent += 1;
+        }
+    }
+    for d in &five {
+        gw.send_as("127.0.0.2", d);
+        sent += 1;
+    }
+    let s = wait_for_status(&socket, "every datagram", |s| {
+        s["counters"]["datagrams"] == sent
+    });
+    let runs: Vec<(&str, &str, u64)> = s["detailed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["address"].as_str().unwrap(),
+                // The host of the run's summary record (src="vm:...").
+                d["host"].as_str().unwrap(),
+                d["lost"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        runs,
+        [
+            ("127.0.0.1", "127.0.0.1:vm", 1),
+            ("127.0.0.2", "127.0.0.2:vm", 0)
+        ],
+        "{s}"
+    );
+    assert_eq!(s["counters"]["detailed_lost"], 1);
+    // The table: one row per run, LOST last.
+    let out = status(&["--socket", socket.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let table = String::from_utf8(out.stdout).unwrap();
+    let section = &table[table
+        .find("Detailed stream: 2 server runs\n")
+        .unwrap_or_else(|| panic!("no detailed section:\n{table}"))..];
+    for (address, lost) in [("127.0.0.1", "1"), ("127.0.0.2", "0")] {
+        let row = section
+            .lines()
+            .find(|l| l.starts_with(&format!("{address} ")))
+            .unwrap_or_else(|| panic!("no row for {address}:\n{table}"));
+        assert_eq!(row.split_whitespace().last(), Some(lost), "{table}");
+    }
+}
+
 #[test]
 fn no_gateway_exits_1_with_why() {
     let dir = Scratch::new("status-none");

@@ -49,7 +49,6 @@ impl Sources {
     }
 
     /// The sources of one sender address.
-    #[cfg(test)]
     pub(in crate::engine) fn of_ip(&self, ip: IpAddr) -> impl Iterator<Item = &Source> {
         self.by_ip.get(&ip).into_iter().flatten()
     }

@@ -45,6 +45,20 @@ fn feed_until_summary(
     panic!("no summary record after {next}");
 }
 
+/// The files the clients moved (tests/data/detailed/README.md): the
+/// independent source of every total below.
+const F3M: u64 = 3_000_000;
+const F10M: u64 = 10_485_760;
+const F1M: u64 = 1_000_000;
+const UPLOAD: u64 = 10_485_760;
+const PUT: u64 = 2_000_000;
+
+/// What xrootd counts for an xrdcp upload of `size` bytes: 4 checksum
+/// bytes per 4 KiB page.
+fn page_written(size: u64) -> u64 {
+    size + 4 * size.div_ceil(4096)
+}
+
 /// Every total equals what the clients moved (tests/data/detailed/README.md):
 /// per VO (sss groups, the unix login's group, the path rule for anonymous
 /// HTTP), per protocol and per client domain; the quirks as xrootd 5.5.3
@@ -52,41 +66,76 @@ fn feed_until_summary(
 /// xrootd's restart the counters go on from where they were.
 #[test]
 fn real_traffic_adds_up_to_what_the_clients_moved() {
+    // 5.5.3: the HTTP PUT's close says 0 bytes written; the two `=` are
+    // read for their sequence numbers only.
+    replay_adds_up("xrootd-5.5.3.jsonl", 0, 2, 1_795_896_130);
+}
+
+/// The same traffic into xrootd 6.1.0 (built from its v6.1.0 tag): the
+/// same totals, but the HTTP PUT's bytes are written now; its two `i`
+/// map messages (the HTTP clients' User-Agent) are ignored beside the
+/// two `=`; nothing lost.
+#[test]
+fn real_traffic_into_xrootd_6_1_adds_up_too() {
+    replay_adds_up("xrootd-6.1.0.jsonl", PUT, 4, 1_795_906_818);
+}
+
+/// Replays the capture `file` (the traffic of the README's table, an
+/// xrootd restart, its summary records) and checks every total against
+/// the files moved; `put_written`: what that xrootd counts for the HTTP
+/// PUT; `ignored`: its packets read for their sequence only; `stod1`: the
+/// first run's start.
+fn replay_adds_up(file: &str, put_written: u64, ignored: u64, stod1: u32) {
     let mut r = Harness::new(CONFIG);
-    let entries = capture();
+    let entries = crate::detailed::tests::capture_of(file);
     let mut next = 0;
     let run1 = feed_until_summary(&mut r, &entries, &mut next);
     // atlas: alice read f3m and uploaded 10 MiB (10,485,760 + 4 bytes per
     // 4 KiB page); her failed open opened nothing.
-    assert_eq!(v(&run1, "vo.atlas.bytes_read"), 3_000_000);
-    assert_eq!(v(&run1, "vo.atlas.bytes_written"), 10_496_000);
+    assert_eq!(page_written(UPLOAD), 10_496_000);
+    assert_eq!(v(&run1, "vo.atlas.bytes_read"), F3M);
+    assert_eq!(v(&run1, "vo.atlas.bytes_written"), page_written(UPLOAD));
     assert_eq!(v(&run1, "vo.atlas.files_opened"), 2);
     assert_eq!(v(&run1, "vo.atlas.files_closed"), 2);
     // cms: bob read f10m (his stat opened nothing).
-    assert_eq!(v(&run1, "vo.cms.bytes_read"), 10_485_760);
+    assert_eq!(v(&run1, "vo.cms.bytes_read"), F10M);
+    assert_eq!(v(&run1, "vo.cms.bytes_written"), 0);
     assert_eq!(v(&run1, "vo.cms.files_opened"), 1);
+    assert_eq!(v(&run1, "vo.cms.files_closed"), 1);
     // The unix login's group is `root`: `g=` comes before the path rule.
-    assert_eq!(v(&run1, "vo.root.bytes_read"), 1_000_000);
-    // Anonymous HTTP (no o=, no g=): the path rule, /data/ -> dteam. The
-    // PUT's 2,000,000 bytes are 0 in its close record.
-    assert_eq!(v(&run1, "vo.dteam.bytes_read"), 3_000_000);
-    assert_eq!(v(&run1, "vo.dteam.bytes_written"), 0);
+    assert_eq!(v(&run1, "vo.root.bytes_read"), F1M);
+    assert_eq!(v(&run1, "vo.root.files_opened"), 1);
+    // Anonymous HTTP (no o=, no g=): the path rule, /data/ -> dteam.
+    assert_eq!(v(&run1, "vo.dteam.bytes_read"), F3M);
+    assert_eq!(v(&run1, "vo.dteam.bytes_written"), put_written);
     assert_eq!(v(&run1, "vo.dteam.files_opened"), 2);
+    assert_eq!(v(&run1, "vo.dteam.files_closed"), 2);
     assert_eq!(v(&run1, "vo.other.bytes_read"), 0);
+    assert_eq!(v(&run1, "vo.other.files_opened"), 0);
     // By protocol: xroot's four transfers, http's two.
+    assert_eq!(v(&run1, "protocol.xroot.bytes_read"), F3M + F10M + F1M);
     assert_eq!(
-        v(&run1, "protocol.xroot.bytes_read"),
-        3_000_000 + 10_485_760 + 1_000_000
+        v(&run1, "protocol.xroot.bytes_written"),
+        page_written(UPLOAD)
     );
-    assert_eq!(v(&run1, "protocol.xroot.bytes_written"), 10_496_000);
     assert_eq!(v(&run1, "protocol.xroot.files_opened"), 4);
-    assert_eq!(v(&run1, "protocol.http.bytes_read"), 3_000_000);
+    assert_eq!(v(&run1, "protocol.xroot.files_closed"), 4);
+    assert_eq!(v(&run1, "protocol.http.bytes_read"), F3M);
+    assert_eq!(v(&run1, "protocol.http.bytes_written"), put_written);
+    assert_eq!(v(&run1, "protocol.http.files_opened"), 2);
     assert_eq!(v(&run1, "protocol.http.files_closed"), 2);
     // Every client on loopback: one domain, the (IPv4-mapped) address.
     let domain = "domain.127_0_0_1";
-    assert_eq!(v(&run1, &format!("{domain}.bytes_read")), 17_485_760);
-    assert_eq!(v(&run1, &format!("{domain}.bytes_written")), 10_496_000);
+    assert_eq!(
+        v(&run1, &format!("{domain}.bytes_read")),
+        F3M + F10M + F1M + F3M
+    );
+    assert_eq!(
+        v(&run1, &format!("{domain}.bytes_written")),
+        page_written(UPLOAD) + put_written
+    );
     assert_eq!(v(&run1, &format!("{domain}.files_opened")), 6);
+    assert_eq!(v(&run1, &format!("{domain}.files_closed")), 6);
     // Everything closed and disconnected: the gauges are 0.
     for (name, value) in &run1 {
         if name.ends_with(".files_open") || name.ends_with(".users") {
@@ -108,10 +157,10 @@ fn real_traffic_adds_up_to_what_the_clients_moved() {
     // xrootd restarted (new stod, dictids from 1): alice reads f3m again;
     // the counters go on from the first run's.
     let run2 = feed_until_summary(&mut r, &entries, &mut next);
-    assert_eq!(v(&run2, "vo.atlas.bytes_read"), 6_000_000);
-    assert_eq!(v(&run2, "vo.atlas.bytes_written"), 10_496_000);
+    assert_eq!(v(&run2, "vo.atlas.bytes_read"), 2 * F3M);
+    assert_eq!(v(&run2, "vo.atlas.bytes_written"), page_written(UPLOAD));
     assert_eq!(v(&run2, "vo.atlas.files_opened"), 3);
-    assert_eq!(v(&run2, "protocol.xroot.bytes_read"), 17_485_760);
+    assert_eq!(v(&run2, "protocol.xroot.bytes_read"), 2 * F3M + F10M + F1M);
     let s = r.snapshot();
     assert_eq!(
         (
@@ -121,15 +170,27 @@ fn real_traffic_adds_up_to_what_the_clients_moved() {
             s.parse_errors,
             s.monitoring_ignored
         ),
-        (11, 23, 0, 0, 2)
+        (11, 23, 0, 0, ignored)
     );
     // The first run's state went with its `=` of the new start.
     assert_eq!(s.detailed_servers, 1);
     assert!(
         r.engine
             .detailed
-            .server("127.0.0.1".parse().unwrap(), 1_795_896_130)
+            .server("127.0.0.1".parse().unwrap(), stod1)
             .is_none()
+    );
+    // And `status` shows the one run left, nothing lost.
+    let status = r
+        .engine
+        .status(r.at(next as u64), std::time::SystemTime::now(), None);
+    assert_eq!(
+        status
+            .detailed
+            .iter()
+            .map(|d| (d.address.to_string(), d.lost, d.logins, d.files_open))
+            .collect::<Vec<_>>(),
+        [("127.0.0.1".to_string(), 0, 0, 0)]
     );
 }
 
@@ -539,4 +600,71 @@ fn counters_go_on_through_a_gateway_restart() {
     // The protocol of an unknown login: other, from 0 on (it had nothing).
     assert_eq!(v(&after, "protocol.other.bytes_read"), 5_000_000);
     assert_eq!(second.snapshot().detailed_unmatched, 1);
+}
+
+/// `status` shows each server run's lost packets apart (issue 44): a gap
+/// in one server's sequence shows for that server only, with the host of
+/// its summary records; and a run's line goes with its state.
+#[test]
+fn status_shows_the_lost_packets_of_each_server() {
+    use std::time::SystemTime;
+    let mut r = Harness::new("max_sources = 2\n");
+    let (u, a) = sss("a", "atlas", "h.example.org");
+    let (mut loses, mut whole) = (Stream::default(), Stream::default());
+    for _ in 0..3 {
+        r.feed(whole.files(&[]), "10.0.0.6:1", 0);
+    }
+    r.feed(loses.login(1, &u, &a), SERVER, 0);
+    // Three map messages lost, then one f packet.
+    loses.map_seq += 3;
+    r.feed(loses.login(2, &u, &a), SERVER, 1);
+    r.feed(loses.files(&[]), SERVER, 1);
+    loses.f_seq += 1;
+    r.feed(loses.files(&[]), SERVER, 1);
+    // 10.0.0.5's summary record of the same run names its host.
+    let summary = format!(
+        r#"<statistics tod="{}" ver="v5.5.3" src="ds5.example.org:1094" tos="{STOD}" pgm="xrootd" ins="anon" pid="7"><stats id="link"><num>3</num></stats></statistics>"#,
+        STOD + 10
+    );
+    r.feed(summary, SERVER, 1);
+    let lines = |r: &Harness| {
+        let mut st = r.engine.status(r.at(2), SystemTime::now(), None);
+        st.sort();
+        st.detailed
+            .iter()
+            .map(|d| {
+                (
+                    d.address.to_string(),
+                    d.started,
+                    d.host.clone(),
+                    d.logins,
+                    d.lost,
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        lines(&r),
+        [
+            (
+                "10.0.0.5".to_string(),
+                STOD,
+                Some("10.0.0.5:ds5.example.org".to_string()),
+                2,
+                4
+            ),
+            ("10.0.0.6".to_string(), STOD, None, 0, 0),
+        ]
+    );
+    assert_eq!(r.snapshot().detailed_lost, 4);
+    // A third server at max_sources = 2: the least recently heard
+    // (10.0.0.6) is dropped, and its line with it.
+    r.feed(Stream::default().files(&[]), "10.0.0.7:1", 3);
+    assert_eq!(
+        lines(&r)
+            .into_iter()
+            .map(|l| (l.0, l.4))
+            .collect::<Vec<_>>(),
+        [("10.0.0.5".to_string(), 4), ("10.0.0.7".to_string(), 0)]
+    );
 }

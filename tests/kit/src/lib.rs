@@ -382,6 +382,27 @@ impl Xrootd {
         let proc = spawn(program, cmd, &root.join(format!("{name}-{program}.log")));
         Xrootd { proc }
     }
+
+    /// Runs the xrootd of a cmake build directory `build` (its `bin/xrootd`
+    /// and its plug-ins in `lib/`: an xrootd built from source, e.g. 6.x)
+    /// with `config` text, as [`start`](Self::start) does.
+    pub fn start_built(build: &Path, name: &str, root: &Path, config: &str) -> Xrootd {
+        let bin = build.join("bin/xrootd");
+        assert!(bin.is_file(), "no xrootd build at {}", bin.display());
+        let cfg = root.join(format!("{name}-xrootd.cfg"));
+        std::fs::write(&cfg, config).unwrap();
+        chown_nobody(root);
+        let mut cmd = Command::new("setpriv");
+        cmd.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"])
+            .arg("env")
+            .arg(format!("LD_LIBRARY_PATH={}", build.join("lib").display()))
+            .arg(bin)
+            .arg("-c")
+            .arg(&cfg)
+            .args(["-n", name]);
+        let proc = spawn("xrootd", cmd, &root.join(format!("{name}-xrootd.log")));
+        Xrootd { proc }
+    }
 }
 
 /// Makes `dir` and everything in it owned by nobody.
