@@ -44,6 +44,7 @@ use tokio::net::UdpSocket;
 use tokio::sync::{oneshot, watch};
 
 use crate::config::Settings;
+use crate::engine::Shared;
 use crate::engine::packets::{ForgottenHost, PacketBatch};
 use crate::events::{Counters, Events};
 use crate::ganglia::channel::SendChannel;
@@ -366,10 +367,12 @@ fn spawn_tasks(
             ask_queues.push(tx);
             rx
         });
-        let state = store.state().clone();
+        let shared = Shared {
+            clusters: cluster_names.clone(),
+            saved: Some((store.state().clone(), part)),
+        };
         let (in_force, counters) = (in_force.clone(), counters.clone());
-        let mut receiver = Receiver::new(in_force, counters, state, part, requests, asks);
-        receiver.share_clusters(cluster_names.clone());
+        let mut receiver = Receiver::new(in_force, counters, shared, requests, asks);
         if let Some(asks) = peer_asks.get_mut(part).and_then(Option::take) {
             receiver.hear_peer(asks);
         }

@@ -13,7 +13,7 @@ use crate::summary::SummaryRecord;
 use super::super::packets::{PacketBatch, SlotKey};
 use super::super::series::{self, Counting};
 use super::super::template::{self, Template};
-use super::super::{Due, interval_seconds};
+use super::super::{Context, Due, interval_seconds};
 use super::{Source, announced_tmax};
 
 impl Source {
@@ -110,17 +110,15 @@ impl Source {
     /// the same program run, at the same TMAX, with no metadata due.
     /// Returns the values sent and the variables left out, or None (nothing
     /// appended, the full path to take) otherwise.
-    #[allow(clippy::too_many_arguments)]
     pub(in crate::engine) fn report_by_template(
         &mut self,
         datagram: &[u8],
         holes: &[Range<u32>],
         json: bool,
-        now: Instant,
-        now_s: u32,
-        settings: &Settings,
+        cx: &Context<'_, '_>,
         batch: &mut PacketBatch,
     ) -> Option<(u64, u32)> {
+        let (now, now_s, settings) = (cx.now, cx.now_s, cx.settings);
         let t = self.template.take()?;
         let stamp = t.stamp(datagram, holes);
         // observe() notes the report; if the full path runs after all, it
