@@ -407,17 +407,12 @@ impl Engine {
         if self.fast_path && capped == 0 && !source.cluster_refused() {
             source.make_template(datagram, &record, &self.mapped, s);
         }
-        // Its XCache totals, if it sent any, after its record's metrics.
-        self.xcache
-            .report(&mut self.batch, &mut self.mapper, source, &mut cx);
-        // Its detailed stream's, if it sends one.
-        if !self.detailed.is_empty() {
-            let how = cx.appending(false);
-            let (metadata, values) =
-                self.detailed
-                    .append(&mut self.batch, &mut self.mapper, source, from.ip(), how);
-            cx.events.sent(metadata, values);
-        }
+        // Its XCache totals, if it sent any, after its record's metrics;
+        // its detailed stream's, if it sends one.
+        let (batch, mapper) = (&mut self.batch, &mut self.mapper);
+        self.xcache.report(batch, mapper, source, &mut cx);
+        self.detailed
+            .report(batch, mapper, source, from.ip(), &mut cx);
     }
 
     /// The fast path: the datagram matches the template of a source of its
@@ -449,15 +444,10 @@ impl Engine {
         cx.events.record();
         cx.events.excluded(excluded as usize);
         cx.events.sent(0, values);
-        self.xcache
-            .report(&mut self.batch, &mut self.mapper, source, &mut cx);
-        if !self.detailed.is_empty() {
-            let how = cx.appending(false);
-            let (metadata, values) =
-                self.detailed
-                    .append(&mut self.batch, &mut self.mapper, source, from.ip(), how);
-            cx.events.sent(metadata, values);
-        }
+        let (batch, mapper) = (&mut self.batch, &mut self.mapper);
+        self.xcache.report(batch, mapper, source, &mut cx);
+        self.detailed
+            .report(batch, mapper, source, from.ip(), &mut cx);
         self.fast_path_hits += 1;
         true
     }

@@ -703,8 +703,23 @@ impl Detailed {
             return;
         };
         source.head(batch);
-        let how = cx.appending(false);
-        let (metadata, values) = self.append(batch, mapper, source, ip, how);
+        self.report(batch, mapper, source, ip, cx);
+    }
+
+    /// Appends the metrics of the instance `source` runs, if any server
+    /// sends the detailed stream, counted as sent: after its record's.
+    pub(super) fn report(
+        &mut self,
+        batch: &mut PacketBatch,
+        mapper: &mut Mapper,
+        source: &mut Source,
+        ip: IpAddr,
+        cx: &mut Context<'_, '_>,
+    ) {
+        if self.is_empty() {
+            return;
+        }
+        let (metadata, values) = self.append(batch, mapper, source, ip, cx.appending(false));
         cx.events.sent(metadata, values);
     }
 }

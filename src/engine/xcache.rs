@@ -20,7 +20,7 @@ use crate::mapping::{HeaderParts, MappedRecord, Mapper};
 
 use super::packets::PacketBatch;
 use super::source::Source;
-use super::{Appending, Context, Due, interval_seconds, is_xrootd};
+use super::{Appending, Context, is_xrootd};
 
 /// A waiting g-stream's XCache: address, start time, program (when the
 /// g-stream names its instance).
@@ -105,11 +105,6 @@ impl Totals {
         source: &mut Source,
         how: Appending<'_>,
     ) -> (u64, u64) {
-        let Appending {
-            now_s,
-            settings,
-            answering,
-        } = how;
         let (Some(totals), Some(naming)) = (source.pfc(), source.naming()) else {
             return (0, 0);
         };
@@ -122,22 +117,13 @@ impl Totals {
         ];
         let parts = naming.parts();
         mapper.map_counts(parts, &counts, &mut self.mapped);
-        let interval_s = interval_seconds(settings);
-        let cap = settings.max_metrics_per_source;
         let (mut metadata, mut values) = (0, 0);
         for m in self.mapped.metrics() {
-            let found = if answering {
-                source.metric_at(m.name_key).map(|at| (at, Due::Answer))
-            } else {
-                let found = source.metric(m.name_key, now_s, interval_s, false, cap);
-                found.map(|(at, metadata)| (at, Due::Report { metadata }))
-            };
-            let Some((at, due)) = found else {
-                continue;
-            };
-            let (m, v) = source.append_metric(batch, at, &m, due, now_s, settings);
-            metadata += m;
-            values += v;
+            if let Some((at, due)) = source.due(m.name_key, how) {
+                let (m, v) = source.append_metric(batch, at, &m, due, how.now_s, how.settings);
+                metadata += m;
+                values += v;
+            }
         }
         (metadata, values)
     }
