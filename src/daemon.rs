@@ -31,6 +31,12 @@
 //! keeps two gateways of a pair in step (counter state, XCache totals,
 //! the standby's sending); [`recover`] reads back the last values
 //! published (`recover_from`) at start; [`bind`] binds every socket.
+//!
+//! What the engines share is handed to each when it is made
+//! ([`Shared`](crate::engine::Shared)), and why they share it: the names
+//! of the clusters (one name is one cluster whichever socket its servers
+//! send to) and the saved state, each engine its part, which the state
+//! file's writer saves and the peer exchange fills and reads.
 
 use std::future::Future;
 use std::io;
