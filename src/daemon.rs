@@ -31,6 +31,12 @@
 //! keeps two gateways of a pair in step (counter state, XCache totals,
 //! the standby's sending); [`recover`] reads back the last values
 //! published (`recover_from`) at start; [`bind`] binds every socket.
+//!
+//! What the engines share is handed to each when it is made
+//! ([`Shared`](crate::engine::Shared)), and why they share it: the names
+//! of the clusters (one name is one cluster whichever socket its servers
+//! send to) and the saved state, each engine its part, which the state
+//! file's writer saves and the peer exchange fills and reads.
 
 use std::future::Future;
 use std::io;
@@ -44,6 +50,7 @@ use tokio::net::UdpSocket;
 use tokio::sync::{oneshot, watch};
 
 use crate::config::Settings;
+use crate::engine::Shared;
 use crate::engine::packets::{ForgottenHost, PacketBatch};
 use crate::events::{Counters, Events};
 use crate::ganglia::channel::SendChannel;
@@ -194,9 +201,15 @@ pub async fn run(
         paused.clone(),
     );
     let (in_force_tx, in_force) = watch::channel(Arc::new(first));
-    let (mut tasks, xml_ports) = spawn_tasks(
-        sockets, &settings, &store, &table, &in_force, &counters, &stop, pairing,
-    )?;
+    let gateway = Gateway {
+        settings: &settings,
+        store: &store,
+        table: &table,
+        in_force: &in_force,
+        counters: &counters,
+        stop: &stop,
+    };
+    let (mut tasks, xml_ports) = spawn_tasks(sockets, &gateway, pairing)?;
     tasks.extend(peer_tasks);
     let mut drain_timeout = settings.drain_timeout;
     tokio::pin!(shutdown);
@@ -318,33 +331,37 @@ impl Pairing {
     }
 }
 
+/// The gateway's parts every task is made from.
+struct Gateway<'a> {
+    settings: &'a Arc<Settings>,
+    store: &'a Arc<StateStore>,
+    table: &'a Option<Arc<HostTable>>,
+    in_force: &'a watch::Receiver<Arc<InForce>>,
+    counters: &'a Arc<Counters>,
+    stop: &'a watch::Receiver<bool>,
+}
+
 /// Starts a task per socket: the receive tasks (each with its engine and
 /// its part of the saved state), the request listeners, the XML port, the
 /// peer exchange, the state file's writer and the self-metrics; the XML
 /// ports' tasks apart (at a stop they finish the documents being written).
-#[allow(clippy::too_many_arguments)]
 fn spawn_tasks(
     sockets: Sockets,
-    settings: &Arc<Settings>,
-    store: &Arc<StateStore>,
-    table: &Option<Arc<HostTable>>,
-    in_force: &watch::Receiver<Arc<InForce>>,
-    counters: &Arc<Counters>,
-    stop: &watch::Receiver<bool>,
+    gateway: &Gateway<'_>,
     pairing: Option<Pairing>,
 ) -> io::Result<(Tasks, Tasks)> {
+    let Gateway {
+        settings,
+        store,
+        table,
+        in_force,
+        counters,
+        stop,
+    } = *gateway;
     let fds: Vec<RawFd> = sockets.reports.iter().map(|s| s.as_raw_fd()).collect();
-    let mut tasks = Vec::new();
     let mut xml_ports = Vec::new();
-    let mut request_queues = Vec::new();
-    let mut ask_queues = Vec::new();
-    let cluster_names = Arc::new(crate::engine::clusters::ClusterNames::default());
-    let (link, mut peer_asks, pulled) = match pairing {
-        Some(p) => (
-            Some(p.link),
-            p.asks.into_iter().map(Some).collect(),
-            p.pulled,
-        ),
+    let (link, peer_asks, pulled) = match pairing {
+        Some(p) => (Some(p.link), p.asks, p.pulled),
         None => (None, Vec::new(), false),
     };
     // The peer's entries go to the engines from before they hear anyone
@@ -354,28 +371,12 @@ fn spawn_tasks(
     if let Some(link) = &link {
         link.engines_run();
     }
-    for (part, socket) in sockets.reports.into_iter().enumerate() {
-        let socket = UdpSocket::from_std(socket)?;
-        let requests = (!sockets.requests.is_empty()).then(|| {
-            let (tx, rx) = tokio::sync::mpsc::channel(requests::QUEUE);
-            request_queues.push(tx);
-            rx
-        });
-        let asks = sockets.control.is_some().then(|| {
-            let (tx, rx) = tokio::sync::mpsc::channel(control::ASK_QUEUE);
-            ask_queues.push(tx);
-            rx
-        });
-        let state = store.state().clone();
-        let (in_force, counters) = (in_force.clone(), counters.clone());
-        let mut receiver = Receiver::new(in_force, counters, state, part, requests, asks);
-        receiver.share_clusters(cluster_names.clone());
-        if let Some(asks) = peer_asks.get_mut(part).and_then(Option::take) {
-            receiver.hear_peer(asks);
-        }
-        let run = receiver.run(socket, stop.clone(), settings.state_interval);
-        tasks.push(tokio::spawn(run));
-    }
+    let listening = Listening {
+        requests: !sockets.requests.is_empty(),
+        control: sockets.control.is_some(),
+    };
+    let (mut tasks, request_queues, ask_queues) =
+        spawn_receivers(sockets.reports, gateway, listening, peer_asks)?;
     for socket in sockets.requests {
         let (queues, log_interval) = (request_queues.clone(), settings.log_interval);
         let listen = requests::listen(socket, queues, counters.clone(), log_interval, stop.clone());
@@ -411,41 +412,17 @@ fn spawn_tasks(
     );
     tasks.push(tokio::spawn(watch));
     if let Some(link) = &link {
-        let (link, settings, counters) = (link.clone(), settings.clone(), counters.clone());
-        let step = peer::keep_in_step(
-            link.clone(),
-            settings.clone(),
-            counters.clone(),
-            stop.clone(),
-        );
-        tasks.push(tokio::spawn(step));
-        tasks.push(tokio::spawn(peer::hearing(
-            link.clone(),
-            counters,
-            stop.clone(),
-        )));
-        tasks.push(tokio::spawn(peer::watch_evidence(
-            link,
-            settings,
-            stop.clone(),
-        )));
+        tasks.extend(spawn_peer(link, gateway));
     }
     if let Some(listener) = sockets.control {
-        let drops = Some(drops.clone());
-        let (counters, log_interval, stop) =
-            (counters.clone(), settings.log_interval, stop.clone());
-        let state = store.path().is_some().then(|| store.clone());
-        let pair = link.clone();
-        let serve = control::serve(
-            listener,
-            ask_queues,
-            counters,
-            drops,
-            state,
-            pair,
-            log_interval,
-            stop,
-        );
+        let parts = control::Parts {
+            asks: ask_queues,
+            counters: counters.clone(),
+            drops: Some(drops.clone()),
+            state: store.path().is_some().then(|| store.clone()),
+            pair: link.clone(),
+        };
+        let serve = control::serve(listener, parts, settings.log_interval, stop.clone());
         tasks.push(tokio::spawn(serve));
     }
     if store.path().is_some() {
@@ -454,6 +431,86 @@ fn spawn_tasks(
     }
     tasks.push(tokio::spawn(self_metrics.run(stop.clone())));
     Ok((tasks, xml_ports))
+}
+
+/// A receive task's queue of gmond's metadata requests.
+type RequestQueue = tokio::sync::mpsc::Sender<crate::engine::Request>;
+/// A receive task's queue of `status`'s asks.
+type AskQueue = tokio::sync::mpsc::Sender<control::Ask>;
+
+/// Which queues the receive tasks take asks from besides their sockets.
+#[derive(Clone, Copy)]
+struct Listening {
+    /// gmond's metadata requests (`metadata_requests`).
+    requests: bool,
+    /// `xrd2ganglia status` (`control_socket`).
+    control: bool,
+}
+
+/// The receive tasks, one per socket of `reports`, their engines sharing
+/// the cluster names and the saved state (each its part); with the
+/// queues that hand them gmond's requests and `status`'s asks, as
+/// `listening` says. `peer_asks`: each task's end of the peer exchange.
+fn spawn_receivers(
+    reports: Vec<std::net::UdpSocket>,
+    gateway: &Gateway<'_>,
+    listening: Listening,
+    peer_asks: Vec<tokio::sync::mpsc::Receiver<peer::Ask>>,
+) -> io::Result<(Tasks, Vec<RequestQueue>, Vec<AskQueue>)> {
+    let mut tasks = Vec::new();
+    let mut request_queues = Vec::new();
+    let mut ask_queues = Vec::new();
+    let cluster_names = Arc::new(crate::engine::clusters::ClusterNames::default());
+    let mut peer_asks = peer_asks.into_iter();
+    for (part, socket) in reports.into_iter().enumerate() {
+        let socket = UdpSocket::from_std(socket)?;
+        let requests = listening.requests.then(|| {
+            let (tx, rx) = tokio::sync::mpsc::channel(requests::QUEUE);
+            request_queues.push(tx);
+            rx
+        });
+        let asks = listening.control.then(|| {
+            let (tx, rx) = tokio::sync::mpsc::channel(control::ASK_QUEUE);
+            ask_queues.push(tx);
+            rx
+        });
+        let shared = Shared {
+            clusters: cluster_names.clone(),
+            saved: Some((gateway.store.state().clone(), part)),
+        };
+        let (in_force, counters) = (gateway.in_force.clone(), gateway.counters.clone());
+        let mut receiver = Receiver::new(in_force, counters, shared, requests, asks);
+        if let Some(asks) = peer_asks.next() {
+            receiver.hear_peer(asks);
+        }
+        let run = receiver.run(
+            socket,
+            gateway.stop.clone(),
+            gateway.settings.state_interval,
+        );
+        tasks.push(tokio::spawn(run));
+    }
+    Ok((tasks, request_queues, ask_queues))
+}
+
+/// The peer exchange's tasks once the receive tasks run: keeping in step,
+/// hearing the peer, and watching gmond's evidence for the standby.
+fn spawn_peer(link: &Arc<peer::Link>, gateway: &Gateway<'_>) -> Tasks {
+    let (settings, counters, stop) = (gateway.settings, gateway.counters, gateway.stop);
+    vec![
+        tokio::spawn(peer::keep_in_step(
+            link.clone(),
+            settings.clone(),
+            counters.clone(),
+            stop.clone(),
+        )),
+        tokio::spawn(peer::hearing(link.clone(), counters.clone(), stop.clone())),
+        tokio::spawn(peer::watch_evidence(
+            link.clone(),
+            settings.clone(),
+            stop.clone(),
+        )),
+    ]
 }
 
 /// What each XML port's task (the gateway's and each rule's) is given.

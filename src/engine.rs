@@ -19,6 +19,17 @@
 //! claimed from [`saved`] (the daemon writes it to the state file), and
 //! given to and merged from a peer gateway ([`pairing`], by the rule of
 //! [`merge`]).
+//!
+//! Each step a datagram takes is handed one [`Context`]: the time (as
+//! given, and in engine seconds), the settings in force, the saved state
+//! and the events to count, borrowed for that datagram.
+//!
+//! What an engine shares with the gateway's other engines is handed to it
+//! when it is made ([`Shared`]), never reached otherwise: the names of the
+//! clusters (one name is one cluster whichever socket its servers send to;
+//! locked only when a source chooses its cluster) and the saved state
+//! (the daemon's state file writer and the peer exchange read and fill it
+//! too; taken when a source is first heard from, evicted or handed in).
 
 pub mod answer;
 pub mod clock;
@@ -72,7 +83,7 @@ pub struct Engine {
     /// Records that took the fast path.
     fast_path_hits: u64,
     /// Where sources' counter state is claimed from and handed in to, and
-    /// this engine's part in it.
+    /// this engine's part in it ([`Shared::saved`]).
     saved: Option<(Arc<SavedState>, usize)>,
     /// XCache g-stream totals: the waiting ones, and scratch to map them.
     xcache: xcache::Totals,
@@ -84,11 +95,77 @@ pub struct Engine {
     /// `status` ([`status`]).
     refused: AddressTally,
     rejected: AddressTally,
-    /// The clusters named so far, shared with the gateway's other engines.
+    /// The clusters named so far, shared with the gateway's other engines
+    /// ([`Shared::clusters`]).
     clusters: Arc<ClusterNames>,
     /// Settings generation: a source whose cluster was chosen under
     /// another chooses again ([`clusters`]).
     epoch: u32,
+}
+
+/// What an engine shares with the gateway's other engines, handed to it
+/// when it is made ([`Engine::with_shared`]).
+#[derive(Default)]
+pub struct Shared {
+    /// The clusters named so far: one name is one cluster whichever
+    /// socket its servers send to. Its own, by default.
+    pub clusters: Arc<ClusterNames>,
+    /// Where sources' counter state is claimed from when first heard from
+    /// (and parked when evicted), and this engine's part in it, handed in
+    /// with [`Engine::hand_in_state`]. None: nothing kept.
+    pub saved: Option<(Arc<SavedState>, usize)>,
+}
+
+/// What every step of one datagram is given, borrowed for that datagram.
+pub(crate) struct Context<'a, 'e> {
+    /// The time the datagram is handled at, as given.
+    pub now: Instant,
+    /// The same in engine seconds ([`Clock`]).
+    pub now_s: u32,
+    pub settings: &'a Settings,
+    /// Where a new source's counter state is claimed from, and an evicted
+    /// one's parked ([`Shared::saved`]).
+    pub saved: Option<&'a SavedState>,
+    pub events: &'a mut Events<'e>,
+}
+
+impl<'a, 'e> Context<'a, 'e> {
+    /// From the engine's parts, borrowed apart so that its others stay free.
+    fn new(
+        now: Instant,
+        clock: &Clock,
+        settings: &'a Settings,
+        saved: &'a Option<(Arc<SavedState>, usize)>,
+        events: &'a mut Events<'e>,
+    ) -> Context<'a, 'e> {
+        Context {
+            now,
+            now_s: clock.secs(now),
+            settings,
+            saved: saved.as_ref().map(|(saved, _)| &**saved),
+            events,
+        }
+    }
+
+    /// Appending a source's other metrics on their schedule, or for an answer.
+    pub fn appending(&self, answering: bool) -> Appending<'a> {
+        Appending {
+            now_s: self.now_s,
+            settings: self.settings,
+            answering,
+        }
+    }
+}
+
+/// How a source's other metrics (XCache's totals, the detailed stream's)
+/// are appended: at which engine second, under which settings, and
+/// whether for an answer to gmond (every metadata, the values as last
+/// sent) or on their schedule.
+#[derive(Clone, Copy)]
+pub(crate) struct Appending<'a> {
+    pub now_s: u32,
+    pub settings: &'a Settings,
+    pub answering: bool,
 }
 
 /// Which of a metric's packets go out.
@@ -102,7 +179,13 @@ enum Due {
 }
 
 impl Engine {
+    /// An engine on its own: its own cluster names, no saved state.
     pub fn new(settings: Arc<Settings>, now: Instant) -> Engine {
+        Engine::with_shared(settings, now, Shared::default())
+    }
+
+    /// An engine that shares `shared` with the gateway's other engines.
+    pub fn with_shared(settings: Arc<Settings>, now: Instant, shared: Shared) -> Engine {
         Engine {
             parser: SummaryParser::new(),
             mapper: mapper(&settings),
@@ -114,27 +197,15 @@ impl Engine {
             fast_path: true,
             holes: Vec::new(),
             fast_path_hits: 0,
-            saved: None,
+            saved: shared.saved,
             xcache: xcache::Totals::default(),
             detailed: detailed::Detailed::default(),
             answered: Vec::new(),
             refused: AddressTally::default(),
             rejected: AddressTally::default(),
-            clusters: Arc::default(),
+            clusters: shared.clusters,
             epoch: 0,
         }
-    }
-
-    /// Shares the names of clusters with the gateway's other engines (one
-    /// name is one cluster whichever socket its servers send to).
-    pub fn share_clusters(&mut self, clusters: Arc<ClusterNames>) {
-        self.clusters = clusters;
-    }
-
-    /// Claims sources' saved state from `saved` when first heard from,
-    /// and hands theirs in as part `part` ([`hand_in_state`](Self::hand_in_state)).
-    pub fn keep_state(&mut self, saved: Arc<SavedState>, part: usize) {
-        self.saved = Some((saved, part));
     }
 
     /// Hands the sources' counter state in (for the state file).
@@ -294,18 +365,12 @@ impl Engine {
         if self.mapped.rejected_count > 0 {
             events.values_rejected(from, self.mapped.rejected_count, &self.mapped.rejected);
         }
-        let s = &*self.settings;
-        let now_s = self.clock.secs(now);
-        let source = self.sources.report(
-            from,
-            stamp.run(),
-            &self.mapped,
-            now,
-            now_s,
-            s,
-            self.saved.as_ref().map(|(saved, _)| &**saved),
-            events,
-        );
+        let mut cx = Context::new(now, &self.clock, &self.settings, &self.saved, events);
+        let (s, now_s) = (cx.settings, cx.now_s);
+        let source = self
+            .sources
+            .report(from, stamp.run(), &self.mapped, &mut cx);
+        let events = &mut *cx.events;
         if source.cluster_due(self.epoch, header.site) {
             let placing = Placing {
                 names: &self.clusters,
@@ -342,22 +407,12 @@ impl Engine {
         if self.fast_path && capped == 0 && !source.cluster_refused() {
             source.make_template(datagram, &record, &self.mapped, s);
         }
-        // Its XCache totals, if it sent any, after its record's metrics.
-        self.xcache
-            .report(&mut self.batch, &mut self.mapper, source, now_s, s, events);
-        // Its detailed stream's, if it sends one.
-        if !self.detailed.is_empty() {
-            let (metadata, values) = self.detailed.append(
-                &mut self.batch,
-                &mut self.mapper,
-                source,
-                from.ip(),
-                now_s,
-                s,
-                false,
-            );
-            events.sent(metadata, values);
-        }
+        // Its XCache totals, if it sent any, after its record's metrics;
+        // its detailed stream's, if it sends one.
+        let (batch, mapper) = (&mut self.batch, &mut self.mapper);
+        self.xcache.report(batch, mapper, source, &mut cx);
+        self.detailed
+            .report(batch, mapper, source, from.ip(), &mut cx);
     }
 
     /// The fast path: the datagram matches the template of a source of its
@@ -370,8 +425,7 @@ impl Engine {
         now: Instant,
         events: &mut Events<'_>,
     ) -> bool {
-        let s = &*self.settings;
-        let now_s = self.clock.secs(now);
+        let mut cx = Context::new(now, &self.clock, &self.settings, &self.saved, events);
         let holes = &mut self.holes;
         let Some(source) = self
             .sources
@@ -383,27 +437,17 @@ impl Engine {
         source.head(&mut self.batch);
         let json = is_json(datagram);
         let Some((values, excluded)) =
-            source.report_by_template(datagram, &self.holes, json, now, now_s, s, &mut self.batch)
+            source.report_by_template(datagram, &self.holes, json, &cx, &mut self.batch)
         else {
             return false;
         };
-        events.record();
-        events.excluded(excluded as usize);
-        events.sent(0, values);
-        self.xcache
-            .report(&mut self.batch, &mut self.mapper, source, now_s, s, events);
-        if !self.detailed.is_empty() {
-            let (metadata, values) = self.detailed.append(
-                &mut self.batch,
-                &mut self.mapper,
-                source,
-                from.ip(),
-                now_s,
-                s,
-                false,
-            );
-            events.sent(metadata, values);
-        }
+        cx.events.record();
+        cx.events.excluded(excluded as usize);
+        cx.events.sent(0, values);
+        let (batch, mapper) = (&mut self.batch, &mut self.mapper);
+        self.xcache.report(batch, mapper, source, &mut cx);
+        self.detailed
+            .report(batch, mapper, source, from.ip(), &mut cx);
         self.fast_path_hits += 1;
         true
     }
@@ -420,21 +464,19 @@ impl Engine {
         events: &mut Events<'_>,
     ) {
         events.gstream(from, totals.bad_records);
-        let s = &*self.settings;
-        let now_s = self.clock.secs(now);
+        let mut cx = Context::new(now, &self.clock, &self.settings, &self.saved, events);
         let program = instance.map(|i| xcache::program_of(&i));
         let Some(source) = self
             .sources
             .xcache_of(from.ip(), totals.stod, program.as_deref())
         else {
-            return self
-                .xcache
-                .wait(from, totals, program, s.max_sources, events);
+            let cap = cx.settings.max_sources;
+            return self.xcache.wait(from, totals, program, cap, cx.events);
         };
         source.add_gstream(totals);
         source.head(&mut self.batch);
         self.xcache
-            .report(&mut self.batch, &mut self.mapper, source, now_s, s, events);
+            .report(&mut self.batch, &mut self.mapper, source, &mut cx);
     }
 
     /// A detailed-stream datagram ([`crate::detailed`]): into its xrootd
@@ -471,16 +513,14 @@ impl Engine {
             return events.monitoring_ignored(from, gstream::Kind::Packet(header.code));
         }
         events.detailed(from, tally.records, tally.unmatched, bad.as_ref());
-        let now_s = self.clock.secs(now);
+        let mut cx = Context::new(now, &self.clock, &self.settings, &self.saved, events);
         self.detailed.report_after_packet(
             &mut self.batch,
             &mut self.mapper,
             &mut self.sources,
             from.ip(),
             header.stod,
-            now_s,
-            s,
-            events,
+            &mut cx,
         );
     }
 

@@ -116,6 +116,20 @@ impl TableReader {
     }
 }
 
+/// `/proc/net/udp` as Linux 6.1 printed it here: its header line, then
+/// `rows`, for tests.
+#[cfg(test)]
+pub(crate) fn v4_table(rows: &[&str]) -> String {
+    let mut table = String::from(
+        "   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops\n",
+    );
+    for row in rows {
+        table.push_str(row);
+        table.push('\n');
+    }
+    table
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,11 +138,12 @@ mod tests {
     #[test]
     fn parses_rows_as_the_kernel_prints_them() {
         // Rows as Linux 6.1 printed them here (x86_64, little-endian).
-        let v4 = "   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops\n\
-          1: 0100007F:21C9 00000000:0000 07 00000000:00033CC0 00:00000000 00000000     0        0 4242 2 0000000000000000 5985\n\
-          2: 00000000:0D05 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 4343 2 0000000000000000 0\n\
-          not a row\n";
-        let got: Vec<UdpRow> = rows(v4).collect();
+        let v4 = v4_table(&[
+            "   1: 0100007F:21C9 00000000:0000 07 00000000:00033CC0 00:00000000 00000000     0        0 4242 2 0000000000000000 5985",
+            "   2: 00000000:0D05 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 4343 2 0000000000000000 0",
+            "not a row",
+        ]);
+        let got: Vec<UdpRow> = rows(&v4).collect();
         assert_eq!(got.len(), 2);
         if cfg!(target_endian = "little") {
             assert_eq!(got[0].local, "127.0.0.1:8649".parse().unwrap());

@@ -166,14 +166,9 @@ fn pair(p: &xrd2ganglia::status::PairStatus) -> String {
     out
 }
 
-/// The status as tables: sources, refused senders, counters.
-fn table(status: &Status, path: &Path) -> String {
-    let mut out = format!(
-        "xrd2ganglia {} (pid {}) on {}\n\n",
-        status.gateway,
-        status.pid,
-        path.display()
-    );
+/// The kernel's drops at the listening sockets and how the state file's
+/// saves go, each with its warning when it needs action.
+fn health(out: &mut String, status: &Status) {
     if let Some(d) = &status.kernel_drops {
         if d.last_minute > 0 {
             out.push_str(&format!(
@@ -204,6 +199,17 @@ fn table(status: &Status, path: &Path) -> String {
             )),
         }
     }
+}
+
+/// The status as tables: sources, refused senders, counters.
+fn table(status: &Status, path: &Path) -> String {
+    let mut out = format!(
+        "xrd2ganglia {} (pid {}) on {}\n\n",
+        status.gateway,
+        status.pid,
+        path.display()
+    );
+    health(&mut out, status);
     if let Some(p) = &status.pair {
         out.push_str(&pair(p));
     }

@@ -176,21 +176,33 @@ impl Held {
     }
 }
 
-/// Answers on `control` until `stop`, then removes its path. `asks`: one
-/// queue per receive task; `drops`: the kernel's drops at the listening
-/// sockets, for the reply; `state`: the state file, if one is kept;
-/// `pair`: the pair, if paired.
-#[allow(clippy::too_many_arguments)]
+/// The gateway's parts a reply is made from.
+pub(super) struct Parts {
+    /// One queue per receive task.
+    pub asks: Vec<mpsc::Sender<Ask>>,
+    pub counters: Arc<Counters>,
+    /// The kernel's drops at the listening sockets.
+    pub drops: Option<Arc<DropWatch>>,
+    /// The state file, if one is kept.
+    pub state: Option<Arc<StateStore>>,
+    /// The pair, if paired.
+    pub pair: Option<Arc<super::peer::Link>>,
+}
+
+/// Answers on `control` from `parts` until `stop`, then removes its path.
 pub(super) async fn serve(
     mut control: ControlListener,
-    asks: Vec<mpsc::Sender<Ask>>,
-    counters: Arc<Counters>,
-    drops: Option<Arc<DropWatch>>,
-    state: Option<Arc<StateStore>>,
-    pair: Option<Arc<super::peer::Link>>,
+    parts: Parts,
     log_interval: Duration,
     mut stop: watch::Receiver<bool>,
 ) {
+    let Parts {
+        asks,
+        counters,
+        drops,
+        state,
+        pair,
+    } = parts;
     let path = control.path.clone();
     let Some(listener) = control.listener.take() else {
         return;

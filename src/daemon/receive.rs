@@ -16,8 +16,7 @@ use tokio::sync::{mpsc, watch};
 use super::control::Ask;
 
 use crate::engine::packets::PacketBatch;
-use crate::engine::saved::SavedState;
-use crate::engine::{Engine, Request};
+use crate::engine::{Engine, Request, Shared};
 use crate::events::{Counters, Events};
 
 use super::InForce;
@@ -40,18 +39,17 @@ pub(super) struct Receiver {
 }
 
 impl Receiver {
-    /// Task `part` of the state kept in `saved`.
+    /// A task whose engine shares `shared` with the other receive tasks'
+    /// (the cluster names, and its part of the saved state).
     pub(super) fn new(
         in_force: watch::Receiver<Arc<InForce>>,
         counters: Arc<Counters>,
-        saved: Arc<SavedState>,
-        part: usize,
+        shared: Shared,
         requests: Option<mpsc::Receiver<Request>>,
         asks: Option<mpsc::Receiver<Ask>>,
     ) -> Receiver {
         let settings = in_force.borrow().settings.clone();
-        let mut engine = Engine::new(settings, Instant::now());
-        engine.keep_state(saved, part);
+        let engine = Engine::with_shared(settings, Instant::now(), shared);
         Receiver {
             in_force,
             counters,
@@ -65,11 +63,6 @@ impl Receiver {
     /// Answers the peer exchange's asks between two datagrams.
     pub(super) fn hear_peer(&mut self, asks: mpsc::Receiver<super::peer::Ask>) {
         self.peer = Some(asks);
-    }
-
-    /// Shares the names of clusters with the other receive tasks.
-    pub(super) fn share_clusters(&mut self, names: Arc<crate::engine::clusters::ClusterNames>) {
-        self.engine.share_clusters(names);
     }
 
     /// Receives until `stop`, then handles what the kernel has already

@@ -379,9 +379,10 @@ mod tests {
 
     #[test]
     fn reads_drops_of_our_inodes() {
-        let table = "   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops\n\
-          1: 00000000:0D05 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 4242 2 0000000000000000 17\n\
-          2: 00000000:0D06 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 4343 2 0000000000000000 5\n";
+        let table = &crate::proc_udp::v4_table(&[
+            "   1: 00000000:0D05 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 4242 2 0000000000000000 17",
+            "   2: 00000000:0D06 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 4343 2 0000000000000000 5",
+        ]);
         assert_eq!(drops_in(table, &[4242]), Some(17));
         assert_eq!(drops_in(table, &[4242, 4343]), Some(22));
         assert_eq!(drops_in(table, &[1]), None);

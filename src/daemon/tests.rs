@@ -755,13 +755,7 @@ fn records_handled_while_a_reload_retires_the_old_senders_are_all_sent() {
 
 #[test]
 fn the_xml_port_answers_a_poll_with_the_host_of_a_record_just_sent() {
-    let gw = Bound::new(
-        "stats_interval = 0\nself_metrics_interval = 0\n",
-        &[],
-        true,
-        None,
-    )
-    .start();
+    let gw = xml_gateway("");
     let record = captured("ds_loaded.xml");
     gw.send_as("127.0.0.1", &record);
     // The host as the record names it, at its sender's address, with
@@ -842,20 +836,30 @@ fn after_a_restart_the_xml_port_waits_for_every_saved_source() {
     let dir = Scratch::new("warmup");
     let state = dir.0.join("state");
     let config = "stats_interval = 0\nself_metrics_interval = 0\n";
-    // Before: two servers, at two addresses, saved at the stop. A fresh
-    // state file holds no one: answered at once.
-    let first = Bound::new(config, &[], true, Some(&state)).start();
+    let start = || Bound::new(config, &[], true, Some(&state)).start();
+    save_two_servers(start());
+    // After: refused while one of them has not reported again.
+    let second = start();
+    assert!(refused(second.try_poll_from("127.0.0.1:0")));
+    refused_until_both_report_again(&second);
+    second.stop();
+}
+
+/// Two servers, at two addresses, reported to `first` and saved at its
+/// stop. A fresh state file holds no one: answered at once.
+fn save_two_servers(first: Running) {
     first.send_as("127.0.0.1", &link_record(77, 5000));
     first.send_as("127.0.0.2", &link_record(78, 7000));
     wait_for("both hosts in the document", WITHIN, || {
         (host_ips(&first.poll_from("127.0.0.1:0")) == ["127.0.0.1", "127.0.0.2"]).then_some(())
     });
     first.stop();
-    // After: refused while one of them has not reported again.
-    let second = Bound::new(config, &[], true, Some(&state)).start();
-    let refused =
-        |r: io::Result<String>| matches!(r, Err(e) if e.kind() == io::ErrorKind::ConnectionRefused);
-    assert!(refused(second.try_poll_from("127.0.0.1:0")));
+}
+
+/// After [`save_two_servers`], `second` (on the same state file) refuses
+/// polls while one of them has not reported again, and then shows both:
+/// that document.
+fn refused_until_both_report_again(second: &Running) -> String {
     second.send_as("127.0.0.1", &link_record(77, 5100));
     wait_for("the first server's record taken", WITHIN, || {
         (second.counters.snapshot().records == 1).then_some(())
@@ -864,7 +868,12 @@ fn after_a_restart_the_xml_port_waits_for_every_saved_source() {
     second.send_as("127.0.0.2", &link_record(78, 7100));
     let both = second.poll_from("127.0.0.1:0");
     assert_eq!(host_ips(&both), ["127.0.0.1", "127.0.0.2"]);
-    second.stop();
+    both
+}
+
+/// Whether a poll was refused (the port not listening).
+fn refused(r: io::Result<String>) -> bool {
+    matches!(r, Err(e) if e.kind() == io::ErrorKind::ConnectionRefused)
 }
 
 /// A rule's own port (docs/clusters.md) waits as the gateway's does: a
@@ -885,38 +894,16 @@ fn after_a_restart_a_rule_port_waits_for_every_saved_source_too() {
         bound.xml = Some(addr);
         bound.start()
     };
-    let first = start();
-    first.send_as("127.0.0.1", &link_record(77, 5000));
-    first.send_as("127.0.0.2", &link_record(78, 7000));
-    wait_for("both hosts on the rule's port", WITHIN, || {
-        (host_ips(&first.poll_from("127.0.0.1:0")) == ["127.0.0.1", "127.0.0.2"]).then_some(())
-    });
-    first.stop();
+    save_two_servers(start());
     let second = start();
-    let refused =
-        |r: io::Result<String>| matches!(r, Err(e) if e.kind() == io::ErrorKind::ConnectionRefused);
-    second.send_as("127.0.0.1", &link_record(77, 5100));
-    wait_for("the first server's record taken", WITHIN, || {
-        (second.counters.snapshot().records == 1).then_some(())
-    });
-    assert!(refused(second.try_poll_from("127.0.0.1:0")));
-    second.send_as("127.0.0.2", &link_record(78, 7100));
-    let both = second.poll_from("127.0.0.1:0");
-    assert_eq!(host_ips(&both), ["127.0.0.1", "127.0.0.2"]);
+    let both = refused_until_both_report_again(&second);
     assert!(both.contains("<CLUSTER NAME=\"R\""), "{both}");
     second.stop();
 }
 
 /// The HOSTs' IPs of a document, sorted.
 fn host_ips(doc: &str) -> Vec<String> {
-    let parsed = parse(doc);
-    let mut ips: Vec<String> = parsed
-        .descendants()
-        .filter(|n| n.has_tag_name("HOST"))
-        .filter_map(|n| n.attribute("IP").map(str::to_string))
-        .collect();
-    ips.sort();
-    ips
+    host_attributes(doc, "IP")
 }
 
 /// Issue 34 item 3: once every saved source has reported again, the
@@ -1045,15 +1032,45 @@ fn only_allowed_clients_get_a_valid_document_with_every_name_escaped() {
 }
 
 /// The HOST NAMEs of a document, sorted.
+/// A gateway with an XML port that sends no counters' lines nor
+/// self-metrics (its document holds the servers' hosts only), `extra`'s
+/// settings added.
+fn xml_gateway(extra: &str) -> Running {
+    let config = format!("stats_interval = 0\nself_metrics_interval = 0\n{extra}");
+    Bound::new(&config, &[], true, None).start()
+}
+
+/// Sends servers 0..`n` their records and waits until `gw`'s document
+/// names every one of them; returns those names, sorted.
+fn report_servers(gw: &Running, n: usize) -> Vec<String> {
+    for i in 0..n {
+        gw.send_as(&server_ip(i), &server_record(i));
+    }
+    let mut expected: Vec<String> = (0..n).map(|i| format!("ds{i}.example.org")).collect();
+    expected.sort();
+    wait_for(
+        "every server in the document",
+        Duration::from_secs(20),
+        || (host_names(&gw.poll_from("127.0.0.1:0")) == expected).then_some(()),
+    );
+    expected
+}
+
+/// The HOSTs' names of a document, sorted.
 fn host_names(doc: &str) -> Vec<String> {
+    host_attributes(doc, "NAME")
+}
+
+/// Attribute `attribute` of each HOST of a document, sorted.
+fn host_attributes(doc: &str, attribute: &str) -> Vec<String> {
     let parsed = parse(doc);
-    let mut names: Vec<String> = parsed
+    let mut values: Vec<String> = parsed
         .descendants()
         .filter(|n| n.has_tag_name("HOST"))
-        .filter_map(|n| n.attribute("NAME").map(str::to_string))
+        .filter_map(|n| n.attribute(attribute).map(str::to_string))
         .collect();
-    names.sort();
-    names
+    values.sort();
+    values
 }
 
 /// Issue 34, item 1: clients from gmetad's own address that connect and
@@ -1065,27 +1082,9 @@ fn a_poll_gets_the_whole_document_within_2_s_while_1000_clients_hold_connections
     const SERVERS: usize = 500;
     const HOSTILE: usize = 1000;
     xml_port::raise_open_files_limit();
-    let gw = Bound::new(
-        "stats_interval = 0\nself_metrics_interval = 0\n",
-        &[],
-        true,
-        None,
-    )
-    .start();
+    let gw = xml_gateway("");
     let xml = gw.xml.unwrap();
-    for i in 0..SERVERS {
-        gw.send_as(&server_ip(i), &server_record(i));
-    }
-    let expected: Vec<String> = {
-        let mut v: Vec<String> = (0..SERVERS).map(|i| format!("ds{i}.example.org")).collect();
-        v.sort();
-        v
-    };
-    wait_for(
-        "every server in the document",
-        Duration::from_secs(20),
-        || (host_names(&gw.poll_from("127.0.0.1:0")) == expected).then_some(()),
-    );
+    let expected = report_servers(&gw, SERVERS);
     // Half never read; half read a byte a second.
     let idle: Vec<TcpStream> = (0..HOSTILE / 2)
         .map(|_| TcpStream::connect(xml).unwrap())
@@ -1167,22 +1166,9 @@ fn fin_wait_1_at(port: u16) -> usize {
 #[test]
 fn connections_closed_unfinished_leave_no_orphan_holding_the_document() {
     const SERVERS: usize = 200;
-    let gw = Bound::new(
-        "stats_interval = 0\nself_metrics_interval = 0\n",
-        &[],
-        true,
-        None,
-    )
-    .start();
+    let gw = xml_gateway("");
     let xml = gw.xml.unwrap();
-    for i in 0..SERVERS {
-        gw.send_as(&server_ip(i), &server_record(i));
-    }
-    wait_for(
-        "every server in the document",
-        Duration::from_secs(20),
-        || (host_names(&gw.poll_from("127.0.0.1:0")).len() == SERVERS).then_some(()),
-    );
+    report_servers(&gw, SERVERS);
     // Twice the per-address cap, none reading: the first half fills its
     // sockets' buffers, then the second half evicts it.
     let mut idle: Vec<TcpStream> = (0..64).map(|_| TcpStream::connect(xml).unwrap()).collect();
@@ -1204,13 +1190,7 @@ fn connections_closed_unfinished_leave_no_orphan_holding_the_document() {
 #[test]
 fn the_document_holds_at_most_max_sources_hosts_and_those_the_gateway_keeps() {
     const MAX: usize = 100;
-    let gw = Bound::new(
-        &format!("stats_interval = 0\nself_metrics_interval = 0\nmax_sources = {MAX}\n"),
-        &[],
-        true,
-        None,
-    )
-    .start();
+    let gw = xml_gateway(&format!("max_sources = {MAX}\n"));
     let mut sent = 0;
     let mut largest = 0;
     for burst in [MAX, 1, 9, 40, 100, 150] {
@@ -1266,27 +1246,9 @@ mod pair;
 #[test]
 fn a_stop_finishes_the_document_being_read_and_refuses_new_polls() {
     const SERVERS: usize = 200;
-    let mut gw = Bound::new(
-        "stats_interval = 0\nself_metrics_interval = 0\ndrain_timeout = 120\n",
-        &[],
-        true,
-        None,
-    )
-    .start();
+    let mut gw = xml_gateway("drain_timeout = 120\n");
     let xml = gw.xml.unwrap();
-    for i in 0..SERVERS {
-        gw.send_as(&server_ip(i), &server_record(i));
-    }
-    let expected: Vec<String> = {
-        let mut v: Vec<String> = (0..SERVERS).map(|i| format!("ds{i}.example.org")).collect();
-        v.sort();
-        v
-    };
-    wait_for(
-        "every server in the document",
-        Duration::from_secs(20),
-        || (host_names(&gw.poll_from("127.0.0.1:0")) == expected).then_some(()),
-    );
+    let expected = report_servers(&gw, SERVERS);
     // A poll begun: its first bytes read, the rest (megabytes, far more
     // than the socket buffers hold) still to be written.
     let mut s = TcpStream::connect(xml).unwrap();
@@ -1406,27 +1368,9 @@ fn polls_stay_whole_while_two_other_addresses_churn_connections() {
     const SERVERS: usize = 100;
     const POLLS: usize = 18;
     xml_port::raise_open_files_limit();
-    let gw = Bound::new(
-        "stats_interval = 0\nself_metrics_interval = 0\n",
-        &[],
-        true,
-        None,
-    )
-    .start();
+    let gw = xml_gateway("");
     let xml = gw.xml.unwrap();
-    for i in 0..SERVERS {
-        gw.send_as(&server_ip(i), &server_record(i));
-    }
-    let expected: Vec<String> = {
-        let mut v: Vec<String> = (0..SERVERS).map(|i| format!("ds{i}.example.org")).collect();
-        v.sort();
-        v
-    };
-    wait_for(
-        "every server in the document",
-        Duration::from_secs(20),
-        || (host_names(&gw.poll_from("127.0.0.1:0")) == expected).then_some(()),
-    );
+    let expected = report_servers(&gw, SERVERS);
     let stop = Arc::new(AtomicBool::new(false));
     let flood: Vec<_> = [("127.0.0.2", false), ("127.0.0.3", true)]
         .into_iter()

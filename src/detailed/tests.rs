@@ -234,6 +234,14 @@ fn rec(kind: u8, flag: u8, id: u32, body: &[u8]) -> Vec<u8> {
     r
 }
 
+/// The records of an `f` packet `p`, as decoded.
+fn f_records(p: &[u8]) -> Vec<Result<Record<'_>, Error>> {
+    let Body::Files(records) = decode(p).unwrap().body else {
+        panic!()
+    };
+    records.collect()
+}
+
 fn time_rec() -> Vec<u8> {
     rec(2, 1, 0, &[0; 16])
 }
@@ -279,12 +287,8 @@ fn a_bad_record_loses_only_what_follows_it() {
     body.extend(rec(0, 0, 6, &[0; 8]));
     body.extend(rec(4, 0, 7, &[]));
     let p = packet(b'f', &body);
-    let Body::Files(records) = decode(&p).unwrap().body else {
-        panic!()
-    };
-    let got: Vec<_> = records.collect();
     assert_eq!(
-        got,
+        f_records(&p),
         [
             Ok(Record::Disc { user: 5 }),
             Ok(Record::Unknown(9)),
@@ -298,12 +302,8 @@ fn a_bad_record_loses_only_what_follows_it() {
         r[2..4].copy_from_slice(&size.to_be_bytes());
         body.extend(r);
         let p = packet(b'f', &body);
-        let Body::Files(records) = decode(&p).unwrap().body else {
-            panic!()
-        };
-        let got: Vec<_> = records.collect();
         assert_eq!(
-            got,
+            f_records(&p),
             [Err(Error::Record {
                 at: 32,
                 size: size.into()
@@ -314,13 +314,7 @@ fn a_bad_record_loses_only_what_follows_it() {
     let mut body = time_rec();
     body.extend([0, 0, 0]);
     let p = packet(b'f', &body);
-    let Body::Files(records) = decode(&p).unwrap().body else {
-        panic!()
-    };
-    assert_eq!(
-        records.collect::<Vec<_>>(),
-        [Err(Error::Record { at: 32, size: 3 })]
-    );
+    assert_eq!(f_records(&p), [Err(Error::Record { at: 32, size: 3 })]);
 }
 
 #[test]

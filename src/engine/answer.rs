@@ -27,7 +27,7 @@ use super::detailed::Detailed;
 use super::packets::PacketBatch;
 use super::source::{Source, Sources};
 use super::xcache::Totals;
-use super::{Due, Engine};
+use super::{Appending, Due, Engine};
 
 /// A source answers at most one request in this long: a restarted gmond
 /// asks once per value it cannot show, and one answer covers them all.
@@ -189,10 +189,13 @@ impl Answering<'_> {
             source.append_metric(self.batch, at, &m, Due::Answer, self.now_s, settings);
         }
         let (batch, mapper) = (&mut *self.batch, &mut *self.mapper);
-        self.xcache
-            .append(batch, mapper, source, self.now_s, settings, true);
-        self.detailed
-            .append(batch, mapper, source, ip, self.now_s, settings, true);
+        let how = Appending {
+            now_s: self.now_s,
+            settings,
+            answering: true,
+        };
+        self.xcache.append(batch, mapper, source, how);
+        self.detailed.append(batch, mapper, source, ip, how);
         true
     }
 }

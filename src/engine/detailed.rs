@@ -38,14 +38,13 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
-use crate::config::{DetailedSettings, Settings};
+use crate::config::DetailedSettings;
 use crate::detailed::{self, Auth, Body, Bytes, Packet, Record, UserId};
-use crate::events::Events;
 use crate::mapping::{MappedRecord, Mapper};
 
 use super::packets::PacketBatch;
 use super::source::{Source, Sources};
-use super::{Due, interval_seconds};
+use super::{Appending, Context, Due, interval_seconds};
 
 /// The lists, in the order they are sent.
 const VO: usize = 0;
@@ -636,17 +635,19 @@ impl Detailed {
     /// Appends the metrics of the instance `source` runs (its address and
     /// start time), each on its metric's schedule, counters continuous.
     /// Returns (metadata, values) appended.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn append(
         &mut self,
         batch: &mut PacketBatch,
         mapper: &mut Mapper,
         source: &mut Source,
         ip: IpAddr,
-        now_s: u32,
-        settings: &Settings,
-        answering: bool,
+        how: Appending<'_>,
     ) -> (u64, u64) {
+        let Appending {
+            now_s,
+            settings,
+            answering,
+        } = how;
         let (Some((tos, _)), Some(naming)) = (source.started(), source.naming()) else {
             return (0, 0);
         };
@@ -697,7 +698,6 @@ impl Detailed {
 
     /// Appends the metrics of the instance that `from` started at `stod`
     /// to its xrootd source's, if that has reported: after a packet.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn report_after_packet(
         &mut self,
         batch: &mut PacketBatch,
@@ -705,15 +705,29 @@ impl Detailed {
         sources: &mut Sources,
         ip: IpAddr,
         stod: u32,
-        now_s: u32,
-        settings: &Settings,
-        events: &mut Events<'_>,
+        cx: &mut Context<'_, '_>,
     ) {
         let Some(source) = sources.xcache_of(ip, stod, None) else {
             return;
         };
         source.head(batch);
-        let (metadata, values) = self.append(batch, mapper, source, ip, now_s, settings, false);
-        events.sent(metadata, values);
+        self.report(batch, mapper, source, ip, cx);
+    }
+
+    /// Appends the metrics of the instance `source` runs, if any server
+    /// sends the detailed stream, counted as sent: after its record's.
+    pub(super) fn report(
+        &mut self,
+        batch: &mut PacketBatch,
+        mapper: &mut Mapper,
+        source: &mut Source,
+        ip: IpAddr,
+        cx: &mut Context<'_, '_>,
+    ) {
+        if self.is_empty() {
+            return;
+        }
+        let (metadata, values) = self.append(batch, mapper, source, ip, cx.appending(false));
+        cx.events.sent(metadata, values);
     }
 }

@@ -245,6 +245,7 @@ impl PacketBatch {
 
     /// The packets with their keys and what each is, in order: what the
     /// XML table takes (no packet decoded).
+    #[inline]
     pub fn items(&self) -> impl Iterator<Item = (SlotKey, Item<'_>)> {
         let heartbeat = heartbeat_key();
         self.entries.iter().map(move |e| {
@@ -268,6 +269,7 @@ impl PacketBatch {
         })
     }
 
+    #[inline]
     fn fields(&self, m: &StoredMeta) -> MetaFields<'_> {
         let mut start = m.start;
         let [name, value_type, units, group, desc, title] = m.ends.map(|end| {

@@ -14,14 +14,13 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 
-use crate::config::Settings;
 use crate::events::Events;
 use crate::gstream::PfcTotals;
 use crate::mapping::{HeaderParts, MappedRecord, Mapper};
 
 use super::packets::PacketBatch;
 use super::source::Source;
-use super::{Due, interval_seconds, is_xrootd};
+use super::{Appending, Context, is_xrootd};
 
 /// A waiting g-stream's XCache: address, start time, program (when the
 /// g-stream names its instance).
@@ -84,33 +83,27 @@ impl Totals {
 
     /// Appends `source`'s totals to the batch after its record's metrics,
     /// counted as sent.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn report(
         &mut self,
         batch: &mut PacketBatch,
         mapper: &mut Mapper,
         source: &mut Source,
-        now_s: u32,
-        settings: &Settings,
-        events: &mut Events<'_>,
+        cx: &mut Context<'_, '_>,
     ) {
-        let (metadata, values) = self.append(batch, mapper, source, now_s, settings, false);
-        events.sent(metadata, values);
+        let (metadata, values) = self.append(batch, mapper, source, cx.appending(false));
+        cx.events.sent(metadata, values);
     }
 
     /// Appends `source`'s totals to the batch, each on its metric's
     /// schedule (metadata when due, or with `answering` every metadata, the
     /// periodic resend left as it is), counters kept continuous. Returns
     /// (metadata, values) appended.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn append(
         &mut self,
         batch: &mut PacketBatch,
         mapper: &mut Mapper,
         source: &mut Source,
-        now_s: u32,
-        settings: &Settings,
-        answering: bool,
+        how: Appending<'_>,
     ) -> (u64, u64) {
         let (Some(totals), Some(naming)) = (source.pfc(), source.naming()) else {
             return (0, 0);
@@ -124,22 +117,13 @@ impl Totals {
         ];
         let parts = naming.parts();
         mapper.map_counts(parts, &counts, &mut self.mapped);
-        let interval_s = interval_seconds(settings);
-        let cap = settings.max_metrics_per_source;
         let (mut metadata, mut values) = (0, 0);
         for m in self.mapped.metrics() {
-            let found = if answering {
-                source.metric_at(m.name_key).map(|at| (at, Due::Answer))
-            } else {
-                let found = source.metric(m.name_key, now_s, interval_s, false, cap);
-                found.map(|(at, metadata)| (at, Due::Report { metadata }))
-            };
-            let Some((at, due)) = found else {
-                continue;
-            };
-            let (m, v) = source.append_metric(batch, at, &m, due, now_s, settings);
-            metadata += m;
-            values += v;
+            if let Some((at, due)) = source.due(m.name_key, how) {
+                let (m, v) = source.append_metric(batch, at, &m, due, how.now_s, how.settings);
+                metadata += m;
+                values += v;
+            }
         }
         (metadata, values)
     }

@@ -125,10 +125,10 @@ impl Events<'_> {
 
     /// At stop, `count` queued packets could not be sent in time.
     pub fn unsent_at_stop(&self, channel: &str, count: usize) {
-        self.counters
-            .packets_unsent
-            .fetch_add(count as u64, Relaxed);
         if count > 0 {
+            self.counters
+                .packets_unsent
+                .fetch_add(count as u64, Relaxed);
             tracing::warn!(
                 channel,
                 count,

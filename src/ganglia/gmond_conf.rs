@@ -307,16 +307,12 @@ fn parse_into(
                 }
                 let values = option_values(&toks, &mut i, word)
                     .map_err(|message| conf_error(path, *line, message))?;
-                apply(
-                    conf,
-                    &mut channel,
-                    &sections,
-                    &key,
-                    &values,
+                let at = At {
                     path,
-                    *line,
+                    line: *line,
                     depth,
-                )?;
+                };
+                apply(conf, &mut channel, &sections, &key, &values, at)?;
             }
             other => return Err(conf_error(path, *line, format!("unexpected {other:?}"))),
         }
@@ -362,17 +358,25 @@ fn option_values(toks: &[(Tok, usize)], i: &mut usize, word: &str) -> Result<Vec
     Ok(values)
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Where an option stands: its file, its line, and how deep in includes.
+#[derive(Clone, Copy)]
+struct At<'a> {
+    path: &'a Path,
+    line: usize,
+    depth: usize,
+}
+
+/// One option (`key` with its `values`, in `sections`) into `conf`, or
+/// into the `udp_send_channel` being read.
 fn apply(
     conf: &mut GmondConf,
     channel: &mut Option<UdpSendChannel>,
     sections: &[String],
     key: &str,
     values: &[String],
-    path: &Path,
-    line: usize,
-    depth: usize,
+    at: At<'_>,
 ) -> Result<(), ConfError> {
+    let At { path, line, depth } = at;
     let err = |message: String| conf_error(path, line, message);
     let value = values.first().map(String::as_str).unwrap_or("");
     let section = sections.first().map(String::as_str);

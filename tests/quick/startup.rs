@@ -685,7 +685,7 @@ fn sigterm_finishes_the_document_being_read() {
     }
     let hosts = |doc: &str| doc.matches("<HOST ").count();
     wait_until("every server in the document", || {
-        hosts(&common::read_xml(xml_port)) == SERVERS
+        hosts(&gw.xml_text()) == SERVERS
     });
     // A poll begun: its first bytes read, megabytes still to come.
     let mut s = TcpStream::connect(("127.0.0.1", xml_port)).unwrap();

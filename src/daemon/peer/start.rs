@@ -10,9 +10,9 @@ use super::Link;
 use super::asking::ask;
 use crate::config::Settings;
 use crate::daemon::table::HostTable;
-use crate::engine::Engine;
 use crate::engine::pairing::LastRecord;
 use crate::engine::saved::SavedState;
+use crate::engine::{Engine, Shared};
 use crate::events::{Counters, Events};
 
 /// The start-up pull: the peer's every entry merged into the saved state
@@ -94,9 +94,11 @@ impl<'a> Filler<'a> {
                 }
                 scratch.merge_unclaimed(ip, &program, &state, usize::MAX, super::unix_now());
             }
-            let mut engine = Engine::new(settings.clone(), oldest);
-            engine.keep_state(scratch, 0);
-            engine
+            let shared = Shared {
+                saved: Some((scratch, 0)),
+                ..Shared::default()
+            };
+            Engine::with_shared(settings.clone(), oldest, shared)
         })
     }
 

@@ -13,7 +13,7 @@ use crate::summary::SummaryRecord;
 use super::super::packets::{PacketBatch, SlotKey};
 use super::super::series::{self, Counting};
 use super::super::template::{self, Template};
-use super::super::{Due, interval_seconds};
+use super::super::{Appending, Context, Due, interval_seconds};
 use super::{Source, announced_tmax};
 
 impl Source {
@@ -110,17 +110,15 @@ impl Source {
     /// the same program run, at the same TMAX, with no metadata due.
     /// Returns the values sent and the variables left out, or None (nothing
     /// appended, the full path to take) otherwise.
-    #[allow(clippy::too_many_arguments)]
     pub(in crate::engine) fn report_by_template(
         &mut self,
         datagram: &[u8],
         holes: &[Range<u32>],
         json: bool,
-        now: Instant,
-        now_s: u32,
-        settings: &Settings,
+        cx: &Context<'_, '_>,
         batch: &mut PacketBatch,
     ) -> Option<(u64, u32)> {
+        let (now, now_s, settings) = (cx.now, cx.now_s, cx.settings);
         let t = self.template.take()?;
         let stamp = t.stamp(datagram, holes);
         // observe() notes the report; if the full path runs after all, it
@@ -152,6 +150,22 @@ impl Source {
         let values = sent?;
         self.prune(now_s, settings.dmax, interval_seconds(settings));
         Some((values, excluded))
+    }
+
+    /// Where the metric of `key` among the source's other metrics (XCache's
+    /// totals, the detailed stream's) stands, and which of its packets go
+    /// out: every one for an answer; else on its schedule (None: over
+    /// `max_metrics_per_source`).
+    pub(in crate::engine) fn due(&mut self, key: u64, how: Appending<'_>) -> Option<(usize, Due)> {
+        if how.answering {
+            return self.metric_at(key).map(|at| (at, Due::Answer));
+        }
+        let (interval_s, cap) = (
+            interval_seconds(how.settings),
+            how.settings.max_metrics_per_source,
+        );
+        let found = self.metric(key, how.now_s, interval_s, false, cap);
+        found.map(|(at, metadata)| (at, Due::Report { metadata }))
     }
 
     /// Whether an answer to gmond is due at `now`: it has a record kept

@@ -7,12 +7,11 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
 use crate::config::Settings;
-use crate::events::Events;
 use crate::mapping::MappedRecord;
 
+use super::super::Context;
 use super::super::clusters::key_of;
 use super::super::packets::{ForgottenHost, HostId};
-use super::super::saved::SavedState;
 use super::Source;
 
 /// Sources by sender IP (a handful per IP: xrootd, cmsd, instances).
@@ -78,18 +77,15 @@ impl Sources {
     /// if new (with what the state file kept of it), its report noted
     /// (interval, TMAX, a restart), its host name and TMAX set for its
     /// metadata, and whether this report sends every metadata.
-    #[allow(clippy::too_many_arguments)]
     pub(in crate::engine) fn report(
         &mut self,
         from: SocketAddr,
         (tos, pid): (u32, u32),
         mapped: &MappedRecord,
-        now: Instant,
-        now_s: u32,
-        settings: &Settings,
-        saved: Option<&SavedState>,
-        events: &mut Events<'_>,
+        cx: &mut Context<'_, '_>,
     ) -> &mut Source {
+        let (now, now_s, settings, saved) = (cx.now, cx.now_s, cx.settings, cx.saved);
+        let events = &mut *cx.events;
         let (ip, program, cap) = (from.ip(), &mapped.program, settings.max_sources);
         // An established source evicted keeps its counters where the state
         // file's unclaimed sources wait, to continue if it comes back.

@@ -146,8 +146,7 @@ fn counter_state_survives_a_gateway_restart_through_the_state_file() {
         let text = std::fs::read_to_string(&path).unwrap_or_default();
         let saved = Arc::new(SavedState::from_text(&text).unwrap());
         let read = Ok::<usize, String>(saved.unclaimed());
-        let mut r = Harness::new("");
-        r.engine.keep_state(saved, 0);
+        let r = Harness::with_saved("", saved);
         (r, read)
     };
     let save = |r: &Harness| {

@@ -570,20 +570,14 @@ fn a_metadata_request_answers_the_detailed_metrics_too() {
 fn counters_go_on_through_a_gateway_restart() {
     use super::super::saved::SavedState;
     let entries = capture();
-    let mut first = Harness::new(CONFIG);
-    first
-        .engine
-        .keep_state(Arc::new(SavedState::from_text("").unwrap()), 0);
+    let mut first = Harness::with_saved(CONFIG, Arc::new(SavedState::from_text("").unwrap()));
     let mut next = 0;
     let run1 = feed_until_summary(&mut first, &entries, &mut next);
     assert_eq!(v(&run1, "vo.dteam.bytes_read"), 3_000_000);
     first.engine.hand_in_state();
     let text = first.engine.saved.as_ref().unwrap().0.to_text();
 
-    let mut second = Harness::new(CONFIG);
-    second
-        .engine
-        .keep_state(Arc::new(SavedState::from_text(&text).unwrap()), 0);
+    let mut second = Harness::with_saved(CONFIG, Arc::new(SavedState::from_text(&text).unwrap()));
     let summary = entries
         .iter()
         .find(|e| e.datagram.starts_with(b"<"))

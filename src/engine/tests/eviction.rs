@@ -24,10 +24,8 @@ fn one_shot(i: u32) -> String {
 /// A gateway engine that keeps state as `serve`'s do (always, a state
 /// file or not).
 fn harness(config: &str) -> (Harness, Arc<SavedState>) {
-    let mut r = Harness::new(config);
     let saved = Arc::new(SavedState::default());
-    r.engine.keep_state(saved.clone(), 0);
-    (r, saved)
+    (Harness::with_saved(config, saved.clone()), saved)
 }
 
 /// The case (12,000 new sources within 2.6 s at the default

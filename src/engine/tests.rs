@@ -15,8 +15,9 @@ use std::time::{Duration, Instant};
 
 use std::sync::Arc;
 
-use super::Engine;
+use super::saved::SavedState;
 use super::source::{Source, Sources};
+use super::{Engine, Shared};
 use crate::config::{FileConfig, Overrides, Settings, validate};
 use crate::events::{Counters, Events, Snapshot};
 use crate::ganglia::xdr::{self, Packet, Slope, Value, decode};
@@ -53,9 +54,25 @@ pub(crate) struct Harness {
 
 impl Harness {
     pub fn new(config: &str) -> Harness {
+        Harness::with_shared(config, Shared::default())
+    }
+
+    /// One that keeps its sources' state in `saved`, as `serve`'s do.
+    pub fn with_saved(config: &str, saved: Arc<SavedState>) -> Harness {
+        let saved = Some((saved, 0));
+        Harness::with_shared(
+            config,
+            Shared {
+                saved,
+                ..Shared::default()
+            },
+        )
+    }
+
+    fn with_shared(config: &str, shared: Shared) -> Harness {
         let settings = Arc::new(settings(config));
         Harness {
-            engine: Engine::new(settings.clone(), Instant::now()),
+            engine: Engine::with_shared(settings.clone(), Instant::now(), shared),
             settings,
             counters: Counters::default(),
         }
