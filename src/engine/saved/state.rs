@@ -72,6 +72,7 @@ pub struct WatchNews {
     /// Watching is over: forget it.
     pub ended: bool,
 }
+
 /// A host's last values published, by metric name key: what none of its
 /// counters is sent below ([`crate::engine::series::MetricState::floor`]).
 pub type Floors = HashMap<u64, u64>;
