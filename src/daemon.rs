@@ -388,10 +388,23 @@ fn spawn_tasks(
         KernelDrops::new(&fds),
         in_force.clone(),
     );
+    // A restart seen after a gap, the peer unreachable: `recover_from`
+    // read for it; the XML ports refuse while its counters are held.
+    let (held_tx, held) = watch::channel(false);
+    if let Some(link) = &link {
+        let floors = recover::keep_floors(
+            settings.clone(),
+            store.state().clone(),
+            link.clone(),
+            held_tx,
+            stop.clone(),
+        );
+        tasks.push(tokio::spawn(floors));
+    }
     if let Some(table) = table {
         let ports = sockets.xml.into_iter().map(|l| (None, l));
         let ports = ports.chain(sockets.rule_xml.into_iter().map(|(p, l)| (Some(p), l)));
-        let peer = link.as_ref().map(|l| (pulled, l.deaf()));
+        let peer = link.as_ref().map(|l| (pulled, l.deaf(), held.clone()));
         let port = PortTask {
             table,
             store,
@@ -531,15 +544,16 @@ impl PortTask<'_> {
         &self,
         rule: Option<u32>,
         listener: std::net::TcpListener,
-        peer: Option<(bool, watch::Receiver<bool>)>,
+        peer: Option<(bool, watch::Receiver<bool>, watch::Receiver<bool>)>,
     ) -> tokio::task::JoinHandle<()> {
         let started = Instant::now();
         let state = self.store.state().clone();
         let mut warmup = xml_port::Warmup::new(state, started, self.settings.warmup_max);
-        if let Some((pulled, deaf)) = peer {
+        if let Some((pulled, deaf, held)) = peer {
             warmup = warmup
                 .after_peer(watch::channel(Some(pulled)).1)
-                .hand_over_when(deaf);
+                .hand_over_when(deaf)
+                .hand_over_while_held(held);
         }
         tokio::spawn(xml_port::serve(
             listener,

@@ -275,6 +275,15 @@ impl<'c> Events<'c> {
         }
     }
 
+    /// A restart seen after a gap in what this gateway heard, its peer
+    /// unreachable: the server's counters are held until `recover_from`
+    /// is read for it (docs/pair.md).
+    pub fn restart_held(&mut self, from: SocketAddr, host: &str, program: &str) {
+        if let Some(s) = self.allow("restart_held", from.ip()) {
+            tracing::warn!(%from, host, program, suppressed = %s, "restart after a gap, the peer unreachable: counters held until recover_from is read (gmetad's polls refused meanwhile)");
+        }
+    }
+
     /// Variables of a record left out by `exclude` (counted, not logged:
     /// it is the configuration's choice).
     pub fn excluded(&self, count: usize) {

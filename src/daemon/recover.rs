@@ -29,12 +29,15 @@
 //! address, or a value that fails, is skipped alone and counted in the
 //! log line.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tokio::io::AsyncReadExt;
+use tokio::sync::watch;
 
+use super::peer::Link;
 use crate::config::Settings;
 use crate::engine::saved::{FloorHost, Floors, MAX_COUNTER, SavedState};
 use crate::poll::Cluster;
@@ -52,29 +55,124 @@ pub(super) async fn recover(settings: &Settings, saved: &SavedState) {
         return;
     }
     let mut floors: HashMap<FloorHost, Floors> = HashMap::new();
-    for addr in &settings.recover_from {
-        let read = match tokio::time::timeout(DEADLINE, fetch(addr)).await {
-            Ok(r) => r,
-            Err(_) => Err(format!("no whole document within {} s", DEADLINE.as_secs())),
-        };
-        let clusters = read.and_then(|text| crate::poll::read(&text));
-        match clusters {
-            Ok(clusters) => {
-                let taken = take(&clusters, settings, &mut floors);
-                tracing::info!(
-                    "recover_from {addr}: {} hosts, {} values taken as the last published; {} hosts and {} values skipped (not an address, not a counter reading, or over max_sources / max_metrics_per_source)",
-                    taken.hosts,
-                    taken.values,
-                    taken.hosts_skipped,
-                    taken.values_skipped
-                );
-            }
+    for (addr, read) in read_ports(settings, &mut floors).await {
+        match read {
+            Ok(taken) => tracing::info!(
+                "recover_from {addr}: {} hosts, {} values taken as the last published; {} hosts and {} values skipped (not an address, not a counter reading, or over max_sources / max_metrics_per_source)",
+                taken.hosts,
+                taken.values,
+                taken.hosts_skipped,
+                taken.values_skipped
+            ),
             Err(e) => tracing::warn!(
                 "recover_from {addr}: nothing taken: {e} (counters of servers without saved state start from their readings)"
             ),
         }
     }
     saved.set_floors(floors);
+}
+
+/// Reads every `recover_from` port, in order, one at a time, each within
+/// [`DEADLINE`] and [`MAX_BYTES`], into `floors` (the highest value of
+/// each host and metric); what each gave.
+async fn read_ports(
+    settings: &Settings,
+    floors: &mut HashMap<FloorHost, Floors>,
+) -> Vec<(String, Result<Taken, String>)> {
+    let mut out = Vec::new();
+    for addr in &settings.recover_from {
+        let read = match tokio::time::timeout(DEADLINE, fetch(addr)).await {
+            Ok(r) => r,
+            Err(_) => Err(format!("no whole document within {} s", DEADLINE.as_secs())),
+        };
+        let taken = read
+            .and_then(|text| crate::poll::read(&text))
+            .map(|clusters| take(&clusters, settings, floors));
+        out.push((addr.clone(), taken));
+    }
+    out
+}
+
+/// While the peer is unreachable, `recover_from` is read again this often
+/// for the hosts whose server restarted after a gap ([`keep_floors`]):
+/// each read's floor is what gmetad stored at its last poll, and the
+/// other gateway counts on after it; a failover to this one reads it
+/// after one step (5 s at the least, 15 s by default) at the earliest,
+/// so a floor at most this old leaves this one below what gmetad stored
+/// by what was counted in less than a step (a rate, never a decrease).
+pub const REREAD_EVERY: Duration = Duration::from_secs(2);
+
+/// A restart seen after a gap in what this gateway heard, its peer
+/// unreachable (issue 43): the engine holds that server's counters
+/// ([`SavedState::watch`]) and this task, told, reads the `recover_from`
+/// ports for the hosts held (one read for all of them at a time, bounded
+/// as at start) and gives their values as floors; the source applies them
+/// at its next record and publishes again. With the peer reachable
+/// nothing is read: the hold is released at once (the exchange and its
+/// trust rule make the two agree). While the link stays cut the ports are
+/// read again every [`REREAD_EVERY`] (floors only raise), until the peer
+/// is back or the source is gone. `held` says whether a hold keeps
+/// counters from being published (the XML port refuses meanwhile, for
+/// at most `warmup_max` per hold).
+pub(super) async fn keep_floors(
+    settings: Arc<Settings>,
+    saved: Arc<SavedState>,
+    link: Arc<Link>,
+    held: watch::Sender<bool>,
+    mut stop: watch::Receiver<bool>,
+) {
+    if settings.recover_from.is_empty() {
+        return;
+    }
+    let mut last_read: Option<Instant> = None;
+    let mut warned: Option<Instant> = None;
+    loop {
+        let now = Instant::now();
+        let watched = saved.watched();
+        if !watched.is_empty() {
+            if link.reachable(now) {
+                saved.end_watching();
+                tracing::info!(
+                    "the peer answers: {} held hosts released (the exchange makes the two agree)",
+                    watched.len()
+                );
+            } else if saved.unanswered() || last_read.is_none_or(|t| now >= t + REREAD_EVERY) {
+                last_read = Some(now);
+                let wanted: HashSet<&FloorHost> = watched.iter().collect();
+                let mut floors = HashMap::new();
+                let reads = tokio::select! {
+                    _ = stop.changed() => break,
+                    r = read_ports(&settings, &mut floors) => r,
+                };
+                floors.retain(|host, _| wanted.contains(host));
+                saved.give(&floors);
+                let failed: Vec<String> = reads
+                    .into_iter()
+                    .filter_map(|(addr, r)| r.err().map(|e| format!("{addr}: {e}")))
+                    .collect();
+                let quiet = warned.is_some_and(|t| now < t + settings.log_interval);
+                if !failed.is_empty() && !quiet {
+                    warned = Some(now);
+                    tracing::warn!(
+                        "recover_from read again for {} held hosts ({} found): {} (held counters continue from this gateway's own offsets)",
+                        watched.len(),
+                        floors.len(),
+                        failed.join("; ")
+                    );
+                }
+            }
+        }
+        held.send_if_modified(|h| {
+            let now_held = saved.holding(Instant::now(), settings.warmup_max);
+            std::mem::replace(h, now_held) != now_held
+        });
+        let busy = !saved.watched().is_empty() || *held.borrow();
+        tokio::select! {
+            _ = stop.changed() => break,
+            () = saved.watch_changed.notified() => {}
+            () = tokio::time::sleep(REREAD_EVERY), if busy => {}
+        }
+    }
 }
 
 /// The document at `addr` (HOST:PORT), at most [`MAX_BYTES`].

@@ -154,6 +154,10 @@ pub struct Warmup {
     /// Whether this gateway of a pair is deaf (its peer hears servers it
     /// does not: [`crate::daemon::peer::Link::deaf`]).
     deaf: Option<watch::Receiver<bool>>,
+    /// Whether a restart seen after a gap holds a server's counters
+    /// (`recover_from` read for it, the peer unreachable:
+    /// [`crate::daemon::recover::keep_floors`]): refused as when deaf.
+    held: Option<watch::Receiver<bool>>,
 }
 
 impl Warmup {
@@ -170,6 +174,7 @@ impl Warmup {
             until,
             peer: None,
             deaf: None,
+            held: None,
         }
     }
 
@@ -182,14 +187,52 @@ impl Warmup {
         self
     }
 
-    /// Resolves when the gateway turns deaf (never without a peer).
+    /// Once listening, stops listening while `held` too (a server's
+    /// counters held until `recover_from` is read: gmetad must not read
+    /// them below what it stored), as while deaf.
+    pub fn hand_over_while_held(mut self, held: watch::Receiver<bool>) -> Warmup {
+        self.held = Some(held);
+        self
+    }
+
+    /// Whether the port is to refuse now: deaf, or a hold.
+    fn refusing(&self) -> bool {
+        let on = |w: &Option<watch::Receiver<bool>>| w.as_ref().is_some_and(|w| *w.borrow());
+        on(&self.deaf) || on(&self.held)
+    }
+
+    /// Resolves when the gateway turns deaf or holds (never without a
+    /// peer).
     async fn turned_deaf(&mut self) {
-        let turned = match &mut self.deaf {
-            Some(d) => d.wait_for(|&deaf| deaf).await.is_ok(),
-            None => false,
-        };
-        if !turned {
-            std::future::pending::<()>().await;
+        self.wait_refusing(true).await;
+    }
+
+    /// Waits until [`refusing`](Self::refusing) is `want` (never, if
+    /// nothing can change it).
+    async fn wait_refusing(&mut self, want: bool) {
+        async fn changed(w: &mut Option<watch::Receiver<bool>>) {
+            let gone = match w {
+                Some(w) => w.changed().await.is_err(),
+                None => true,
+            };
+            if gone {
+                std::future::pending::<()>().await;
+            }
+        }
+        loop {
+            if let Some(d) = &mut self.deaf {
+                d.borrow_and_update();
+            }
+            if let Some(h) = &mut self.held {
+                h.borrow_and_update();
+            }
+            if self.refusing() == want {
+                return;
+            }
+            tokio::select! {
+                () = changed(&mut self.deaf) => {}
+                () = changed(&mut self.held) => {}
+            }
         }
     }
 
@@ -208,11 +251,9 @@ impl Warmup {
         if let Err(e) = sock.shutdown(Shutdown::Read) {
             tracing::warn!("xml_listen {local}: cannot stop listening while deaf: {e}");
         }
-        if let Some(d) = &mut self.deaf {
-            tokio::select! {
-                _ = stop.changed() => return None,
-                _ = d.wait_for(|&deaf| !deaf) => {}
-            }
+        tokio::select! {
+            _ = stop.changed() => return None,
+            () = self.wait_refusing(false) => {}
         }
         // Bound to a port of its own (not 0), the socket keeps it.
         let again = sock.listen(super::bind::XML_BACKLOG);

@@ -497,4 +497,4 @@ mod state;
 #[cfg(test)]
 mod tests;
 
-pub use state::{FloorHost, Floors, SavedState};
+pub use state::{FloorHost, Floors, SavedState, WatchNews};

@@ -106,6 +106,16 @@ pub(super) struct Source {
     /// (read at start from `recover_from`): none of its counters is sent
     /// below them ([`series::MetricState::floor`]). Its first record only.
     pub(super) floors: Option<Arc<saved::Floors>>,
+    /// Its last report came after a gap: a report (or more) missed.
+    missed: bool,
+    /// It restarted after a gap, its peer unreachable: `recover_from` is
+    /// read for its host ([`saved::SavedState::watch`]) and its floors
+    /// applied as they come, at its records (no template meanwhile).
+    /// The answers seen so far, when watched.
+    pub(super) watched: Option<u64>,
+    /// Its counters' values are held back (not published) until the
+    /// first answer: what it would send may be below what gmetad stored.
+    pub(super) holding: bool,
 }
 
 impl Source {
@@ -148,6 +158,9 @@ impl Source {
             peer_dirty: true,
             peer_window: true,
             floors: None,
+            missed: false,
+            watched: None,
+            holding: false,
         }
     }
 
@@ -367,6 +380,14 @@ impl Source {
     /// report does not change TMAX (which resends every metadata) twice.
     pub(super) fn observe(&mut self, now: Instant, default: u32) -> u32 {
         let gap = self.last_report.map(|t| now.saturating_duration_since(t));
+        // A report missed (the rule below, on the gap before rounding, so
+        // that a silence over a day counts too). A zero gap is the same
+        // report noted again (the fast path gave way to the full one).
+        match (gap, self.interval) {
+            (Some(g), _) if g < Duration::from_millis(500) => {}
+            (Some(g), Some(i)) => self.missed = g.as_secs_f64() > f64::from(i + i / 2) + 0.5,
+            _ => self.missed = false,
+        }
         self.last_report = Some(now);
         self.reports = self.reports.saturating_add(1);
         self.last_seen = now;

@@ -159,6 +159,7 @@ pub async fn keep_in_step(
                 )
                 .await;
                 if let Err((addr, e)) = probe {
+                    link.failed();
                     events.at(Instant::now()).peer_failed(addr, &e);
                     return false;
                 }
@@ -186,6 +187,7 @@ pub async fn keep_in_step(
                     true
                 }
                 Err((addr, e)) => {
+                    link.failed();
                     events.at(Instant::now()).peer_failed(addr, &e);
                     false
                 }

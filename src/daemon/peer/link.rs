@@ -216,7 +216,21 @@ impl Link {
     pub(super) fn exchanged(&self, claim: (bool, u64)) {
         *lock(&self.peer_claim) = Some(claim);
         *lock(&self.last_exchange) = Some(Instant::now());
+        self.saved.set_peer_reachable(true);
         self.decide(Instant::now());
+    }
+
+    /// An exchange this one asked failed: the peer is unreachable until
+    /// one completes again (a restart seen after a gap is then held for
+    /// `recover_from`: [`crate::engine::saved::SavedState::watch`]).
+    pub(super) fn failed(&self) {
+        self.saved.set_peer_reachable(false);
+    }
+
+    /// Whether the peer is reachable now: its last exchange completed,
+    /// within [`STANDBY_AFTER`] (pings go every second).
+    pub fn reachable(&self, now: Instant) -> bool {
+        self.saved.peer_reachable() && self.peer_up(now)
     }
 
     /// Whether this one would stand by (by the claims), its peer up: then

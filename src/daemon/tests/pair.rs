@@ -986,3 +986,165 @@ fn after_a_cut_link_the_two_agree_within_a_second_of_it_being_back() {
     gw1.stop();
     gw2.stop();
 }
+
+/// A gmond-style XML port standing for gmetad's `xml_port`: serves the
+/// document it holds to each connection, counting them.
+struct FakeGmetad {
+    addr: SocketAddr,
+    /// `xrootd.link.in` of host ds1.example.org (127.0.0.1), or none.
+    value: Arc<std::sync::Mutex<Option<u64>>>,
+    reads: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl FakeGmetad {
+    fn new() -> FakeGmetad {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let value = Arc::new(std::sync::Mutex::new(None::<u64>));
+        let reads = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let (v, r) = (value.clone(), reads.clone());
+        std::thread::spawn(move || {
+            for mut c in l.incoming().flatten() {
+                let host = v.lock().unwrap().map(|val| {
+                    format!(
+                        r#"<HOST NAME="ds1.example.org" IP="127.0.0.1" REPORTED="1700000100" TN="3" TMAX="20" DMAX="0" LOCATION="unspecified" GMOND_STARTED="0"><METRIC NAME="xrootd.link.in" VAL="{val}" TYPE="double" UNITS="bytes" TN="3" TMAX="20" DMAX="0" SLOPE="positive" SOURCE="gmond"/></HOST>"#
+                    )
+                });
+                let doc = format!(
+                    r#"<?xml version="1.0" encoding="ISO-8859-1" standalone="yes"?><GANGLIA_XML VERSION="3.7.2" SOURCE="gmetad"><GRID NAME="unspecified" AUTHORITY="http://x/" LOCALTIME="1700000100"><CLUSTER NAME="XRootD" LOCALTIME="1700000100" OWNER="unspecified" LATLONG="unspecified" URL="unspecified">{}</CLUSTER></GRID></GANGLIA_XML>"#,
+                    host.unwrap_or_default()
+                );
+                r.fetch_add(1, Ordering::SeqCst);
+                let _ = c.write_all(doc.as_bytes());
+            }
+        });
+        FakeGmetad { addr, value, reads }
+    }
+
+    fn set(&self, v: u64) {
+        *self.value.lock().unwrap() = Some(v);
+    }
+
+    fn reads(&self) -> u64 {
+        self.reads.load(Ordering::SeqCst)
+    }
+}
+
+/// `xrootd.link.in` of ds1 at 127.0.0.1 as a number, from a poll that
+/// may be refused (None then).
+fn link_in_now(gw: &Running) -> Option<u64> {
+    if refuses(gw) {
+        return None;
+    }
+    link_in(gw, "127.0.0.1").and_then(|v| v.parse().ok())
+}
+
+/// Issue 43, its last gap: gw2 (its peer unreachable) heard run 1 up to
+/// 5,200 (a report a second), then nothing for 3 s (the other gateway
+/// heard more: gmetad stored 9,000), then the restart. Alone it would
+/// publish 5,200 + the new reading, a decrease to gmetad: it holds the
+/// counters, refuses gmetad's polls, reads `recover_from` (the served
+/// document, 9,000) and publishes from there at the next record; while
+/// the link stays cut it reads again every `REREAD_EVERY` (9,500 next).
+#[test]
+fn a_restart_after_a_gap_with_the_peer_unreachable_continues_from_what_gmetad_stored() {
+    let gmetad = FakeGmetad::new();
+    let more = format!("recover_from = [\"{}\"]\n", gmetad.addr);
+    let gw2 = Bound::paired_with(peer_listener(), free_address(), None, &more)
+        .xml_on_own_port()
+        .start();
+    let at_start = wait_for("the start's read", WITHIN, || {
+        (gmetad.reads() == 1).then_some(1)
+    });
+    for (i, reading) in [5000, 5100, 5200].into_iter().enumerate() {
+        if i > 0 {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        gw2.send_as("127.0.0.1", &link_record(77, reading));
+    }
+    wait_for("run 1", WITHIN, || (records(&gw2) == 3).then_some(()));
+    assert_eq!(link_in_now(&gw2), Some(5200));
+    // Reports missed (5,300 and more reached the other gateway only).
+    gmetad.set(9000);
+    std::thread::sleep(Duration::from_secs(3));
+    gw2.send_as("127.0.0.1", &link_record(78, 100));
+    wait_for("the restart taken", WITHIN, || {
+        (records(&gw2) == 4).then_some(())
+    });
+    wait_for("recover_from read for the restarted host", WITHIN, || {
+        (gmetad.reads() > at_start).then_some(())
+    });
+    assert!(refuses(&gw2), "gmetad's polls refused while held");
+    gw2.send_as("127.0.0.1", &link_record(78, 150));
+    let first = wait_for("the port to answer again", WITHIN, || link_in_now(&gw2));
+    assert_eq!(first, 9000, "continued from what gmetad stored");
+    // gmetad stores on (the other gateway counts): read again.
+    let reads = gmetad.reads();
+    gmetad.set(9500);
+    wait_for("recover_from read again", WITHIN, || {
+        (gmetad.reads() > reads).then_some(())
+    });
+    gw2.send_as("127.0.0.1", &link_record(78, 200));
+    wait_for("the record taken", WITHIN, || {
+        (records(&gw2) == 6).then_some(())
+    });
+    let again = wait_for("the port to answer", WITHIN, || link_in_now(&gw2));
+    assert_eq!(again, 9500, "floored again by the second read");
+    gw2.send_as("127.0.0.1", &link_record(78, 300));
+    wait_for("the record taken", WITHIN, || {
+        (records(&gw2) == 7).then_some(())
+    });
+    assert_eq!(link_in_now(&gw2), Some(9600), "counting on from the floor");
+    gw2.stop();
+}
+
+/// The same day with the peer reachable: nothing is read and nothing
+/// held; the exchange makes the two agree (gw1 heard 5,400: both publish
+/// 5,400 + the reading). (gw2, deaf for 2 s while gw1 heard, refused
+/// meanwhile: the deaf rule, not a hold.)
+#[test]
+fn a_restart_after_a_gap_with_the_peer_reachable_reads_nothing() {
+    let gmetad = FakeGmetad::new();
+    let more = format!(
+        "recover_from = [\"{}\"]\npeer_allow = [\"127.0.0.1\", \"127.0.0.3\"]\n",
+        gmetad.addr
+    );
+    let (l1, l2) = (peer_listener(), peer_listener());
+    let (a1, a2) = (l1.local_addr().unwrap(), l2.local_addr().unwrap());
+    let gw1 = Bound::paired_with(l1, a2, None, &more).start();
+    let gw2 = Bound::paired_with(l2, a1, None, &more)
+        .xml_on_own_port()
+        .start();
+    let at_start = wait_for("the starts' reads", WITHIN, || {
+        (gmetad.reads() == 2).then_some(2)
+    });
+    for (i, reading) in [5000, 5100, 5200, 5300, 5400].into_iter().enumerate() {
+        if i > 0 {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        gw1.send_as("127.0.0.1", &link_record(77, reading));
+        if i < 3 {
+            gw2.send_as("127.0.0.1", &link_record(77, reading));
+        }
+    }
+    gmetad.set(9000);
+    std::thread::sleep(Duration::from_secs(1));
+    for gw in [&gw1, &gw2] {
+        gw.send_as("127.0.0.1", &link_record(78, 100));
+    }
+    wait_for("the restart taken by both", WITHIN, || {
+        (records(&gw1) == 6 && records(&gw2) == 4).then_some(())
+    });
+    wait_in_step(a1, a2, &["S\t127.0.0.1\t", "C\t"]);
+    for gw in [&gw1, &gw2] {
+        gw.send_as("127.0.0.1", &link_record(78, 200));
+    }
+    wait_for("the next report taken by both", WITHIN, || {
+        (records(&gw1) == 7 && records(&gw2) == 5).then_some(())
+    });
+    assert_eq!(link_in(&gw1, "127.0.0.1").as_deref(), Some("5600"));
+    assert_eq!(link_in(&gw2, "127.0.0.1").as_deref(), Some("5600"));
+    assert_eq!(gmetad.reads(), at_start, "no read with the peer reachable");
+    gw1.stop();
+    gw2.stop();
+}

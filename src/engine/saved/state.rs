@@ -7,8 +7,9 @@
 
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::engine::merge::{Heard, Taken};
 
@@ -29,6 +30,47 @@ pub struct SavedState {
     /// The hosts of `floors` not heard from since the start (the XML
     /// port's warm-up waits for them as for unclaimed sources).
     floors_unheard: Mutex<HashSet<FloorHost>>,
+    /// Hosts whose server restarted after a gap in what this gateway
+    /// heard, its peer unreachable (`recover_from` read again for them):
+    /// [`Watched`].
+    watched: Mutex<HashMap<FloorHost, Watched>>,
+    /// Told when a host is watched or a hold ends (the daemon's
+    /// `recover_from` task waits on it).
+    pub watch_changed: tokio::sync::Notify,
+    /// The peer completed its last exchange (the daemon says so): a
+    /// restart after a gap is then made good by the exchange, no hold.
+    peer_reachable: AtomicBool,
+}
+
+/// A host watched ([`SavedState::watch`]): its counters are held (not
+/// published) until the first answer, and floored by each answer while
+/// the peer stays unreachable.
+#[derive(Debug)]
+struct Watched {
+    /// When the hold began.
+    since: Instant,
+    /// The highest values read for it so far (None: none read).
+    floors: Option<Arc<Floors>>,
+    /// Answers given (0: the hold waits for the first).
+    answers: u64,
+    /// Its source applied the first answer: it publishes again.
+    applied: bool,
+    /// The peer is back (or nothing is read any more): the source stops
+    /// watching at its next record.
+    ended: bool,
+}
+
+/// What a watched source learns at a record ([`SavedState::watch_news`]).
+#[derive(Debug, Default)]
+pub struct WatchNews {
+    /// Floors to apply now (new since its last look).
+    pub floors: Option<Arc<Floors>>,
+    /// Answers given so far (the source passes it back next time).
+    pub answers: u64,
+    /// Still waiting for the first answer: keep holding.
+    pub holding: bool,
+    /// Watching is over: forget it.
+    pub ended: bool,
 }
 
 /// A host's last values published, by metric name key: what none of its
@@ -112,6 +154,147 @@ impl SavedState {
             *lock(&self.last_claim) = Some(now);
         }
         Some(floors)
+    }
+
+    /// The peer completed its last exchange (true) or failed it (false).
+    pub fn set_peer_reachable(&self, reachable: bool) {
+        self.peer_reachable.store(reachable, Relaxed);
+    }
+
+    /// Whether the peer answered its last exchange.
+    pub fn peer_reachable(&self) -> bool {
+        self.peer_reachable.load(Relaxed)
+    }
+
+    /// A source of host `name` at `ip` restarted after a gap in what this
+    /// gateway heard, its peer unreachable: its counters are held until
+    /// `recover_from` is read for it ([`give`](Self::give)). False (no
+    /// hold) when `bound` hosts are watched already.
+    pub fn watch(&self, ip: IpAddr, name: &str, now: Instant, bound: usize) -> bool {
+        let mut w = lock(&self.watched);
+        let key = (ip, name.to_string());
+        if w.len() >= bound && !w.contains_key(&key) {
+            return false;
+        }
+        let prior = w.insert(
+            key,
+            Watched {
+                since: now,
+                floors: None,
+                answers: 0,
+                applied: false,
+                ended: false,
+            },
+        );
+        // A floor read for an earlier restart still holds (floors only
+        // raise); the new hold waits for a new answer all the same.
+        if let Some(Watched {
+            floors: Some(f), ..
+        }) = prior
+            && let Some(w) = w.get_mut(&(ip, name.to_string()))
+        {
+            w.floors = Some(f);
+        }
+        drop(w);
+        self.watch_changed.notify_one();
+        true
+    }
+
+    /// What a watched source of host `name` at `ip` learns at a record,
+    /// having seen `seen` answers: new floors, whether it still holds,
+    /// whether watching is over (the entry then goes).
+    pub fn watch_news(&self, ip: IpAddr, name: &str, seen: u64) -> WatchNews {
+        let mut map = lock(&self.watched);
+        let key = (ip, name.to_string());
+        let Some(w) = map.get_mut(&key) else {
+            return WatchNews {
+                ended: true,
+                ..WatchNews::default()
+            };
+        };
+        let news = WatchNews {
+            floors: (w.answers != seen).then(|| w.floors.clone()).flatten(),
+            answers: w.answers,
+            holding: w.answers == 0 && !w.ended,
+            ended: w.ended,
+        };
+        let was_pending = !w.applied;
+        if !news.holding {
+            w.applied = true;
+        }
+        if w.ended {
+            map.remove(&key);
+        }
+        drop(map);
+        if was_pending && !news.holding {
+            self.watch_changed.notify_one();
+        }
+        news
+    }
+
+    /// A watched source is gone (evicted): its hold with it.
+    pub fn unwatch(&self, ip: IpAddr, name: &str) {
+        if lock(&self.watched)
+            .remove(&(ip, name.to_string()))
+            .is_some()
+        {
+            self.watch_changed.notify_one();
+        }
+    }
+
+    /// The hosts watched (for the daemon to read `recover_from` for).
+    pub fn watched(&self) -> Vec<FloorHost> {
+        lock(&self.watched)
+            .iter()
+            .filter(|(_, w)| !w.ended)
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// Whether a watched host waits for its first answer.
+    pub fn unanswered(&self) -> bool {
+        lock(&self.watched)
+            .values()
+            .any(|w| w.answers == 0 && !w.ended)
+    }
+
+    /// Whether a hold keeps a host's counters from being published now
+    /// (the XML port refuses meanwhile): one waits for its first answer,
+    /// or has it and its source did not report since; for at most `max`
+    /// (a server that never reports again holds nothing for long).
+    pub fn holding(&self, now: Instant, max: Duration) -> bool {
+        lock(&self.watched)
+            .values()
+            .any(|w| !w.applied && now.saturating_duration_since(w.since) < max)
+    }
+
+    /// The answer to a read of `recover_from`: the values read of each
+    /// watched host (a host not in `read` is released with its own
+    /// offsets), all given at once.
+    pub fn give(&self, read: &HashMap<FloorHost, Floors>) {
+        for (key, w) in lock(&self.watched).iter_mut() {
+            if let Some(f) = read.get(key) {
+                let mut merged = w.floors.as_deref().cloned().unwrap_or_default();
+                for (&k, &v) in f {
+                    let e = merged.entry(k).or_insert(0);
+                    *e = (*e).max(v);
+                }
+                w.floors = Some(Arc::new(merged));
+            }
+            w.answers += 1;
+        }
+    }
+
+    /// Watching ends (the peer is back: the exchange makes the two agree):
+    /// every hold is released, each source forgets it at its next record.
+    pub fn end_watching(&self) {
+        let mut map = lock(&self.watched);
+        // Those that hold nothing any more go now; the others when their
+        // source next reports (it learns the hold is over).
+        map.retain(|_, w| !w.applied);
+        for w in map.values_mut() {
+            w.ended = true;
+        }
     }
 
     /// The saved state of a source now heard from for the first time, at `now`.

@@ -62,7 +62,8 @@ impl Source {
             metadata += m;
             values += v;
         }
-        // Floors hold for the first record after the start only.
+        // Floors hold for the record they came with only (the first after
+        // the start; a watched source's, as each read comes).
         self.floors = None;
         (metadata, values, capped)
     }
@@ -78,7 +79,8 @@ impl Source {
         settings: &Settings,
     ) {
         self.template = None;
-        if self.started.is_none() || self.reports < 2 {
+        // A watched source takes the full path: its floors are applied there.
+        if self.started.is_none() || self.reports < 2 || self.watched.is_some() {
             return;
         }
         let state = template::SourceState {
@@ -241,6 +243,11 @@ impl Source {
             {
                 self.peer_dirty = true;
                 value = series::sent_text(state, text, counting, &mut number);
+            }
+            // Held: counted, not published (it may be below what gmetad
+            // stored; [`Source::holding`]).
+            if self.holding && counting != Counting::None {
+                return (u64::from(metadata), 0);
             }
             if !state.admit(value, now_s, settings.value_heartbeat, metadata) {
                 return (u64::from(metadata), 0);

@@ -91,6 +91,9 @@ impl Sources {
         // file's unclaimed sources wait, to continue if it comes back.
         let mut parked = 0;
         let mut park = |ip: IpAddr, gone: &Source| {
+            if let (Some(s), Some(_), Some(id)) = (saved, gone.watched, &gone.id) {
+                s.unwatch(ip, &id.name);
+            }
             let kept = gone.established()
                 && saved.is_some_and(|s| {
                     gone.to_saved()
@@ -122,6 +125,29 @@ impl Sources {
                 state.restart();
             }
             source.pfc = None;
+            // After a gap, the peer unreachable: the last reports of the
+            // run that ended may be what this gateway missed, and its
+            // peer cannot say so. What gmetad stored is the other witness
+            // (`recover_from`): the counters are held until it is read.
+            let watch = source.missed
+                && settings.peer.is_some()
+                && !settings.recover_from.is_empty()
+                && saved.is_some_and(|s| {
+                    !s.peer_reachable() && s.watch(ip, &mapped.host.name, now, cap)
+                });
+            if watch {
+                source.watched = Some(0);
+                events.restart_held(from, &mapped.host.spoof, program);
+            }
+        }
+        // A watched source takes what was read for it, at each record.
+        if let (Some(seen), Some(s)) = (source.watched, saved) {
+            let news = s.watch_news(ip, &mapped.host.name, seen);
+            if news.floors.is_some() {
+                source.floors = news.floors;
+            }
+            source.holding = news.holding;
+            source.watched = (!news.ended).then_some(news.answers);
         }
         // A new TMAX (known from the second report on) goes out with each
         // metric's next periodic metadata, which is spread over time:

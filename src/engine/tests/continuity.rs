@@ -253,3 +253,70 @@ fn a_reload_applies_a_new_metric_table() {
         Some((super::Slope::Positive, "requests/s".to_string()))
     );
 }
+
+/// Issue 43's last gap, in the engine: with `peer` and `recover_from`, a
+/// restart seen after a gap (a report missed) while the peer's last
+/// exchange failed holds the source's counters (metadata and other
+/// values go out, no counter value) until the daemon answers
+/// ([`SavedState::give`]); the answer's floor applies at the next record
+/// and each later answer raises it again, until watching ends. Not held:
+/// a restart without a gap, or with the peer reachable.
+#[test]
+fn a_restart_after_a_gap_with_the_peer_unreachable_is_held_until_floors_come() {
+    use std::collections::HashMap;
+    let config = "peer = \"127.0.0.1:9\"\npeer_listen = [\"127.0.0.1:8\"]\nrecover_from = [\"127.0.0.1:9\"]\n";
+    let host: (std::net::IpAddr, String) = ("10.0.0.1".parse().unwrap(), "ds1.example.org".into());
+    let floors = |v: u64| {
+        HashMap::from([(
+            host.clone(),
+            HashMap::from([(crate::mapping::name_key("xrootd.link.in"), v)]),
+        )])
+    };
+    let from = "10.0.0.1:40000";
+    let link_in = |r: &Harness| r.values().get("xrootd.link.in").cloned();
+    for fast in [true, false] {
+        let mut r = Harness::new(config);
+        r.engine.set_fast_path(fast);
+        let saved = Arc::new(SavedState::from_text("").unwrap());
+        r.engine.keep_state(saved.clone(), 0);
+        // Run 1, a report a second.
+        for (s, inb) in [(0, 5000), (1, 5100), (2, 5200)] {
+            r.feed(link_record(1, 77, inb, 1, 3), from, s);
+        }
+        assert_eq!(link_in(&r).as_deref(), Some("5200"));
+        // Reports missed, then the restart.
+        r.feed(link_record(2, 78, 100, 1, 3), from, 6);
+        assert_eq!(link_in(&r), None, "held");
+        assert!(
+            r.values().contains_key("xrootd.link.num"),
+            "a gauge goes out"
+        );
+        assert_eq!(saved.watched(), vec![host.clone()]);
+        assert!(saved.holding(r.at(6), std::time::Duration::from_secs(90)));
+        r.feed(link_record(2, 78, 150, 1, 3), from, 7);
+        assert_eq!(link_in(&r), None, "held until an answer");
+        saved.give(&floors(9000));
+        r.feed(link_record(2, 78, 200, 1, 3), from, 8);
+        assert_eq!(link_in(&r).as_deref(), Some("9000"), "the floor");
+        assert!(!saved.holding(r.at(8), std::time::Duration::from_secs(90)));
+        r.feed(link_record(2, 78, 300, 1, 3), from, 9);
+        assert_eq!(link_in(&r).as_deref(), Some("9100"));
+        // Read again: gmetad stored more.
+        saved.give(&floors(9500));
+        r.feed(link_record(2, 78, 400, 1, 3), from, 10);
+        assert_eq!(link_in(&r).as_deref(), Some("9500"), "floored again");
+        // The peer is back: watching ends, the counter goes on.
+        saved.end_watching();
+        r.feed(link_record(2, 78, 500, 1, 3), from, 11);
+        assert_eq!(link_in(&r).as_deref(), Some("9600"));
+        assert!(saved.watched().is_empty());
+        // A restart right after a report (no gap): not held.
+        r.feed(link_record(3, 79, 10, 1, 3), from, 12);
+        assert_eq!(link_in(&r).as_deref(), Some("9610"));
+        // After a gap, the peer reachable: not held either.
+        saved.set_peer_reachable(true);
+        r.feed(link_record(4, 80, 20, 1, 3), from, 20);
+        assert_eq!(link_in(&r).as_deref(), Some("9630"));
+        assert!(saved.watched().is_empty());
+    }
+}
