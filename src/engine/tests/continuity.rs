@@ -275,10 +275,9 @@ fn a_restart_after_a_gap_with_the_peer_unreachable_is_held_until_floors_come() {
     let from = "10.0.0.1:40000";
     let link_in = |r: &Harness| r.values().get("xrootd.link.in").cloned();
     for fast in [true, false] {
-        let mut r = Harness::new(config);
-        r.engine.set_fast_path(fast);
         let saved = Arc::new(SavedState::from_text("").unwrap());
-        r.engine.keep_state(saved.clone(), 0);
+        let mut r = Harness::with_saved(config, saved.clone());
+        r.engine.set_fast_path(fast);
         // Run 1, a report a second.
         for (s, inb) in [(0, 5000), (1, 5100), (2, 5200)] {
             r.feed(link_record(1, 77, inb, 1, 3), from, s);
