@@ -309,6 +309,25 @@ fn worst_ratio(rows: &[(u64, Option<f64>)], from: u64, to: u64, truth: impl Fn(u
         .fold(0.0, f64::max)
 }
 
+/// Waits until gmetad's summary has every server, and a step more: the
+/// summary is a sum, so a server first polled after the others adds its
+/// whole counter to the sum in one poll (400x in a "both up" row on a
+/// loaded machine, when the servers' first reports came over two polls).
+/// Once every server's host RRD exists, a summary update a step later
+/// leaves that jump before every row a phase reads (a row stamped T
+/// averages (T - STEP, T]).
+fn wait_for_every_server(gmetad: &Gmetad, summary: &Path) {
+    gmetad.wait_for_rrd(summary, Duration::from_secs(40));
+    for i in 1..=SERVERS {
+        let host = format!("s{i}.pair.example");
+        gmetad.wait_for_rrd(
+            &gmetad.rrd_path(CLUSTER, &host, "xrootd.link.in"),
+            Duration::from_secs(40),
+        );
+    }
+    gmetad.wait_for_update(summary, unix_now() + STEP + 1, Duration::from_secs(40));
+}
+
 /// The hosts under the cluster's RRD directory that hold `metric`.
 fn hosts_with(gmetad: &Gmetad, metric: &str) -> Vec<String> {
     let dir = gmetad.rrd_root.join(CLUSTER);
@@ -358,7 +377,7 @@ fn a_pair_fails_over_with_no_gap_and_no_spike_in_gmetads_rrds() {
         let flags = [&fleet.stop, &stop];
         let _stop = StopOnDrop(&flags);
         scope.spawn(|| fleet.run());
-        gmetad.wait_for_rrd(&summary_in, Duration::from_secs(40));
+        wait_for_every_server(&gmetad, &summary_in);
         scope.spawn(|| watch_updates(&gmetad, &summary_in, &stop, &updates));
         let mut phase = |what: &'static str, from: u64| {
             phases.push(Phase {
@@ -638,7 +657,7 @@ fn both_gateways_lost_at_once_continue_from_what_gmetad_stored() {
         let flags = [&fleet.stop, &stop];
         let _stop = StopOnDrop(&flags);
         scope.spawn(|| fleet.run());
-        gmetad.wait_for_rrd(&summary_in, Duration::from_secs(40));
+        wait_for_every_server(&gmetad, &summary_in);
         scope.spawn(|| watch_updates(&gmetad, &summary_in, &stop, &updates));
         // s1 and s2 restart: their counters go on from the gateways'
         // offsets, which gmetad stores (two updates after).
@@ -755,7 +774,7 @@ fn a_deaf_gateway_hands_gmetad_over_within_a_step() {
         let flags = [&fleet.stop, &stop];
         let _stop = StopOnDrop(&flags);
         scope.spawn(|| fleet.run());
-        gmetad.wait_for_rrd(&summary_in, Duration::from_secs(40));
+        wait_for_every_server(&gmetad, &summary_in);
         scope.spawn(|| watch_updates(&gmetad, &summary_in, &stop, &updates));
         let t = unix_now();
         run_for(10);
@@ -931,7 +950,7 @@ fn a_restart_seen_after_a_gap_with_the_link_cut_draws_no_wrap_on_a_failover() {
         let flags = [&fleet.stop, &stop];
         let _stop = StopOnDrop(&flags);
         scope.spawn(|| fleet.run());
-        gmetad.wait_for_rrd(&summary_in, Duration::from_secs(40));
+        wait_for_every_server(&gmetad, &summary_in);
         scope.spawn(|| watch_updates(&gmetad, &summary_in, &stop, &updates));
         run_for(10);
         cut_at = unix_now();
