@@ -18,7 +18,6 @@
 //! gateway that does not know a kind skips its frames, counted with the
 //! refused lines (a newer peer), and takes the rest.
 
-use std::fmt::Write as _;
 use std::io;
 use std::net::IpAddr;
 use std::time::Duration;
@@ -28,10 +27,12 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use crate::engine::merge;
 use crate::engine::pairing::{Entry, LastRecord};
 use crate::engine::saved;
-use crate::gstream::PfcTotals;
 
 /// The first field of every message's header: the exchange and its version.
-pub(super) const HEADER: &str = "xrd2ganglia-peer 2";
+pub(super) const HEADER: &str = "xrd2ganglia-peer 3";
+
+/// What every version's header starts with.
+const HEADER_NAME: &str = "xrd2ganglia-peer ";
 
 /// The most bytes a frame's payload may have (a record of 64 KiB and its
 /// line fit; an entry longer than this goes in several frames).
@@ -43,9 +44,14 @@ pub const BATCH_BYTES: usize = 512 << 10;
 /// Longest datagram a record frame carries (a UDP datagram's most).
 const MAX_RECORD: usize = 65_536;
 
-/// The most bytes of one `C` line (`C`, 16 hex digits, two numbers below
-/// 2^63, tabs and newline): with `max_metrics_per_source`, an entry's most.
-const C_LINE_MAX: usize = 2 + 16 + 1 + 19 + 1 + 19 + 1;
+/// The most bytes of one counter as written (`["` 16 hex digits `",`, two
+/// numbers below 2^63, `,`, `],`): with `max_metrics_per_source`, an
+/// entry's most.
+const COUNTER_MAX: usize = 2 + 16 + 2 + 19 + 1 + 19 + 2;
+
+/// What an entry holds besides its counters, at most (its address,
+/// program, run and g-stream totals, as written).
+const ENTRY_REST_MAX: usize = 1024;
 
 /// A frame's kind: its first byte on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,13 +59,12 @@ pub enum Kind {
     /// The message's first frame: `HEADER`, mode, standby claim, number
     /// (tab-separated text).
     Header,
-    /// A source's entry: its `S` line and its `C` lines, as the state
-    /// file writes them (the first of them, if they do not fit a frame).
+    /// A source's entry, as the state file writes it (one
+    /// [`saved::schema::Entry`], JSON, its g-stream totals in it): its
+    /// first [`MAX_FRAME`] bytes.
     Entry,
-    /// More `C` lines of the entry just before.
+    /// The next bytes of the entry just before.
     More,
-    /// The g-stream totals of the entry just before: one `P` line.
-    Totals,
     /// A source's last record (answers to a pull): `ip`, tab, age in ms,
     /// newline, then the datagram's bytes.
     Record,
@@ -72,12 +77,11 @@ pub enum Kind {
 }
 
 impl Kind {
-    const ALL: [Kind; 7] = [
+    const ALL: [Kind; 6] = [
         Kind::Header,
         Kind::Heard,
         Kind::Entry,
         Kind::More,
-        Kind::Totals,
         Kind::Record,
         Kind::End,
     ];
@@ -88,7 +92,6 @@ impl Kind {
             Kind::Heard => b'L',
             Kind::Entry => b'E',
             Kind::More => b'+',
-            Kind::Totals => b'P',
             Kind::Record => b'R',
             Kind::End => b'.',
         }
@@ -244,29 +247,23 @@ impl Writer {
         }
     }
 
-    /// A source's entry: its `S` line and `C` lines in as many frames as
-    /// they need, then its g-stream totals.
+    /// A source's entry ([`saved::write_entry`], its g-stream totals in
+    /// it) in as many frames as it needs.
     pub fn entry(&mut self, e: &Entry) {
-        let mut text = String::new();
-        saved::write_source(&mut text, e.ip, &e.program, e.state.started);
-        let mut kind = Kind::Entry;
-        for &(key, raw, off) in &e.state.counters {
-            if text.len() + C_LINE_MAX > MAX_FRAME {
-                self.frame(kind, text.as_bytes());
-                text.clear();
-                kind = Kind::More;
-            }
-            saved::write_counter(&mut text, key, raw, off);
-        }
-        self.frame(kind, text.as_bytes());
-        if let Some(p) = &e.pfc {
-            let mut line = String::new();
-            let _ = writeln!(
-                line,
-                "P\t{}\t{}\t{}\t{}\t{}",
-                p.stod, p.files, p.bytes_hit, p.bytes_miss, p.bytes_bypass
-            );
-            self.frame(Kind::Totals, line.as_bytes());
+        let mut json = Vec::new();
+        saved::write_entry(
+            &mut json,
+            e.ip,
+            &e.program,
+            e.state.started,
+            e.state.counters.iter().copied(),
+            e.pfc.as_ref(),
+        );
+        json.pop();
+        let mut chunks = json.chunks(MAX_FRAME);
+        self.frame(Kind::Entry, chunks.next().unwrap_or_default());
+        for more in chunks {
+            self.frame(Kind::More, more);
         }
     }
 
@@ -330,9 +327,9 @@ pub struct Assembler {
     max_counters: usize,
     max_entries: usize,
     limits: saved::Limits,
-    /// The entry being assembled: its text and totals, or None when
-    /// refused already for its length (its further frames are skipped).
-    pending: Option<(Option<String>, Option<PfcTotals>)>,
+    /// The entry being assembled: its bytes, or None when refused
+    /// already for its length (its further frames are skipped).
+    pending: Option<Option<Vec<u8>>>,
     batch: Vec<Entry>,
     batch_bytes: usize,
     entries: usize,
@@ -355,12 +352,11 @@ impl Assembler {
         }
     }
 
-    /// The most bytes an entry's text may take.
+    /// The most bytes an entry may take.
     fn entry_max(&self) -> usize {
         self.max_counters
-            .saturating_add(2)
-            .saturating_mul(C_LINE_MAX)
-            + 256
+            .saturating_mul(COUNTER_MAX)
+            .saturating_add(ENTRY_REST_MAX)
     }
 
     /// Takes one frame (after the header); what it completes goes to `out`.
@@ -375,42 +371,27 @@ impl Assembler {
                         self.max_entries
                     ));
                 }
-                let text = std::str::from_utf8(payload).map_err(|_| "an entry that is not text")?;
-                self.pending = Some((Some(text.to_string()), None));
+                self.pending = Some(Some(payload.to_vec()));
                 self.batch_bytes += payload.len();
             }
             Some(Kind::More) => {
                 let max = self.entry_max();
-                let Some((text, _)) = &mut self.pending else {
+                let Some(bytes) = &mut self.pending else {
                     return Err("counters under no entry".into());
                 };
-                let more = std::str::from_utf8(payload).map_err(|_| "an entry that is not text")?;
-                if let Some(t) = text {
-                    if t.len() + more.len() > max {
-                        let lines = t.lines().count() + more.lines().count();
-                        self.refused.note(lines, || {
+                if let Some(b) = bytes {
+                    if b.len() + payload.len() > max {
+                        let counted = counted(b) + counted(payload) - 1;
+                        self.refused.note(counted, || {
                             "an entry with more counters than max_metrics_per_source".into()
                         });
-                        *text = None;
+                        *bytes = None;
                     } else {
-                        t.push_str(more);
+                        b.extend_from_slice(payload);
                         self.batch_bytes += payload.len();
                     }
                 } else {
-                    self.refused.lines += more.lines().count();
-                }
-            }
-            Some(Kind::Totals) => {
-                let Some((_, pfc)) = &mut self.pending else {
-                    return Err("totals under no entry".into());
-                };
-                let line = std::str::from_utf8(payload).map_err(|_| "totals that are not text")?;
-                let fields: Vec<&str> = line.trim_end_matches('\n').split('\t').collect();
-                match read_pfc(&fields, self.limits.now_unix) {
-                    Some(totals) => *pfc = Some(totals),
-                    None => self
-                        .refused
-                        .note(1, || "g-stream totals that cannot be true".into()),
+                    self.refused.lines += counted(payload) - 1;
                 }
             }
             Some(Kind::Record) => {
@@ -451,56 +432,63 @@ impl Assembler {
         self.batch_bytes = 0;
     }
 
-    /// The entry assembled so far, checked: into the batch, or refused.
+    /// The entry assembled so far, parsed and checked as the state
+    /// file's ([`saved::read_entry`], then [`merge::check`]): into the
+    /// batch, or refused (a counter or its totals that fail, alone).
     fn finish(&mut self) -> Result<(), String> {
-        let Some((text, pfc)) = self.pending.take() else {
+        let Some(Some(bytes)) = self.pending.take() else {
             return Ok(());
         };
-        let Some(text) = text else {
-            return Ok(());
-        };
-        let read = saved::read_entries(&text, 1, self.limits);
-        if !read.skipped.is_empty() {
-            let skipped = &read.skipped;
-            self.refused.note(skipped.lines, || skipped.to_string());
-        }
-        for e in read.entries {
-            if let Err(why) = merge::check(&e.source, self.max_counters) {
-                self.refused.note(1 + e.source.counters.len(), || {
-                    format!("{} {}: {why}", e.ip, e.program)
-                });
-                continue;
+        let checked = match saved::read_entry(&bytes, self.limits) {
+            Ok(c) => c,
+            Err(why) => {
+                self.refused.note(counted(&bytes), || why.to_string());
+                return Ok(());
             }
-            self.batch.push(Entry {
-                ip: e.ip,
-                program: e.program,
-                state: e.source,
-                pfc,
-            });
+        };
+        let e = checked.entry;
+        for why in &checked.counters_skipped {
+            self.refused
+                .note(1, || format!("{} {}: {why}", e.ip, e.program));
         }
+        let pfc = match checked.pfc {
+            Some(Err(why)) => {
+                self.refused.note(1, || {
+                    format!(
+                        "{} {}: g-stream totals that cannot be true: {why}",
+                        e.ip, e.program
+                    )
+                });
+                None
+            }
+            Some(Ok(p)) => Some(p),
+            None => None,
+        };
+        if let Err(why) = merge::check(&e.source, self.max_counters) {
+            self.refused.note(1 + e.source.counters.len(), || {
+                format!("{} {}: {why}", e.ip, e.program)
+            });
+            return Ok(());
+        }
+        self.batch.push(Entry {
+            ip: e.ip,
+            program: e.program,
+            state: e.source,
+            pfc,
+        });
         Ok(())
     }
 }
 
-/// A `P` line: its totals; None if they cannot be true (a start more than
-/// a day ahead, a sum of 2^63 or more).
-fn read_pfc(fields: &[&str], now_unix: u64) -> Option<PfcTotals> {
-    let ["P", stod, files, hit, miss, bypass] = fields else {
-        return None;
-    };
-    let number = |t: &str| t.parse::<u64>().ok().filter(|&n| n < saved::MAX_COUNTER);
-    let stod = stod
-        .parse::<u32>()
-        .ok()
-        .filter(|&t| u64::from(t) <= now_unix.saturating_add(saved::START_SLACK))?;
-    Some(PfcTotals {
-        stod,
-        files: number(files)?,
-        bytes_hit: number(hit)?,
-        bytes_miss: number(miss)?,
-        bytes_bypass: number(bypass)?,
-        bad_records: 0,
-    })
+/// What a refused entry's bytes count for (`peer_refused_entries`): the
+/// entry and each counter in them (a counter opens a bracket; the run and
+/// the counters' list open one each), without parsing them.
+fn counted(bytes: &[u8]) -> usize {
+    1 + bytes
+        .iter()
+        .filter(|&&b| b == b'[')
+        .count()
+        .saturating_sub(2)
 }
 
 /// A record frame's payload.
@@ -530,6 +518,11 @@ fn read_header(kind: u8, payload: &[u8]) -> Result<Header, String> {
     }
     let header = std::str::from_utf8(payload).map_err(|_| "a header that is not text")?;
     let fields: Vec<&str> = header.split('\t').collect();
+    if let Some(version) = fields[0].strip_prefix(HEADER_NAME) {
+        if fields[0] != HEADER {
+            return Err(other_version(version));
+        }
+    }
     let [HEADER, mode, standby, drawn] = fields.as_slice() else {
         return Err(format!(
             "not this version of the peer exchange (header {:?}, this is {HEADER:?})",
@@ -542,6 +535,25 @@ fn read_header(kind: u8, payload: &[u8]) -> Result<Header, String> {
         drawn.parse().map_err(|_| "a header without its number")?,
     );
     Ok(Header { mode, claim })
+}
+
+/// What starts the error of a peer speaking another version
+/// ([`is_other_version`]).
+const OTHER_VERSION: &str = "a peer speaking version ";
+
+/// Why a peer of another version is refused.
+fn other_version(version: &str) -> String {
+    format!(
+        "{OTHER_VERSION}{} of the exchange: this is {HEADER:?} (entries in the typed schema); run one version on both (while a rolling upgrade has them differ, the link is cut)",
+        truncate(version)
+    )
+}
+
+/// Whether an exchange failed for a peer of another version (the
+/// answering side then answers with its own header, so that the peer's
+/// log names this one's version).
+pub fn is_other_version(error: &str) -> bool {
+    error.starts_with(OTHER_VERSION)
 }
 
 fn truncate(line: &str) -> &str {
@@ -557,9 +569,7 @@ fn truncate(line: &str) -> &str {
 fn frame_head(head: [u8; 5]) -> Result<(u8, usize), String> {
     let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
     if &head == b"xrd2g" {
-        return Err(format!(
-            "a peer speaking version 1 of the exchange (text): this is {HEADER:?}; run one version on both"
-        ));
+        return Err(other_version("1 (text)"));
     }
     if len > MAX_FRAME {
         return Err(format!(
@@ -607,7 +617,15 @@ impl<R: AsyncRead + Unpin> Incoming<R> {
 
     /// The message's header (its first frame).
     pub async fn header(&mut self) -> Result<Header, String> {
-        let kind = self.next_frame().await?;
+        let kind = self.next_frame().await.map_err(|e| {
+            if e == CLOSED {
+                // What a gateway of another version does with this one's
+                // header: its own log says which.
+                "closed before its header (a peer of another version of the exchange closes so; its log says which)".to_string()
+            } else {
+                e
+            }
+        })?;
         read_header(kind, &self.frame)
     }
 
@@ -633,9 +651,11 @@ impl<R: AsyncRead + Unpin> Incoming<R> {
     }
 }
 
+const CLOSED: &str = "closed before the end of its message";
+
 fn closed(e: &io::Error) -> String {
     if e.kind() == io::ErrorKind::UnexpectedEof {
-        "closed before the end of its message".into()
+        CLOSED.into()
     } else {
         e.to_string()
     }
