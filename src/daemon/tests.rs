@@ -818,7 +818,7 @@ fn counters_stay_continuous_across_a_stop_and_a_start_on_the_same_state_file() {
     first.stop();
     let saved = std::fs::read_to_string(&state).unwrap();
     assert!(
-        saved.contains("S\t127.0.0.1\txrootd\t1700000000\t78\n"),
+        saved.contains("{\"ip\":\"127.0.0.1\",\"program\":\"xrootd\",\"start\":[1700000000,78],"),
         "{saved}"
     );
     // Another gateway on the same file (new sockets, another gmond): the

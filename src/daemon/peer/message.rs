@@ -726,32 +726,39 @@ mod tests {
         out
     }
 
+    /// An entry as the schema writes it: `start` and `counters` as JSON.
+    fn json(ip: &str, start: &str, counters: &str) -> String {
+        format!(r#"{{"ip":"{ip}","program":"xrootd","start":{start},"counters":[{counters}]}}"#)
+    }
+
     /// Each bad line is refused on its own, as in the state file; the good
     /// entries of the same message are taken; a record is read whole.
     #[test]
     fn what_no_xrootd_sends_is_refused_line_by_line() {
-        let future = format!(
-            "S\t10.0.0.1\txrootd\t{}\t1\nC\t0000000000000001\t1\t5\n",
-            NOW + 86_400 + 1
+        let future = json(
+            "10.0.0.1",
+            &format!("[{},1]", NOW + 86_400 + 1),
+            r#"["0000000000000001",1,5]"#,
+        );
+        let second = json(
+            "10.0.0.2",
+            "[1700000000,77]",
+            r#"["0000000000000001",18446744073709551615,0],["0000000000000002",9223372036854775808,0],["0000000000000003",7,9]"#,
+        );
+        // The second entry cut in two frames (an entry and its more).
+        let (first_part, more) = second.split_at(60);
+        let third = json(
+            "10.0.0.3",
+            "[1700000000,77]",
+            r#"["0000000000000001",1,1],["0000000000000002",1,1],["0000000000000003",1,1]"#,
         );
         let text = frames(
             &format!("{HEADER}\tpush\t1\t42"),
             &[
                 (b'E', future.as_bytes()),
-                (
-                    b'E',
-                    b"S\t10.0.0.2\txrootd\t1700000000\t77\n\
-                      C\t0000000000000001\t18446744073709551615\t0\n\
-                      C\t0000000000000002\t9223372036854775808\t0\n",
-                ),
-                (b'+', b"C\t0000000000000003\t7\t9\n"),
-                (
-                    b'E',
-                    b"S\t10.0.0.3\txrootd\t1700000000\t77\n\
-                      C\t0000000000000001\t1\t1\n\
-                      C\t0000000000000002\t1\t1\n\
-                      C\t0000000000000003\t1\t1\n",
-                ),
+                (b'E', first_part.as_bytes()),
+                (b'+', more.as_bytes()),
+                (b'E', third.as_bytes()),
                 (b'R', b"10.0.0.2\t1500\n<a\n>"),
                 (b'.', b""),
             ],
@@ -782,7 +789,7 @@ mod tests {
     #[test]
     fn a_message_ends_at_its_own_end_frame() {
         let whole = frames(
-            "xrd2ganglia-peer 2\tanswer\t0\t1",
+            "xrd2ganglia-peer 3\tanswer\t0\t1",
             &[(b'R', b"10.0.0.1\t0\na\n.\x00\x00\x00\x00"), (b'.', b"")],
         );
         assert!(parse(&whole[..whole.len() - 5], 10, NOW).is_err());
@@ -821,7 +828,7 @@ mod tests {
         assert_eq!((msg.entries.len(), msg.refused.lines), (1, 0));
         let none = parse(
             &frames(
-                "xrd2ganglia-peer 2\tpush\t0\t7",
+                "xrd2ganglia-peer 3\tpush\t0\t7",
                 &[(b'L', b"-\txrd2ganglia@b"), (b'.', b"")],
             ),
             10,
@@ -837,14 +844,12 @@ mod tests {
             "12",
             "12\txrd2ganglia@a\tmore",
         ] {
+            let entry = json("10.0.0.1", "[1700000000,1]", r#"["0000000000000001",1,5]"#);
             let text = frames(
                 &format!("{HEADER}\tpush\t0\t7"),
                 &[
                     (b'L', bad.as_bytes()),
-                    (
-                        b'E',
-                        b"S\t10.0.0.1\txrootd\t1700000000\t1\nC\t0000000000000001\t1\t5\n",
-                    ),
+                    (b'E', entry.as_bytes()),
                     (b'.', b""),
                 ],
             );
@@ -857,26 +862,43 @@ mod tests {
 
     #[test]
     fn a_message_that_is_not_the_exchange_fails_whole() {
-        let header = "xrd2ganglia-peer 2\tpush\t0\t1";
+        let header = "xrd2ganglia-peer 3\tpush\t0\t1";
+        let entry = json("10.0.0.1", "[1,1]", "");
         for bad in [
             b"GET / HTTP/1.0\r\n\r\n".to_vec(),
             // Version 1 (text).
             b"xrd2ganglia-peer 1\tpush\t0\t1\n.\n".to_vec(),
+            // Version 2 (frames of S and C lines).
+            frames("xrd2ganglia-peer 2\tpush\t0\t1", &[(b'.', b"")]),
             // No end.
-            frames(header, &[(b'E', b"S\t10.0.0.1\txrootd\t1\t1\n")]),
+            frames(header, &[(b'E', entry.as_bytes())]),
             // A record frame that is no record.
             frames(header, &[(b'R', b"short"), (b'.', b"")]),
-            frames("xrd2ganglia-peer 2\tshout\t0\t1", &[(b'.', b"")]),
+            frames("xrd2ganglia-peer 3\tshout\t0\t1", &[(b'.', b"")]),
             // Counters under no entry.
             frames(
                 header,
-                &[(b'+', b"C\t0000000000000001\t1\t1\n"), (b'.', b"")],
+                &[(b'+', br#"["0000000000000001",1,1]"#), (b'.', b"")],
             ),
         ] {
             assert!(
                 parse(&bad, 10, NOW).is_err(),
                 "{:?}",
                 String::from_utf8_lossy(&bad)
+            );
+        }
+        // A peer of another version: refused with why, and which.
+        for (old, version) in [
+            (b"xrd2ganglia-peer 1\tpush\t0\t1\n.\n".to_vec(), "1 (text)"),
+            (frames("xrd2ganglia-peer 2\tpush\t0\t1", &[(b'.', b"")]), "2"),
+        ] {
+            let e = parse(&old, 10, NOW).unwrap_err();
+            assert!(is_other_version(&e), "{e}");
+            assert_eq!(
+                e,
+                format!(
+                    "a peer speaking version {version} of the exchange: this is \"xrd2ganglia-peer 3\" (entries in the typed schema); run one version on both (while a rolling upgrade has them differ, the link is cut)"
+                )
             );
         }
         // Its end comes first; what follows is not read.
@@ -890,17 +912,17 @@ mod tests {
     /// know loses only itself.
     #[test]
     fn a_frame_is_bounded_before_it_is_read_and_an_unknown_kind_skipped() {
-        let mut huge = frames("xrd2ganglia-peer 2\tpush\t0\t1", &[]);
+        let mut huge = frames("xrd2ganglia-peer 3\tpush\t0\t1", &[]);
         huge.push(b'E');
         huge.extend_from_slice(&(MAX_FRAME as u32 + 1).to_be_bytes());
         let err = parse(&huge, 10, NOW).unwrap_err();
         assert!(err.contains("more than the 131072"), "{err}");
         let msg = parse(
             &frames(
-                "xrd2ganglia-peer 2\tpush\t0\t1",
+                "xrd2ganglia-peer 3\tpush\t0\t1",
                 &[
                     (b'F', b"10.0.0.1\t3"),
-                    (b'E', b"S\t10.0.0.1\txrootd\t1700000000\t7\n"),
+                    (b'E', json("10.0.0.1", "[1700000000,7]", "").as_bytes()),
                     (b'.', b""),
                 ],
             ),
@@ -929,10 +951,24 @@ mod tests {
             pfc: None,
         };
         let bytes = message(
-            "xrd2ganglia-peer 2\tfull\t0\t1",
+            "xrd2ganglia-peer 3\tfull\t0\t1",
             std::slice::from_ref(&e),
             &[],
         );
+        // Its frames: an entry, then more (5 bytes each and at most
+        // MAX_FRAME of the entry), then the end.
+        let kinds: Vec<u8> = {
+            let mut at = 5 + u32::from_be_bytes(bytes[1..5].try_into().unwrap()) as usize;
+            let mut kinds = Vec::new();
+            while at < bytes.len() {
+                let len = u32::from_be_bytes(bytes[at + 1..at + 5].try_into().unwrap()) as usize;
+                assert!(len <= MAX_FRAME);
+                kinds.push(bytes[at]);
+                at += 5 + len;
+            }
+            kinds
+        };
+        assert_eq!(kinds, b"E+.");
         let msg = parse(&bytes, 5000, NOW).unwrap();
         assert_eq!(msg.entries, [e]);
         let msg = parse(&bytes, 4999, NOW).unwrap();
@@ -989,7 +1025,7 @@ mod cost {
         let mut records = Vec::new();
         gw1.engine.last_records(now, &mut records);
         let counters: usize = entries.iter().map(|e| e.state.counters.len()).sum();
-        let header = "xrd2ganglia-peer 2\tfull\t0\t1";
+        let header = "xrd2ganglia-peer 3\tfull\t0\t1";
         let rounds = 20;
         let t = Instant::now();
         let mut full = Vec::new();
