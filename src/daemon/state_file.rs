@@ -591,7 +591,14 @@ mod tests {
         for i in 0..1000u32 {
             let ip = IpAddr::from([10, 0, (i >> 8) as u8, i as u8]);
             let counter = std::iter::once((1, u64::from(i), 0));
-            write_entry(&mut bytes, ip, "xrootd", Some((1_700_000_000, 7)), counter, None);
+            write_entry(
+                &mut bytes,
+                ip,
+                "xrootd",
+                Some((1_700_000_000, 7)),
+                counter,
+                None,
+            );
         }
         let text = String::from_utf8(bytes).unwrap();
         std::fs::write(&path, &text).unwrap();

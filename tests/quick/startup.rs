@@ -577,19 +577,27 @@ fn peer_flood_memory() {
             f.extend_from_slice(payload);
             f
         };
-        let mut refused = String::from("S\t10.0.0.1\txrootd\t4000000000\t1\n");
+        // An entry of a start a year ahead, refused whole (the schema's
+        // JSON, its frame full).
+        let mut refused = String::from(
+            r#"{"ip":"10.0.0.1","program":"xrootd","start":[4000000000,1],"counters":["#,
+        );
         while refused.len() < (128 << 10) - 64 {
-            refused.push_str("C\t0000000000000001\t1\t1\n");
+            refused.push_str(r#"["0000000000000001",1,1],"#);
         }
+        refused.push_str(r#"["0000000000000001",1,1]]}"#);
         let refused = refused.into_bytes();
-        let counters = "C\t0000000000000002\t1\t1\n".repeat(5300).into_bytes();
-        let header = frame(b'H', b"xrd2ganglia-peer 2\tpush\t0\t1");
+        let counters = r#"["0000000000000002",1,1],"#.repeat(5300).into_bytes();
+        let header = frame(b'H', b"xrd2ganglia-peer 3\tpush\t0\t1");
         let mut one = Vec::new();
         for i in 0..8 {
             one.extend(frame(b'E', &refused));
             one.extend(frame(b'F', &refused[..100_000 + i]));
         }
-        one.extend(frame(b'E', b"S\t10.0.0.2\txrootd\t1700000000\t1\n"));
+        one.extend(frame(
+            b'E',
+            br#"{"ip":"10.0.0.2","program":"xrootd","start":[1700000000,1],"counters":["#,
+        ));
         for _ in 0..40 {
             one.extend(frame(b'+', &counters[..120_000]));
         }

@@ -381,7 +381,7 @@ impl Assembler {
                 };
                 if let Some(b) = bytes {
                     if b.len() + payload.len() > max {
-                        let counted = counted(b) + counted(payload) - 1;
+                        let counted = counted(b) + brackets(payload);
                         self.refused.note(counted, || {
                             "an entry with more counters than max_metrics_per_source".into()
                         });
@@ -391,7 +391,7 @@ impl Assembler {
                         self.batch_bytes += payload.len();
                     }
                 } else {
-                    self.refused.lines += counted(payload) - 1;
+                    self.refused.lines += brackets(payload);
                 }
             }
             Some(Kind::Record) => {
@@ -480,15 +480,18 @@ impl Assembler {
     }
 }
 
-/// What a refused entry's bytes count for (`peer_refused_entries`): the
-/// entry and each counter in them (a counter opens a bracket; the run and
-/// the counters' list open one each), without parsing them.
+/// What a refused entry's bytes count for (`peer_refused_entries`, as
+/// version 1 counted its lines): the entry and each counter in them (a
+/// counter opens a bracket; the run and the counters' list open one
+/// each), without parsing them.
 fn counted(bytes: &[u8]) -> usize {
-    1 + bytes
-        .iter()
-        .filter(|&&b| b == b'[')
-        .count()
-        .saturating_sub(2)
+    1 + brackets(bytes).saturating_sub(2)
+}
+
+/// The brackets opened in `bytes`: the counters in the next bytes of an
+/// entry.
+fn brackets(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| b == b'[').count()
 }
 
 /// A record frame's payload.
@@ -890,7 +893,10 @@ mod tests {
         // A peer of another version: refused with why, and which.
         for (old, version) in [
             (b"xrd2ganglia-peer 1\tpush\t0\t1\n.\n".to_vec(), "1 (text)"),
-            (frames("xrd2ganglia-peer 2\tpush\t0\t1", &[(b'.', b"")]), "2"),
+            (
+                frames("xrd2ganglia-peer 2\tpush\t0\t1", &[(b'.', b"")]),
+                "2",
+            ),
         ] {
             let e = parse(&old, 10, NOW).unwrap_err();
             assert!(is_other_version(&e), "{e}");

@@ -1,4 +1,4 @@
-use super::upgrade_v1::{parse_line, write_counter, write_source, Line};
+use super::upgrade_v1::{Line, parse_line, write_counter, write_source};
 use super::*;
 use std::time::Instant;
 
@@ -259,7 +259,10 @@ fn one_entry_reads_back_as_written() {
          [\"0000000000000000\",1,9223372036854775807]]}\n"
     );
     let read = read_entries(&text, 2, NOW);
-    assert_eq!((read.entries, read.skipped), (vec![entry.clone()], Skipped::default()));
+    assert_eq!(
+        (read.entries, read.skipped),
+        (vec![entry.clone()], Skipped::default())
+    );
     // Cut off; two lines, the second the same source; an empty one.
     let read = read_entries(&text[..text.len() - 1], 2, NOW);
     assert_eq!(read.skipped.first, vec![(2, Bad::CutOff, 0)]);
@@ -268,8 +271,18 @@ fn one_entry_reads_back_as_written() {
     assert_eq!(read.skipped.first, vec![(4, Bad::DuplicateSource(2), 0)]);
     // No start: left out.
     let mut line = Vec::new();
-    write_entry(&mut line, ip("10.0.0.1"), "cmsd", None, std::iter::empty(), None);
-    assert_eq!(line, b"{\"ip\":\"10.0.0.1\",\"program\":\"cmsd\",\"counters\":[]}\n");
+    write_entry(
+        &mut line,
+        ip("10.0.0.1"),
+        "cmsd",
+        None,
+        std::iter::empty(),
+        None,
+    );
+    assert_eq!(
+        line,
+        b"{\"ip\":\"10.0.0.1\",\"program\":\"cmsd\",\"counters\":[]}\n"
+    );
     // The header.
     let mut header = Vec::new();
     write_header(&mut header);
@@ -307,7 +320,14 @@ fn every_program_the_mapper_names_reads_back() {
                 "{pgm:?} {ins:?} -> {program:?}: {read:?}"
             );
             let mut line = Vec::new();
-            write_entry(&mut line, ip("10.0.0.1"), &program, Some((1, 2)), std::iter::empty(), None);
+            write_entry(
+                &mut line,
+                ip("10.0.0.1"),
+                &program,
+                Some((1, 2)),
+                std::iter::empty(),
+                None,
+            );
             let read = read_entry(&line, NOW).map(|c| c.entry.program);
             assert_eq!(read, Ok(program.clone()), "{pgm:?} {ins:?}");
         }
@@ -321,8 +341,22 @@ fn an_evicted_source_is_saved_once_as_kept() {
     let state = SavedState::default();
     let mut part = Vec::new();
     let one = |k, r, o| std::iter::once((k, r, o));
-    write_entry(&mut part, ip("10.0.0.1"), "xrootd", Some((1, 2)), one(1, 100, 0), None);
-    write_entry(&mut part, ip("10.0.0.2"), "xrootd", Some((1, 3)), one(1, 200, 0), None);
+    write_entry(
+        &mut part,
+        ip("10.0.0.1"),
+        "xrootd",
+        Some((1, 2)),
+        one(1, 100, 0),
+        None,
+    );
+    write_entry(
+        &mut part,
+        ip("10.0.0.2"),
+        "xrootd",
+        Some((1, 3)),
+        one(1, 200, 0),
+        None,
+    );
     state.hand_in(0, part);
     let newer = SavedSource {
         started: Some((1, 2)),
@@ -443,7 +477,10 @@ fn a_bad_line_loses_only_its_entry_and_a_bad_counter_only_itself() {
             counters: vec![(4, 11, 0)],
         }
     );
-    assert_eq!(claim("10.0.0.3", "xrootd").counters, vec![(1, 62_980_717, 0)]);
+    assert_eq!(
+        claim("10.0.0.3", "xrootd").counters,
+        vec![(1, 62_980_717, 0)]
+    );
     assert_eq!(claim("10.0.0.4", "xrootd").counters, vec![(1, 400, 5)]);
     // Lines 4 (garbage), 5 (the address), 7 (tos), 8 (program), 9 (pid),
     // 11 (cut off); counters: two of line 2, one of line 3, three of 6.
@@ -464,11 +501,14 @@ fn a_bad_line_loses_only_its_entry_and_a_bad_counter_only_itself() {
         all.extend(read_entries(line, 2, NOW).skipped.first);
     }
     for why in [
-        Bad::Counter(2, Box::new(Bad::Number {
-            field: "key",
-            text: "01".into(),
-            why: "not 16 hex digits",
-        })),
+        Bad::Counter(
+            2,
+            Box::new(Bad::Number {
+                field: "key",
+                text: "01".into(),
+                why: "not 16 hex digits",
+            }),
+        ),
         Bad::Counter(3, Box::new(Bad::DuplicateCounter(1))),
         Bad::Number {
             field: "tos",
@@ -481,14 +521,20 @@ fn a_bad_line_loses_only_its_entry_and_a_bad_counter_only_itself() {
             text: "4194305".into(),
             why: "above Linux's pid_max",
         },
-        Bad::Counter(4, Box::new(Bad::Number {
-            field: "reading",
-            text: "\"7\"".into(),
-            why: "not a number",
-        })),
+        Bad::Counter(
+            4,
+            Box::new(Bad::Number {
+                field: "reading",
+                text: "\"7\"".into(),
+                why: "not a number",
+            }),
+        ),
         Bad::CutOff,
     ] {
-        assert!(all.iter().any(|(_, b, _)| *b == why), "{why:?} not in {all:?}");
+        assert!(
+            all.iter().any(|(_, b, _)| *b == why),
+            "{why:?} not in {all:?}"
+        );
     }
 }
 
@@ -542,15 +588,14 @@ fn a_version_1_file_reads_as_the_same_state_and_is_saved_as_version_2() {
 #[test]
 fn a_version_2_header_damaged_loses_only_itself_and_another_version_is_refused() {
     let entry = "{\"ip\":\"10.0.0.1\",\"program\":\"xrootd\",\"start\":[1700000000,77],\"counters\":[[\"00000000000000aa\",5000,62980717]]}\n";
+    let (state, skipped) =
+        SavedState::read("{\"format\":\"xrd2ganglia-state\",\"version\":2}\n", NOW).unwrap();
+    assert_eq!((state.unclaimed(), skipped), (0, Skipped::default()));
     let (state, skipped) = SavedState::read(
-        "{\"format\":\"xrd2ganglia-state\",\"version\":2}\n",
+        &format!("{{\"format\":\"xrd2ganglia-state\",\"vers\u{1}on\":2}}\n{entry}"),
         NOW,
     )
     .unwrap();
-    assert_eq!((state.unclaimed(), skipped), (0, Skipped::default()));
-    let (state, skipped) =
-        SavedState::read(&format!("{{\"format\":\"xrd2ganglia-state\",\"vers\u{1}on\":2}}\n{entry}"), NOW)
-            .unwrap();
     assert_eq!(state.unclaimed(), 1);
     assert_eq!(
         skipped.to_string(),
@@ -563,9 +608,12 @@ fn a_version_2_header_damaged_loses_only_itself_and_another_version_is_refused()
     .err()
     .unwrap();
     assert!(e.contains("a state file of version 3"), "{e}");
-    let e = SavedState::read(&format!("{{\"format\":\"other\",\"version\":2}}\n{entry}"), NOW)
-        .err()
-        .unwrap();
+    let e = SavedState::read(
+        &format!("{{\"format\":\"other\",\"version\":2}}\n{entry}"),
+        NOW,
+    )
+    .err()
+    .unwrap();
     assert!(e.contains("not an xrd2ganglia state file"), "{e}");
     let e = SavedState::read("{\"format\":\n%%\n", NOW).err().unwrap();
     assert!(e.contains("not an xrd2ganglia state file"), "{e}");
@@ -590,7 +638,8 @@ fn entry_line() -> impl proptest::strategy::Strategy<Value = String> {
         1 => Just("\"01\"".to_string()),
         1 => Just("7".to_string()),
     ];
-    let counter = (key, number.clone(), number.clone()).prop_map(|(k, r, o)| format!("[{k},{r},{o}]"));
+    let counter =
+        (key, number.clone(), number.clone()).prop_map(|(k, r, o)| format!("[{k},{r},{o}]"));
     let ip = prop_oneof![
         3 => Just("10.0.0.1"),
         3 => Just("10.0.0.2"),
