@@ -29,7 +29,7 @@ use crate::engine::pairing::{Entry, LastRecord};
 use crate::engine::saved;
 
 /// The first field of every message's header: the exchange and its version.
-pub(super) const HEADER: &str = "xrd2ganglia-peer 3";
+pub const HEADER: &str = "xrd2ganglia-peer 3";
 
 /// What every version's header starts with.
 const HEADER_NAME: &str = "xrd2ganglia-peer ";
@@ -140,9 +140,8 @@ pub struct Header {
     pub claim: (bool, u64),
 }
 
-/// A message, read whole (tests and measurements; the exchange reads a
-/// frame at a time, [`Incoming`]).
-#[cfg(test)]
+/// A message, read whole (tests, measurements and the fuzz target; the
+/// exchange reads a frame at a time, [`Incoming`]).
 #[derive(Debug)]
 pub struct Message {
     pub mode: Mode,
@@ -285,9 +284,9 @@ impl Writer {
 }
 
 /// A message's bytes: header, entries, records (the oldest first: a
-/// starting peer feeds them in that order), end.
-#[cfg(test)]
-pub(super) fn message(header: &str, entries: &[Entry], records: &[LastRecord]) -> Vec<u8> {
+/// starting peer feeds them in that order), end (tests, measurements and
+/// the fuzz target).
+pub fn message(header: &str, entries: &[Entry], records: &[LastRecord]) -> Vec<u8> {
     finish(Writer::new(header), entries, records)
 }
 
@@ -664,8 +663,8 @@ fn closed(e: &io::Error) -> String {
     }
 }
 
-/// Reads a whole message from its bytes (tests and measurements).
-#[cfg(test)]
+/// Reads a whole message from its bytes, a frame at a time as
+/// [`Incoming`] does (tests, measurements and the fuzz target).
 pub fn parse(bytes: &[u8], max_counters: usize, now_unix: u64) -> Result<Message, String> {
     let mut at = 0;
     let mut next = || -> Result<(u8, &[u8]), String> {

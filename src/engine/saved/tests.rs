@@ -697,3 +697,130 @@ proptest::proptest! {
         proptest::prop_assert_eq!(back.entries, read.entries);
     }
 }
+
+/// What the state file and the exchange cost at 10,000 sources of 92
+/// counters each (issue 46: before, version 1's text and the exchange's
+/// version 2; after, the schema's JSON), the same state both ways:
+/// `cargo test --release --lib -- --ignored the_state_file_at_10000_sources --nocapture`.
+#[test]
+#[ignore = "a measurement: run it on purpose, in release"]
+fn the_state_file_at_10000_sources() {
+    use crate::daemon::peer::message;
+    use crate::engine::pairing::Entry;
+    const SOURCES: u32 = 10_000;
+    const METRICS: u64 = 92;
+    let best = |f: &mut dyn FnMut()| {
+        (0..5)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed()
+            })
+            .min()
+            .unwrap()
+    };
+    // Readings of every size a loaded server has (a few to 10^12); a
+    // third of the counters with an offset (a restart seen).
+    let mut entries = Vec::new();
+    for i in 0..SOURCES {
+        let ip = IpAddr::from([10, (i >> 16) as u8, (i >> 8) as u8, i as u8]);
+        let counters = (0..METRICS)
+            .map(|k| {
+                let key = crate::fnv::hash(format!("xrootd.metric{k}").as_bytes());
+                let h = crate::fnv::hash(&[k as u8, i as u8, (i >> 8) as u8]);
+                let reading = h % 10u64.pow((k % 13) as u32 + 1);
+                let offset = if (k + u64::from(i)) % 3 == 0 {
+                    h >> 24
+                } else {
+                    0
+                };
+                (key, reading, offset)
+            })
+            .collect();
+        let source = SavedSource {
+            started: Some((1_700_000_000 + i, 10_000 + i)),
+            counters,
+        };
+        entries.push(SavedEntry {
+            ip,
+            program: "xrootd anon".into(),
+            source,
+        });
+    }
+    // Version 1 (the release before): its writer and reader.
+    let mut v1 = String::new();
+    let write_v1 = best(&mut || {
+        v1 = String::from("xrd2ganglia-state 1\n");
+        for e in &entries {
+            write_source(&mut v1, e.ip, &e.program, e.source.started);
+            for &(k, r, o) in &e.source.counters {
+                write_counter(&mut v1, k, r, o);
+            }
+        }
+    });
+    let read_v1 = best(&mut || {
+        let (s, skipped) = SavedState::read(&v1, NOW).unwrap();
+        assert_eq!((s.unclaimed(), skipped.total()), (SOURCES as usize, 0));
+    });
+    // Version 2: the state as `serve` writes it (a part handed in, then
+    // the file's text).
+    let state = SavedState::default();
+    let mut v2 = String::new();
+    let write_v2 = best(&mut || {
+        let mut part = Vec::new();
+        for e in &entries {
+            e.write(&mut part);
+        }
+        state.hand_in(0, part);
+        v2 = state.to_text();
+    });
+    let read_v2 = best(&mut || {
+        let (s, skipped) = SavedState::read(&v2, NOW).unwrap();
+        assert_eq!((s.unclaimed(), skipped.total()), (SOURCES as usize, 0));
+    });
+    // The exchange: a full one of every entry. Version 2's bytes: its
+    // header frame, an `E` frame of each entry's S and C lines, the end.
+    let header_v2 = "xrd2ganglia-peer 2\tfull\t0\t1";
+    let mut exchange_v2 = 5 + header_v2.len() + 5;
+    for e in &entries {
+        let mut text = String::new();
+        write_source(&mut text, e.ip, &e.program, e.source.started);
+        for &(k, r, o) in &e.source.counters {
+            write_counter(&mut text, k, r, o);
+        }
+        exchange_v2 += 5 + text.len();
+    }
+    let peer: Vec<Entry> = entries
+        .iter()
+        .map(|e| Entry {
+            ip: e.ip,
+            program: e.program.clone(),
+            state: e.source.clone(),
+            pfc: None,
+        })
+        .collect();
+    let header = format!("{}\tfull\t0\t1", message::HEADER);
+    let mut full = Vec::new();
+    let build = best(&mut || full = message::message(&header, &peer, &[]));
+    let read = best(&mut || {
+        let msg = message::parse(&full, 5000, NOW.now_unix).unwrap();
+        assert_eq!(msg.entries.len(), SOURCES as usize);
+    });
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "{SOURCES} sources x {METRICS} counters: state file version 1 (text) {} bytes, \
+         written in {:.0} ms, read in {:.0} ms; version 2 (JSON lines) {} bytes, written in \
+         {:.0} ms, read in {:.0} ms; a full exchange of every entry: version 2 {} bytes, \
+         version 3 {} bytes, built in {:.0} ms, read and checked in {:.0} ms",
+        v1.len(),
+        ms(write_v1),
+        ms(read_v1),
+        v2.len(),
+        ms(write_v2),
+        ms(read_v2),
+        exchange_v2,
+        full.len(),
+        ms(build),
+        ms(read),
+    );
+}
