@@ -12,11 +12,20 @@
 //! message's length; a message of more entries than `max_sources` is
 //! cut there.
 //!
-//! **Adding a kind of information** (a new frame kind): a variant of
-//! [`Kind`] with its byte, a method of [`Writer`] that writes it, and an
-//! arm of [`Assembler::frame`] that checks it and yields an [`Item`]. A
-//! gateway that does not know a kind skips its frames, counted with the
-//! refused lines (a newer peer), and takes the rest.
+//! **Entries are the state file's** ([`saved::schema::Entry`], JSON, one
+//! typed definition): an entry's bytes are cut into an `E` frame and `+`
+//! frames, assembled, then parsed and checked as one line of the state
+//! file is ([`saved::read_entry`]): a bad entry loses only itself, a bad
+//! counter or g-stream total only itself.
+//!
+//! **Adding a kind of information**: to an entry, an optional field of
+//! [`saved::schema::Entry`] (an older peer ignores it); otherwise a new
+//! frame kind: a variant of [`Kind`] with its byte, a method of [`Writer`]
+//! that writes it, and an arm of [`Assembler::frame`] that checks it and
+//! yields an [`Item`]. A gateway that does not know a kind skips its
+//! frames, counted with the refused lines (a newer peer), and takes the
+//! rest. A change an older peer would misread takes a new [`HEADER`]
+//! version.
 
 use std::io;
 use std::net::IpAddr;
@@ -319,7 +328,7 @@ pub enum Item {
 
 /// Turns a message's frames (after its header) into checked entries and
 /// records: every entry checked on its own, as the state file's
-/// ([`saved::read_entries`], then [`merge::check`]); a bad one is refused,
+/// ([`saved::read_entry`], then [`merge::check`]); a bad one is refused,
 /// counted and named, the others are taken. A frame that cannot be read
 /// as its kind ends the message.
 pub struct Assembler {

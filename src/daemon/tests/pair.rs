@@ -1018,3 +1018,37 @@ fn after_a_cut_link_the_two_agree_within_a_second_of_it_being_back() {
     gw1.stop();
     gw2.stop();
 }
+
+/// Issue 46: a peer still speaking version 2 of the exchange (a rolling
+/// upgrade's window) is refused at its header (counted as `peer_failed`)
+/// and answered with this one's own header and end, so that the older
+/// peer's log names version 3; its entries are not read.
+#[test]
+fn a_peer_of_the_previous_version_is_refused_and_told_this_version() {
+    let own = peer_listener();
+    let own_addr = own.local_addr().unwrap();
+    let gw = Bound::paired(own, free_address()).start();
+    let old = framed(
+        "xrd2ganglia-peer 2\tpush\t0\t1",
+        &[
+            (
+                b'E',
+                b"S\t10.0.0.7\txrootd\t1700000000\t7\nC\t0000000000000001\t1\t1\n",
+            ),
+            (b'.', b""),
+        ],
+    );
+    let answer = frames_of(&exchange(own_addr, &old));
+    let kinds: Vec<u8> = answer.iter().map(|f| f.0).collect();
+    assert_eq!(kinds, b"HL.", "{answer:?}");
+    let header = String::from_utf8(answer[0].1.clone()).unwrap();
+    assert!(
+        header.starts_with("xrd2ganglia-peer 3\tanswer\t"),
+        "{header}"
+    );
+    // Not an exchange (its failure is counted with the asking side's,
+    // whose peer here is down: `peer_failed`), and nothing of it taken.
+    let (_, counted) = gw.stop();
+    assert_eq!(counted.peer_exchanges, 0, "{counted:?}");
+    assert_eq!(counted.peer_refused_entries, 0, "{counted:?}");
+}
