@@ -529,10 +529,10 @@ fn read_header(kind: u8, payload: &[u8]) -> Result<Header, String> {
     }
     let header = std::str::from_utf8(payload).map_err(|_| "a header that is not text")?;
     let fields: Vec<&str> = header.split('\t').collect();
-    if let Some(version) = fields[0].strip_prefix(HEADER_NAME) {
-        if fields[0] != HEADER {
-            return Err(other_version(version));
-        }
+    if let Some(version) = fields[0].strip_prefix(HEADER_NAME)
+        && fields[0] != HEADER
+    {
+        return Err(other_version(version));
     }
     let [HEADER, mode, standby, drawn] = fields.as_slice() else {
         return Err(format!(

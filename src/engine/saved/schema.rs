@@ -236,10 +236,11 @@ impl<'de> Deserialize<'de> for KeyText {
                 f.write_str("a key of 16 hex digits")
             }
             fn visit_str<E: de::Error>(self, t: &str) -> Result<KeyText, E> {
-                if t.len() == 16 && t.bytes().all(|b| b.is_ascii_hexdigit()) {
-                    if let Ok(k) = u64::from_str_radix(t, 16) {
-                        return Ok(KeyText::Hex(k));
-                    }
+                if t.len() == 16
+                    && t.bytes().all(|b| b.is_ascii_hexdigit())
+                    && let Ok(k) = u64::from_str_radix(t, 16)
+                {
+                    return Ok(KeyText::Hex(k));
                 }
                 Ok(KeyText::Not(kept(t)))
             }
