@@ -642,7 +642,10 @@ fn a_stop_after_a_burst_returns_within_drain_timeout_and_saves_the_state() {
     assert_eq!(c.send_queue, 0, "{c:?}");
     // The state file has every source.
     let saved = std::fs::read_to_string(&state).unwrap();
-    assert_eq!(saved.lines().filter(|l| l.starts_with("S\t")).count(), 300);
+    assert_eq!(
+        saved.lines().filter(|l| l.starts_with("{\"ip\":")).count(),
+        300
+    );
     drop(deaf);
 }
 

@@ -134,11 +134,10 @@ pub fn write_entry(
         ip,
         program: program.into(),
         start: started,
-        counters: schema::Counters(
-            counters
-                .map(|(k, r, o)| schema::Counter::of(k, r, o))
-                .collect(),
-        ),
+        counters: schema::Counters {
+            valid: counters.collect(),
+            ..schema::Counters::default()
+        },
         pfc: pfc.map(|p| schema::Totals {
             stod: p.stod,
             files: p.files,
@@ -274,11 +273,6 @@ impl Skipped {
         self.lines += 1;
         self.name(line, why)
     }
-
-    fn note_counter(&mut self, line: usize, why: Bad) {
-        self.counters += 1;
-        self.name(line, why);
-    }
 }
 
 impl fmt::Display for Skipped {
@@ -353,7 +347,9 @@ pub struct Checked {
     /// Its g-stream totals (the exchange's): None if it had none, an
     /// error if they cannot be true (refused alone).
     pub pfc: Option<Result<PfcTotals, Bad>>,
-    /// Its counters that failed (place from 1 and why), left out.
+    /// How many of its counters failed (left out) ...
+    pub counters_failed: usize,
+    /// ... and why, the first [`NAMED`] of them.
     pub counters_skipped: Vec<Bad>,
 }
 
@@ -383,22 +379,27 @@ pub fn check_entry(raw: schema::Entry<'_>, limits: Limits) -> Result<Checked, Ba
         }
         Some(run) => Some(run),
     };
-    let mut counters = Vec::with_capacity(raw.counters.0.len());
-    let mut keys = HashSet::with_capacity(raw.counters.0.len());
-    let mut counters_skipped = Vec::new();
-    for (i, c) in raw.counters.0.into_iter().enumerate() {
-        let checked = check_counter(&c).and_then(|(key, raw, offset)| {
-            if keys.insert(key) {
-                Ok((key, raw, offset))
-            } else {
-                Err(Bad::DuplicateCounter(key))
+    // Each counter was checked as it was read (schema::Counters); here,
+    // each key once.
+    let mut counters = raw.counters.valid;
+    let mut counters_skipped: Vec<Bad> = raw
+        .counters
+        .named
+        .into_iter()
+        .map(|(place, why)| Bad::Counter(place, Box::new(why)))
+        .collect();
+    let mut skipped = raw.counters.failed;
+    let mut keys = HashSet::with_capacity(counters.len());
+    counters.retain(|&(key, _, _)| {
+        let first = keys.insert(key);
+        if !first {
+            skipped += 1;
+            if counters_skipped.len() < NAMED {
+                counters_skipped.push(Bad::DuplicateCounter(key));
             }
-        });
-        match checked {
-            Ok(c) => counters.push(c),
-            Err(why) => counters_skipped.push(Bad::Counter(i + 1, Box::new(why))),
         }
-    }
+        first
+    });
     let pfc = raw.pfc.map(|p| check_totals(&p, latest));
     Ok(Checked {
         entry: SavedEntry {
@@ -407,6 +408,7 @@ pub fn check_entry(raw: schema::Entry<'_>, limits: Limits) -> Result<Checked, Ba
             source: SavedSource { started, counters },
         },
         pfc,
+        counters_failed: skipped,
         counters_skipped,
     })
 }
@@ -430,6 +432,7 @@ fn counter_value(field: &'static str, n: &schema::Number) -> Result<u64, Bad> {
     }
 }
 
+/// A counter's fields, checked as it is read ([`schema::Counters`]).
 fn check_counter(c: &schema::Counter) -> Result<(u64, u64, u64), Bad> {
     let key = match &c.key {
         schema::KeyText::Hex(k) => *k,
@@ -544,8 +547,9 @@ pub fn read_entries(text: &str, first_line: usize, limits: Limits) -> Entries {
                 v.insert(at);
             }
         }
+        out.skipped.counters += checked.counters_failed;
         for why in checked.counters_skipped {
-            out.skipped.note_counter(at, why);
+            out.skipped.name(at, why);
         }
         out.entries.push(e);
     }

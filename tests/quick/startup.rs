@@ -84,7 +84,7 @@ fn a_second_gateway_on_the_same_state_file_is_refused_and_the_first_keeps_it() {
     assert_eq!(first.proc.terminate().code(), Some(0));
     let saved = std::fs::read_to_string(&state).unwrap();
     assert!(
-        saved.contains("S\t127.0.0.1\txrootd\t1700000000\t41\n"),
+        saved.contains("{\"ip\":\"127.0.0.1\",\"program\":\"xrootd\",\"start\":[1700000000,41],"),
         "{saved}"
     );
 

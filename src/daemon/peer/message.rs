@@ -455,9 +455,10 @@ impl Assembler {
             }
         };
         let e = checked.entry;
-        for why in &checked.counters_skipped {
-            self.refused
-                .note(1, || format!("{} {}: {why}", e.ip, e.program));
+        if let Some(why) = checked.counters_skipped.first() {
+            self.refused.note(checked.counters_failed, || {
+                format!("{} {}: {why}", e.ip, e.program)
+            });
         }
         let pfc = match checked.pfc {
             Some(Err(why)) => {

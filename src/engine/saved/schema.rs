@@ -23,17 +23,20 @@
 //! retyped or made required) takes a new version. Version 1 was text
 //! (`S`/`C` lines): read once at the upgrade by [`super::upgrade_v1`].
 //!
-//! A counter's fields are read leniently ([`Number`], [`KeyText`]): a
-//! negative, fractional, textual or out-of-range value loses only its
-//! counter (as a bad `C` line of version 1 did), not the entry; a line
-//! that is not an entry of this shape loses the entry.
+//! A counter's fields are read leniently ([`Number`], [`KeyText`]) and
+//! checked as they are read ([`Counters`]): a negative, fractional,
+//! textual or out-of-range value loses only its counter (as a bad `C`
+//! line of version 1 did), not the entry; a line that is not an entry of
+//! this shape loses the entry. What parsing holds is the valid counters'
+//! (key, reading, offset), 24 bytes each, never more than the entry's
+//! own bytes (the exchange's memory bound, `crate::daemon::peer`).
 
 use std::borrow::Cow;
 use std::fmt;
 use std::net::IpAddr;
 
 use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
-use serde::ser::{SerializeTuple, Serializer};
+use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 
 /// The state file's first line names this format ...
@@ -84,28 +87,22 @@ pub struct Totals {
     pub bypass: u64,
 }
 
-/// A source's counters: written from (key, reading, offset) triples, read
-/// as each counter's fields, checked one by one after parsing.
+/// A source's counters: (key, reading, offset) each, as written; as read,
+/// the ones that passed [`super::check_counter`], and the others counted
+/// (the first [`super::NAMED`] named with their place, from 1).
 #[derive(Debug, Default)]
-pub struct Counters(pub Vec<Counter>);
+pub struct Counters {
+    pub valid: Vec<(u64, u64, u64)>,
+    pub failed: usize,
+    pub named: Vec<(usize, super::Bad)>,
+}
 
-/// One counter as read (or to write): `[key, reading, offset]`.
+/// One counter as read: `[key, reading, offset]` (held one at a time).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Counter {
     pub key: KeyText,
     pub reading: Number,
     pub offset: Number,
-}
-
-impl Counter {
-    /// A counter to write.
-    pub fn of(key: u64, reading: u64, offset: u64) -> Counter {
-        Counter {
-            key: KeyText::Hex(key),
-            reading: Number::Whole(reading),
-            offset: Number::Whole(offset),
-        }
-    }
 }
 
 /// A key's field as read: 16 hex digits, or the text that was not.
@@ -140,26 +137,37 @@ impl fmt::Display for Number {
 
 impl Serialize for Counters {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(&self.0)
+        s.collect_seq(self.valid.iter().map(|&(k, r, o)| (HexKey(k), r, o)))
     }
 }
 
 impl<'de> Deserialize<'de> for Counters {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Vec::<Counter>::deserialize(d).map(Counters)
-    }
-}
-
-impl Serialize for Counter {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut t = s.serialize_tuple(3)?;
-        match &self.key {
-            KeyText::Hex(k) => t.serialize_element(&HexKey(*k))?,
-            KeyText::Not(text) => t.serialize_element(text)?,
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Counters;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a list of counters")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Counters, A::Error> {
+                let mut out = Counters::default();
+                let mut place = 0;
+                while let Some(c) = seq.next_element::<Counter>()? {
+                    place += 1;
+                    match super::check_counter(&c) {
+                        Ok(valid) => out.valid.push(valid),
+                        Err(why) => {
+                            out.failed += 1;
+                            if out.named.len() < super::NAMED {
+                                out.named.push((place, why));
+                            }
+                        }
+                    }
+                }
+                Ok(out)
+            }
         }
-        t.serialize_element(&self.reading)?;
-        t.serialize_element(&self.offset)?;
-        t.end()
+        d.deserialize_seq(V)
     }
 }
 
@@ -175,17 +183,6 @@ impl Serialize for HexKey {
         }
         // 16 ASCII hex digits.
         s.serialize_str(std::str::from_utf8(&buf).unwrap_or_default())
-    }
-}
-
-impl Serialize for Number {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Number::Whole(n) => s.serialize_u64(*n),
-            Number::Negative(n) => s.serialize_i64(*n),
-            Number::Fraction(x) => s.serialize_f64(*x),
-            Number::Not(t) => s.serialize_str(t),
-        }
     }
 }
 

@@ -509,7 +509,7 @@ fn a_bad_line_loses_only_its_entry_and_a_bad_counter_only_itself() {
                 why: "not 16 hex digits",
             }),
         ),
-        Bad::Counter(3, Box::new(Bad::DuplicateCounter(1))),
+        Bad::DuplicateCounter(1),
         Bad::Number {
             field: "tos",
             text: (NOW.now_unix + START_SLACK + 1).to_string(),
