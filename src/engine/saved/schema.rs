@@ -1,8 +1,9 @@
 //! The one typed definition of a source's saved entry, for the state file
 //! and the peer exchange alike ([`Entry`]), and the state file's header
 //! ([`Header`]): JSON (serde), one entry a line in the file, one entry a
-//! run of frames in the exchange. What each field may hold is checked
-//! after parsing, in [`super`] ([`super::check_entry`]).
+//! run of frames in the exchange. What each field may hold is checked in
+//! [`super`]: a counter as it is parsed ([`Counters`]), the rest right
+//! after ([`super::check_entry`]).
 //!
 //! ```text
 //! {"format":"xrd2ganglia-state","version":2}
@@ -28,8 +29,9 @@
 //! textual or out-of-range value loses only its counter (as a bad `C`
 //! line of version 1 did), not the entry; a line that is not an entry of
 //! this shape loses the entry. What parsing holds is the valid counters'
-//! (key, reading, offset), 24 bytes each, never more than the entry's
-//! own bytes (the exchange's memory bound, `crate::daemon::peer`).
+//! (key, reading, offset), 24 bytes each where writing one takes 25 or
+//! more: about the entry's own bytes (the exchange's memory bound,
+//! `crate::daemon::peer`), whatever the entry holds.
 
 use std::borrow::Cow;
 use std::fmt;
