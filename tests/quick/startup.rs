@@ -111,7 +111,7 @@ fn a_gateway_killed_with_sigkill_does_not_block_its_restart() {
     crashed.send(link_record(7, 100).as_bytes());
     // Saved once, then killed without a chance to clean up.
     wait_until("a periodic save", || {
-        std::fs::read_to_string(&state).is_ok_and(|s| s.contains("\txrootd\t"))
+        std::fs::read_to_string(&state).is_ok_and(|s| s.contains("\"program\":\"xrootd\""))
     });
     crashed.proc.child.kill().unwrap(); // SIGKILL, to our own child's pid
     let status = crashed.proc.child.wait().unwrap();
