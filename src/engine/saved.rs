@@ -72,7 +72,7 @@ pub mod upgrade_v1;
 /// u64::MAX.
 pub const MAX_COUNTER: u64 = 1 << 63;
 
-/// What one source may take as text in the state file: with
+/// What one source may take in the state file: with
 /// `max_sources`, the most of it that is read (a peer's message is framed
 /// and bounded on its own: `crate::daemon::peer::message`). A real
 /// source's entry is ~3 KB (a loaded data server has 82 counters); an
