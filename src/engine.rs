@@ -213,11 +213,11 @@ impl Engine {
         let Some((saved, part)) = &self.saved else {
             return;
         };
-        let mut text = String::new();
+        let mut lines = Vec::new();
         for (ip, source) in self.sources.iter() {
-            source.write_saved(&mut text, ip);
+            source.write_saved(&mut lines, ip);
         }
-        saved.hand_in(*part, text);
+        saved.hand_in(*part, lines);
     }
 
     /// Takes new settings: new names and timing apply to the next record, and

@@ -50,7 +50,7 @@ pub fn state_lines_skipped(
     }
     counters
         .state_lines_skipped
-        .fetch_add(skipped.lines as u64, Relaxed);
+        .fetch_add(skipped.total() as u64, Relaxed);
     tracing::warn!(
         "state file {}: {skipped} (those counters start again from their readings; every other source keeps its own; counted as state_lines_skipped)",
         file.display()

@@ -5,8 +5,9 @@
 //! taken (the trust rule): [`crate::engine::merge::take`].
 //!
 //! **What is exchanged.** Each source's entry, as the state file writes it
-//! (`S` and `C` lines, read with the state file's own line checks: one
-//! definition), each XCache's g-stream totals (a `P` line: the directive
+//! (one [`crate::engine::saved::schema::Entry`], JSON, read with the state
+//! file's own checks: one definition), with each XCache's g-stream totals
+//! in it (its `pfc` field: the directive
 //! `xrootd.mongstream ... send` takes one destination, a second `send`
 //! replaces the first (`XrdXrootdConfig.cc`, `xmongs`), so only one
 //! gateway of a pair hears them), and for a starting peer each source's
@@ -23,15 +24,24 @@
 //! length, at most [`message::MAX_FRAME`] (128 KiB) of payload.
 //!
 //! ```text
-//! H  xrd2ganglia-peer 2 <pull|push|full|answer> <standby 0|1> <number drawn at start>
+//! H  xrd2ganglia-peer 3 <pull|push|full|answer> <standby 0|1> <number drawn at start>
 //! L  <ms since its newest server record, or -> <its own host in gmond, xrd2ganglia@NAME>
-//! E  S <ip> <program> <tos> <pid>          an entry: its S line and C lines
-//!    C <key> <last reading> <offset> ...   (tab-separated, newline-ended)
-//! +  C ...                                 more C lines of the entry before
-//! P  P <stod> <files> <hit> <miss> <bypass>  the entry's g-stream totals
+//! E  {"ip":..,"program":..,"start":[tos,pid],"counters":[[key,reading,offset],..],"pfc":{..}}
+//!                                          an entry (the schema's JSON): its first 128 KiB
+//! +  ...                                   the next bytes of the entry before
 //! R  <ip> <age ms>\n<the record's bytes>   a last record (answers to a pull)
 //! .                                        the end
 //! ```
+//!
+//! **Versions.** Version 3 carries the schema's entries; 2 carried the
+//! state file's `S`/`C` lines in the same frames, 1 was text. A peer of
+//! another version is refused at its header (counted as `peer_failed`,
+//! logged once per `log_interval`: `a peer speaking version 2 of the
+//! exchange: ...`), and the answering side writes its own header back so
+//! that the older peer's log names this version too. A rolling upgrade
+//! is a cut link while the two differ: each publishes what it hears, its
+//! state file keeps its counters, and the first exchange once both run one
+//! version is a full one (docs/pair.md).
 //!
 //! **When.** (1) At start, before the XML port listens and before any
 //! datagram is read (they wait in the socket's buffer, [`DEADLINE`] at
@@ -63,15 +73,15 @@
 //! more entries than `max_sources` is cut there; an entry of more
 //! counters than `max_metrics_per_source` is refused whole as its frames
 //! come. So one exchange holds at most a frame (128 KiB), the entry being
-//! assembled (`max_metrics_per_source` x 59 bytes: 295 KB at the default
-//! 5,000) and a batch (512 KiB of text, its entries parsed), whatever the
+//! assembled (`max_metrics_per_source` x 61 bytes and 1 KiB: 306 KB at the
+//! default 5,000) and a batch (512 KiB of frames, its entries parsed), whatever the
 //! message's length and whatever `max_sources` is; at most
 //! [`MAX_EXCHANGES`] are answered at once (one per address) and one is
 //! asked, so all peers together make the gateway hold at most 5 times
 //! that, about 5 MB. A whole exchange has [`DEADLINE`]; connections from
 //! outside `peer_allow` (by default what `peer` resolves to at start)
 //! are closed. Every entry is checked on its own, as the state file's are
-//! ([`crate::engine::saved::read_entries`], then
+//! ([`crate::engine::saved::read_entry`], then
 //! [`crate::engine::merge::check`]), then against what this gateway heard
 //! itself ([`crate::engine::merge::take`]): a bad line or claim is
 //! refused, counted and named, the rest is taken; a heard frame that
@@ -106,7 +116,7 @@
 //! an exchange answered ([`serve`]); `peer/start.rs`: the start-up pull
 //! and the XML table filled from it as the records come ([`pull`]);
 //! `peer/message.rs`: the frames, written and read (and how to add a
-//! kind of information); `peer/evidence.rs`: gmond's XML read for the
+//! kind of information; an entry's fields are `engine/saved/schema.rs`); `peer/evidence.rs`: gmond's XML read for the
 //! standby ([`watch_evidence`]).
 
 use std::sync::{Arc, Mutex};

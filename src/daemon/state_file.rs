@@ -467,7 +467,7 @@ impl StateLock {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::saved::{SavedSource, write_counter, write_source};
+    use crate::engine::saved::{SavedSource, write_entry, write_header};
     use std::net::IpAddr;
 
     #[test]
@@ -478,15 +478,15 @@ mod tests {
         let _ = std::fs::remove_file(&path);
         let (store, read) = StateStore::open(&path, u64::MAX);
         assert_eq!(read, Ok((0, Skipped::default())));
-        let mut part = String::new();
-        write_source(
+        let mut part = Vec::new();
+        write_entry(
             &mut part,
             "10.0.0.1".parse().unwrap(),
             "xrootd",
             Some((1700000000, 77)),
+            [(0xdead_beef, 5000, 120), (7, 1, 0)].into_iter(),
+            None,
         );
-        write_counter(&mut part, 0xdead_beef, 5000, 120);
-        write_counter(&mut part, 7, 1, 0);
         store.state().hand_in(1, part);
         store.save().unwrap();
 
@@ -557,7 +557,8 @@ mod tests {
         std::fs::write(
             &path,
             format!(
-                "xrd2ganglia-state 1\nS\t10.0.0.1\txrootd\t{tos}\t7\nC\t0000000000000001\t5\t6\n"
+                "{{\"format\":\"xrd2ganglia-state\",\"version\":2}}\n\
+                 {{\"ip\":\"10.0.0.1\",\"program\":\"xrootd\",\"start\":[{tos},7],\"counters\":[[\"0000000000000001\",5,6]]}}\n"
             ),
         )
         .unwrap();
@@ -585,21 +586,30 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("x2g-state-big-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("state");
-        let mut text = String::from("xrd2ganglia-state 1\n");
+        let mut bytes = Vec::new();
+        write_header(&mut bytes);
         for i in 0..1000u32 {
             let ip = IpAddr::from([10, 0, (i >> 8) as u8, i as u8]);
-            write_source(&mut text, ip, "xrootd", Some((1_700_000_000, 7)));
-            write_counter(&mut text, 1, u64::from(i), 0);
+            let counter = std::iter::once((1, u64::from(i), 0));
+            write_entry(
+                &mut bytes,
+                ip,
+                "xrootd",
+                Some((1_700_000_000, 7)),
+                counter,
+                None,
+            );
         }
+        let text = String::from_utf8(bytes).unwrap();
         std::fs::write(&path, &text).unwrap();
-        // The bound falls 5 bytes into the 11th source's C line: the read
+        // The bound falls 5 bytes into the 11th source's line: the read
         // stops at that line's start.
-        let eleventh_c = text.match_indices("\nC\t").nth(10).unwrap().0 + 1;
-        let (store, read) = StateStore::open(&path, eleventh_c as u64 + 5);
+        let eleventh = text.match_indices("\n{").nth(10).unwrap().0 + 1;
+        let (store, read) = StateStore::open(&path, eleventh as u64 + 5);
         let (restored, skipped) = read.unwrap();
-        assert_eq!(restored, 11);
+        assert_eq!(restored, 10);
         assert_eq!(skipped.lines, 0);
-        let unread = (text.len() - eleventh_c) as u64;
+        let unread = (text.len() - eleventh) as u64;
         assert_eq!(skipped.unread, unread);
         assert_eq!(
             skipped.to_string(),
@@ -615,7 +625,7 @@ mod tests {
         assert_eq!(
             store
                 .state()
-                .claim(IpAddr::from([10, 0, 0, 11]), "xrootd", at),
+                .claim(IpAddr::from([10, 0, 0, 10]), "xrootd", at),
             None
         );
         // Within the bound, the whole file.

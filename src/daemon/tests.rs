@@ -642,7 +642,10 @@ fn a_stop_after_a_burst_returns_within_drain_timeout_and_saves_the_state() {
     assert_eq!(c.send_queue, 0, "{c:?}");
     // The state file has every source.
     let saved = std::fs::read_to_string(&state).unwrap();
-    assert_eq!(saved.lines().filter(|l| l.starts_with("S\t")).count(), 300);
+    assert_eq!(
+        saved.lines().filter(|l| l.starts_with("{\"ip\":")).count(),
+        300
+    );
     drop(deaf);
 }
 
@@ -812,7 +815,7 @@ fn counters_stay_continuous_across_a_stop_and_a_start_on_the_same_state_file() {
     first.stop();
     let saved = std::fs::read_to_string(&state).unwrap();
     assert!(
-        saved.contains("S\t127.0.0.1\txrootd\t1700000000\t78\n"),
+        saved.contains("{\"ip\":\"127.0.0.1\",\"program\":\"xrootd\",\"start\":[1700000000,78],"),
         "{saved}"
     );
     // Another gateway on the same file (new sockets, another gmond): the

@@ -37,9 +37,9 @@
 //!
 //! Offsets only grow under the rule, so a merge never makes a counter go
 //! down. What no xrootd can send (a tos more than a day ahead, readings of
-//! 2^63 or more, more counters than a source may have) is refused line by
-//! line, as the state file's lines are ([`super::saved::parse_line`],
-//! [`check`]). And a peer's entry is merged only where it agrees with
+//! 2^63 or more, more counters than a source may have) is refused entry by
+//! entry and counter by counter, as the state file's are
+//! ([`super::saved::check_entry`], [`check`]). And a peer's entry is merged only where it agrees with
 //! what this gateway heard itself ([`take`], the trust rule): the run is
 //! the server's word, and a raise is what a report this gateway missed
 //! could hold; so a peer that lies can stop helping, never make a counter
@@ -316,7 +316,7 @@ pub fn merge_pfc(mine: &mut Option<PfcTotals>, peer: Option<&PfcTotals>, tos: Op
     }
 }
 
-/// Whether a peer's entry, its lines each valid ([`super::saved::parse_line`]:
+/// Whether a peer's entry, its fields each valid ([`super::saved::check_entry`]:
 /// a start no more than a day ahead, readings and offsets below 2^63,
 /// each key once), can be a source's: at most `max_counters` counters.
 pub fn check(entry: &SavedSource, max_counters: usize) -> Result<(), &'static str> {

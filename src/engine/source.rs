@@ -467,7 +467,7 @@ impl Source {
 
     /// Appends its counter state as the state file keeps it (nothing for a
     /// source with no start and no counter).
-    pub(super) fn write_saved(&self, out: &mut String, ip: IpAddr) {
+    pub(super) fn write_saved(&self, out: &mut Vec<u8>, ip: IpAddr) {
         let counters = self
             .states
             .iter()
@@ -475,10 +475,8 @@ impl Source {
         if self.started.is_none() && counters.clone().next().is_none() {
             return;
         }
-        saved::write_source(out, ip, &self.program, self.started);
-        for m in counters {
-            saved::write_counter(out, m.key, m.last_raw, m.offset);
-        }
+        let counters = counters.map(|m| (m.key, m.last_raw, m.offset));
+        saved::write_entry(out, ip, &self.program, self.started, counters, None);
     }
 
     /// Its counter state as the state file and the peer take it.

@@ -133,7 +133,7 @@ counters! {
     sources_evicted: Counter "sources_evicted", "sources/s", "Sources evicted",
         "Sources forgotten because max_sources was reached.";
     state_lines_skipped: Counter "state_lines_skipped", "lines/s", "State file lines skipped",
-        "Lines of the state file skipped at start because they failed a check (named in the log); the other sources kept their counters.";
+        "Lines (entries) and counters of the state file skipped at start because they failed a check (named in the log); the other sources kept their counters.";
     sources: Gauge "sources", "sources", "Sources tracked",
         "xrootd/cmsd instances the gateway tracks now.";
     restarts: Counter "restarts", "restarts/s", "Restarts noticed",
@@ -179,7 +179,7 @@ counters! {
     peer_denied: Counter "peer_denied", "connections/s", "Peer connections denied",
         "Connections to peer_listen from outside peer_allow (or while that address had an exchange going, or 4 exchanges were), closed at once.";
     peer_refused_entries: Counter "peer_refused_entries", "lines/s", "Peer lines refused",
-        "Lines of the peer's entries refused, checked as the state file's (a start in the future, a counter of 2^63 or more, ...); the rest is taken.";
+        "The peer's entries and counters refused, checked as the state file's (a start in the future, a counter of 2^63 or more, ...); the rest is taken.";
     peer_refused_claims: Counter "peer_refused_claims", "claims/s", "Peer claims refused",
         "The peer's claims refused as inconsistent with what this gateway heard itself: a restart the server did not report (a start in the future, or contradicted by the server's later reports), or a counter raised by more than the server's own reports allow. The rest of the entry is taken.";
     detailed_packets: Counter "detailed_packets", "datagrams/s", "Detailed stream packets",

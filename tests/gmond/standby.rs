@@ -272,7 +272,7 @@ fn lying_peer(host: Option<&'static str>) -> (u16, Arc<AtomicBool>) {
                     break;
                 }
             }
-            let mut answer = frame(b'H', b"xrd2ganglia-peer 2\tanswer\t0\t1");
+            let mut answer = frame(b'H', b"xrd2ganglia-peer 3\tanswer\t0\t1");
             if let Some(h) = host {
                 answer.extend(frame(b'L', format!("0\t{h}").as_bytes()));
             }

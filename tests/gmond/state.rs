@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::{Gateway, Gmond, Scratch, replay::unix_now};
 use xrd2ganglia::daemon::state_file::{StateStore, tmp_path};
-use xrd2ganglia::engine::saved::{write_counter, write_source};
+use xrd2ganglia::engine::saved::write_entry;
 
 const QUIET: &str = "stats_interval = 0\nself_metrics_interval = 0\nlog_interval = 1\n";
 
@@ -26,23 +26,26 @@ fn before(i: u32) -> u64 {
     62_980_000 + u64::from(i)
 }
 
-/// Replaces the offset (the last field) of the `C` line whose reading is
-/// `reading`.
+/// Replaces the offset (the last field) of the counter whose reading is
+/// `reading` (and offset 0).
 fn set_offset(text: &str, reading: u64, offset: &str) -> String {
-    let tail = format!("\t{reading}\t0\n");
-    let at = text
-        .find(&tail)
-        .unwrap_or_else(|| panic!("no C line reading {reading}:\n{text}"));
-    format!(
-        "{}\t{reading}\t{offset}\n{}",
-        &text[..at],
-        &text[at + tail.len()..]
-    )
+    let old = format!(",{reading},0]");
+    assert!(text.contains(&old), "no counter reading {reading}:\n{text}");
+    text.replacen(&old, &format!(",{reading},{offset}]"), 1)
 }
 
-/// Inserts `line` after the `S` line of the server at `ip`.
+/// Inserts `counter` first among the counters of the server at `ip`.
+fn add_counter(text: &str, ip: &str, counter: &str) -> String {
+    let at = text
+        .find(&format!("{{\"ip\":\"{ip}\""))
+        .unwrap_or_else(|| panic!("no entry of {ip}:\n{text}"));
+    let list = at + text[at..].find("\"counters\":[").unwrap() + "\"counters\":[".len();
+    format!("{}{counter},{}", &text[..list], &text[list..])
+}
+
+/// Inserts `line` after the entry of the server at `ip`.
 fn after_source(text: &str, ip: &str, line: &str) -> String {
-    let s = format!("S\t{ip}\txrootd\t");
+    let s = format!("{{\"ip\":\"{ip}\"");
     let at = text.find(&s).unwrap_or_else(|| panic!("no {s:?}:\n{text}"));
     let end = at + text[at..].find('\n').unwrap() + 1;
     format!("{}{line}{}", &text[..end], &text[end..])
@@ -74,39 +77,42 @@ fn a_damaged_state_file_loses_only_its_bad_lines() {
     });
     assert!(first.proc.terminate().success());
     let saved = std::fs::read_to_string(&state).unwrap();
-    assert!(saved.starts_with("xrd2ganglia-state 1\n"), "{saved}");
+    assert!(
+        saved.starts_with("{\"format\":\"xrd2ganglia-state\",\"version\":2}\n"),
+        "{saved}"
+    );
 
     // ds12's link.in: a negative offset; ds13's: u64::MAX.
     let mut damaged = set_offset(&saved, before(12), "-3");
     damaged = set_offset(&damaged, before(13), "18446744073709551615");
     // A counter above u64 for ds14, garbage after ds11's source line, a
     // last line cut off in the middle of its key.
-    damaged = after_source(
+    damaged = add_counter(
         &damaged,
         "127.0.0.14",
-        "C\t00000000000000ab\t1\t18446744073709551616\n",
+        "[\"00000000000000ab\",1,18446744073709551616]",
     );
     damaged = after_source(&damaged, "127.0.0.11", "%%\u{1}garbage%%\n");
-    damaged.push_str("C\t00000000000");
+    damaged.push_str("{\"ip\":\"127.0.0.99\",\"program\":\"xrootd\",\"counters\":[[\"00000000000");
     std::fs::write(&state, &damaged).unwrap();
 
     let mut second = Gateway::start(gmond.port, &config);
     let log = second.proc.log_text();
     let skipped: Vec<&str> = log
         .lines()
-        .filter(|l| l.contains("lines skipped"))
+        .filter(|l| l.contains(" skipped: line "))
         .collect();
     assert_eq!(skipped.len(), 1, "{log}");
     assert!(
-        skipped[0].contains(": 5 lines skipped: line "),
+        skipped[0].contains(": 2 lines and 3 counters skipped: line "),
         "{}",
         skipped[0]
     );
     for why in [
         "offset \"-3\": negative",
         "offset \"18446744073709551615\": 2^63 or more",
-        "offset \"18446744073709551616\": above u64",
-        "not an S line",
+        ": above u64",
+        "not an entry",
         "cut off (no newline at its end)",
     ] {
         assert!(skipped[0].contains(why), "{why} not in {}", skipped[0]);
@@ -143,12 +149,12 @@ fn a_damaged_state_file_loses_only_its_bad_lines() {
     // The next save holds every source again, without the bad lines.
     let again = std::fs::read_to_string(&state).unwrap();
     assert_eq!(
-        again.lines().filter(|l| l.starts_with("S\t")).count(),
+        again.lines().filter(|l| l.starts_with("{\"ip\":")).count(),
         5,
         "{again}"
     );
     assert!(
-        !again.contains("garbage") && !again.contains("-3\n"),
+        !again.contains("garbage") && !again.contains(",-3]"),
         "{again}"
     );
 }
@@ -254,33 +260,23 @@ fn a_failed_save_leaves_the_last_good_file_and_no_temporary_one() {
     let fs = SmallFs::mount("enospc", "64k");
     let path = fs.0.join("state");
     let (store, _) = StateStore::open(&path, u64::MAX);
-    let mut part = String::new();
-    write_source(
-        &mut part,
-        "10.0.0.1".parse().unwrap(),
-        "xrootd",
-        Some((1, 2)),
-    );
-    write_counter(&mut part, 1, 5000, 120);
+    let mut part = Vec::new();
+    let ip = "10.0.0.1".parse().unwrap();
+    let one = std::iter::once((1, 5000, 120));
+    write_entry(&mut part, ip, "xrootd", Some((1, 2)), one, None);
     store.state().hand_in(0, part);
     store.save().unwrap();
     let good = std::fs::read(&path).unwrap();
     assert_eq!(
         String::from_utf8_lossy(&good),
-        "xrd2ganglia-state 1\nS\t10.0.0.1\txrootd\t1\t2\nC\t0000000000000001\t5000\t120\n"
+        "{\"format\":\"xrd2ganglia-state\",\"version\":2}\n\
+         {\"ip\":\"10.0.0.1\",\"program\":\"xrootd\",\"start\":[1,2],\"counters\":[[\"0000000000000001\",5000,120]]}\n"
     );
 
     // 10,000 counters (about 450 KB) do not fit in 64 KiB.
-    let mut big = String::new();
-    write_source(
-        &mut big,
-        "10.0.0.1".parse().unwrap(),
-        "xrootd",
-        Some((1, 3)),
-    );
-    for key in 0..10_000 {
-        write_counter(&mut big, key, 1_000_000_000_000, 1_000_000_000_000);
-    }
+    let mut big = Vec::new();
+    let counters = (0..10_000).map(|key| (key, 1_000_000_000_000, 1_000_000_000_000));
+    write_entry(&mut big, ip, "xrootd", Some((1, 3)), counters, None);
     store.state().hand_in(0, big);
     let e = store.save().unwrap_err();
     assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");

@@ -122,4 +122,25 @@ fn fuzz_targets_smoke() {
             runs: 100_000,
         },
     );
+    // Issue 46 (2-core VM shared with other builds, 2026-11-28, 60 s
+    // each: state_file 2 of 2 seeds, cov 511 -> 2563, 4,930,719 runs;
+    // peer 1 of 1, cov 364 -> 1601, 13,565,009 runs; no crash).
+    fuzz(
+        "state_file",
+        Floors {
+            seconds: 10,
+            corpus: 2,
+            seed_cov: 470,
+            runs: 50_000,
+        },
+    );
+    fuzz(
+        "peer",
+        Floors {
+            seconds: 10,
+            corpus: 1,
+            seed_cov: 330,
+            runs: 300_000,
+        },
+    );
 }

@@ -84,7 +84,7 @@ fn a_second_gateway_on_the_same_state_file_is_refused_and_the_first_keeps_it() {
     assert_eq!(first.proc.terminate().code(), Some(0));
     let saved = std::fs::read_to_string(&state).unwrap();
     assert!(
-        saved.contains("S\t127.0.0.1\txrootd\t1700000000\t41\n"),
+        saved.contains("{\"ip\":\"127.0.0.1\",\"program\":\"xrootd\",\"start\":[1700000000,41],"),
         "{saved}"
     );
 
@@ -111,7 +111,7 @@ fn a_gateway_killed_with_sigkill_does_not_block_its_restart() {
     crashed.send(link_record(7, 100).as_bytes());
     // Saved once, then killed without a chance to clean up.
     wait_until("a periodic save", || {
-        std::fs::read_to_string(&state).is_ok_and(|s| s.contains("\txrootd\t"))
+        std::fs::read_to_string(&state).is_ok_and(|s| s.contains("\"program\":\"xrootd\""))
     });
     crashed.proc.child.kill().unwrap(); // SIGKILL, to our own child's pid
     let status = crashed.proc.child.wait().unwrap();
@@ -577,19 +577,27 @@ fn peer_flood_memory() {
             f.extend_from_slice(payload);
             f
         };
-        let mut refused = String::from("S\t10.0.0.1\txrootd\t4000000000\t1\n");
+        // An entry of a start a year ahead, refused whole (the schema's
+        // JSON, its frame full).
+        let mut refused = String::from(
+            r#"{"ip":"10.0.0.1","program":"xrootd","start":[4000000000,1],"counters":["#,
+        );
         while refused.len() < (128 << 10) - 64 {
-            refused.push_str("C\t0000000000000001\t1\t1\n");
+            refused.push_str(r#"["0000000000000001",1,1],"#);
         }
+        refused.push_str(r#"["0000000000000001",1,1]]}"#);
         let refused = refused.into_bytes();
-        let counters = "C\t0000000000000002\t1\t1\n".repeat(5300).into_bytes();
-        let header = frame(b'H', b"xrd2ganglia-peer 2\tpush\t0\t1");
+        let counters = r#"["0000000000000002",1,1],"#.repeat(5300).into_bytes();
+        let header = frame(b'H', b"xrd2ganglia-peer 3\tpush\t0\t1");
         let mut one = Vec::new();
         for i in 0..8 {
             one.extend(frame(b'E', &refused));
             one.extend(frame(b'F', &refused[..100_000 + i]));
         }
-        one.extend(frame(b'E', b"S\t10.0.0.2\txrootd\t1700000000\t1\n"));
+        one.extend(frame(
+            b'E',
+            br#"{"ip":"10.0.0.2","program":"xrootd","start":[1700000000,1],"counters":["#,
+        ));
         for _ in 0..40 {
             one.extend(frame(b'+', &counters[..120_000]));
         }

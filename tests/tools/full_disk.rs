@@ -136,11 +136,11 @@ fn full_disk_at_start(tag: &str, options: &str, fill: &str, freed: &[&str], lock
         std::fs::remove_file(inside(&mount.join(f))).unwrap();
     }
     let saved = wait("the state file, with the source", || {
-        std::fs::read_to_string(inside(&state))
-            .ok()
-            .filter(|t| t.contains("S\t127.0.0.1\txrootd\t1700000000\t4242"))
+        std::fs::read_to_string(inside(&state)).ok().filter(|t| {
+            t.contains("{\"ip\":\"127.0.0.1\",\"program\":\"xrootd\",\"start\":[1700000000,4242],")
+        })
     });
-    assert!(saved.contains("\nC\t"), "{saved}");
+    assert!(saved.contains(",\"counters\":[[\""), "{saved}");
     let log_text = text();
     assert!(
         log_text.contains(&format!("state file {} written again", state.display())),

@@ -12,7 +12,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 
 use super::link::Claims;
-use super::message::{Assembler, Incoming, Item, Mode, Refused, finish};
+use super::message::{Assembler, Incoming, Item, Mode, Refused, finish, is_other_version};
 use super::{DEADLINE, Link, MAX_EXCHANGES, lock, unix_now};
 use crate::config::Settings;
 use crate::engine::merge;
@@ -120,7 +120,18 @@ async fn answer_one(link: &Link, mut stream: TcpStream) -> Outcome {
     let (read, mut write) = stream.split();
     let assembler = Assembler::new(link.max_counters, link.max_entries(), unix_now());
     let mut incoming = Incoming::new(read, assembler);
-    let header = incoming.header().await?;
+    let header = match incoming.header().await {
+        Ok(h) => h,
+        Err(e) => {
+            if is_other_version(&e) {
+                // This one's header and end: the peer's log says which
+                // version answered.
+                let _ = write.write_all(&link.writer("answer").end()).await;
+                let _ = write.shutdown().await;
+            }
+            return Err(e);
+        }
+    };
     // The sources named (8 bytes each, at most max_sources), and the
     // merged entries that differ from what was sent (this gateway's own).
     let mut named: HashSet<u64> = HashSet::new();

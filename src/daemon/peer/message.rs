@@ -12,13 +12,21 @@
 //! message's length; a message of more entries than `max_sources` is
 //! cut there.
 //!
-//! **Adding a kind of information** (a new frame kind): a variant of
-//! [`Kind`] with its byte, a method of [`Writer`] that writes it, and an
-//! arm of [`Assembler::frame`] that checks it and yields an [`Item`]. A
-//! gateway that does not know a kind skips its frames, counted with the
-//! refused lines (a newer peer), and takes the rest.
+//! **Entries are the state file's** ([`saved::schema::Entry`], JSON, one
+//! typed definition): an entry's bytes are cut into an `E` frame and `+`
+//! frames, assembled, then parsed and checked as one line of the state
+//! file is ([`saved::read_entry`]): a bad entry loses only itself, a bad
+//! counter or g-stream total only itself.
+//!
+//! **Adding a kind of information**: to an entry, an optional field of
+//! [`saved::schema::Entry`] (an older peer ignores it); otherwise a new
+//! frame kind: a variant of [`Kind`] with its byte, a method of [`Writer`]
+//! that writes it, and an arm of [`Assembler::frame`] that checks it and
+//! yields an [`Item`]. A gateway that does not know a kind skips its
+//! frames, counted with the refused lines (a newer peer), and takes the
+//! rest. A change an older peer would misread takes a new [`HEADER`]
+//! version.
 
-use std::fmt::Write as _;
 use std::io;
 use std::net::IpAddr;
 use std::time::Duration;
@@ -28,10 +36,12 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use crate::engine::merge;
 use crate::engine::pairing::{Entry, LastRecord};
 use crate::engine::saved;
-use crate::gstream::PfcTotals;
 
 /// The first field of every message's header: the exchange and its version.
-pub(super) const HEADER: &str = "xrd2ganglia-peer 2";
+pub const HEADER: &str = "xrd2ganglia-peer 3";
+
+/// What every version's header starts with.
+const HEADER_NAME: &str = "xrd2ganglia-peer ";
 
 /// The most bytes a frame's payload may have (a record of 64 KiB and its
 /// line fit; an entry longer than this goes in several frames).
@@ -43,9 +53,14 @@ pub const BATCH_BYTES: usize = 512 << 10;
 /// Longest datagram a record frame carries (a UDP datagram's most).
 const MAX_RECORD: usize = 65_536;
 
-/// The most bytes of one `C` line (`C`, 16 hex digits, two numbers below
-/// 2^63, tabs and newline): with `max_metrics_per_source`, an entry's most.
-const C_LINE_MAX: usize = 2 + 16 + 1 + 19 + 1 + 19 + 1;
+/// The most bytes of one counter as written (`["` 16 hex digits `",`, two
+/// numbers below 2^63, `,`, `],`): with `max_metrics_per_source`, an
+/// entry's most.
+const COUNTER_MAX: usize = 2 + 16 + 2 + 19 + 1 + 19 + 2;
+
+/// What an entry holds besides its counters, at most (its address,
+/// program, run and g-stream totals, as written).
+const ENTRY_REST_MAX: usize = 1024;
 
 /// A frame's kind: its first byte on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,13 +68,12 @@ pub enum Kind {
     /// The message's first frame: `HEADER`, mode, standby claim, number
     /// (tab-separated text).
     Header,
-    /// A source's entry: its `S` line and its `C` lines, as the state
-    /// file writes them (the first of them, if they do not fit a frame).
+    /// A source's entry, as the state file writes it (one
+    /// [`saved::schema::Entry`], JSON, its g-stream totals in it): its
+    /// first [`MAX_FRAME`] bytes.
     Entry,
-    /// More `C` lines of the entry just before.
+    /// The next bytes of the entry just before.
     More,
-    /// The g-stream totals of the entry just before: one `P` line.
-    Totals,
     /// A source's last record (answers to a pull): `ip`, tab, age in ms,
     /// newline, then the datagram's bytes.
     Record,
@@ -72,12 +86,11 @@ pub enum Kind {
 }
 
 impl Kind {
-    const ALL: [Kind; 7] = [
+    const ALL: [Kind; 6] = [
         Kind::Header,
         Kind::Heard,
         Kind::Entry,
         Kind::More,
-        Kind::Totals,
         Kind::Record,
         Kind::End,
     ];
@@ -88,7 +101,6 @@ impl Kind {
             Kind::Heard => b'L',
             Kind::Entry => b'E',
             Kind::More => b'+',
-            Kind::Totals => b'P',
             Kind::Record => b'R',
             Kind::End => b'.',
         }
@@ -137,9 +149,8 @@ pub struct Header {
     pub claim: (bool, u64),
 }
 
-/// A message, read whole (tests and measurements; the exchange reads a
-/// frame at a time, [`Incoming`]).
-#[cfg(test)]
+/// A message, read whole (tests, measurements and the fuzz target; the
+/// exchange reads a frame at a time, [`Incoming`]).
 #[derive(Debug)]
 pub struct Message {
     pub mode: Mode,
@@ -244,29 +255,23 @@ impl Writer {
         }
     }
 
-    /// A source's entry: its `S` line and `C` lines in as many frames as
-    /// they need, then its g-stream totals.
+    /// A source's entry ([`saved::write_entry`], its g-stream totals in
+    /// it) in as many frames as it needs.
     pub fn entry(&mut self, e: &Entry) {
-        let mut text = String::new();
-        saved::write_source(&mut text, e.ip, &e.program, e.state.started);
-        let mut kind = Kind::Entry;
-        for &(key, raw, off) in &e.state.counters {
-            if text.len() + C_LINE_MAX > MAX_FRAME {
-                self.frame(kind, text.as_bytes());
-                text.clear();
-                kind = Kind::More;
-            }
-            saved::write_counter(&mut text, key, raw, off);
-        }
-        self.frame(kind, text.as_bytes());
-        if let Some(p) = &e.pfc {
-            let mut line = String::new();
-            let _ = writeln!(
-                line,
-                "P\t{}\t{}\t{}\t{}\t{}",
-                p.stod, p.files, p.bytes_hit, p.bytes_miss, p.bytes_bypass
-            );
-            self.frame(Kind::Totals, line.as_bytes());
+        let mut json = Vec::new();
+        saved::write_entry(
+            &mut json,
+            e.ip,
+            &e.program,
+            e.state.started,
+            e.state.counters.iter().copied(),
+            e.pfc.as_ref(),
+        );
+        json.pop();
+        let mut chunks = json.chunks(MAX_FRAME);
+        self.frame(Kind::Entry, chunks.next().unwrap_or_default());
+        for more in chunks {
+            self.frame(Kind::More, more);
         }
     }
 
@@ -288,9 +293,9 @@ impl Writer {
 }
 
 /// A message's bytes: header, entries, records (the oldest first: a
-/// starting peer feeds them in that order), end.
-#[cfg(test)]
-pub(super) fn message(header: &str, entries: &[Entry], records: &[LastRecord]) -> Vec<u8> {
+/// starting peer feeds them in that order), end (tests, measurements and
+/// the fuzz target).
+pub fn message(header: &str, entries: &[Entry], records: &[LastRecord]) -> Vec<u8> {
     finish(Writer::new(header), entries, records)
 }
 
@@ -323,16 +328,16 @@ pub enum Item {
 
 /// Turns a message's frames (after its header) into checked entries and
 /// records: every entry checked on its own, as the state file's
-/// ([`saved::read_entries`], then [`merge::check`]); a bad one is refused,
+/// ([`saved::read_entry`], then [`merge::check`]); a bad one is refused,
 /// counted and named, the others are taken. A frame that cannot be read
 /// as its kind ends the message.
 pub struct Assembler {
     max_counters: usize,
     max_entries: usize,
     limits: saved::Limits,
-    /// The entry being assembled: its text and totals, or None when
-    /// refused already for its length (its further frames are skipped).
-    pending: Option<(Option<String>, Option<PfcTotals>)>,
+    /// The entry being assembled: its bytes, or None when refused
+    /// already for its length (its further frames are skipped).
+    pending: Option<Option<Vec<u8>>>,
     batch: Vec<Entry>,
     batch_bytes: usize,
     entries: usize,
@@ -355,12 +360,11 @@ impl Assembler {
         }
     }
 
-    /// The most bytes an entry's text may take.
+    /// The most bytes an entry may take.
     fn entry_max(&self) -> usize {
         self.max_counters
-            .saturating_add(2)
-            .saturating_mul(C_LINE_MAX)
-            + 256
+            .saturating_mul(COUNTER_MAX)
+            .saturating_add(ENTRY_REST_MAX)
     }
 
     /// Takes one frame (after the header); what it completes goes to `out`.
@@ -375,42 +379,27 @@ impl Assembler {
                         self.max_entries
                     ));
                 }
-                let text = std::str::from_utf8(payload).map_err(|_| "an entry that is not text")?;
-                self.pending = Some((Some(text.to_string()), None));
+                self.pending = Some(Some(payload.to_vec()));
                 self.batch_bytes += payload.len();
             }
             Some(Kind::More) => {
                 let max = self.entry_max();
-                let Some((text, _)) = &mut self.pending else {
+                let Some(bytes) = &mut self.pending else {
                     return Err("counters under no entry".into());
                 };
-                let more = std::str::from_utf8(payload).map_err(|_| "an entry that is not text")?;
-                if let Some(t) = text {
-                    if t.len() + more.len() > max {
-                        let lines = t.lines().count() + more.lines().count();
-                        self.refused.note(lines, || {
+                if let Some(b) = bytes {
+                    if b.len() + payload.len() > max {
+                        let counted = counted(b) + brackets(payload);
+                        self.refused.note(counted, || {
                             "an entry with more counters than max_metrics_per_source".into()
                         });
-                        *text = None;
+                        *bytes = None;
                     } else {
-                        t.push_str(more);
+                        b.extend_from_slice(payload);
                         self.batch_bytes += payload.len();
                     }
                 } else {
-                    self.refused.lines += more.lines().count();
-                }
-            }
-            Some(Kind::Totals) => {
-                let Some((_, pfc)) = &mut self.pending else {
-                    return Err("totals under no entry".into());
-                };
-                let line = std::str::from_utf8(payload).map_err(|_| "totals that are not text")?;
-                let fields: Vec<&str> = line.trim_end_matches('\n').split('\t').collect();
-                match read_pfc(&fields, self.limits.now_unix) {
-                    Some(totals) => *pfc = Some(totals),
-                    None => self
-                        .refused
-                        .note(1, || "g-stream totals that cannot be true".into()),
+                    self.refused.lines += brackets(payload);
                 }
             }
             Some(Kind::Record) => {
@@ -451,56 +440,67 @@ impl Assembler {
         self.batch_bytes = 0;
     }
 
-    /// The entry assembled so far, checked: into the batch, or refused.
+    /// The entry assembled so far, parsed and checked as the state
+    /// file's ([`saved::read_entry`], then [`merge::check`]): into the
+    /// batch, or refused (a counter or its totals that fail, alone).
     fn finish(&mut self) -> Result<(), String> {
-        let Some((text, pfc)) = self.pending.take() else {
+        let Some(Some(bytes)) = self.pending.take() else {
             return Ok(());
         };
-        let Some(text) = text else {
-            return Ok(());
-        };
-        let read = saved::read_entries(&text, 1, self.limits);
-        if !read.skipped.is_empty() {
-            let skipped = &read.skipped;
-            self.refused.note(skipped.lines, || skipped.to_string());
-        }
-        for e in read.entries {
-            if let Err(why) = merge::check(&e.source, self.max_counters) {
-                self.refused.note(1 + e.source.counters.len(), || {
-                    format!("{} {}: {why}", e.ip, e.program)
-                });
-                continue;
+        let checked = match saved::read_entry(&bytes, self.limits) {
+            Ok(c) => c,
+            Err(why) => {
+                self.refused.note(counted(&bytes), || why.to_string());
+                return Ok(());
             }
-            self.batch.push(Entry {
-                ip: e.ip,
-                program: e.program,
-                state: e.source,
-                pfc,
+        };
+        let e = checked.entry;
+        if let Some(why) = checked.counters_skipped.first() {
+            self.refused.note(checked.counters_failed, || {
+                format!("{} {}: {why}", e.ip, e.program)
             });
         }
+        let pfc = match checked.pfc {
+            Some(Err(why)) => {
+                self.refused.note(1, || {
+                    format!(
+                        "{} {}: g-stream totals that cannot be true: {why}",
+                        e.ip, e.program
+                    )
+                });
+                None
+            }
+            Some(Ok(p)) => Some(p),
+            None => None,
+        };
+        if let Err(why) = merge::check(&e.source, self.max_counters) {
+            self.refused.note(1 + e.source.counters.len(), || {
+                format!("{} {}: {why}", e.ip, e.program)
+            });
+            return Ok(());
+        }
+        self.batch.push(Entry {
+            ip: e.ip,
+            program: e.program,
+            state: e.source,
+            pfc,
+        });
         Ok(())
     }
 }
 
-/// A `P` line: its totals; None if they cannot be true (a start more than
-/// a day ahead, a sum of 2^63 or more).
-fn read_pfc(fields: &[&str], now_unix: u64) -> Option<PfcTotals> {
-    let ["P", stod, files, hit, miss, bypass] = fields else {
-        return None;
-    };
-    let number = |t: &str| t.parse::<u64>().ok().filter(|&n| n < saved::MAX_COUNTER);
-    let stod = stod
-        .parse::<u32>()
-        .ok()
-        .filter(|&t| u64::from(t) <= now_unix.saturating_add(saved::START_SLACK))?;
-    Some(PfcTotals {
-        stod,
-        files: number(files)?,
-        bytes_hit: number(hit)?,
-        bytes_miss: number(miss)?,
-        bytes_bypass: number(bypass)?,
-        bad_records: 0,
-    })
+/// What a refused entry's bytes count for (`peer_refused_entries`, as
+/// version 1 counted its lines): the entry and each counter in them (a
+/// counter opens a bracket; the run and the counters' list open one
+/// each), without parsing them.
+fn counted(bytes: &[u8]) -> usize {
+    1 + brackets(bytes).saturating_sub(2)
+}
+
+/// The brackets opened in `bytes`: the counters in the next bytes of an
+/// entry.
+fn brackets(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| b == b'[').count()
 }
 
 /// A record frame's payload.
@@ -530,6 +530,11 @@ fn read_header(kind: u8, payload: &[u8]) -> Result<Header, String> {
     }
     let header = std::str::from_utf8(payload).map_err(|_| "a header that is not text")?;
     let fields: Vec<&str> = header.split('\t').collect();
+    if let Some(version) = fields[0].strip_prefix(HEADER_NAME)
+        && fields[0] != HEADER
+    {
+        return Err(other_version(version));
+    }
     let [HEADER, mode, standby, drawn] = fields.as_slice() else {
         return Err(format!(
             "not this version of the peer exchange (header {:?}, this is {HEADER:?})",
@@ -542,6 +547,25 @@ fn read_header(kind: u8, payload: &[u8]) -> Result<Header, String> {
         drawn.parse().map_err(|_| "a header without its number")?,
     );
     Ok(Header { mode, claim })
+}
+
+/// What starts the error of a peer speaking another version
+/// ([`is_other_version`]).
+const OTHER_VERSION: &str = "a peer speaking version ";
+
+/// Why a peer of another version is refused.
+fn other_version(version: &str) -> String {
+    format!(
+        "{OTHER_VERSION}{} of the exchange: this is {HEADER:?} (entries in the typed schema); run one version on both (while a rolling upgrade has them differ, the link is cut)",
+        truncate(version)
+    )
+}
+
+/// Whether an exchange failed for a peer of another version (the
+/// answering side then answers with its own header, so that the peer's
+/// log names this one's version).
+pub fn is_other_version(error: &str) -> bool {
+    error.starts_with(OTHER_VERSION)
 }
 
 fn truncate(line: &str) -> &str {
@@ -557,9 +581,7 @@ fn truncate(line: &str) -> &str {
 fn frame_head(head: [u8; 5]) -> Result<(u8, usize), String> {
     let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
     if &head == b"xrd2g" {
-        return Err(format!(
-            "a peer speaking version 1 of the exchange (text): this is {HEADER:?}; run one version on both"
-        ));
+        return Err(other_version("1 (text)"));
     }
     if len > MAX_FRAME {
         return Err(format!(
@@ -607,7 +629,15 @@ impl<R: AsyncRead + Unpin> Incoming<R> {
 
     /// The message's header (its first frame).
     pub async fn header(&mut self) -> Result<Header, String> {
-        let kind = self.next_frame().await?;
+        let kind = self.next_frame().await.map_err(|e| {
+            if e == CLOSED {
+                // What a gateway of another version does with this one's
+                // header: its own log says which.
+                "closed before its header (a peer of another version of the exchange closes so; its log says which)".to_string()
+            } else {
+                e
+            }
+        })?;
         read_header(kind, &self.frame)
     }
 
@@ -633,16 +663,18 @@ impl<R: AsyncRead + Unpin> Incoming<R> {
     }
 }
 
+const CLOSED: &str = "closed before the end of its message";
+
 fn closed(e: &io::Error) -> String {
     if e.kind() == io::ErrorKind::UnexpectedEof {
-        "closed before the end of its message".into()
+        CLOSED.into()
     } else {
         e.to_string()
     }
 }
 
-/// Reads a whole message from its bytes (tests and measurements).
-#[cfg(test)]
+/// Reads a whole message from its bytes, a frame at a time as
+/// [`Incoming`] does (tests, measurements and the fuzz target).
 pub fn parse(bytes: &[u8], max_counters: usize, now_unix: u64) -> Result<Message, String> {
     let mut at = 0;
     let mut next = || -> Result<(u8, &[u8]), String> {
@@ -706,32 +738,39 @@ mod tests {
         out
     }
 
+    /// An entry as the schema writes it: `start` and `counters` as JSON.
+    fn json(ip: &str, start: &str, counters: &str) -> String {
+        format!(r#"{{"ip":"{ip}","program":"xrootd","start":{start},"counters":[{counters}]}}"#)
+    }
+
     /// Each bad line is refused on its own, as in the state file; the good
     /// entries of the same message are taken; a record is read whole.
     #[test]
     fn what_no_xrootd_sends_is_refused_line_by_line() {
-        let future = format!(
-            "S\t10.0.0.1\txrootd\t{}\t1\nC\t0000000000000001\t1\t5\n",
-            NOW + 86_400 + 1
+        let future = json(
+            "10.0.0.1",
+            &format!("[{},1]", NOW + 86_400 + 1),
+            r#"["0000000000000001",1,5]"#,
+        );
+        let second = json(
+            "10.0.0.2",
+            "[1700000000,77]",
+            r#"["0000000000000001",18446744073709551615,0],["0000000000000002",9223372036854775808,0],["0000000000000003",7,9]"#,
+        );
+        // The second entry cut in two frames (an entry and its more).
+        let (first_part, more) = second.split_at(60);
+        let third = json(
+            "10.0.0.3",
+            "[1700000000,77]",
+            r#"["0000000000000001",1,1],["0000000000000002",1,1],["0000000000000003",1,1]"#,
         );
         let text = frames(
             &format!("{HEADER}\tpush\t1\t42"),
             &[
                 (b'E', future.as_bytes()),
-                (
-                    b'E',
-                    b"S\t10.0.0.2\txrootd\t1700000000\t77\n\
-                      C\t0000000000000001\t18446744073709551615\t0\n\
-                      C\t0000000000000002\t9223372036854775808\t0\n",
-                ),
-                (b'+', b"C\t0000000000000003\t7\t9\n"),
-                (
-                    b'E',
-                    b"S\t10.0.0.3\txrootd\t1700000000\t77\n\
-                      C\t0000000000000001\t1\t1\n\
-                      C\t0000000000000002\t1\t1\n\
-                      C\t0000000000000003\t1\t1\n",
-                ),
+                (b'E', first_part.as_bytes()),
+                (b'+', more.as_bytes()),
+                (b'E', third.as_bytes()),
                 (b'R', b"10.0.0.2\t1500\n<a\n>"),
                 (b'.', b""),
             ],
@@ -762,7 +801,7 @@ mod tests {
     #[test]
     fn a_message_ends_at_its_own_end_frame() {
         let whole = frames(
-            "xrd2ganglia-peer 2\tanswer\t0\t1",
+            "xrd2ganglia-peer 3\tanswer\t0\t1",
             &[(b'R', b"10.0.0.1\t0\na\n.\x00\x00\x00\x00"), (b'.', b"")],
         );
         assert!(parse(&whole[..whole.len() - 5], 10, NOW).is_err());
@@ -801,7 +840,7 @@ mod tests {
         assert_eq!((msg.entries.len(), msg.refused.lines), (1, 0));
         let none = parse(
             &frames(
-                "xrd2ganglia-peer 2\tpush\t0\t7",
+                "xrd2ganglia-peer 3\tpush\t0\t7",
                 &[(b'L', b"-\txrd2ganglia@b"), (b'.', b"")],
             ),
             10,
@@ -817,14 +856,12 @@ mod tests {
             "12",
             "12\txrd2ganglia@a\tmore",
         ] {
+            let entry = json("10.0.0.1", "[1700000000,1]", r#"["0000000000000001",1,5]"#);
             let text = frames(
                 &format!("{HEADER}\tpush\t0\t7"),
                 &[
                     (b'L', bad.as_bytes()),
-                    (
-                        b'E',
-                        b"S\t10.0.0.1\txrootd\t1700000000\t1\nC\t0000000000000001\t1\t5\n",
-                    ),
+                    (b'E', entry.as_bytes()),
                     (b'.', b""),
                 ],
             );
@@ -837,26 +874,46 @@ mod tests {
 
     #[test]
     fn a_message_that_is_not_the_exchange_fails_whole() {
-        let header = "xrd2ganglia-peer 2\tpush\t0\t1";
+        let header = "xrd2ganglia-peer 3\tpush\t0\t1";
+        let entry = json("10.0.0.1", "[1,1]", "");
         for bad in [
             b"GET / HTTP/1.0\r\n\r\n".to_vec(),
             // Version 1 (text).
             b"xrd2ganglia-peer 1\tpush\t0\t1\n.\n".to_vec(),
+            // Version 2 (frames of S and C lines).
+            frames("xrd2ganglia-peer 2\tpush\t0\t1", &[(b'.', b"")]),
             // No end.
-            frames(header, &[(b'E', b"S\t10.0.0.1\txrootd\t1\t1\n")]),
+            frames(header, &[(b'E', entry.as_bytes())]),
             // A record frame that is no record.
             frames(header, &[(b'R', b"short"), (b'.', b"")]),
-            frames("xrd2ganglia-peer 2\tshout\t0\t1", &[(b'.', b"")]),
+            frames("xrd2ganglia-peer 3\tshout\t0\t1", &[(b'.', b"")]),
             // Counters under no entry.
             frames(
                 header,
-                &[(b'+', b"C\t0000000000000001\t1\t1\n"), (b'.', b"")],
+                &[(b'+', br#"["0000000000000001",1,1]"#), (b'.', b"")],
             ),
         ] {
             assert!(
                 parse(&bad, 10, NOW).is_err(),
                 "{:?}",
                 String::from_utf8_lossy(&bad)
+            );
+        }
+        // A peer of another version: refused with why, and which.
+        for (old, version) in [
+            (b"xrd2ganglia-peer 1\tpush\t0\t1\n.\n".to_vec(), "1 (text)"),
+            (
+                frames("xrd2ganglia-peer 2\tpush\t0\t1", &[(b'.', b"")]),
+                "2",
+            ),
+        ] {
+            let e = parse(&old, 10, NOW).unwrap_err();
+            assert!(is_other_version(&e), "{e}");
+            assert_eq!(
+                e,
+                format!(
+                    "a peer speaking version {version} of the exchange: this is \"xrd2ganglia-peer 3\" (entries in the typed schema); run one version on both (while a rolling upgrade has them differ, the link is cut)"
+                )
             );
         }
         // Its end comes first; what follows is not read.
@@ -870,17 +927,17 @@ mod tests {
     /// know loses only itself.
     #[test]
     fn a_frame_is_bounded_before_it_is_read_and_an_unknown_kind_skipped() {
-        let mut huge = frames("xrd2ganglia-peer 2\tpush\t0\t1", &[]);
+        let mut huge = frames("xrd2ganglia-peer 3\tpush\t0\t1", &[]);
         huge.push(b'E');
         huge.extend_from_slice(&(MAX_FRAME as u32 + 1).to_be_bytes());
         let err = parse(&huge, 10, NOW).unwrap_err();
         assert!(err.contains("more than the 131072"), "{err}");
         let msg = parse(
             &frames(
-                "xrd2ganglia-peer 2\tpush\t0\t1",
+                "xrd2ganglia-peer 3\tpush\t0\t1",
                 &[
                     (b'F', b"10.0.0.1\t3"),
-                    (b'E', b"S\t10.0.0.1\txrootd\t1700000000\t7\n"),
+                    (b'E', json("10.0.0.1", "[1700000000,7]", "").as_bytes()),
                     (b'.', b""),
                 ],
             ),
@@ -909,10 +966,24 @@ mod tests {
             pfc: None,
         };
         let bytes = message(
-            "xrd2ganglia-peer 2\tfull\t0\t1",
+            "xrd2ganglia-peer 3\tfull\t0\t1",
             std::slice::from_ref(&e),
             &[],
         );
+        // Its frames: an entry, then more (5 bytes each and at most
+        // MAX_FRAME of the entry), then the end.
+        let kinds: Vec<u8> = {
+            let mut at = 5 + u32::from_be_bytes(bytes[1..5].try_into().unwrap()) as usize;
+            let mut kinds = Vec::new();
+            while at < bytes.len() {
+                let len = u32::from_be_bytes(bytes[at + 1..at + 5].try_into().unwrap()) as usize;
+                assert!(len <= MAX_FRAME);
+                kinds.push(bytes[at]);
+                at += 5 + len;
+            }
+            kinds
+        };
+        assert_eq!(kinds, b"E+.");
         let msg = parse(&bytes, 5000, NOW).unwrap();
         assert_eq!(msg.entries, [e]);
         let msg = parse(&bytes, 4999, NOW).unwrap();
@@ -969,7 +1040,7 @@ mod cost {
         let mut records = Vec::new();
         gw1.engine.last_records(now, &mut records);
         let counters: usize = entries.iter().map(|e| e.state.counters.len()).sum();
-        let header = "xrd2ganglia-peer 2\tfull\t0\t1";
+        let header = "xrd2ganglia-peer 3\tfull\t0\t1";
         let rounds = 20;
         let t = Instant::now();
         let mut full = Vec::new();

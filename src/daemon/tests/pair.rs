@@ -76,30 +76,47 @@ fn entries(at: SocketAddr) -> std::collections::BTreeSet<String> {
     }
     let mut s: TcpStream = s.into();
     s.set_read_timeout(Some(DEADLINE)).unwrap();
-    let _ = s.write_all(&framed("xrd2ganglia-peer 2\tpull\t0\t1", &[(b'.', b"")]));
+    let _ = s.write_all(&framed("xrd2ganglia-peer 3\tpull\t0\t1", &[(b'.', b"")]));
     let mut out = Vec::new();
     let _ = s.read_to_end(&mut out);
-    // The entries' frames (`E`, `+`) hold the state file's lines; a `P`
-    // frame the totals of the entry before it, whose ip it is given here.
-    let mut ip = String::new();
+    // The entries' frames (`E`, `+`) hold the state file's entries
+    // (JSON); each is told here as version 1's lines (`S`, `C`) and its
+    // totals as a `P` line with its ip, so that two are compared by line.
     let mut lines = std::collections::BTreeSet::new();
+    let mut entry: Vec<u8> = Vec::new();
+    let mut take = |entry: &mut Vec<u8>| {
+        if entry.is_empty() {
+            return;
+        }
+        let limits = crate::engine::saved::Limits {
+            now_unix: unix_now(),
+        };
+        let checked = crate::engine::saved::read_entry(entry, limits).expect("an entry");
+        let e = checked.entry;
+        let (tos, pid) = e.source.started.unwrap_or((0, 0));
+        lines.insert(format!("S\t{}\t{}\t{tos}\t{pid}", e.ip, e.program));
+        for (k, r, o) in e.source.counters {
+            lines.insert(format!("C\t{k:016x}\t{r}\t{o}"));
+        }
+        if let Some(Ok(p)) = checked.pfc {
+            lines.insert(format!(
+                "P\t{}\t{}\t{}\t{}\t{}\t{}",
+                e.ip, p.stod, p.files, p.bytes_hit, p.bytes_miss, p.bytes_bypass
+            ));
+        }
+        entry.clear();
+    };
     for (kind, payload) in frames_of(&out) {
-        let text = String::from_utf8_lossy(&payload);
-        for l in text.lines() {
-            match kind {
-                b'E' | b'+' if l.starts_with("S\t") || l.starts_with("C\t") => {
-                    if let Some(at) = l.strip_prefix("S\t") {
-                        ip = at.split('\t').next().unwrap_or_default().to_string();
-                    }
-                    lines.insert(l.to_string());
-                }
-                b'P' => {
-                    lines.insert(format!("P\t{ip}\t{}", &l[2.min(l.len())..]));
-                }
-                _ => {}
+        match kind {
+            b'E' => {
+                take(&mut entry);
+                entry = payload;
             }
+            b'+' => entry.extend_from_slice(&payload),
+            _ => take(&mut entry),
         }
     }
+    take(&mut entry);
     lines
 }
 
@@ -280,7 +297,7 @@ fn lie(round: usize) -> Option<Vec<u8>> {
 
 /// The same lies, in a message of `mode`.
 fn lie_as(round: usize, mode: &str) -> Option<Vec<u8>> {
-    let header = &format!("xrd2ganglia-peer 2\t{mode}\t0\t1");
+    let header = &format!("xrd2ganglia-peer 3\t{mode}\t0\t1");
     match round % 4 {
         // Not the exchange at all.
         0 => Some(b"\x00\xffGET / HTTP/1.0\r\n\r\n.\n".to_vec()),
@@ -290,7 +307,7 @@ fn lie_as(round: usize, mode: &str) -> Option<Vec<u8>> {
             m.push(b'E');
             m.extend_from_slice(&(3u32 << 20).to_be_bytes());
             m.extend(
-                "C\t0000000000000001\t1\t1\n"
+                "[\"0000000000000001\",1,1],"
                     .repeat(3 << 20 >> 5)
                     .into_bytes(),
             );
@@ -300,7 +317,7 @@ fn lie_as(round: usize, mode: &str) -> Option<Vec<u8>> {
         // counter above 2^62; and one with a line that is no counter.
         2 => {
             let ahead = format!(
-                "S\t127.0.0.1\txrootd\t{}\t1\nC\t0000000000000001\t1\t5\n",
+                r#"{{"ip":"127.0.0.1","program":"xrootd","start":[{},1],"counters":[["0000000000000001",1,5]]}}"#,
                 unix_now() + 100_000
             );
             Some(framed(
@@ -309,9 +326,12 @@ fn lie_as(round: usize, mode: &str) -> Option<Vec<u8>> {
                     (b'E', ahead.as_bytes()),
                     (
                         b'E',
-                        b"S\t127.0.0.1\txrootd\t1700000000\t77\nC\t0000000000000001\t18446744073709551615\t0\n",
+                        br#"{"ip":"127.0.0.1","program":"xrootd","start":[1700000000,77],"counters":[["0000000000000001",18446744073709551615,0]]}"#,
                     ),
-                    (b'E', b"S\t127.0.0.2\txrootd\t1700000000\t77\nC\tnot-hex\t1\t1\n"),
+                    (
+                        b'E',
+                        br#"{"ip":"127.0.0.2","program":"xrootd","start":[1700000000,77],"counters":[["not-hex",1,1]]}"#,
+                    ),
                     (b'.', b""),
                 ],
             ))
@@ -598,20 +618,27 @@ fn a_hostile_peers_spike_and_fake_restart_move_nothing() {
     // What the gateway holds of the server, asked as its peer would.
     let answer = exchange(
         own_addr,
-        &framed("xrd2ganglia-peer 2\tpull\t0\t1", &[(b'.', b"")]),
+        &framed("xrd2ganglia-peer 3\tpull\t0\t1", &[(b'.', b"")]),
     );
     let entry = frames_of(&answer)
         .into_iter()
         .find(|(k, _)| *k == b'E')
-        .map(|(_, p)| String::from_utf8(p).unwrap())
+        .map(|(_, p)| p)
         .expect("the server's entry");
-    let mut lines = entry.lines();
-    let s_line = lines.next().unwrap().to_string();
-    let program = s_line.split('\t').nth(2).unwrap().to_string();
-    let key = lines
-        .map(|l| l.split('\t').collect::<Vec<_>>())
-        .find(|f| f[2] == "63081435")
-        .map(|f| f[1].to_string())
+    let limits = crate::engine::saved::Limits {
+        now_unix: unix_now(),
+    };
+    let held = crate::engine::saved::read_entry(&entry, limits)
+        .expect("an entry")
+        .entry;
+    let program = held.program.clone();
+    let (tos, pid) = held.source.started.expect("its run");
+    let key = held
+        .source
+        .counters
+        .iter()
+        .find(|c| c.1 == 63_081_435)
+        .map(|c| format!("{:016x}", c.0))
         .expect("xrootd.link.in's counter");
     // The spike: the same run, an offset of 2^63-1-10^8.
     let spike = (1u64 << 63) - 1 - 100_000_000;
@@ -619,17 +646,19 @@ fn a_hostile_peers_spike_and_fake_restart_move_nothing() {
         exchange(
             own_addr,
             &framed(
-                "xrd2ganglia-peer 2\tpush\t0\t1",
+                "xrd2ganglia-peer 3\tpush\t0\t1",
                 &[(b'E', entry.as_bytes()), (b'.', b"")],
             ),
         )
     };
-    push(format!("{s_line}\nC\t{key}\t63081435\t{spike}\n"));
+    push(format!(
+        r#"{{"ip":"127.0.0.1","program":"{program}","start":[{tos},{pid}],"counters":[["{key}",63081435,{spike}]]}}"#
+    ));
     exchanges(&gw, 2);
     assert_eq!(link_in(&gw, "127.0.0.1").as_deref(), Some("63081435"));
     // The fake restart: a start an hour ahead, pid 1.
     let fake = format!(
-        "S\t127.0.0.1\t{program}\t{}\t1\nC\t{key}\t63081435\t0\n",
+        r#"{{"ip":"127.0.0.1","program":"{program}","start":[{},1],"counters":[["{key}",63081435,0]]}}"#,
         unix_now() + 3600
     );
     push(fake);
@@ -644,7 +673,7 @@ fn a_hostile_peers_spike_and_fake_restart_move_nothing() {
     // Right after the header of every message, what it hears (the heard
     // frame, `L`): ms since the newest record it took (`-` until its
     // records counter is first sampled, within 100 ms), and its own host.
-    let pull = framed("xrd2ganglia-peer 2\tpull\t0\t1", &[(b'.', b"")]);
+    let pull = framed("xrd2ganglia-peer 3\tpull\t0\t1", &[(b'.', b"")]);
     let (age, host) = wait_for("a heard frame with an age", WITHIN, || {
         let frames = frames_of(&exchange(own_addr, &pull));
         let (kind, payload) = frames.get(1)?.clone();
@@ -684,7 +713,7 @@ fn a_peer_message_without_end_is_cut_at_its_bound() {
     let failed = || gw.counters.snapshot().peer_failed;
     let before = failed();
     // A frame of 4 GiB - 1 announced: cut before any of it is read.
-    let mut huge = framed("xrd2ganglia-peer 2\tpush\t0\t1", &[]);
+    let mut huge = framed("xrd2ganglia-peer 3\tpush\t0\t1", &[]);
     huge.push(b'E');
     huge.extend_from_slice(&u32::MAX.to_be_bytes());
     huge.extend(std::iter::repeat_n(b'C', 1 << 20));
@@ -693,13 +722,13 @@ fn a_peer_message_without_end_is_cut_at_its_bound() {
     // Entries without end, from a writer thread (the gateway reads them
     // as they come and cuts the exchange past max_sources = 10).
     let mut s = TcpStream::connect(own_addr).unwrap();
-    s.write_all(&framed("xrd2ganglia-peer 2\tpush\t0\t1", &[]))
+    s.write_all(&framed("xrd2ganglia-peer 3\tpush\t0\t1", &[]))
         .unwrap();
     let mut sent = 0usize;
     let mut cut = false;
     for i in 0..100_000u32 {
         let e = format!(
-            "S\t10.{}.{}.{}\txrootd\t1700000000\t7\nC\t0000000000000001\t1\t1\n",
+            r#"{{"ip":"10.{}.{}.{}","program":"xrootd","start":[1700000000,7],"counters":[["0000000000000001",1,1]]}}"#,
             i >> 16,
             (i >> 8) & 255,
             i & 255
@@ -717,10 +746,13 @@ fn a_peer_message_without_end_is_cut_at_its_bound() {
     // One entry without end: 10,000 frames of counters, more than
     // max_metrics_per_source; refused whole, the exchange goes on.
     let mut m = framed(
-        "xrd2ganglia-peer 2\tpush\t0\t1",
-        &[(b'E', b"S\t10.9.9.9\txrootd\t1700000000\t7\n")],
+        "xrd2ganglia-peer 3\tpush\t0\t1",
+        &[(
+            b'E',
+            br#"{"ip":"10.9.9.9","program":"xrootd","start":[1700000000,7],"counters":["#,
+        )],
     );
-    let lines = "C\t0000000000000001\t1\t1\n".repeat(4000);
+    let lines = "[\"0000000000000001\",1,1],".repeat(4000);
     for _ in 0..10 {
         m.extend(framed_frame(b'+', lines.as_bytes()));
     }
@@ -736,7 +768,7 @@ fn a_peer_message_without_end_is_cut_at_its_bound() {
     assert_eq!(link_in(&gw, "127.0.0.1").as_deref(), Some("5000"));
     let ok = exchange(
         own_addr,
-        &framed("xrd2ganglia-peer 2\tpush\t0\t1", &[(b'.', b"")]),
+        &framed("xrd2ganglia-peer 3\tpush\t0\t1", &[(b'.', b"")]),
     );
     assert_eq!(frames_of(&ok).last().map(|f| f.0), Some(b'.'));
     gw.stop();
@@ -1147,4 +1179,38 @@ fn a_restart_after_a_gap_with_the_peer_reachable_reads_nothing() {
     assert_eq!(gmetad.reads(), at_start, "no read with the peer reachable");
     gw1.stop();
     gw2.stop();
+}
+
+/// Issue 46: a peer still speaking version 2 of the exchange (a rolling
+/// upgrade's window) is refused at its header (counted as `peer_failed`)
+/// and answered with this one's own header and end, so that the older
+/// peer's log names version 3; its entries are not read.
+#[test]
+fn a_peer_of_the_previous_version_is_refused_and_told_this_version() {
+    let own = peer_listener();
+    let own_addr = own.local_addr().unwrap();
+    let gw = Bound::paired(own, free_address()).start();
+    let old = framed(
+        "xrd2ganglia-peer 2\tpush\t0\t1",
+        &[
+            (
+                b'E',
+                b"S\t10.0.0.7\txrootd\t1700000000\t7\nC\t0000000000000001\t1\t1\n",
+            ),
+            (b'.', b""),
+        ],
+    );
+    let answer = frames_of(&exchange(own_addr, &old));
+    let kinds: Vec<u8> = answer.iter().map(|f| f.0).collect();
+    assert_eq!(kinds, b"HL.", "{answer:?}");
+    let header = String::from_utf8(answer[0].1.clone()).unwrap();
+    assert!(
+        header.starts_with("xrd2ganglia-peer 3\tanswer\t"),
+        "{header}"
+    );
+    // Not an exchange (its failure is counted with the asking side's,
+    // whose peer here is down: `peer_failed`), and nothing of it taken.
+    let (_, counted) = gw.stop();
+    assert_eq!(counted.peer_exchanges, 0, "{counted:?}");
+    assert_eq!(counted.peer_refused_entries, 0, "{counted:?}");
 }

@@ -2,7 +2,7 @@
 //! what the file held and no source has claimed yet (each source claims
 //! its own entry when it is first heard), what each receive task handed in
 //! last (for the next save), and sources evicted while still worth
-//! continuing (parked, bounded). The text format and its checks are
+//! continuing (parked, bounded). The format and its checks are
 //! [`super`]'s.
 
 use std::collections::{HashMap, HashSet};
@@ -13,13 +13,13 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::engine::merge::{Heard, Taken};
 
-use super::{HEADER, Limits, SavedSource, Skipped, read_entries, write_counter, write_source};
+use super::{Limits, SavedSource, Skipped, read_file, write_entry, write_header};
 
 /// What was read and not claimed yet, and what the engines handed in last.
 #[derive(Default)]
 pub struct SavedState {
     unclaimed: Mutex<HashMap<(IpAddr, String), SavedSource>>,
-    parts: Mutex<Vec<String>>,
+    parts: Mutex<Vec<Vec<u8>>>,
     /// When the last source was claimed (the XML port's warm-up).
     last_claim: Mutex<Option<Instant>>,
     /// Unclaimed sources a peer raised since the start: once each
@@ -92,34 +92,17 @@ impl SavedState {
     /// The state a file's text holds and the lines skipped; an error only
     /// for a text that is not a state file at all (its first line).
     pub fn read(text: &str, limits: Limits) -> Result<(SavedState, Skipped), String> {
-        let mut sources = HashMap::new();
-        let mut skipped = Skipped::default();
-        if !text.is_empty() {
-            let (first, body) = text.split_once('\n').unwrap_or((text, ""));
-            let read = read_entries(body, 2, limits);
-            // A damaged first line (a flipped byte) loses only itself when
-            // entries follow it; a file of another format or version, or
-            // one with no entry at all, is not taken for a state file.
-            let foreign = first != HEADER
-                && (read.entries.is_empty() || first.starts_with("xrd2ganglia-state"));
-            if foreign {
-                return Err(format!(
-                    "not an xrd2ganglia state file (first line is not {HEADER:?})"
-                ));
-            }
-            skipped = read.skipped;
-            if first != HEADER {
-                skipped.header_damaged();
-            }
-            for e in read.entries {
-                sources.insert((e.ip, e.program), e.source);
-            }
-        }
+        let read = read_file(text, limits)?;
+        let sources = read
+            .entries
+            .into_iter()
+            .map(|e| ((e.ip, e.program), e.source))
+            .collect();
         let state = SavedState {
             unclaimed: Mutex::new(sources),
             ..SavedState::default()
         };
-        Ok((state, skipped))
+        Ok((state, read.skipped))
     }
 
     /// Sources read and not claimed yet.
@@ -386,50 +369,57 @@ impl SavedState {
         true
     }
 
-    /// Engine `part` hands in its sources' state (text of `S`/`C` lines,
+    /// Engine `part` hands in its sources' state (entry lines,
     /// [`crate::engine::Engine::hand_in_state`]).
-    pub fn hand_in(&self, part: usize, text: String) {
+    pub fn hand_in(&self, part: usize, lines: Vec<u8>) {
         let mut parts = lock(&self.parts);
         if part >= parts.len() {
-            parts.resize(part + 1, String::new());
+            parts.resize(part + 1, Vec::new());
         }
-        parts[part] = text;
+        parts[part] = lines;
     }
 
     /// The file's text: what is unclaimed, then what was handed in. A
     /// source evicted since its engine handed its part in waits with the
-    /// unclaimed ones, newer than its block in that part: the part's block
+    /// unclaimed ones, newer than its entry in that part: the part's entry
     /// is left out (each source once in the file).
     pub fn to_text(&self) -> String {
-        let mut text = String::from(HEADER);
-        text.push('\n');
+        let mut text = Vec::new();
+        write_header(&mut text);
         let mut waiting = HashSet::new();
         for ((ip, program), saved) in lock(&self.unclaimed).iter() {
-            write_source(&mut text, *ip, program, saved.started);
-            for &(key, raw, offset) in &saved.counters {
-                write_counter(&mut text, key, raw, offset);
-            }
+            write_entry(
+                &mut text,
+                *ip,
+                program,
+                saved.started,
+                saved.counters.iter().copied(),
+                None,
+            );
             waiting.insert((*ip, program.clone()));
         }
         for part in lock(&self.parts).iter() {
             if waiting.is_empty() {
-                text.push_str(part);
+                text.extend_from_slice(part);
                 continue;
             }
-            let mut skipping = false;
-            for line in part.split_inclusive('\n') {
-                if let Some(fields) = line.strip_prefix("S\t") {
-                    let mut f = fields.split('\t');
-                    let key = f.next().and_then(|ip| ip.parse::<IpAddr>().ok());
-                    let program = f.next().unwrap_or("");
-                    skipping = key.is_some_and(|ip| waiting.contains(&(ip, program.to_string())));
+            for line in part.split_inclusive(|&b| b == b'\n') {
+                // Only who the entry is, its counters passed over.
+                #[derive(serde::Deserialize)]
+                struct Who<'a> {
+                    ip: IpAddr,
+                    #[serde(borrow)]
+                    program: std::borrow::Cow<'a, str>,
                 }
-                if !skipping {
-                    text.push_str(line);
+                let who = serde_json::from_slice::<Who>(line).ok();
+                if !who.is_some_and(|w| waiting.contains(&(w.ip, w.program.into_owned()))) {
+                    text.extend_from_slice(line);
                 }
             }
         }
-        text
+        // What was written here and handed in is JSON: UTF-8.
+        String::from_utf8(text)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
     }
 }
 

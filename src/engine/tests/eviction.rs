@@ -99,7 +99,7 @@ fn an_evicted_established_source_keeps_its_counters_for_its_return() {
     assert!(
         saved
             .to_text()
-            .contains("S\t10.0.0.1\txrootd\t1700000000\t77\nC\t"),
+            .contains("{\"ip\":\"10.0.0.1\",\"program\":\"xrootd\",\"start\":[1700000000,77],\"counters\":[[\""),
         "{}",
         saved.to_text()
     );

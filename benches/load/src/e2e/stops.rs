@@ -160,7 +160,7 @@ pub(super) fn sigterm(bin: &Path, records: &Records, o: &E2eOptions) -> Result<S
     let text = std::fs::read_to_string(&state).unwrap_or_default();
     let ips: std::collections::HashSet<&str> = text
         .lines()
-        .filter_map(|l| l.strip_prefix("S\t")?.split('\t').next())
+        .filter_map(|l| l.strip_prefix("{\"ip\":\"")?.split('"').next())
         .collect();
     Ok(Sigterm {
         servers: fleet.len(),
