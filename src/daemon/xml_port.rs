@@ -840,6 +840,16 @@ mod tests {
     }
 
     /// A table whose document is far bigger than the socket buffers.
+    /// Cluster "X", its hosts without a DMAX, grouped as by default.
+    fn cluster_x(grouping: &crate::config::clusters::Grouping) -> ClusterInfo<'_> {
+        ClusterInfo {
+            name: "X",
+            host_dmax: 0,
+            grouping,
+            port: None,
+        }
+    }
+
     fn big_table() -> HostTable {
         let (t, mut r) = (HostTable::new(100_000), Harness::new(""));
         let vars: String = (0..40).map(|v| format!("<v{v}>{v}</v{v}>")).collect();
@@ -861,12 +871,7 @@ mod tests {
         let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (server, _) = listener.accept().unwrap();
         let grouping = crate::config::clusters::Grouping::default();
-        let cluster = ClusterInfo {
-            name: "X",
-            host_dmax: 0,
-            grouping: &grouping,
-            port: None,
-        };
+        let cluster = cluster_x(&grouping);
         let t = Instant::now();
         let r = write_blocking(
             server,
@@ -888,12 +893,7 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let grouping = crate::config::clusters::Grouping::default();
-        let cluster = ClusterInfo {
-            name: "X",
-            host_dmax: 0,
-            grouping: &grouping,
-            port: None,
-        };
+        let cluster = cluster_x(&grouping);
         // A reader that takes a little every 100 ms: never stalled, too slow.
         let given_up = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let stop = given_up.clone();

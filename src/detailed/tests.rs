@@ -82,33 +82,11 @@ fn the_real_capture_decodes_record_by_record() {
             lfn: Some(b"/data/f3m"),
         }
     );
-    assert_eq!(
-        records[1],
-        Record::Close {
-            file: 2,
-            bytes: Bytes {
-                read: 3_000_000,
-                readv: 0,
-                write: 0
-            },
-            forced: false
-        }
-    );
+    assert_eq!(records[1], close(2, [3_000_000, 0, 0], false));
     assert_eq!(records[2], Record::Disc { user: 1 });
     // The 10 MiB upload: written as 10,496,000 bytes (page writes carry 4
     // checksum bytes per 4 KiB page: 2,560 pages).
-    assert_eq!(
-        records[4],
-        Record::Close {
-            file: 4,
-            bytes: Bytes {
-                read: 0,
-                readv: 0,
-                write: 10_485_760 + 2_560 * 4
-            },
-            forced: false
-        }
-    );
+    assert_eq!(records[4], close(4, [0, 0, 10_485_760 + 2_560 * 4], false));
     assert!(matches!(records[3], Record::Open { rw: true, .. }));
     // The HTTP PUT of 2,000,000 bytes: its close says 0 written.
     assert_eq!(
@@ -181,18 +159,7 @@ fn the_6_1_capture_decodes_record_by_record() {
     let records: Vec<Record> = records.clone().map(Result::unwrap).collect();
     assert_eq!(records.len(), 20);
     // The xrdcp upload: page checksums counted as in 5.5.3.
-    assert_eq!(
-        records[4],
-        Record::Close {
-            file: 4,
-            bytes: Bytes {
-                read: 0,
-                readv: 0,
-                write: 10_485_760 + 2_560 * 4
-            },
-            forced: false
-        }
-    );
+    assert_eq!(records[4], close(4, [0, 0, 10_485_760 + 2_560 * 4], false));
     // The HTTP PUT of 2,000,000 bytes (file 16: the `i`s took 12 and 15).
     assert_eq!(
         records[17],
@@ -204,18 +171,7 @@ fn the_6_1_capture_decodes_record_by_record() {
             lfn: Some(b"/data/put_http"),
         }
     );
-    assert_eq!(
-        records[18],
-        Record::Close {
-            file: 16,
-            bytes: Bytes {
-                read: 0,
-                readv: 0,
-                write: 2_000_000
-            },
-            forced: false
-        }
-    );
+    assert_eq!(records[18], close(16, [0, 0, 2_000_000], false));
 }
 
 fn packet(code: u8, body: &[u8]) -> Vec<u8> {
@@ -369,4 +325,13 @@ fn user_ids_and_domains() {
     let a = Auth::parse(b"&p=gsi&n=/DC=ch/CN=x&h=h&o=cms&r=prod&g=/cms /cms/uscms&m=");
     assert_eq!((a.org, a.first_group()), (&b"cms"[..], &b"/cms"[..]));
     assert_eq!(Auth::parse(b"&g=  b c").first_group(), b"b");
+}
+
+/// A close record: its file, bytes [read, readv, written], and whether forced.
+fn close(file: u32, [read, readv, write]: [u64; 3], forced: bool) -> Record<'static> {
+    Record::Close {
+        file,
+        bytes: Bytes { read, readv, write },
+        forced,
+    }
 }

@@ -503,6 +503,25 @@ fn cut_json_error(e: &serde_json::Error) -> String {
     text[..end].to_string()
 }
 
+/// The lines of `text`, each with whether it was cut short: the last,
+/// when no newline ends it (a write that stopped there).
+pub(crate) fn lines_cut(text: &str) -> impl Iterator<Item = (&str, bool)> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        Some(match rest.find('\n') {
+            Some(i) => {
+                let line = &rest[..i];
+                rest = &rest[i + 1..];
+                (line, false)
+            }
+            None => (std::mem::take(&mut rest), true),
+        })
+    })
+}
+
 /// Reads the entries of `text` (version 2's lines below the header), each
 /// line parsed on its own ([`read_entry`]); `first_line` is the number of
 /// its first line, for [`Skipped`]. A bad line loses its entry, a bad
@@ -510,19 +529,7 @@ fn cut_json_error(e: &serde_json::Error) -> String {
 pub fn read_entries(text: &str, first_line: usize, limits: Limits) -> Entries {
     let mut out = Entries::default();
     let mut seen: HashMap<(IpAddr, String), usize> = HashMap::new();
-    let mut rest = text;
-    let mut n = first_line;
-    while !rest.is_empty() {
-        let (line, cut) = match rest.find('\n') {
-            Some(i) => {
-                let line = &rest[..i];
-                rest = &rest[i + 1..];
-                (line, false)
-            }
-            None => (std::mem::take(&mut rest), true),
-        };
-        let at = n;
-        n += 1;
+    for (at, (line, cut)) in (first_line..).zip(lines_cut(text)) {
         if cut {
             out.skipped.note(at, Bad::CutOff);
             continue;

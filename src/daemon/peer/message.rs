@@ -717,26 +717,31 @@ pub fn parse(bytes: &[u8], max_counters: usize, now_unix: u64) -> Result<Message
     }
 }
 
+/// A message of the exchange as a peer frames it, written by hand as a
+/// hostile peer would (for tests): a header frame, then `frames` (kind,
+/// payload).
+#[cfg(test)]
+pub(crate) fn framed(header: &str, frames: &[(u8, &[u8])]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut put = |kind: u8, payload: &[u8]| {
+        out.push(kind);
+        out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+        out.extend_from_slice(payload);
+    };
+    put(b'H', header.as_bytes());
+    for (kind, payload) in frames {
+        put(*kind, payload);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const NOW: u64 = 1_800_000_000;
 
-    /// A message of these frames (kind, payload), a header first.
-    fn frames(header: &str, frames: &[(u8, &[u8])]) -> Vec<u8> {
-        let mut out = Vec::new();
-        let mut put = |kind: u8, payload: &[u8]| {
-            out.push(kind);
-            out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
-            out.extend_from_slice(payload);
-        };
-        put(b'H', header.as_bytes());
-        for (kind, payload) in frames {
-            put(*kind, payload);
-        }
-        out
-    }
+    use super::framed as frames;
 
     /// An entry as the schema writes it: `start` and `counters` as JSON.
     fn json(ip: &str, start: &str, counters: &str) -> String {

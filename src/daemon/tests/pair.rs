@@ -273,22 +273,8 @@ fn the_xml_port_refuses_until_the_peer_pull_is_over() {
     drop(silent);
 }
 
-/// A message of the exchange as a peer frames it (`docs/pair.md`; written
-/// here by hand, as a hostile peer would): a header frame, then `frames`
-/// (kind, payload).
-fn framed(header: &str, frames: &[(u8, &[u8])]) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut put = |kind: u8, payload: &[u8]| {
-        out.push(kind);
-        out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
-        out.extend_from_slice(payload);
-    };
-    put(b'H', header.as_bytes());
-    for (kind, payload) in frames {
-        put(*kind, payload);
-    }
-    out
-}
+/// A message of the exchange as a peer frames it (`docs/pair.md`).
+use crate::daemon::peer::message::framed;
 
 /// What a lying peer answers, one lie per exchange, in turn.
 fn lie(round: usize) -> Option<Vec<u8>> {

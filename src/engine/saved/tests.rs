@@ -175,27 +175,7 @@ fn a_bad_line_loses_only_itself() {
         C\t0000000000000001\t400\t5\n\
         C\t0000000000000002\t40";
     let (state, skipped) = SavedState::read(text, NOW).unwrap();
-    assert_eq!(state.unclaimed(), 4);
-    let claim = |a: &str, p: &str| state.claim(ip(a), p, std::time::Instant::now()).unwrap();
-    assert_eq!(
-        claim("10.0.0.1", "xrootd"),
-        SavedSource {
-            started: Some((1_700_000_000, 77)),
-            counters: vec![(1, 5000, 120)],
-        }
-    );
-    assert_eq!(
-        claim("10.0.0.2", "cmsd"),
-        SavedSource {
-            started: Some((1_700_000_001, 78)),
-            counters: vec![(4, 11, 0)],
-        }
-    );
-    assert_eq!(
-        claim("10.0.0.3", "xrootd").counters,
-        vec![(1, 62_980_717, 0)]
-    );
-    assert_eq!(claim("10.0.0.4", "xrootd").counters, vec![(1, 400, 5)]);
+    the_four_good_sources_are_kept(&state);
     assert_eq!(skipped.lines, 8);
     assert_eq!(
         skipped.to_string(),
@@ -423,10 +403,7 @@ proptest::proptest! {
         lines in proptest::collection::vec(state_line(), 0..30),
         cut in proptest::bool::ANY,
     ) {
-        let mut text = lines.join("\n");
-        if !cut && !text.is_empty() {
-            text.push('\n');
-        }
+        let text = text_of(&lines, cut);
         let read = upgrade_v1::read_entries(&text, 1, NOW);
         let lines_in = text.split('\n').filter(|l| !l.is_empty()).count();
         let kept: usize = read.entries.iter().map(|e| 1 + e.source.counters.len()).sum();
@@ -461,27 +438,7 @@ fn a_bad_line_loses_only_its_entry_and_a_bad_counter_only_itself() {
         NOW.now_unix + START_SLACK + 1
     );
     let (state, skipped) = SavedState::read(&text, NOW).unwrap();
-    assert_eq!(state.unclaimed(), 4);
-    let claim = |a: &str, p: &str| state.claim(ip(a), p, Instant::now()).unwrap();
-    assert_eq!(
-        claim("10.0.0.1", "xrootd"),
-        SavedSource {
-            started: Some((1_700_000_000, 77)),
-            counters: vec![(1, 5000, 120)],
-        }
-    );
-    assert_eq!(
-        claim("10.0.0.2", "cmsd"),
-        SavedSource {
-            started: Some((1_700_000_001, 78)),
-            counters: vec![(4, 11, 0)],
-        }
-    );
-    assert_eq!(
-        claim("10.0.0.3", "xrootd").counters,
-        vec![(1, 62_980_717, 0)]
-    );
-    assert_eq!(claim("10.0.0.4", "xrootd").counters, vec![(1, 400, 5)]);
+    the_four_good_sources_are_kept(&state);
     // Lines 4 (garbage), 5 (the address), 7 (tos), 8 (program), 9 (pid),
     // 11 (cut off); counters: two of line 2, one of line 3, three of 6.
     assert_eq!((skipped.lines, skipped.counters), (6, 6), "{skipped}");
@@ -681,10 +638,7 @@ proptest::proptest! {
         lines in proptest::collection::vec(entry_line(), 0..30),
         cut in proptest::bool::ANY,
     ) {
-        let mut text = lines.join("\n");
-        if !cut && !text.is_empty() {
-            text.push('\n');
-        }
+        let text = text_of(&lines, cut);
         let read = read_entries(&text, 1, NOW);
         let lines_in = text.split('\n').filter(|l| !l.trim().is_empty()).count();
         proptest::prop_assert_eq!(read.entries.len() + read.skipped.lines, lines_in, "{:?}", read);
@@ -823,4 +777,40 @@ fn the_state_file_at_10000_sources() {
         ms(build),
         ms(read),
     );
+}
+
+/// What the damaged files of both versions keep: the same four sources,
+/// each as written.
+fn the_four_good_sources_are_kept(state: &SavedState) {
+    assert_eq!(state.unclaimed(), 4);
+    let claim = |a: &str, p: &str| state.claim(ip(a), p, std::time::Instant::now()).unwrap();
+    assert_eq!(
+        claim("10.0.0.1", "xrootd"),
+        SavedSource {
+            started: Some((1_700_000_000, 77)),
+            counters: vec![(1, 5000, 120)],
+        }
+    );
+    assert_eq!(
+        claim("10.0.0.2", "cmsd"),
+        SavedSource {
+            started: Some((1_700_000_001, 78)),
+            counters: vec![(4, 11, 0)],
+        }
+    );
+    assert_eq!(
+        claim("10.0.0.3", "xrootd").counters,
+        vec![(1, 62_980_717, 0)]
+    );
+    assert_eq!(claim("10.0.0.4", "xrootd").counters, vec![(1, 400, 5)]);
+}
+
+/// Lines as a file holds them: each ended by a newline, but for the last
+/// when `cut` (a write that stopped there).
+fn text_of(lines: &[String], cut: bool) -> String {
+    let mut text = lines.join("\n");
+    if !cut && !text.is_empty() {
+        text.push('\n');
+    }
+    text
 }

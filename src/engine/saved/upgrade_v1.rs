@@ -174,17 +174,7 @@ pub fn read_entries(text: &str, first_line: usize, limits: Limits) -> Entries {
     // The entry being read, its keys; or where its refused S line is named.
     let mut current: Option<(SavedEntry, HashSet<u64>)> = None;
     let mut orphaned: Option<Option<usize>> = None;
-    let mut rest = text;
-    let mut n = first_line;
-    while !rest.is_empty() {
-        let (line, cut) = match rest.find('\n') {
-            Some(i) => {
-                let line = &rest[..i];
-                rest = &rest[i + 1..];
-                (line, false)
-            }
-            None => (std::mem::take(&mut rest), true),
-        };
+    for (n, (line, cut)) in (first_line..).zip(super::lines_cut(text)) {
         match parse_line(line, cut, limits) {
             Ok(Line::Blank) => {}
             Ok(Line::Source {
@@ -246,7 +236,6 @@ pub fn read_entries(text: &str, first_line: usize, limits: Limits) -> Entries {
                 }
             }
         }
-        n += 1;
     }
     if let Some((entry, _)) = current.take() {
         out.entries.push(entry);
