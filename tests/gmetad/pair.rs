@@ -192,6 +192,9 @@ struct Member {
     gmond: Option<u16>,
     extra: String,
     running: Option<Gateway>,
+    /// The logs of its runs that ended, each headed by when it ended
+    /// (shown when a test fails: a killed run's scratch directory is gone).
+    logs: std::cell::RefCell<String>,
 }
 
 impl Member {
@@ -204,6 +207,7 @@ impl Member {
             gmond,
             extra: String::new(),
             running: None,
+            logs: Default::default(),
         }
     }
 
@@ -233,12 +237,30 @@ impl Member {
         let mut g = self.running.take().expect("a running gateway");
         let _ = g.proc.child.kill();
         let _ = g.proc.child.wait();
+        self.keep_log(&g, "killed");
+    }
+
+    fn keep_log(&self, g: &Gateway, how: &str) {
+        let mut logs = self.logs.borrow_mut();
+        logs.push_str(&format!("--- {} {how} at {}\n", self.name, unix_now()));
+        logs.push_str(&g.proc.log_text());
+    }
+
+    /// Its logs so far, the run still going last.
+    fn log(&self) -> String {
+        let mut all = self.logs.borrow().clone();
+        if let Some(g) = &self.running {
+            all.push_str(&format!("--- {} running at {}\n", self.name, unix_now()));
+            all.push_str(&g.proc.log_text());
+        }
+        all
     }
 
     /// Stopped (SIGTERM) and started again at once: an upgrade.
     fn restart_at_once(&mut self) {
         let mut g = self.running.take().expect("a running gateway");
         assert!(g.proc.terminate().success(), "{}", g.proc.log_text());
+        self.keep_log(&g, "stopped");
         self.start();
     }
 
@@ -555,6 +577,9 @@ fn a_pair_fails_over_with_no_gap_and_no_spike_in_gmetads_rrds() {
         }
     }
     eprintln!("gmetad's updates (unix s): {updates:?}");
+    if !failures.is_empty() {
+        eprintln!("{}\n{}", gw1.log(), gw2.log());
+    }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
