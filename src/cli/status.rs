@@ -242,45 +242,7 @@ fn table(status: &Status, path: &Path) -> String {
         "ERRORS",
     ];
     columns(&mut out, &head, &rows, 6);
-    if !status.detailed.is_empty() {
-        // Per xrootd run, so that an admin sees which server loses packets.
-        out.push_str(&format!(
-            "\nDetailed stream: {} server runs\n",
-            status.detailed.len()
-        ));
-        let rows: Vec<Vec<String>> = status
-            .detailed
-            .iter()
-            .map(|d| {
-                vec![
-                    d.address.to_string(),
-                    dash(&d.host),
-                    // As long ago as its last packet says (the gateway's
-                    // clock, read once for the reply).
-                    ago(&Heard {
-                        seconds_ago: (d.last_heard.unix + d.last_heard.seconds_ago
-                            - f64::from(d.started))
-                        .max(0.0),
-                        unix: f64::from(d.started),
-                    }),
-                    ago(&d.last_heard),
-                    d.logins.to_string(),
-                    d.files_open.to_string(),
-                    d.lost.to_string(),
-                ]
-            })
-            .collect();
-        let head = [
-            "ADDRESS",
-            "HOST",
-            "STARTED",
-            "LAST HEARD",
-            "LOGINS",
-            "FILES OPEN",
-            "LOST",
-        ];
-        columns(&mut out, &head, &rows, 4);
-    }
+    detailed(&mut out, status);
     out.push_str(&format!(
         "\nRefused (not in allow): {}\n",
         status.refused.len()
@@ -316,6 +278,52 @@ fn table(status: &Status, path: &Path) -> String {
         .collect();
     columns(&mut out, &["COUNTER", "VALUE"], &rows, 1);
     out
+}
+
+/// The detailed stream's lines: per xrootd run, so that an admin sees
+/// which server loses packets (none without the stream).
+fn detailed(out: &mut String, status: &Status) {
+    if status.detailed.is_empty() {
+        return;
+    }
+    let dash = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+    // Per xrootd run, so that an admin sees which server loses packets.
+    out.push_str(&format!(
+        "\nDetailed stream: {} server runs\n",
+        status.detailed.len()
+    ));
+    let rows: Vec<Vec<String>> = status
+        .detailed
+        .iter()
+        .map(|d| {
+            vec![
+                d.address.to_string(),
+                dash(&d.host),
+                // As long ago as its last packet says (the gateway's
+                // clock, read once for the reply).
+                ago(&Heard {
+                    seconds_ago: (d.last_heard.unix + d.last_heard.seconds_ago
+                        - f64::from(d.started))
+                    .max(0.0),
+                    unix: f64::from(d.started),
+                }),
+                ago(&d.last_heard),
+                d.logins.to_string(),
+                d.files_open.to_string(),
+                d.lost.to_string(),
+            ]
+        })
+        .collect();
+    let head = [
+        "ADDRESS",
+        "HOST",
+        "STARTED",
+        "LAST HEARD",
+        "LOGINS",
+        "FILES OPEN",
+        "LOST",
+    ];
+    columns(out, &head, &rows, 4);
 }
 
 /// Rows under a header, each column as wide as its widest cell; columns
