@@ -391,6 +391,9 @@ fn spawn_tasks(
     // A restart seen after a gap, the peer unreachable: `recover_from`
     // read for it; the XML ports refuse while its counters are held.
     let (held_tx, held) = watch::channel(false);
+    let holds = link
+        .is_some()
+        .then(|| recover::Holds::new(store.state().clone(), held.clone()));
     if let Some(link) = &link {
         let floors = recover::keep_floors(
             settings.clone(),
@@ -434,6 +437,7 @@ fn spawn_tasks(
             drops: Some(drops.clone()),
             state: store.path().is_some().then(|| store.clone()),
             pair: link.clone(),
+            holds,
         };
         let serve = control::serve(listener, parts, settings.log_interval, stop.clone());
         tasks.push(tokio::spawn(serve));

@@ -92,6 +92,16 @@ pub struct PairStatus {
     pub standing_by: bool,
     /// What gmond showed of the peer's own host at the last read.
     pub evidence: Option<String>,
+    /// Servers seen restarting after a gap while the peer was unreachable
+    /// (`NAME (ADDRESS)`): their counters continue from what
+    /// `recover_from` gives, read again while the link stays cut.
+    /// Absent from a gateway before it had this.
+    #[serde(default)]
+    pub held: Vec<String>,
+    /// A hold keeps counters unpublished now: the XML port refuses
+    /// gmetad's polls until the held servers report again.
+    #[serde(default)]
+    pub holding: bool,
 }
 
 /// The kernel's drops at the gateway's listening sockets.

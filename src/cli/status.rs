@@ -147,6 +147,9 @@ fn pair(p: &xrd2ganglia::status::PairStatus) -> String {
     if p.deaf {
         out.push_str("WARNING: this gateway hears no server its peer hears: its XML port refuses gmetad's polls so that gmetad reads the peer (docs/pair.md, a deaf gateway)\n\n");
     }
+    if !p.held.is_empty() {
+        out.push_str(&held(p));
+    }
     out.push_str(&format!(
         "Pair: last exchange {}; newest record here {}, at the peer {}\n",
         ms(p.last_exchange_ms),
@@ -165,6 +168,31 @@ fn pair(p: &xrd2ganglia::status::PairStatus) -> String {
     ));
     out
 }
+
+/// The hold's warning: servers seen restarting after a gap while the
+/// peer was unreachable, at most [`HELD_SHOWN`] named.
+fn held(p: &xrd2ganglia::status::PairStatus) -> String {
+    let mut named = p.held.iter().take(HELD_SHOWN).cloned().collect::<Vec<_>>();
+    if p.held.len() > HELD_SHOWN {
+        named.push(format!("and {} more", p.held.len() - HELD_SHOWN));
+    }
+    let now = if p.holding {
+        "their counters are held and the XML port refuses gmetad's polls until they report again"
+    } else {
+        "their counters continue from what it gives"
+    };
+    let servers = match p.held.len() {
+        1 => "1 server".to_string(),
+        n => format!("{n} servers"),
+    };
+    format!(
+        "WARNING: {servers} restarted after a gap while the peer was unreachable: recover_from is read for them while the link is cut; {now} (docs/pair.md, a hold): {}\n\n",
+        named.join(", ")
+    )
+}
+
+/// Servers a hold's warning names.
+const HELD_SHOWN: usize = 5;
 
 /// The kernel's drops at the listening sockets and how the state file's
 /// saves go, each with its warning when it needs action.
@@ -370,5 +398,41 @@ fn ago(heard: &Heard) -> String {
         format!("{} h ago", (s / 3600.0) as u64)
     } else {
         format!("{} d ago", (s / 86_400.0) as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xrd2ganglia::status::PairStatus;
+
+    /// A hold shows before the pair's lines: the hosts, at most
+    /// [`HELD_SHOWN`] named, and whether the XML port refuses now.
+    #[test]
+    fn a_hold_is_a_warning_naming_the_held_servers() {
+        let mut p = PairStatus {
+            last_exchange_ms: Some(31_200),
+            held: vec!["ds1.example.org (192.0.2.1)".into()],
+            holding: true,
+            ..PairStatus::default()
+        };
+        assert_eq!(
+            pair(&p),
+            "WARNING: 1 server restarted after a gap while the peer was unreachable: recover_from is read for them while the link is cut; their counters are held and the XML port refuses gmetad's polls until they report again (docs/pair.md, a hold): ds1.example.org (192.0.2.1)\n\n\
+             Pair: last exchange 31.2 s ago; newest record here never, at the peer never\n\
+             Pair: sending to gmond; the peer's own host -; gmond showed it: not read\n\n"
+        );
+        p.holding = false;
+        p.held = (1..=7).map(|i| format!("ds{i} (192.0.2.{i})")).collect();
+        let shown = pair(&p);
+        assert!(
+            shown.starts_with("WARNING: 7 servers restarted after a gap while the peer was unreachable: recover_from is read for them while the link is cut; their counters continue from what it gives (docs/pair.md, a hold): ds1 (192.0.2.1), ds2 (192.0.2.2), ds3 (192.0.2.3), ds4 (192.0.2.4), ds5 (192.0.2.5), and 2 more\n\n"),
+            "{shown}"
+        );
+        p.held.clear();
+        assert!(
+            pair(&p).starts_with("Pair: last exchange"),
+            "no hold, no warning"
+        );
     }
 }

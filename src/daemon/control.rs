@@ -187,6 +187,8 @@ pub(super) struct Parts {
     pub state: Option<Arc<StateStore>>,
     /// The pair, if paired.
     pub pair: Option<Arc<super::peer::Link>>,
+    /// The pair's holds, if paired with `recover_from`.
+    pub holds: Option<super::recover::Holds>,
 }
 
 /// Answers on `control` from `parts` until `stop`, then removes its path.
@@ -202,6 +204,7 @@ pub(super) async fn serve(
         drops,
         state,
         pair,
+        holds,
     } = parts;
     let path = control.path.clone();
     let Some(listener) = control.listener.take() else {
@@ -262,6 +265,7 @@ pub(super) async fn serve(
                         drops: drops.clone(),
                         state: state.clone(),
                         pair: pair.clone(),
+                        holds: holds.clone(),
                         phase: h.phase.clone(),
                         evict: h.evict.clone(),
                     };
@@ -291,6 +295,8 @@ struct Client {
     state: Option<Arc<StateStore>>,
     /// The pair (None: no peer), for what `status` shows of it.
     pair: Option<Arc<super::peer::Link>>,
+    /// Its holds (None: no peer or no `recover_from`).
+    holds: Option<super::recover::Holds>,
     /// Where it is ([`SILENT`] until its request line is read).
     phase: Arc<AtomicU8>,
     /// Notified when a newer connection takes its place.
@@ -417,10 +423,13 @@ async fn gather(client: &Client, deadline: Instant) -> Result<Status, String> {
         counters,
         kernel_drops,
         state_file,
-        pair: client
-            .pair
-            .as_ref()
-            .map(|l| l.status(std::time::Instant::now())),
+        pair: client.pair.as_ref().map(|l| {
+            let mut pair = l.status(std::time::Instant::now());
+            if let Some(h) = &client.holds {
+                h.show(&mut pair);
+            }
+            pair
+        }),
         ..Status::default()
     };
     for rx in waiting {

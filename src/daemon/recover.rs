@@ -102,6 +102,34 @@ async fn read_ports(
 /// by what was counted in less than a step (a rate, never a decrease).
 pub const REREAD_EVERY: Duration = Duration::from_secs(2);
 
+/// What `status` shows of the holds [`keep_floors`] serves: the hosts
+/// watched and whether a hold keeps the XML ports refusing now.
+#[derive(Clone)]
+pub(super) struct Holds {
+    saved: Arc<SavedState>,
+    held: watch::Receiver<bool>,
+}
+
+impl Holds {
+    pub(super) fn new(saved: Arc<SavedState>, held: watch::Receiver<bool>) -> Holds {
+        Holds { saved, held }
+    }
+
+    /// Fills the pair's `held` (each host as `NAME (ADDRESS)`, sorted) and
+    /// `holding`.
+    pub(super) fn show(&self, pair: &mut crate::status::PairStatus) {
+        let mut hosts: Vec<String> = self
+            .saved
+            .watched()
+            .into_iter()
+            .map(|(ip, name)| format!("{name} ({ip})"))
+            .collect();
+        hosts.sort_unstable();
+        pair.held = hosts;
+        pair.holding = *self.held.borrow();
+    }
+}
+
 /// A restart seen after a gap in what this gateway heard, its peer
 /// unreachable (issue 43): the engine holds that server's counters
 /// ([`SavedState::watch`]) and this task, told, reads the `recover_from`

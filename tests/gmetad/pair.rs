@@ -175,6 +175,16 @@ impl Fleet {
             .sum()
     }
 
+    /// Each server's true rate of `xrootd.link.in`, in order.
+    fn rates(&self) -> Vec<f64> {
+        self.servers
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|s| s.in_rate)
+            .collect()
+    }
+
     /// Records per second one gateway receives from all the servers.
     fn records_rate(&self) -> f64 {
         EVERY.iter().map(|e| 1.0 / *e as f64).sum()
@@ -331,6 +341,73 @@ fn worst_ratio(rows: &[(u64, Option<f64>)], from: u64, to: u64, truth: impl Fn(u
         .fold(0.0, f64::max)
 }
 
+/// The servers' link counters and how fast each grows against
+/// `xrootd.link.in`.
+const LINK: [(&str, f64); 2] = [("xrootd.link.in", 1.0), ("xrootd.link.out", 2.0)];
+
+/// Every server's host RRD and the summary, in and out, as gmetad wrote
+/// them from `start` to a step past `end`, each with its true rate.
+fn server_series<'a>(gmetad: &Gmetad, fleet: &'a Fleet, start: u64, end: u64) -> Vec<Series<'a>> {
+    let mut series: Vec<Series> = Vec::new();
+    for (i, rate) in fleet.rates().into_iter().enumerate() {
+        for (metric, k) in LINK {
+            let host = format!("s{}.pair.example", i + 1);
+            let path = gmetad.rrd_path(CLUSTER, &host, metric);
+            series.push((
+                format!("{host} {metric}"),
+                gmetad.fetch(&path, start, end + STEP),
+                Box::new(move |_| rate * k),
+            ));
+        }
+    }
+    for (metric, k) in LINK {
+        let path = gmetad.summary_rrd_path(CLUSTER, metric);
+        series.push((
+            format!("summary {metric}"),
+            gmetad.fetch(&path, start, end + STEP),
+            Box::new(move |t| k * fleet.summary_rate(t)),
+        ));
+    }
+    series
+}
+
+/// One row of the table, printed: what happened, gmetad's
+/// longest pause, and the worst ratio of each kind of series (host,
+/// summary, own hosts) in (from, to] (a row stamped T averages
+/// (T - STEP, T], so rows to a step past `to`); a row above 2x its true
+/// rate is a failure of `what`.
+fn table_row(
+    series: &[Series],
+    what: &str,
+    (from, to): (u64, u64),
+    pause: u64,
+    failures: &mut Vec<String>,
+) {
+    let mut worst: BTreeMap<&str, (f64, &str)> = BTreeMap::new();
+    for (name, rows, truth) in series {
+        let r = worst_ratio(rows, from, to + STEP, truth);
+        let kind = if name.starts_with("summary xrd2ganglia") || name.contains(" xrd2ganglia.") {
+            "own hosts"
+        } else if name.starts_with("summary") {
+            "summary"
+        } else {
+            "host"
+        };
+        let e = worst.entry(kind).or_insert((0.0, ""));
+        if r > e.0 {
+            *e = (r, name);
+        }
+        if r > 2.0 {
+            failures.push(format!("{what}: {name}: {r:.3e} x the true rate: {rows:?}"));
+        }
+    }
+    let shown: Vec<String> = worst
+        .iter()
+        .map(|(k, (r, name))| format!("{r:.2} {k} ({name})"))
+        .collect();
+    eprintln!("| {what} | {pause} s | {} |", shown.join(", "));
+}
+
 /// Waits until gmetad's summary has every server, and a step more: the
 /// summary is a sum, so a server first polled after the others adds its
 /// whole counter to the sum in one poll (400x in a "both up" row on a
@@ -485,36 +562,8 @@ fn a_pair_fails_over_with_no_gap_and_no_spike_in_gmetads_rrds() {
     let start = phases[0].from - 2 * STEP;
     let end = phases.last().map(|p| p.to).unwrap_or(start);
 
-    // Every server's host RRD and the summary, in and out.
-    let mut series: Vec<Series> = Vec::new();
-    let rates: Vec<f64> = fleet
-        .servers
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|s| s.in_rate)
-        .collect();
-    for (i, rate) in rates.iter().enumerate() {
-        for (metric, k) in [("xrootd.link.in", 1.0), ("xrootd.link.out", 2.0)] {
-            let host = format!("s{}.pair.example", i + 1);
-            let path = gmetad.rrd_path(CLUSTER, &host, metric);
-            let rate = rate * k;
-            series.push((
-                format!("{host} {metric}"),
-                gmetad.fetch(&path, start, end + STEP),
-                Box::new(move |_| rate),
-            ));
-        }
-    }
     let fleet = &fleet;
-    for (metric, k) in [("xrootd.link.in", 1.0), ("xrootd.link.out", 2.0)] {
-        let path = gmetad.summary_rrd_path(CLUSTER, metric);
-        series.push((
-            format!("summary {metric}"),
-            gmetad.fetch(&path, start, end + STEP),
-            Box::new(move |t| k * fleet.summary_rate(t)),
-        ));
-    }
+    let mut series = server_series(&gmetad, fleet, start, end);
     // The gateways' own hosts, whatever they are named, and their summary:
     // records/s is at most what the servers sent one gateway.
     let records = fleet.records_rate();
@@ -541,34 +590,7 @@ fn a_pair_fails_over_with_no_gap_and_no_spike_in_gmetads_rrds() {
     eprintln!("|---|---|---|");
     for p in &phases {
         let pause = longest_pause(&updates, p.from, p.to);
-        let mut worst: BTreeMap<&str, (f64, &str)> = BTreeMap::new();
-        for (name, rows, truth) in &series {
-            // A row stamped T averages (T - STEP, T].
-            let r = worst_ratio(rows, p.from, p.to + STEP, truth);
-            let kind = if name.starts_with("summary xrd2ganglia") || name.contains(" xrd2ganglia.")
-            {
-                "own hosts"
-            } else if name.starts_with("summary") {
-                "summary"
-            } else {
-                "host"
-            };
-            let e = worst.entry(kind).or_insert((0.0, ""));
-            if r > e.0 {
-                *e = (r, name);
-            }
-            if r > 2.0 {
-                failures.push(format!(
-                    "{}: {name}: {r:.3e} x the true rate: {rows:?}",
-                    p.what
-                ));
-            }
-        }
-        let shown: Vec<String> = worst
-            .iter()
-            .map(|(k, (r, name))| format!("{r:.2} {k} ({name})"))
-            .collect();
-        eprintln!("| {} | {pause} s | {} |", p.what, shown.join(", "));
+        table_row(&series, p.what, (p.from, p.to), pause, &mut failures);
         if pause > 3 * STEP {
             failures.push(format!(
                 "{}: gmetad paused {pause} s (step {STEP} s)",
@@ -708,50 +730,11 @@ fn both_gateways_lost_at_once_continue_from_what_gmetad_stored() {
         stop.store(true, Ordering::Relaxed);
     });
     let updates = updates.into_inner().unwrap();
-    let rates: Vec<f64> = fleet
-        .servers
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|s| s.in_rate)
-        .collect();
+    let series = server_series(&gmetad, &fleet, lost_at - 2 * STEP, end);
     let mut failures = Vec::new();
-    let mut worst: BTreeMap<&str, (f64, String)> = BTreeMap::new();
-    let start = lost_at - 2 * STEP;
-    let mut check =
-        |kind: &'static str, name: String, rows: Vec<(u64, Option<f64>)>, truth: f64| {
-            let r = worst_ratio(&rows, lost_at, end + STEP, |_| truth);
-            if r > 2.0 {
-                failures.push(format!("{name}: {r:.3e} x the true rate: {rows:?}"));
-            }
-            let e = worst.entry(kind).or_insert((0.0, String::new()));
-            if r > e.0 {
-                *e = (r, name);
-            }
-        };
-    for (metric, k) in [("xrootd.link.in", 1.0), ("xrootd.link.out", 2.0)] {
-        for (i, rate) in rates.iter().enumerate() {
-            let host = format!("s{}.pair.example", i + 1);
-            let rows = gmetad.fetch(&gmetad.rrd_path(CLUSTER, &host, metric), start, end + STEP);
-            check("host", format!("{host} {metric}"), rows, rate * k);
-        }
-        let rows = gmetad.fetch(&gmetad.summary_rrd_path(CLUSTER, metric), start, end + STEP);
-        check(
-            "summary",
-            format!("summary {metric}"),
-            rows,
-            k * rates.iter().sum::<f64>(),
-        );
-    }
     let pause = longest_pause(&updates, lost_at, end);
-    let shown: Vec<String> = worst
-        .iter()
-        .map(|(k, (r, name))| format!("{r:.2} {k} ({name})"))
-        .collect();
-    eprintln!(
-        "| both lost at once (state files too), back with recover_from | {pause} s | {} |",
-        shown.join(", ")
-    );
+    let what = "both lost at once (state files too), back with recover_from";
+    table_row(&series, what, (lost_at, end), pause, &mut failures);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
@@ -1004,50 +987,11 @@ fn a_restart_seen_after_a_gap_with_the_link_cut_draws_no_wrap_on_a_failover() {
         .map(|g| g.proc.log_text())
         .unwrap_or_default();
     let updates = updates.into_inner().unwrap();
-    let rates: Vec<f64> = fleet
-        .servers
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|s| s.in_rate)
-        .collect();
-    let start = cut_at - 2 * STEP;
+    let series = server_series(&gmetad, &fleet, cut_at - 2 * STEP, end);
     let mut failures = Vec::new();
-    let mut worst: BTreeMap<&str, (f64, String)> = BTreeMap::new();
-    let mut check =
-        |kind: &'static str, name: String, rows: Vec<(u64, Option<f64>)>, truth: f64| {
-            let r = worst_ratio(&rows, cut_at, end + STEP, |_| truth);
-            if r > 2.0 {
-                failures.push(format!("{name}: {r:.3e} x the true rate: {rows:?}"));
-            }
-            let e = worst.entry(kind).or_insert((0.0, String::new()));
-            if r > e.0 {
-                *e = (r, name);
-            }
-        };
-    for (metric, k) in [("xrootd.link.in", 1.0), ("xrootd.link.out", 2.0)] {
-        for (i, rate) in rates.iter().enumerate() {
-            let host = format!("s{}.pair.example", i + 1);
-            let rows = gmetad.fetch(&gmetad.rrd_path(CLUSTER, &host, metric), start, end + STEP);
-            check("host", format!("{host} {metric}"), rows, rate * k);
-        }
-        let rows = gmetad.fetch(&gmetad.summary_rrd_path(CLUSTER, metric), start, end + STEP);
-        check(
-            "summary",
-            format!("summary {metric}"),
-            rows,
-            k * rates.iter().sum::<f64>(),
-        );
-    }
     let pause = longest_pause(&updates, killed_at, end);
-    let shown: Vec<String> = worst
-        .iter()
-        .map(|(k, (r, name))| format!("{r:.2} {k} ({name})"))
-        .collect();
-    eprintln!(
-        "| link cut, gw2 deaf 12 s while s1 restarted, gw1 killed with the link down | {pause} s | {} |",
-        shown.join(", ")
-    );
+    let what = "link cut, gw2 deaf 12 s while s1 restarted, gw1 killed with the link down";
+    table_row(&series, what, (cut_at, end), pause, &mut failures);
     if pause > 3 * STEP {
         failures.push(format!("gmetad paused {pause} s at the failover"));
     }

@@ -153,12 +153,7 @@ fn gmetad_keeps_an_rrd_per_numeric_metric_with_the_values_sent() {
 
 /// The last value `rrdtool lastupdate` shows for the RRD's one DS.
 fn last_value(path: &std::path::Path) -> f64 {
-    let out = Command::new("rrdtool")
-        .arg("lastupdate")
-        .arg(path)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let text = common::rrdtool(&["lastupdate".as_ref(), path.as_os_str()]);
     text.lines()
         .last()
         .and_then(|l| l.split_whitespace().nth(1))

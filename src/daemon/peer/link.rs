@@ -176,6 +176,8 @@ impl Link {
                     now.saturating_duration_since(*at).as_millis()
                 )
             }),
+            held: Vec::new(),
+            holding: false,
         }
     }
 

@@ -778,6 +778,23 @@ impl Bound {
         self.sockets.xml = vec![l];
         self
     }
+
+    /// Its control socket at `path` (as `control_socket`).
+    fn with_control(mut self, path: &std::path::Path) -> Bound {
+        self.sockets.control = Some(bind::control(path, false).unwrap());
+        self
+    }
+}
+
+/// The pair as `xrd2ganglia status --json` shows it, asked on the
+/// control socket at `path` as the command does.
+fn pair_status(path: &std::path::Path) -> crate::status::PairStatus {
+    let mut c = std::os::unix::net::UnixStream::connect(path).unwrap();
+    writeln!(c, "{}", crate::status::REQUEST).unwrap();
+    let mut line = String::new();
+    c.read_to_string(&mut line).unwrap();
+    let status: crate::status::Status = serde_json::from_str(&line).unwrap();
+    status.pair.expect("a pair")
 }
 
 /// Whether a gateway's XML port refuses a connection now.
@@ -1068,8 +1085,11 @@ fn link_in_now(gw: &Running) -> Option<u64> {
 fn a_restart_after_a_gap_with_the_peer_unreachable_continues_from_what_gmetad_stored() {
     let gmetad = FakeGmetad::new();
     let more = format!("recover_from = [\"{}\"]\n", gmetad.addr);
+    let dir = Scratch::new("hold-status");
+    let control = dir.path().join("control");
     let gw2 = Bound::paired_with(peer_listener(), free_address(), None, &more)
         .xml_on_own_port()
+        .with_control(&control)
         .start();
     let at_start = wait_for("the start's read", WITHIN, || {
         (gmetad.reads() == 1).then_some(1)
@@ -1093,9 +1113,16 @@ fn a_restart_after_a_gap_with_the_peer_unreachable_continues_from_what_gmetad_st
         (gmetad.reads() > at_start).then_some(())
     });
     assert!(refuses(&gw2), "gmetad's polls refused while held");
+    let shown = pair_status(&control);
+    assert_eq!(shown.held, ["ds1.example.org (127.0.0.1)"], "{shown:?}");
+    assert!(shown.holding, "status says the port refuses: {shown:?}");
     gw2.send_as("127.0.0.1", &link_record(78, 150));
     let first = wait_for("the port to answer again", WITHIN, || link_in_now(&gw2));
     assert_eq!(first, 9000, "continued from what gmetad stored");
+    // Still watched (the link is cut), no longer holding.
+    let shown = pair_status(&control);
+    assert_eq!(shown.held, ["ds1.example.org (127.0.0.1)"], "{shown:?}");
+    assert!(!shown.holding, "published again: {shown:?}");
     // gmetad stores on (the other gateway counts): read again.
     let reads = gmetad.reads();
     gmetad.set(9500);

@@ -221,19 +221,32 @@ rrd_rootdir "{}"
     }
 }
 
+/// How long a read of an RRD waits for gmetad's update to let go of it.
+const LOCKED_AT_MOST: Duration = Duration::from_secs(10);
+
 /// Runs rrdtool and returns its stdout; panics with stderr on failure.
-fn rrdtool(args: &[&OsStr]) -> String {
-    let out = Command::new(require("rrdtool", "rrdtool"))
-        .args(args)
-        .output()
-        .expect("run rrdtool");
-    assert!(
-        out.status.success(),
-        "rrdtool {:?} failed: {}",
-        args,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+/// rrdtool 1.7 locks an RRD to read it too, and does not wait for the
+/// lock: a read that meets gmetad's update of the file fails with "could
+/// not lock RRD" (315 of 2,000 `rrdtool last` beside a loop of `rrdtool
+/// update` on this machine; once a gmetad pair test's 3 minutes). Such a
+/// read is tried again until the update is over.
+pub fn rrdtool(args: &[&OsStr]) -> String {
+    let deadline = Instant::now() + LOCKED_AT_MOST;
+    loop {
+        let out = Command::new(require("rrdtool", "rrdtool"))
+            .args(args)
+            .output()
+            .expect("run rrdtool");
+        if out.status.success() {
+            return String::from_utf8_lossy(&out.stdout).into_owned();
+        }
+        let err = String::from_utf8_lossy(&out.stderr);
+        if err.contains("could not lock RRD") && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        }
+        panic!("rrdtool {args:?} failed: {err}");
+    }
 }
 
 /// Parses `rrdtool fetch` output: a header line of DS names, a blank line,
