@@ -71,23 +71,32 @@
 //! Clients outside `xml_allow` are closed at once (counted, logged once
 //! per `log_interval`, as every outcome, by [`Events`]). After a start,
 //! the port listens only once it can answer ([`Warmup`]).
+//!
+//! Here the accept loop and the writing of a document; beside it,
+//! `xml_port/warmup.rs` (when the port listens, and the hand-over to the
+//! peer while deaf or holding) and `xml_port/connections.rs` (the
+//! connections served, each address's turn, and which one a new
+//! connection closes over the caps).
 
-use std::collections::HashMap;
 use std::io;
-use std::net::{IpAddr, Shutdown, SocketAddr};
+use std::net::{Shutdown, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, mpsc, watch};
-use tokio::task::AbortHandle;
 
-use crate::engine::saved::SavedState;
 use crate::events::{Counters, Events};
 
 use super::InForce;
 use super::table::{ClusterInfo, HostTable, Written};
+
+mod connections;
+mod warmup;
+
+use connections::{Connection, Connections, Progress};
+pub use warmup::Warmup;
 
 /// Connections served at once; a new one over it closes the one that made
 /// the least progress.
@@ -111,400 +120,15 @@ pub const PIECE: usize = 16 * 1024;
 /// reads nothing takes (what our send buffer, 2 x [`FIRST_SEND_BUFFER`],
 /// and its receive window hold: a default Linux receive buffer, 128 KiB,
 /// gives a window of about 64 KiB, and it grows only as the client reads).
-const READS: u64 = 256 * 1024;
+pub(super) const READS: u64 = 256 * 1024;
 /// A client that takes nothing for this long is dropped.
 pub const STALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// A document not written within this long is abandoned.
 pub const POLL_DEADLINE: Duration = Duration::from_secs(120);
 
-/// A source is claimed when its first record is handled, a moment before
-/// that record's packets reach the table: the port listens this long after
-/// the last claim.
-const CLAIM_GRACE: Duration = Duration::from_millis(200);
-
-/// When the port can answer, and so listens.
-///
-/// gmetad (`gmetad/data_thread.c`) keeps to an address that accepts a
-/// connection, even one closed unanswered, and moves to the next address
-/// of its `data_source` only when a connect fails. So the socket is bound
-/// at the start (its errors stop the start) and listen()ed only once a
-/// document would be whole; until then the kernel refuses connections
-/// (a bound TCP socket that does not listen answers a SYN with a reset,
-/// on Linux).
-///
-/// * With a `peer`: right after the start-up pull of its state and last
-///   records (the table is then what the peer's is: no warm-up). If the
-///   pull fails (the peer is down), or brings no record while the state
-///   file names sources (the peer is starting too), as without one.
-/// * Without: after a start with a state file the table is empty until
-///   the servers report again. A document of a part of the cluster would
-///   show gmetad its summed counters dropping: gmetad stores a cluster's
-///   summary of a counter as a COUNTER and draws the drop as a wrap, a
-///   spike of about 5e8/s. So the port listens once every source the
-///   state file named has reported again, or after `warmup_max` (90 s by
-///   default: less than the 120 s of gmetad's RRD heartbeat at its
-///   default 15 s step, so a gmetad with no other address leaves no gap).
-///   A server that never comes back makes every start wait all of it.
-pub struct Warmup {
-    saved: Arc<SavedState>,
-    until: Instant,
-    /// The start-up pull from the peer: None while under way, Some(true)
-    /// when it brought the peer's state, Some(false) when it failed.
-    peer: Option<watch::Receiver<Option<bool>>>,
-    /// Whether this gateway of a pair is deaf (its peer hears servers it
-    /// does not: [`crate::daemon::peer::Link::deaf`]).
-    deaf: Option<watch::Receiver<bool>>,
-    /// Whether a restart seen after a gap holds a server's counters
-    /// (`recover_from` read for it, the peer unreachable:
-    /// [`crate::daemon::recover::keep_floors`]): refused as when deaf.
-    held: Option<watch::Receiver<bool>>,
-}
-
-impl Warmup {
-    /// For a gateway started at `started` with `saved` (the state file's
-    /// sources, claimed as they report), waiting at most `max`.
-    pub fn new(saved: Arc<SavedState>, started: Instant, max: Duration) -> Warmup {
-        let until = if saved.awaited() == 0 {
-            started
-        } else {
-            started + max
-        };
-        Warmup {
-            saved,
-            until,
-            peer: None,
-            deaf: None,
-            held: None,
-        }
-    }
-
-    /// Once listening, stops listening while `deaf` (a pair's gateway that
-    /// hears no server its peer hears): gmetad's connect is refused, and
-    /// gmetad walks its `data_source` list to the peer in the same poll
-    /// (accepting and closing would not move it: docs/pair.md).
-    pub fn hand_over_when(mut self, deaf: watch::Receiver<bool>) -> Warmup {
-        self.deaf = Some(deaf);
-        self
-    }
-
-    /// Once listening, stops listening while `held` too (a server's
-    /// counters held until `recover_from` is read: gmetad must not read
-    /// them below what it stored), as while deaf.
-    pub fn hand_over_while_held(mut self, held: watch::Receiver<bool>) -> Warmup {
-        self.held = Some(held);
-        self
-    }
-
-    /// Whether the port is to refuse now: deaf, or a hold.
-    fn refusing(&self) -> bool {
-        let on = |w: &Option<watch::Receiver<bool>>| w.as_ref().is_some_and(|w| *w.borrow());
-        on(&self.deaf) || on(&self.held)
-    }
-
-    /// Resolves when the gateway turns deaf or holds (never without a
-    /// peer).
-    async fn turned_deaf(&mut self) {
-        self.wait_refusing(true).await;
-    }
-
-    /// Waits until [`refusing`](Self::refusing) is `want` (never, if
-    /// nothing can change it).
-    async fn wait_refusing(&mut self, want: bool) {
-        async fn changed(w: &mut Option<watch::Receiver<bool>>) {
-            let gone = match w {
-                Some(w) => w.changed().await.is_err(),
-                None => true,
-            };
-            if gone {
-                std::future::pending::<()>().await;
-            }
-        }
-        loop {
-            if let Some(d) = &mut self.deaf {
-                d.borrow_and_update();
-            }
-            if let Some(h) = &mut self.held {
-                h.borrow_and_update();
-            }
-            if self.refusing() == want {
-                return;
-            }
-            tokio::select! {
-                () = changed(&mut self.deaf) => {}
-                () = changed(&mut self.held) => {}
-            }
-        }
-    }
-
-    /// Deaf: the listener stops listening (the connections waiting in its
-    /// queue are refused) until the gateway hears again, then listens on
-    /// the same address, registered with the runtime anew. None at a stop,
-    /// or if it cannot listen again.
-    async fn hand_over(
-        &mut self,
-        listener: TcpListener,
-        local: SocketAddr,
-        stop: &mut watch::Receiver<bool>,
-    ) -> Option<TcpListener> {
-        let listener = listener.into_std().ok()?;
-        let sock = socket2::SockRef::from(&listener);
-        if let Err(e) = sock.shutdown(Shutdown::Read) {
-            tracing::warn!("xml_listen {local}: cannot stop listening while deaf: {e}");
-        }
-        tokio::select! {
-            _ = stop.changed() => return None,
-            () = self.wait_refusing(false) => {}
-        }
-        // Bound to a port of its own (not 0), the socket keeps it.
-        let again = sock.listen(super::bind::XML_BACKLOG);
-        match (again, listener.local_addr()) {
-            (Ok(()), Ok(now)) if now == local => TcpListener::from_std(listener).ok(),
-            (r, now) => {
-                tracing::error!("xml_listen {local}: cannot listen again ({r:?}, {now:?})");
-                None
-            }
-        }
-    }
-
-    /// Waits for the start-up pull from the peer first.
-    pub fn after_peer(mut self, pulled: watch::Receiver<Option<bool>>) -> Warmup {
-        self.peer = Some(pulled);
-        self
-    }
-
-    /// None once the port can listen; else the sources still awaited
-    /// (0 while the peer is asked) and how long at most.
-    pub(super) fn waiting(&mut self, now: Instant) -> Option<(usize, Duration)> {
-        if let Some(peer) = &self.peer {
-            match *peer.borrow() {
-                None => return Some((0, Duration::from_millis(100))),
-                Some(true) => return None,
-                Some(false) => {}
-            }
-        }
-        if now >= self.until {
-            return None;
-        }
-        let left = self.saved.awaited();
-        if left == 0 {
-            // Counted from the last claim, not from now: the first poll
-            // after every source reported is answered.
-            let ready = self.saved.last_claim().map_or(now, |t| t + CLAIM_GRACE);
-            if now >= ready {
-                return None;
-            }
-            return Some((0, ready - now));
-        }
-        Some((left, self.until - now))
-    }
-
-    /// Waits until the port can listen (or `stop`); what it waited for.
-    async fn wait(&mut self, stop: &mut watch::Receiver<bool>) -> Option<&'static str> {
-        let mut waited = false;
-        while let Some((_, within)) = self.waiting(Instant::now()) {
-            waited = true;
-            tokio::select! {
-                _ = stop.changed() => return None,
-                _ = tokio::time::sleep(within.min(Duration::from_millis(50))) => {}
-            }
-        }
-        Some(
-            if self
-                .peer
-                .as_ref()
-                .is_some_and(|p| *p.borrow() == Some(true))
-            {
-                "the peer's state was pulled"
-            } else if !waited {
-                "nothing to wait for"
-            } else if self.saved.awaited() > 0 {
-                "warmup_max passed before every source the state file or recover_from named reported"
-            } else {
-                "every source the state file or recover_from named reported again"
-            },
-        )
-    }
-}
-
 /// How one document went, as its task tells the accept loop (which
 /// counts and logs it): the connection's number, its client, the outcome.
-type Outcome = (u64, SocketAddr, io::Result<Written>);
-
-/// A connection's progress: when its socket last took a write
-/// (milliseconds since the accept loop began), how many bytes it took, and
-/// whether it waits for its client (its socket is full) or for us (a
-/// connection the runtime has not run for a while is not the client's
-/// fault).
-struct Progress {
-    at_ms: AtomicU64,
-    bytes: AtomicU64,
-    waiting: AtomicBool,
-}
-
-impl Progress {
-    /// The eviction order, least progress first. A connection that has
-    /// not shown it reads (taken [`READS`] bytes: a client that reads
-    /// nothing takes what the socket buffers hold, less than that) goes
-    /// before one that has; within each, one waiting for its client (its
-    /// socket full) goes first, the longest waiting first, then one that
-    /// waits for us (not run yet, or rendering), the fewest bytes taken
-    /// and the newest first. A poll being read is rarely waiting, and has
-    /// shown it reads within milliseconds; clients that never read, or
-    /// read a byte a second, are waiting all the time; a burst of new
-    /// connections closes its own members first.
-    fn order(&self, id: u64) -> (bool, bool, u64, u64) {
-        let (at, bytes) = (self.at_ms.load(Relaxed), self.bytes.load(Relaxed));
-        let (reads, waiting) = (bytes >= READS, self.waiting.load(Relaxed));
-        if waiting {
-            (reads, false, at, u64::MAX - id)
-        } else {
-            (reads, true, bytes, u64::MAX - id)
-        }
-    }
-}
-
-/// A connection being served.
-struct Connection {
-    peer: SocketAddr,
-    progress: Arc<Progress>,
-    task: AbortHandle,
-}
-
-/// The connections being served, by number, and each client address's
-/// count and turn.
-#[derive(Default)]
-struct Connections {
-    by_id: HashMap<u64, Connection>,
-    next: u64,
-    by_address: HashMap<IpAddr, Address>,
-}
-
-/// A client address's connections: how many, and its turn to write.
-struct Address {
-    count: usize,
-    /// One piece of one of the address's documents is rendered and
-    /// written at a time: the writing is shared between addresses, not
-    /// between connections ([`write_document`]).
-    turn: Arc<Semaphore>,
-}
-
-impl Connections {
-    fn per_address(&self, ip: IpAddr) -> usize {
-        self.by_address.get(&ip).map_or(0, |a| a.count)
-    }
-
-    /// The turn of `ip`'s connections ([`Address::turn`]).
-    fn turn(&mut self, ip: IpAddr) -> Arc<Semaphore> {
-        let a = self.by_address.entry(ip).or_insert_with(|| Address {
-            count: 0,
-            turn: Arc::new(Semaphore::new(1)),
-        });
-        a.turn.clone()
-    }
-
-    /// A connection taken in (its address's turn taken first).
-    fn add(&mut self, id: u64, c: Connection) {
-        self.by_address
-            .entry(c.peer.ip())
-            .or_insert_with(|| Address {
-                count: 0,
-                turn: Arc::new(Semaphore::new(1)),
-            })
-            .count += 1;
-        self.by_id.insert(id, c);
-    }
-
-    /// A connection gone (finished or evicted), if it was still here.
-    fn remove(&mut self, id: u64) -> Option<Connection> {
-        let c = self.by_id.remove(&id)?;
-        let ip = c.peer.ip();
-        if let Some(a) = self.by_address.get_mut(&ip) {
-            a.count -= 1;
-            if a.count == 0 {
-                self.by_address.remove(&ip);
-            }
-        }
-        Some(c)
-    }
-
-    /// The address holding the most connections (the one to give one
-    /// up when all are taken).
-    fn busiest(&self) -> Option<IpAddr> {
-        self.by_address
-            .iter()
-            .max_by_key(|(_, a)| a.count)
-            .map(|(ip, _)| *ip)
-    }
-
-    /// Room for a new connection from `ip`: a slot of its address, then
-    /// one of all (given up by the address holding the most), each taken
-    /// from the one with the least progress ([`Progress::order`]).
-    fn make_room(&mut self, ip: IpAddr, local: SocketAddr, events: &mut Events<'_>) {
-        if self.per_address(ip) >= MAX_PER_ADDRESS
-            && let Some(old) = self.evict_least_progress(Some(ip))
-        {
-            events
-                .at(Instant::now())
-                .xml_evicted(local, old, "a new connection from its address");
-        }
-        // All taken: the address holding the most gives one up, so that
-        // addresses that open connection after connection close their
-        // own, not an address's one poll (fairness between addresses).
-        if self.by_id.len() >= MAX_CONNECTIONS
-            && let Some(old) = self.evict_least_progress(self.busiest())
-        {
-            events
-                .at(Instant::now())
-                .xml_evicted(local, old, "a new connection");
-        }
-    }
-
-    /// An accept that failed: out of descriptors, one is freed (of the
-    /// address holding the most; its task
-    /// drops its socket when the runtime next runs it) to try again at once.
-    async fn accept_failed(&mut self, e: &io::Error, local: SocketAddr, events: &mut Events<'_>) {
-        events.at(Instant::now()).xml_accept_failed(local, e);
-        if is_out_of_descriptors(e) {
-            match self.evict_least_progress(self.busiest()) {
-                Some(old) => {
-                    events
-                        .at(Instant::now())
-                        .xml_evicted(local, old, "no file descriptor left");
-                    tokio::task::yield_now().await;
-                }
-                // Held by others: nothing of ours to give back.
-                None => tokio::time::sleep(Duration::from_millis(10)).await,
-            }
-        }
-    }
-
-    /// A writer's outcome, counted unless its connection was evicted
-    /// meanwhile (counted as that).
-    fn finished(
-        &mut self,
-        (id, peer, outcome): Outcome,
-        local: SocketAddr,
-        events: &mut Events<'_>,
-    ) {
-        if self.remove(id).is_some() {
-            match outcome {
-                Ok(w) => events.xml_polled(w.hosts, w.renamed),
-                Err(e) => events.at(Instant::now()).xml_unfinished(local, peer, &e),
-            }
-        }
-    }
-
-    fn evict_least_progress(&mut self, ip: Option<IpAddr>) -> Option<SocketAddr> {
-        let (&id, _) = self
-            .by_id
-            .iter()
-            .filter(|(_, c)| ip.is_none_or(|ip| c.peer.ip() == ip))
-            .min_by_key(|(id, c)| c.progress.order(**id))?;
-        let c = self.remove(id)?;
-        c.task.abort();
-        Some(c.peer)
-    }
-}
+pub(super) type Outcome = (u64, SocketAddr, io::Result<Written>);
 
 /// Accepts polls on `listener` until `stop`.
 pub(super) async fn serve(
@@ -634,7 +258,7 @@ struct Writer {
     began: Instant,
     progress: Arc<Progress>,
     table: Arc<HostTable>,
-    /// Its address's turn to write ([`Address::turn`]).
+    /// Its address's turn to write ([`connections::Address::turn`]).
     turn: Arc<Semaphore>,
     /// Where the outcome goes (to the accept loop).
     done: mpsc::UnboundedSender<Outcome>,
@@ -706,7 +330,7 @@ fn millis_since(began: Instant) -> u64 {
 }
 
 /// EMFILE (this process) or ENFILE (the system).
-fn is_out_of_descriptors(e: &io::Error) -> bool {
+pub(super) fn is_out_of_descriptors(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
 }
 
@@ -817,6 +441,7 @@ async fn write_document(
 mod tests {
     use super::*;
     use crate::engine::tests::Harness;
+    use std::net::IpAddr;
     use std::sync::atomic::Ordering::Relaxed;
 
     /// [`write_document`] on a runtime of its own, for a blocking test.
