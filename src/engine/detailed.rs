@@ -33,6 +33,9 @@
 //! g-stream's), whose series keep them continuous through xrootd and
 //! gateway restarts ([`super::series`]). The gauges (files open, users)
 //! are counted per name, `other` taking the rest.
+//!
+//! Here the servers' instances and what each packet does to them; one
+//! list's names, counts and ranking are `detailed/list.rs`.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
@@ -45,6 +48,11 @@ use crate::mapping::{MappedRecord, Mapper};
 use super::packets::PacketBatch;
 use super::source::{Source, Sources};
 use super::{Appending, Context, Due, interval_seconds};
+
+mod list;
+
+pub(crate) use list::Counts;
+use list::List;
 
 /// The lists, in the order they are sent.
 const VO: usize = 0;
@@ -91,146 +99,6 @@ const FIELDS: [[&str; 6]; LISTS] = [
 
 /// The name everything unnamed counts under (id 0 of every list).
 pub const OTHER: &str = "other";
-
-/// Cumulative counts of one name (or of `other`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Counts {
-    pub read: u64,
-    pub written: u64,
-    pub opened: u64,
-    pub closed: u64,
-}
-
-/// One name of a list.
-#[derive(Debug)]
-struct Name {
-    text: Box<str>,
-    /// Bytes moved under it (read + written), named or not: its rank.
-    bytes: u64,
-    named: bool,
-    /// What moved while it was named.
-    counts: Counts,
-    /// Files open and users logged in under it now.
-    open: u64,
-    users: u64,
-}
-
-/// One list: its names (id 0 is `other`), at most `cap` of them named.
-#[derive(Debug)]
-struct List {
-    cap: usize,
-    names: Vec<Name>,
-    index: HashMap<Box<str>, u32>,
-    named: usize,
-    /// What moved under names not named.
-    other: Counts,
-    /// A lower bound of the smallest named name's bytes.
-    min_named: u64,
-}
-
-impl List {
-    fn new(cap: usize) -> List {
-        let mut l = List {
-            cap,
-            names: Vec::new(),
-            index: HashMap::new(),
-            named: 0,
-            other: Counts::default(),
-            min_named: 0,
-        };
-        l.push(OTHER);
-        l
-    }
-
-    fn push(&mut self, text: &str) -> u32 {
-        let id = self.names.len() as u32;
-        self.names.push(Name {
-            text: text.into(),
-            bytes: 0,
-            named: false,
-            counts: Counts::default(),
-            open: 0,
-            users: 0,
-        });
-        self.index.insert(text.into(), id);
-        id
-    }
-
-    /// The id of `text` (0, `other`, for an empty one or when the list
-    /// tallies as many names as it may).
-    fn id(&mut self, text: &[u8]) -> u32 {
-        if self.cap == 0 || text.is_empty() {
-            return 0;
-        }
-        let text = String::from_utf8_lossy(text);
-        if let Some(&id) = self.index.get(&*text) {
-            return id;
-        }
-        if self.names.len() >= self.cap * 4 + 16 {
-            return 0;
-        }
-        let id = self.push(&text);
-        self.rank(id);
-        id
-    }
-
-    /// Names `id` if there is room, or if it moved more than twice the
-    /// bytes of the smallest named name (which then gives up its place).
-    fn rank(&mut self, id: u32) {
-        let i = id as usize;
-        if i == 0 || self.names[i].named {
-            return;
-        }
-        if self.named < self.cap {
-            self.names[i].named = true;
-            self.named += 1;
-            return;
-        }
-        let bytes = self.names[i].bytes;
-        if bytes / 2 <= self.min_named {
-            return;
-        }
-        let Some((weakest, least)) = self
-            .names
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| n.named)
-            .map(|(j, n)| (j, n.bytes))
-            .min_by_key(|&(_, b)| b)
-        else {
-            return;
-        };
-        self.min_named = least;
-        if bytes / 2 > least {
-            self.names[weakest].named = false;
-            self.names[i].named = true;
-            self.min_named = self
-                .names
-                .iter()
-                .filter(|n| n.named)
-                .map(|n| n.bytes)
-                .min()
-                .unwrap_or(0);
-        }
-    }
-
-    /// Adds to what `id` moved: to its own counts while it is named, else
-    /// to `other`'s.
-    #[inline]
-    fn add(&mut self, id: u32, bytes: u64, f: impl FnOnce(&mut Counts)) {
-        let n = &mut self.names[id as usize];
-        n.bytes = n.bytes.saturating_add(bytes);
-        if id != 0 && !n.named && bytes > 0 {
-            self.rank(id);
-        }
-        let n = &mut self.names[id as usize];
-        if id != 0 && n.named {
-            f(&mut n.counts);
-        } else {
-            f(&mut self.other);
-        }
-    }
-}
 
 /// The names a login or a file counts under, by list.
 type Ids = [u32; LISTS];
