@@ -187,7 +187,7 @@ pub(super) struct Parts {
     pub state: Option<Arc<StateStore>>,
     /// The pair, if paired.
     pub pair: Option<Arc<super::peer::Link>>,
-    /// The pair's holds, if paired with `recover_from`.
+    /// The pair's holds, if paired (none held without `recover_from`).
     pub holds: Option<super::recover::Holds>,
 }
 
@@ -295,7 +295,7 @@ struct Client {
     state: Option<Arc<StateStore>>,
     /// The pair (None: no peer), for what `status` shows of it.
     pair: Option<Arc<super::peer::Link>>,
-    /// Its holds (None: no peer or no `recover_from`).
+    /// Its holds (None: no peer).
     holds: Option<super::recover::Holds>,
     /// Where it is ([`SILENT`] until its request line is read).
     phase: Arc<AtomicU8>,
