@@ -599,19 +599,15 @@ fn rendered_legend(command: &str) -> Vec<(String, Vec<(String, String)>)> {
         .replace("&amp;", "&");
     assert!(command.contains(" graph - "), "{command}");
     let command = command.replacen(" graph - ", " graphv /dev/null ", 1);
-    let mut tries = 0;
-    let out = loop {
-        let out = Command::new("sh").arg("-c").arg(&command).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        // gmetad may be writing the RRD (see tests/kit/src/gweb.rs).
-        tries += 1;
-        if err.contains("could not lock RRD") && tries < 10 {
-            std::thread::sleep(Duration::from_millis(100));
-            continue;
-        }
-        assert!(out.status.success(), "{command}: {err}");
-        break String::from_utf8(out.stdout).unwrap();
-    };
+    // gmetad may be writing the RRD.
+    let out = common::while_locked(|| {
+        let mut c = Command::new("sh");
+        c.arg("-c").arg(&command);
+        c
+    });
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{command}: {err}");
+    let out = String::from_utf8(out.stdout).unwrap();
     let mut legend: Vec<(String, Vec<(String, String)>)> = Vec::new();
     for line in out.lines().filter(|l| l.starts_with("legend[")) {
         let text = line.split_once(" = \"").unwrap().1.trim_end_matches('"');

@@ -3,7 +3,7 @@
 use std::ffi::OsStr;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use super::{Proc, Scratch, free_port, require, spawn};
@@ -224,29 +224,40 @@ rrd_rootdir "{}"
 /// How long a read of an RRD waits for gmetad's update to let go of it.
 const LOCKED_AT_MOST: Duration = Duration::from_secs(10);
 
-/// Runs rrdtool and returns its stdout; panics with stderr on failure.
+/// Runs the command `make` gives, again while it fails with "could not
+/// lock RRD" (for at most [`LOCKED_AT_MOST`]), and returns its output.
 /// rrdtool 1.7 locks an RRD to read it too, and does not wait for the
-/// lock: a read that meets gmetad's update of the file fails with "could
-/// not lock RRD" (315 of 2,000 `rrdtool last` beside a loop of `rrdtool
-/// update` on this machine; once a gmetad pair test's 3 minutes). Such a
-/// read is tried again until the update is over.
-pub fn rrdtool(args: &[&OsStr]) -> String {
+/// lock: a read (`rrdtool last`, `fetch`, graph.php's `rrdtool graph`)
+/// that meets gmetad's update of the file fails (315 of 2,000 `rrdtool
+/// last` beside a loop of `rrdtool update` on this machine; once a gmetad
+/// pair test's 3 minutes), and ganglia-web shows a broken graph until the
+/// next reload.
+pub fn while_locked(mut make: impl FnMut() -> Command) -> Output {
     let deadline = Instant::now() + LOCKED_AT_MOST;
     loop {
-        let out = Command::new(require("rrdtool", "rrdtool"))
-            .args(args)
-            .output()
-            .expect("run rrdtool");
-        if out.status.success() {
-            return String::from_utf8_lossy(&out.stdout).into_owned();
+        let out = make().output().expect("run the command");
+        let locked = String::from_utf8_lossy(&out.stderr).contains("could not lock RRD");
+        if !locked || Instant::now() >= deadline {
+            return out;
         }
-        let err = String::from_utf8_lossy(&out.stderr);
-        if err.contains("could not lock RRD") && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(10));
-            continue;
-        }
-        panic!("rrdtool {args:?} failed: {err}");
+        std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// Runs rrdtool and returns its stdout ([`while_locked`]); panics with
+/// stderr on failure.
+pub fn rrdtool(args: &[&OsStr]) -> String {
+    let out = while_locked(|| {
+        let mut c = Command::new(require("rrdtool", "rrdtool"));
+        c.args(args);
+        c
+    });
+    assert!(
+        out.status.success(),
+        "rrdtool {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// Parses `rrdtool fetch` output: a header line of DS names, a blank line,

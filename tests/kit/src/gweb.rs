@@ -137,27 +137,20 @@ $conf['overlay_events'] = false;
         std::fs::write(&path, conf).unwrap();
     }
 
-    /// graph.php's answer to `query`. An RRD that gmetad (running, polling
-    /// every second) is writing at that moment cannot be read: rrdtool
-    /// fails with "could not lock RRD" and ganglia-web shows a broken
-    /// graph, until the next reload. Reloaded here, a few times.
+    /// graph.php's answer to `query`, reloaded while an RRD it reads is
+    /// being written by gmetad ([`crate::while_locked`]).
     fn run_graph(&self, query: &str) -> (Vec<u8>, String) {
-        let mut tries = 0;
-        loop {
-            let out = Command::new("php")
-                .arg(self.root.join("render.php"))
+        let out = crate::while_locked(|| {
+            let mut c = Command::new("php");
+            c.arg(self.root.join("render.php"))
                 .arg(&self.root)
-                .arg(query)
-                .output()
-                .unwrap();
-            let err = String::from_utf8_lossy(&out.stderr).into_owned();
-            tries += 1;
-            if err.contains("could not lock RRD") && tries < 10 {
-                std::thread::sleep(Duration::from_millis(100));
-                continue;
-            }
-            return (out.stdout, err);
-        }
+                .arg(query);
+            c
+        });
+        (
+            out.stdout,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     }
 
     /// What graph.php answers to `query`: (stdout, stderr).

@@ -23,7 +23,7 @@ mod site;
 pub mod status;
 mod wait;
 
-pub use gmetad::{Gmetad, parse_rrd_fetch, rrdtool};
+pub use gmetad::{Gmetad, parse_rrd_fetch, rrdtool, while_locked};
 pub use gmond::{GangliaXml, Gmond, XmlHost, XmlMetric};
 pub use gmond_conf::gmond_conf;
 pub use grid::{clusters_of, names, parse_ganglia};
